@@ -1,0 +1,495 @@
+/**
+ * Demo backend for roomgate: a single-process room app shaped like a djust
+ * (Django LiveView) game server.
+ *
+ * Room state lives only in this process's memory, exactly like a djust app
+ * without a channel layer. That is the whole point: if a proxy ever splits one
+ * room across two of these processes, the members of that room stop seeing each
+ * other, and `/_backend/rooms` on each backend makes the split visible. The
+ * roomgate tests use these backends as that witness.
+ *
+ * CLI:  node dist/examples/demo-backend/server.js --port N --id ID [--host H] [--tick-ms N]
+ *       (env PORT, BACKEND_ID, HOST, TICK_MS as fallbacks; port 0 = ephemeral)
+ * When listening it prints exactly one JSON line to stdout:
+ *       {"event":"listening","id":"ID","port":<actual port>}
+ * Everything else goes to stderr so a parent process can parse stdout safely.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { realpathSync } from 'node:fs';
+import http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { pathToFileURL } from 'node:url';
+import { WebSocketServer, WebSocket } from 'ws';
+import type { RawData } from 'ws';
+
+export interface DemoBackendOptions {
+  port?: number;
+  host?: string;
+  id: string;
+  /** Broadcast a ~140-byte tick frame to every room every N ms (0 = off). */
+  tickMs?: number;
+}
+
+export interface DemoBackend {
+  port: number;
+  id: string;
+  close(): Promise<void>;
+}
+
+/** WebSocket close code uvicorn uses on graceful shutdown ("service restart"). */
+const CLOSE_SERVICE_RESTART = 1012;
+const SLOW_MAX_MS = 60_000;
+const BIG_MAX_KB = 10_240;
+const TICK_FRAME_BYTES = 140;
+/** Same rule roomgate uses; anything else in the header is ignored, never reflected. */
+const FORWARDED_PREFIX_RE = /^\/[A-Za-z0-9_.:/-]{0,200}$/;
+const MAX_ROOM_LENGTH = 128;
+
+interface Client {
+  sessionId: string;
+  room: string | null;
+  /** `room` query parameter of the socket URL: last-resort room for mount. */
+  queryRoom: string | null;
+}
+
+/**
+ * The page script is a constant (the ws path comes from the <meta> tag, as in
+ * djust), so its CSP hash can be computed once and the page can forbid every
+ * other script.
+ */
+const PAGE_SCRIPT = `
+(function () {
+  var meta = document.querySelector('meta[name="djust-ws-path"]');
+  var path = (meta && meta.getAttribute('content')) || '/ws/live/';
+  var status = document.getElementById('status');
+  var members = document.getElementById('members');
+  // Concatenate with location.host (never resolve the path as a URL) so a
+  // path like "//elsewhere/..." cannot point the socket at another origin.
+  var proto = location.protocol === 'https:' ? 'wss://' : 'ws://';
+  var ws = new WebSocket(proto + location.host + path);
+  ws.onmessage = function (ev) {
+    var msg;
+    try { msg = JSON.parse(ev.data); } catch (e) { return; }
+    if (msg.type === 'connect') {
+      status.textContent = 'Connected to backend ' + msg.backend + ', joining room';
+      ws.send(JSON.stringify({ type: 'mount', url: location.pathname }));
+    } else if (msg.type === 'mounted' || msg.type === 'presence') {
+      members.textContent = String(msg.members);
+      status.textContent = 'Live in room ' + msg.room;
+    }
+  };
+  ws.onclose = function (ev) { status.textContent = 'Disconnected (code ' + ev.code + ')'; };
+})();
+`;
+const PAGE_SCRIPT_CSP = `'sha256-${createHash('sha256').update(PAGE_SCRIPT).digest('base64')}'`;
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+function renderGamePage(id: string, room: string, wsPath: string): string {
+  const r = escapeHtml(room);
+  const b = escapeHtml(id);
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="djust-ws-path" content="${escapeHtml(wsPath)}">
+<title>Room ${r} - roomgate demo (${b})</title>
+</head>
+<body>
+<main>
+<h1>Room ${r}</h1>
+<p id="served-by">Served by backend <strong>${b}</strong> for room <strong>${r}</strong></p>
+<p>Members in this room: <output id="members" aria-live="polite">0</output></p>
+<p id="status" role="status">Connecting</p>
+</main>
+<script>${PAGE_SCRIPT}</script>
+</body>
+</html>
+`;
+}
+
+/** Split req.url without `new URL()`: a path like `//host/x` must not become a host. */
+function splitUrl(raw: string | undefined): { pathname: string; query: URLSearchParams } {
+  const url = raw ?? '/';
+  const q = url.indexOf('?');
+  return q < 0
+    ? { pathname: url, query: new URLSearchParams() }
+    : { pathname: url.slice(0, q), query: new URLSearchParams(url.slice(q + 1)) };
+}
+
+function safeDecode(s: string): string | null {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return null;
+  }
+}
+
+function validRoom(room: string | null | undefined): string | null {
+  return room && room.length <= MAX_ROOM_LENGTH ? room : null;
+}
+
+/** Room from a djust mount url (location.pathname, possibly behind a /r/{room} prefix). */
+function roomFromUrl(url: unknown): string | null {
+  if (typeof url !== 'string') return null;
+  const m = /\/game\/([^/?#]+)\//.exec(url);
+  return m?.[1] ? validRoom(safeDecode(m[1])) : null;
+}
+
+function intParam(value: string | null, max: number): number {
+  const n = Number.parseInt(value ?? '', 10);
+  return Number.isFinite(n) && n > 0 ? Math.min(n, max) : 0;
+}
+
+export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend> {
+  const id = opts.id;
+  const host = opts.host ?? '127.0.0.1';
+  const tickMs = opts.tickMs ?? 0;
+
+  const rooms = new Map<string, Set<WebSocket>>();
+  const clients = new Map<WebSocket, Client>();
+
+  // --- room bookkeeping -------------------------------------------------------
+
+  function broadcast(room: string, msg: unknown, except?: WebSocket): void {
+    const members = rooms.get(room);
+    if (!members) return;
+    const frame = JSON.stringify(msg); // serialise once, not per member
+    for (const ws of members) {
+      if (ws !== except && ws.readyState === WebSocket.OPEN) ws.send(frame);
+    }
+  }
+
+  function leaveRoom(ws: WebSocket, client: Client): void {
+    const room = client.room;
+    if (room === null) return;
+    client.room = null;
+    const members = rooms.get(room);
+    if (!members) return;
+    members.delete(ws);
+    if (members.size === 0) rooms.delete(room); // empty rooms must vanish from /_backend/rooms
+    else broadcast(room, { type: 'presence', room, members: members.size });
+  }
+
+  function joinRoom(ws: WebSocket, client: Client, room: string): number {
+    let members = rooms.get(room);
+    if (!members) rooms.set(room, (members = new Set()));
+    members.add(ws);
+    client.room = room;
+    return members.size;
+  }
+
+  function send(ws: WebSocket, msg: unknown): void {
+    if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
+  }
+
+  // --- WebSocket protocol ----------------------------------------------------
+
+  function onMessage(ws: WebSocket, client: Client, data: RawData, isBinary: boolean): void {
+    let msg: unknown;
+    try {
+      if (isBinary) throw new Error('binary');
+      msg = JSON.parse(data.toString());
+    } catch {
+      send(ws, { type: 'error', message: 'expected a JSON text frame' });
+      return;
+    }
+    if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) {
+      send(ws, { type: 'error', message: 'expected a JSON object' });
+      return;
+    }
+    const m = msg as Record<string, unknown>;
+
+    switch (m.type) {
+      case 'mount': {
+        // Explicit room wins, then the djust url, then the socket's ?room=.
+        const explicit =
+          typeof m.room === 'string' || typeof m.room === 'number' ? validRoom(String(m.room)) : null;
+        const room = explicit ?? roomFromUrl(m.url) ?? client.queryRoom;
+        if (!room) {
+          send(ws, { type: 'error', message: 'mount needs a room (room field, /game/{room}/ url or ?room=)' });
+          return;
+        }
+        // A second mount is a djust live_redirect: leave the old room first.
+        if (client.room !== room) {
+          leaveRoom(ws, client);
+          joinRoom(ws, client, room);
+          broadcast(room, { type: 'presence', room, members: rooms.get(room)?.size ?? 0 }, ws);
+        }
+        send(ws, { type: 'mounted', room, backend: id, members: rooms.get(room)?.size ?? 0 });
+        return;
+      }
+      case 'ping':
+        // Allowed before mount: it is a keepalive and carries no room state.
+        send(ws, { type: 'pong' });
+        return;
+      case 'event':
+        if (client.room === null) {
+          send(ws, { type: 'error', message: 'mount before sending events' });
+          return;
+        }
+        broadcast(client.room, { type: 'patch', room: client.room, from: client.sessionId, data: m.data ?? null });
+        return;
+      default:
+        send(ws, {
+          type: 'error',
+          message: client.room === null ? 'mount first' : `unknown message type ${JSON.stringify(m.type ?? null)}`,
+        });
+    }
+  }
+
+  const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
+  // Let the proxy (and tests) see which backend answered the upgrade too.
+  wss.on('headers', (headers) => headers.push(`X-Backend-Id: ${id}`));
+
+  wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
+    const client: Client = {
+      sessionId: randomBytes(12).toString('hex'),
+      room: null,
+      queryRoom: validRoom(splitUrl(req.url).query.get('room')),
+    };
+    clients.set(ws, client);
+    ws.on('message', (data, isBinary) => onMessage(ws, client, data, isBinary));
+    ws.on('close', () => {
+      leaveRoom(ws, client);
+      clients.delete(ws);
+    });
+    ws.on('error', () => {
+      /* 'close' follows; nothing to add */
+    });
+    // djust's server speaks first.
+    send(ws, { type: 'connect', session_id: client.sessionId, backend: id });
+  });
+
+  // --- HTTP ---------------------------------------------------------------------
+
+  function text(res: ServerResponse, status: number, body: string): void {
+    res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
+  }
+
+  function json(res: ServerResponse, status: number, value: unknown): void {
+    const body = JSON.stringify(value);
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+    res.end(body);
+  }
+
+  function echo(req: IncomingMessage, res: ServerResponse): void {
+    const hash = createHash('sha256');
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      hash.update(chunk);
+    });
+    req.on('end', () =>
+      json(res, 200, {
+        id,
+        method: req.method,
+        url: req.url,
+        headers: req.headers,
+        rawHeaders: req.rawHeaders,
+        bodyBytes: bytes,
+        bodySha256: hash.digest('hex'),
+        remoteAddress: req.socket.remoteAddress ?? null,
+      }),
+    );
+    req.on('error', () => res.destroy());
+  }
+
+  function big(res: ServerResponse, kb: number): void {
+    const chunk = Buffer.alloc(64 * 1024, 'roomgate-demo-big-body\n');
+    let left = kb * 1024;
+    res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Content-Length': left });
+    // Respect backpressure so a slow proxy really sees a streamed body.
+    const pump = (): void => {
+      while (left > 0) {
+        const n = Math.min(left, chunk.length);
+        left -= n;
+        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) {
+          res.once('drain', pump);
+          return;
+        }
+      }
+      res.end();
+    };
+    pump();
+  }
+
+  function onRequest(req: IncomingMessage, res: ServerResponse): void {
+    res.setHeader('X-Backend-Id', id);
+    const { pathname, query } = splitUrl(req.url);
+    const isGet = req.method === 'GET' || req.method === 'HEAD';
+
+    if (pathname.startsWith('/_backend/echo')) return echo(req, res);
+
+    // Other routes ignore the body; drain it so keep-alive connections stay usable.
+    req.resume();
+
+    const game = /^\/game\/([^/]+)\/$/.exec(pathname);
+    const room = game?.[1] ? validRoom(safeDecode(game[1])) : null;
+    if (isGet && room) {
+      const prefixHeader = req.headers['x-forwarded-prefix'];
+      const prefix =
+        typeof prefixHeader === 'string' && FORWARDED_PREFIX_RE.test(prefixHeader)
+          ? prefixHeader.replace(/\/+$/, '') // "/r/42/" and "/r/42" mean the same mount point
+          : '';
+      const body = renderGamePage(id, room, `${prefix}/ws/live/`);
+      res.writeHead(200, {
+        'Content-Type': 'text/html; charset=utf-8',
+        'Content-Length': Buffer.byteLength(body),
+        'Cache-Control': 'no-store',
+        'Content-Security-Policy': `default-src 'none'; script-src ${PAGE_SCRIPT_CSP}; connect-src 'self' ws: wss:`,
+      });
+      res.end(body);
+      return;
+    }
+    if (isGet && pathname === '/healthz') return text(res, 200, 'ok');
+    if (isGet && pathname === '/_backend/rooms') {
+      const counts: Record<string, number> = {};
+      for (const [name, members] of rooms) counts[name] = members.size;
+      return json(res, 200, { id, rooms: counts, sockets: clients.size });
+    }
+    if (isGet && pathname === '/_backend/slow') {
+      const ms = intParam(query.get('ms'), SLOW_MAX_MS);
+      const timer = setTimeout(() => json(res, 200, { id, sleptMs: ms }), ms);
+      res.on('close', () => clearTimeout(timer)); // client or proxy gave up
+      return;
+    }
+    if (isGet && pathname === '/_backend/big') return big(res, intParam(query.get('kb'), BIG_MAX_KB));
+    text(res, 404, 'not found\n');
+  }
+
+  const server = http.createServer(onRequest);
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    if (!splitUrl(req.url).pathname.endsWith('/ws/live/')) {
+      socket.end(
+        `HTTP/1.1 404 Not Found\r\nX-Backend-Id: ${id}\r\nContent-Type: text/plain\r\nContent-Length: 10\r\nConnection: close\r\n\r\nnot found\n`,
+      );
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
+  });
+
+  // --- ticks (benchmarks) --------------------------------------------------------
+
+  let tick: NodeJS.Timeout | undefined;
+  if (tickMs > 0) {
+    tick = setInterval(() => {
+      const t = Date.now();
+      // Pad so the whole frame is ~TICK_FRAME_BYTES: a fixed, realistic frame size for throughput numbers.
+      const bare = JSON.stringify({ type: 'tick', t, pad: '' }).length;
+      const frame = { type: 'tick', t, pad: '.'.repeat(Math.max(0, TICK_FRAME_BYTES - bare)) };
+      for (const room of rooms.keys()) broadcast(room, frame);
+    }, tickMs);
+  }
+
+  // --- lifecycle ----------------------------------------------------------------
+
+  let closing: Promise<void> | undefined;
+  function close(): Promise<void> {
+    closing ??= (async () => {
+      if (tick) clearInterval(tick);
+      const sockets = [...clients.keys()];
+      const closed = sockets.map(
+        (ws) => new Promise<void>((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve() : ws.once('close', () => resolve()))),
+      );
+      for (const ws of sockets) ws.close(CLOSE_SERVICE_RESTART, 'service restart');
+      // Give clients a moment to answer the close handshake, then stop waiting:
+      // ws's own close timeout (30 s) is far beyond our 2 s shutdown budget.
+      let grace: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(closed), new Promise<void>((r) => (grace = setTimeout(r, 1000)))]);
+      clearTimeout(grace);
+      for (const ws of clients.keys()) ws.terminate();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections(); // keep-alive and in-flight (e.g. /slow) requests
+      });
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+    })();
+    return closing;
+  }
+
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      const addr = server.address();
+      const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? 0);
+      resolve({ port, id, close });
+    });
+  });
+}
+
+// --- CLI ---------------------------------------------------------------------------
+
+function parseArgs(argv: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (!arg.startsWith('--')) throw new Error(`unexpected argument ${arg}`);
+    const eq = arg.indexOf('=');
+    if (eq > 0) out[arg.slice(2, eq)] = arg.slice(eq + 1);
+    else {
+      const value = argv[++i];
+      if (value === undefined) throw new Error(`${arg} needs a value`);
+      out[arg.slice(2)] = value;
+    }
+  }
+  return out;
+}
+
+function intArg(name: string, value: string | undefined, fallback: number, max: number): number {
+  if (value === undefined || value === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > max) throw new Error(`--${name} must be an integer 0..${max}, got ${value}`);
+  return n;
+}
+
+async function main(): Promise<void> {
+  let backend: DemoBackend;
+  try {
+    const args = parseArgs(process.argv.slice(2));
+    backend = await startDemoBackend({
+      port: intArg('port', args.port ?? process.env.PORT, 0, 65_535),
+      // Empty env values count as unset.
+      host: args.host ?? (process.env.HOST || '127.0.0.1'),
+      id: args.id ?? (process.env.BACKEND_ID || `backend-${process.pid}`),
+      tickMs: intArg('tick-ms', args['tick-ms'] ?? process.env.TICK_MS, 0, 3_600_000),
+    });
+  } catch (err) {
+    process.stderr.write(`demo-backend: ${err instanceof Error ? err.message : String(err)}\n`);
+    process.exit(1);
+  }
+  // The one line a parent process waits for; nothing else is written to stdout.
+  process.stdout.write(`${JSON.stringify({ event: 'listening', id: backend.id, port: backend.port })}\n`);
+
+  const shutdown = (signal: string): void => {
+    process.stderr.write(`demo-backend ${backend.id}: ${signal}, closing\n`);
+    // Hard stop well inside the 2 s budget even if something hangs.
+    setTimeout(() => process.exit(0), 1800).unref();
+    backend.close().then(
+      () => process.exit(0),
+      () => process.exit(0),
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+function isMainModule(): boolean {
+  const entry = process.argv[1];
+  if (!entry) return false;
+  try {
+    return import.meta.url === pathToFileURL(realpathSync(entry)).href;
+  } catch {
+    return import.meta.url === pathToFileURL(entry).href;
+  }
+}
+
+if (isMainModule()) void main();

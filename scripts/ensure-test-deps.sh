@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Makes sure the machine has what the test suite uses beyond npm packages:
+# Debian's python3-django (Django fixtures and live cross-checks of cookie signing).
+# As root with apt-get, installs what is missing; otherwise says what to install and fails.
+set -euo pipefail
+
+missing=()
+/usr/bin/python3 -c 'import django' >/dev/null 2>&1 || missing+=(python3-django)
+
+if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "installing test dependencies: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${missing[@]}" >/dev/null
+else
+  echo "the test suite needs Debian packages: ${missing[*]}" >&2
+  echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi

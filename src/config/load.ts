@@ -1,0 +1,193 @@
+// Loads the configuration: schema defaults < YAML file < environment < command-line flags.
+// Every problem is reported at once, each naming the field, the bad value and what is allowed.
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { parse as parseYaml } from 'yaml';
+import type { z } from 'zod';
+import { configSchema, type Config } from './schema.js';
+
+export class ConfigError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(`invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/** Flags given on the command line; they win over file and environment. */
+export interface ConfigOverrides {
+  port?: number | string;
+  backends?: readonly string[];
+}
+
+export interface LoadOptions {
+  file?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+  overrides?: ConfigOverrides;
+}
+
+/** Backends after loading: every one has an id (defaults to host:port of its URL). */
+export interface ResolvedBackend {
+  readonly id: string;
+  readonly url: string;
+  readonly host: string;
+  readonly port: number;
+  readonly weight: number;
+}
+export type LoadedConfig = Omit<Config, 'backends'> & { backends: ResolvedBackend[] };
+
+/** Environment variables read, for the README and check-config. */
+export const ENV_VARS = {
+  ROOMGATE_CONFIG: 'path of the YAML config file (when --config is not given)',
+  ROOMGATE_HOST: 'listen.host',
+  ROOMGATE_PORT: 'listen.port',
+  ROOMGATE_ADMIN_HOST: 'admin.host',
+  ROOMGATE_ADMIN_PORT: 'admin.port',
+  ROOMGATE_BACKENDS: 'backends: comma-separated URLs, each optionally id=URL',
+  ROOMGATE_COOKIE_SECRETS: 'cookie.secrets: comma-separated, first signs',
+  ROOMGATE_LOG_LEVEL: 'log.level',
+} as const;
+
+export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
+  const env = opts.env ?? process.env;
+  const file = opts.file ?? env.ROOMGATE_CONFIG;
+  const raw: Record<string, unknown> = file ? readConfigFile(file) : {};
+  applyEnv(raw, env);
+  applyOverrides(raw, opts.overrides ?? {});
+  const result = configSchema.safeParse(raw);
+  if (!result.success) throw new ConfigError(result.error.issues.map((i) => describeIssue(i, raw)));
+  return resolve(result.data);
+}
+
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`config file ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`]);
+  }
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError([`config file ${file}: not valid YAML: ${(err as Error).message.split('\n')[0]}`]);
+  }
+  if (doc === null || doc === undefined) return {};
+  if (typeof doc !== 'object' || Array.isArray(doc)) {
+    throw new ConfigError([`config file ${file}: the top level must be a mapping of keys (listen:, backends:, ...)`]);
+  }
+  return doc as Record<string, unknown>;
+}
+
+function section(raw: Record<string, unknown>, key: string): Record<string, unknown> {
+  const v = raw[key];
+  if (v && typeof v === 'object' && !Array.isArray(v)) return v as Record<string, unknown>;
+  const fresh: Record<string, unknown> = {};
+  raw[key] = fresh;
+  return fresh;
+}
+
+// Numbers from text stay text when they are not numbers, so the error shows what was given.
+function num(s: string): number | string {
+  return /^\s*\d+\s*$/.test(s) ? Number(s) : s;
+}
+
+function list(s: string): string[] {
+  return s
+    .split(/[,\s]+/)
+    .map((x) => x.trim())
+    .filter(Boolean);
+}
+
+function backendSpec(spec: string): Record<string, unknown> {
+  const eq = spec.indexOf('=');
+  // "id=http://..." names the backend; a bare URL gets host:port as its id.
+  if (eq > 0 && !spec.slice(0, eq).includes(':')) return { id: spec.slice(0, eq), url: spec.slice(eq + 1) };
+  return { url: spec };
+}
+
+function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
+  if (env.ROOMGATE_HOST) section(raw, 'listen').host = env.ROOMGATE_HOST;
+  if (env.ROOMGATE_PORT) section(raw, 'listen').port = num(env.ROOMGATE_PORT);
+  if (env.ROOMGATE_ADMIN_HOST) section(raw, 'admin').host = env.ROOMGATE_ADMIN_HOST;
+  if (env.ROOMGATE_ADMIN_PORT) section(raw, 'admin').port = num(env.ROOMGATE_ADMIN_PORT);
+  if (env.ROOMGATE_BACKENDS) raw.backends = list(env.ROOMGATE_BACKENDS).map(backendSpec);
+  if (env.ROOMGATE_COOKIE_SECRETS) section(raw, 'cookie').secrets = list(env.ROOMGATE_COOKIE_SECRETS);
+  if (env.ROOMGATE_LOG_LEVEL) section(raw, 'log').level = env.ROOMGATE_LOG_LEVEL;
+}
+
+function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides): void {
+  if (o.port !== undefined) section(raw, 'listen').port = typeof o.port === 'string' ? num(o.port) : o.port;
+  if (o.backends && o.backends.length > 0) raw.backends = o.backends.flatMap(list).map(backendSpec);
+}
+
+function valueAt(raw: unknown, path: readonly PropertyKey[]): unknown {
+  let v: unknown = raw;
+  for (const k of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<PropertyKey, unknown>)[k];
+  }
+  return v;
+}
+
+function describeIssue(issue: z.core.$ZodIssue, raw: unknown): string {
+  const field = issue.path.length ? issue.path.map(String).join('.') : '(top level)';
+  const value = valueAt(raw, issue.path);
+  // Never echo a secret back into logs.
+  const shown = issue.path.includes('secrets') ? '<redacted>' : JSON.stringify(value);
+  if (issue.code === 'unrecognized_keys') {
+    return `${field}: unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')} (check the spelling against config/roomgate.example.yaml)`;
+  }
+  return `${field}: got ${shown ?? 'nothing'}; expected ${allowed(issue)}`;
+}
+
+/** What is allowed, in words, from a zod issue. */
+function allowed(issue: z.core.$ZodIssue): string {
+  switch (issue.code) {
+    case 'invalid_type':
+      return issue.expected === 'int' ? 'a whole number' : `a ${issue.expected}`;
+    case 'too_big':
+      return issue.origin === 'number' ? `a number of at most ${issue.maximum}` : `at most ${issue.maximum} ${issue.origin === 'array' ? 'items' : 'characters'}`;
+    case 'too_small':
+      return issue.origin === 'number' ? `a number of at least ${issue.minimum}` : `at least ${issue.minimum} ${issue.origin === 'array' ? 'items' : 'characters'}`;
+    case 'invalid_value':
+      return `one of ${issue.values.map((v) => JSON.stringify(v)).join(' | ')}`;
+    default:
+      return issue.message;
+  }
+}
+
+function resolve(c: Config): LoadedConfig {
+  const problems: string[] = [];
+  const backends: ResolvedBackend[] = c.backends.map((b, i) => {
+    const u = new URL(b.url);
+    const port = u.port ? Number(u.port) : 80;
+    const host = u.hostname.replace(/^\[(.*)\]$/, '$1');
+    const id = b.id ?? `${u.hostname}:${port}`;
+    if (!/^[A-Za-z0-9_.:[\]-]{1,64}$/.test(id)) problems.push(`backends.${i}.id: got ${JSON.stringify(id)}; expected 1-64 characters from A-Z a-z 0-9 _ . : -`);
+    return { id, url: `http://${u.host}`, host, port, weight: b.weight };
+  });
+  const seen = new Map<string, number>();
+  backends.forEach((b, i) => {
+    const prev = seen.get(b.id);
+    if (prev !== undefined) problems.push(`backends.${i}.id: ${JSON.stringify(b.id)} is also backends.${prev}; ids (and URLs without ids) must be unique`);
+    seen.set(b.id, i);
+  });
+  if (backends.length > 0 && backends.every((b) => b.weight === 0)) {
+    problems.push('backends: every weight is 0; expected at least one backend with weight > 0');
+  }
+  c.proxy.trustedProxies.forEach((p, i) => {
+    if (!isIpOrCidr(p)) problems.push(`proxy.trustedProxies.${i}: got ${JSON.stringify(p)}; expected an IP address or CIDR such as "10.0.0.0/8" or "::1"`);
+  });
+  if (problems.length) throw new ConfigError(problems);
+  return { ...c, backends };
+}
+
+export function isIpOrCidr(s: string): boolean {
+  const [addr, bits, extra] = s.split('/');
+  if (extra !== undefined || !addr) return false;
+  const family = isIP(addr);
+  if (family === 0) return false;
+  if (bits === undefined) return true;
+  if (!/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
+}

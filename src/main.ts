@@ -1,0 +1,221 @@
+#!/usr/bin/env node
+// The roomgate command: start, check-config, where, sign.
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { ConfigError, ENV_VARS, loadConfig, type LoadedConfig } from './config/load.js';
+import { demoBackendSpecs, startDemoBackends, stopDemoBackends, type DemoBackend } from './demo/demo-backends.js';
+import { Gateway, signerFor } from './gateway.js';
+import { createLogger } from './observability/logger.js';
+import { decide } from './placement/decide.js';
+import { buildRing } from './placement/ring.js';
+import { createRoomValidator } from './room/validate.js';
+
+const USAGE = `Usage: roomgate <command> [options]
+
+Commands:
+  start                 run the gateway (with no backends configured: 3 demo backends too)
+  check-config          validate the configuration and print it, without starting
+  where ROOM [ROOM...]  which backend each room goes to (all backends assumed up)
+  sign ROOM             print a signed room cookie value (for testing)
+
+Options:
+  --config FILE         YAML configuration (default: $ROOMGATE_CONFIG, else built-in defaults)
+  --backend URL         a backend, repeatable ("http://host:port" or "id=http://host:port");
+                        replaces the configured list
+  --port N              public port (default 8080)
+  --json                where: print JSON
+  -h, --help            this text
+  -v, --version         the version
+
+Environment: ${Object.keys(ENV_VARS).join(', ')}
+Exit codes: 0 ok, 1 failure while running, 2 bad usage or configuration.`;
+
+class UsageError extends Error {}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** The configured backends, or the demo backends `start` would run when none are configured. */
+function withDemoBackends(config: LoadedConfig): LoadedConfig {
+  if (config.backends.length > 0) return config;
+  return {
+    ...config,
+    backends: demoBackendSpecs(config.demo.backends, config.demo.basePort).map((s) => ({
+      id: s.id,
+      url: s.url,
+      host: '127.0.0.1',
+      port: s.port,
+      weight: 1,
+    })),
+  };
+}
+
+async function start(config: LoadedConfig): Promise<void> {
+  const logger = createLogger(config.log.level);
+  let demo: DemoBackend[] = [];
+  if (config.backends.length === 0) {
+    demo = await startDemoBackends(config.demo.backends, config.demo.basePort, logger);
+    config = withDemoBackends(config);
+  }
+  const gateway = new Gateway(config, { logger });
+  try {
+    await gateway.start();
+  } catch (err) {
+    await stopDemoBackends(demo);
+    throw err;
+  }
+  if (demo.length > 0) printDemoBanner(gateway, demo);
+
+  let signals = 0;
+  const shutdown = (signal: string): void => {
+    if (++signals > 1) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      process.exit(1);
+    }
+    logger.info({ signal }, 'shutdown requested');
+    gateway
+      .stop()
+      .then(() => stopDemoBackends(demo))
+      .then(
+        () => {
+          logger.flush();
+          process.exit(0);
+        },
+        (err: Error) => {
+          logger.error({ err: err.message }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+}
+
+function printDemoBanner(gateway: Gateway, demo: readonly DemoBackend[]): void {
+  const base = `http://localhost:${gateway.port}`;
+  const lines = [
+    '',
+    `roomgate demo: gateway on ${base} in front of ${demo.length} demo backends`,
+    `  a game room:            ${base}/game/lobby/`,
+    `  another room:           ${base}/game/blue/`,
+    `  a per-tab room (path):  ${base}/r/green/game/green/`,
+    `  which backend has it:   npx roomgate where lobby blue green`,
+    gateway.adminPort ? `  metrics:                http://127.0.0.1:${gateway.adminPort}/metrics` : '',
+    gateway.adminPort ? `  backends:               http://127.0.0.1:${gateway.adminPort}/backends` : '',
+    ...demo.map((d) => `  backend ${d.id}:           ${d.url} (pid ${d.process.pid})`),
+    '  Ctrl-C stops everything.',
+    '',
+  ];
+  process.stderr.write(`${lines.filter((l) => l !== '').join('\n')}\n\n`);
+}
+
+function checkConfig(config: LoadedConfig): void {
+  const shown = {
+    ...config,
+    cookie: { ...config.cookie, secrets: config.cookie.secrets.map(() => '<redacted>') },
+  };
+  process.stdout.write(`configuration is valid\n${JSON.stringify(shown, null, 2)}\n`);
+  if (config.backends.length === 0) {
+    process.stdout.write(`note: no backends configured; start will run ${config.demo.backends} demo backends\n`);
+  }
+  if (config.cookie.signed && config.cookie.secrets.length === 0) {
+    process.stdout.write('note: no cookie secret; start will generate one and room cookies will not survive a restart\n');
+  }
+}
+
+function where(config: LoadedConfig, rooms: readonly string[], json: boolean): number {
+  if (rooms.length === 0) throw new UsageError('where needs at least one ROOM');
+  const c = withDemoBackends(config);
+  const ring = buildRing(c.backends.map((b) => ({ id: b.id, weight: b.weight })));
+  const valid = createRoomValidator(c.room.pattern);
+  const backends = c.backends.map((b) => ({ id: b.id, routable: b.weight > 0, load: 0 }));
+  let bad = 0;
+  const rows = rooms.map((room) => {
+    if (!valid(room)) {
+      bad++;
+      return { room, error: `invalid room key (must match ${c.room.pattern})` };
+    }
+    const d = decide(room, { ring, backends, noRoom: 'reject', tieBreak: 0, retryAfterS: 1 });
+    if ('reject' in d) return { room, error: 'no backend available' };
+    return { room, backend: d.route, url: c.backends.find((b) => b.id === d.route)?.url };
+  });
+  if (json) process.stdout.write(`${JSON.stringify(rows)}\n`);
+  else for (const r of rows) process.stdout.write('error' in r ? `${r.room}\terror: ${r.error}\n` : `${r.room}\t${r.backend}\t${r.url}\n`);
+  return bad > 0 ? 2 : 0;
+}
+
+function sign(config: LoadedConfig, rooms: readonly string[]): void {
+  const [room] = rooms;
+  if (room === undefined || rooms.length !== 1) throw new UsageError('sign needs exactly one ROOM');
+  if (!createRoomValidator(config.room.pattern)(room)) throw new UsageError(`invalid room key (must match ${config.room.pattern})`);
+  if (!config.cookie.signed) throw new UsageError('cookie.signed is false: the cookie value is the room key itself');
+  if (config.cookie.secrets.length === 0) {
+    throw new UsageError('no cookie secret configured: set ROOMGATE_COOKIE_SECRETS (or cookie.secrets) to the secret the gateway uses');
+  }
+  process.stdout.write(`${signerFor(config, config.cookie.secrets)!.sign(room, Date.now())}\n`);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      config: { type: 'string' },
+      backend: { type: 'string', multiple: true },
+      port: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean', short: 'v' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  if (values.version) {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  const [command, ...args] = positionals;
+  if (command === undefined) throw new UsageError('no command given');
+  if (!['start', 'check-config', 'where', 'sign'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (command !== 'where' && command !== 'sign' && args.length > 0) throw new UsageError(`${command} takes no arguments (got ${args.join(' ')})`);
+  const config = loadConfig({
+    file: values.config,
+    overrides: { port: values.port, backends: values.backend },
+  });
+  switch (command) {
+    case 'start':
+      await start(config);
+      return -1; // keeps running until a signal
+    case 'check-config':
+      checkConfig(config);
+      return 0;
+    case 'where':
+      return where(config, args, values.json === true);
+    default:
+      sign(config, args);
+      return 0;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`roomgate: ${err.message}\n`);
+      process.exitCode = 2;
+    } else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      process.stderr.write(`roomgate: ${(err as Error).message}\n\n${USAGE}\n`);
+      process.exitCode = 2;
+    } else {
+      process.stderr.write(`roomgate: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 1;
+    }
+  },
+);

@@ -1,0 +1,69 @@
+// Prometheus metrics. Each gateway owns its own registry (no module-level state), so tests can
+// run two gateways in one process.
+import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+export interface Metrics {
+  readonly registry: Registry;
+  readonly upgrades: Counter<'backend' | 'result'>;
+  readonly liveSockets: Gauge<'backend'>;
+  readonly httpRequests: Counter<'backend' | 'status'>;
+  readonly badRoomKeys: Counter<'source' | 'reason'>;
+  readonly proxyErrors: Counter<'backend' | 'kind'>;
+  readonly backendStateChanges: Counter<'backend' | 'state'>;
+  readonly clientErrors: Counter<'code'>;
+}
+
+export function createMetrics(liveSocketsByBackend: () => Iterable<[string, number]>): Metrics {
+  const registry = new Registry();
+  // Includes nodejs_eventloop_lag_* (event-loop delay), heap and GC figures.
+  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+  return {
+    registry,
+    upgrades: new Counter({
+      name: 'roomgate_upgrades_total',
+      help: 'WebSocket upgrade attempts by backend and result (101, backend status, or error kind)',
+      labelNames: ['backend', 'result'],
+      registers: [registry],
+    }),
+    liveSockets: new Gauge({
+      name: 'roomgate_live_sockets',
+      help: 'Upgraded sockets currently piped, by backend',
+      labelNames: ['backend'],
+      registers: [registry],
+      collect() {
+        this.reset();
+        for (const [backend, n] of liveSocketsByBackend()) this.set({ backend }, n);
+      },
+    }),
+    httpRequests: new Counter({
+      name: 'roomgate_http_requests_total',
+      help: 'Proxied HTTP requests by backend and response status (including roomgate-made 502/503/504)',
+      labelNames: ['backend', 'status'],
+      registers: [registry],
+    }),
+    badRoomKeys: new Counter({
+      name: 'roomgate_bad_room_keys_total',
+      help: 'Room keys present but refused (invalid, malformed, forged, expired), by source and reason',
+      labelNames: ['source', 'reason'],
+      registers: [registry],
+    }),
+    proxyErrors: new Counter({
+      name: 'roomgate_proxy_errors_total',
+      help: 'Errors talking to backends, by backend and kind (refused, timeout, reset, ...)',
+      labelNames: ['backend', 'kind'],
+      registers: [registry],
+    }),
+    backendStateChanges: new Counter({
+      name: 'roomgate_backend_state_changes_total',
+      help: 'Backend state changes (passive down / up) by backend and new state',
+      labelNames: ['backend', 'state'],
+      registers: [registry],
+    }),
+    clientErrors: new Counter({
+      name: 'roomgate_client_errors_total',
+      help: 'Client requests refused before routing (malformed, oversized headers, timeouts), by status code',
+      labelNames: ['code'],
+      registers: [registry],
+    }),
+  };
+}

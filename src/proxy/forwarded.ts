@@ -1,0 +1,107 @@
+// X-Forwarded-* handling. A client's own X-Forwarded-* headers are believed only when the peer is
+// a configured trusted proxy; otherwise they are replaced, so djust's DJUST_TRUSTED_PROXY_COUNT=1
+// (client = last XFF entry) always sees the address roomgate saw.
+import { BlockList, isIP } from 'node:net';
+
+export interface ForwardContext {
+  /** The TCP peer address as the socket reports it. */
+  readonly peer: string | undefined;
+  /** The client connection is TLS. */
+  readonly encrypted: boolean;
+  /** Path prefix roomgate stripped (e.g. "/r/42"), sent on as X-Forwarded-Prefix. */
+  readonly strippedPrefix: string | null;
+}
+
+// Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded on plain HTTP requests.
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+// Headers that claim something about the client: dropped when the peer is not trusted.
+const CLIENT_CLAIMS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-prefix', 'forwarded', 'x-real-ip']);
+
+/** "::ffff:10.0.0.1" -> "10.0.0.1": logs, XFF and trust checks use the plain IPv4 form. */
+export function normalizeAddress(addr: string | undefined): string {
+  if (!addr) return 'unknown';
+  return addr.startsWith('::ffff:') && isIP(addr.slice(7)) === 4 ? addr.slice(7) : addr;
+}
+
+export class Forwarding {
+  private readonly trusted: BlockList | null;
+
+  constructor(trustedProxies: readonly string[]) {
+    if (trustedProxies.length === 0) {
+      this.trusted = null;
+      return;
+    }
+    this.trusted = new BlockList();
+    for (const entry of trustedProxies) {
+      const [addr = '', bits] = entry.split('/');
+      const family = isIP(addr) === 6 ? 'ipv6' : 'ipv4';
+      if (bits === undefined) this.trusted.addAddress(addr, family);
+      else this.trusted.addSubnet(addr, Number(bits), family);
+    }
+  }
+
+  isTrusted(peer: string): boolean {
+    if (this.trusted === null) return false;
+    const family = isIP(peer);
+    return family !== 0 && this.trusted.check(peer, family === 6 ? 'ipv6' : 'ipv4');
+  }
+
+  /** "https" or "http" as the client saw it: a trusted proxy's word, else our own socket. */
+  proto(rawHeaders: readonly string[], ctx: ForwardContext): string {
+    const own = ctx.encrypted ? 'https' : 'http';
+    if (!this.isTrusted(normalizeAddress(ctx.peer))) return own;
+    const claimed = firstHeader(rawHeaders, 'x-forwarded-proto');
+    return claimed === 'https' || claimed === 'http' ? claimed : own;
+  }
+
+  /**
+   * The header list to send to the backend, as a flat [name, value, ...] array like rawHeaders.
+   * Host and Origin pass unchanged. keepUpgrade keeps Connection/Upgrade for WebSocket handshakes.
+   */
+  headers(rawHeaders: readonly string[], ctx: ForwardContext, keepUpgrade: boolean): string[] {
+    const peer = normalizeAddress(ctx.peer);
+    const trusted = this.isTrusted(peer);
+    const out: string[] = [];
+    let xff = '';
+    let proto: string | undefined;
+    let fwdHost: string | undefined;
+    let fwdPrefix: string | undefined;
+    let host: string | undefined;
+    let dropNamed: Set<string> | null = null;
+    if (!keepUpgrade) {
+      const conn = firstHeader(rawHeaders, 'connection');
+      if (conn) dropNamed = new Set(conn.toLowerCase().split(',').map((s) => s.trim()));
+    }
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i] as string;
+      const value = rawHeaders[i + 1] as string;
+      const lower = name.toLowerCase();
+      if (CLIENT_CLAIMS.has(lower)) {
+        if (!trusted) continue;
+        if (lower === 'x-forwarded-for') xff = xff ? `${xff}, ${value}` : value;
+        else if (lower === 'x-forwarded-proto') proto ??= value;
+        else if (lower === 'x-forwarded-host') fwdHost ??= value;
+        else if (lower === 'x-forwarded-prefix') fwdPrefix ??= value;
+        else out.push(name, value);
+        continue;
+      }
+      if (!keepUpgrade && (HOP_BY_HOP.has(lower) || dropNamed?.has(lower))) continue;
+      if (lower === 'host') host ??= value;
+      out.push(name, value);
+    }
+    out.push('X-Forwarded-For', xff ? `${xff}, ${peer}` : peer);
+    out.push('X-Forwarded-Proto', proto ?? (ctx.encrypted ? 'https' : 'http'));
+    const h = fwdHost ?? host;
+    if (h !== undefined) out.push('X-Forwarded-Host', h);
+    if (ctx.strippedPrefix !== null) out.push('X-Forwarded-Prefix', (fwdPrefix ?? '') + ctx.strippedPrefix);
+    else if (fwdPrefix !== undefined) out.push('X-Forwarded-Prefix', fwdPrefix);
+    return out;
+  }
+}
+
+function firstHeader(rawHeaders: readonly string[], lowerName: string): string | undefined {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if ((rawHeaders[i] as string).toLowerCase() === lowerName) return rawHeaders[i + 1];
+  }
+  return undefined;
+}

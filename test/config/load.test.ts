@@ -1,0 +1,84 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
+import { configSchema } from '../../src/config/schema.js';
+import { ROOT, stopAll, writeConfig } from '../support/processes.js';
+import { afterAll } from 'vitest';
+
+afterAll(stopAll);
+
+function problems(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    if (err instanceof ConfigError) return [...err.problems];
+    throw err;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('configuration', () => {
+  it('the documented example is exactly the defaults', () => {
+    const example = parse(readFileSync(`${ROOT}/config/roomgate.example.yaml`, 'utf8'));
+    expect(configSchema.parse(example)).toEqual(configSchema.parse({}));
+  });
+
+  it('has defaults for everything', () => {
+    const c = loadConfig({ env: {} });
+    expect(c.listen.port).toBe(8080);
+    expect(c.admin.host).toBe('127.0.0.1');
+    expect(c.room.sources).toEqual(['path-prefix', 'query', 'page-path', 'cookie', 'header']);
+    expect(c.backends).toEqual([]);
+  });
+
+  it('environment overrides the file and flags override both', () => {
+    const file = writeConfig({ listen: { port: 7000 }, backends: [{ url: 'http://127.0.0.1:9001' }] });
+    const env = { ROOMGATE_PORT: '7001', ROOMGATE_BACKENDS: 'a=http://127.0.0.1:9002, http://127.0.0.1:9003', ROOMGATE_COOKIE_SECRETS: 'x'.repeat(16) + ',' + 'y'.repeat(16) };
+    const c = loadConfig({ file, env });
+    expect(c.listen.port).toBe(7001);
+    expect(c.backends.map((b) => [b.id, b.url])).toEqual([
+      ['a', 'http://127.0.0.1:9002'],
+      ['127.0.0.1:9003', 'http://127.0.0.1:9003'],
+    ]);
+    expect(c.cookie.secrets).toHaveLength(2);
+    const f = loadConfig({ file, env, overrides: { port: '7002', backends: ['http://[::1]:9004'] } });
+    expect(f.listen.port).toBe(7002);
+    expect(f.backends).toEqual([{ id: '[::1]:9004', url: 'http://[::1]:9004', host: '::1', port: 9004, weight: 1 }]);
+  });
+
+  it('names the field, the bad value and what is allowed', () => {
+    const file = writeConfig({ listen: { port: 70000 }, room: { noRoom: 'random', sources: ['query', 'qeury'] }, proxy: { trustedProxies: ['10.0.0.0/33'] } });
+    const p = problems(() => loadConfig({ file, env: {} }));
+    expect(p.find((x) => x.startsWith('listen.port:'))).toMatch(/got 70000; expected .*65535/);
+    expect(p.find((x) => x.startsWith('room.noRoom:'))).toMatch(/got "random"; expected .*least-loaded.*reject/);
+    expect(p.find((x) => x.startsWith('room.sources.1:'))).toMatch(/got "qeury"/);
+    // Zod errors first; the cross-field checks run on a config that parsed.
+    const q = problems(() => loadConfig({ env: {}, file: writeConfig({ proxy: { trustedProxies: ['10.0.0.0/33', 'nope'] } }) }));
+    expect(q).toEqual([
+      'proxy.trustedProxies.0: got "10.0.0.0/33"; expected an IP address or CIDR such as "10.0.0.0/8" or "::1"',
+      'proxy.trustedProxies.1: got "nope"; expected an IP address or CIDR such as "10.0.0.0/8" or "::1"',
+    ]);
+  });
+
+  it('rejects unknown keys, bad URLs, duplicate ids, bad patterns and non-numeric ports', () => {
+    expect(problems(() => loadConfig({ env: {}, file: writeConfig({ lisen: {} }) }))[0]).toMatch(/unknown key\(s\) "lisen"/);
+    expect(problems(() => loadConfig({ env: {}, overrides: { backends: ['https://x:1'] } }))[0]).toMatch(/backends\.0\.url: got "https:\/\/x:1"; expected an http:\/\/ URL/);
+    expect(problems(() => loadConfig({ env: {}, overrides: { backends: ['http://a:1/path'] } }))[0]).toMatch(/no path/);
+    expect(problems(() => loadConfig({ env: {}, overrides: { backends: ['x=http://a:1', 'x=http://a:2'] } }))[0]).toMatch(/backends\.1\.id: "x" is also backends\.0/);
+    expect(problems(() => loadConfig({ env: {}, file: writeConfig({ room: { pattern: '([' } }) }))[0]).toMatch(/room\.pattern: got "\(\["; expected not a valid regular expression/);
+    expect(problems(() => loadConfig({ env: {}, file: writeConfig({ room: { pagePaths: ['/game/x{room}/'] } }) }))[0]).toMatch(/whole segment/);
+    expect(problems(() => loadConfig({ env: { ROOMGATE_PORT: 'eighty' } }))[0]).toMatch(/listen\.port: got "eighty"; expected a number/);
+  });
+
+  it('never prints a secret back', () => {
+    const p = problems(() => loadConfig({ env: { ROOMGATE_COOKIE_SECRETS: 'short-secret' } }));
+    expect(p[0]).toMatch(/cookie\.secrets\.0: got <redacted>; expected .*16/);
+    expect(p.join()).not.toContain('short-secret');
+  });
+
+  it('reports unreadable and malformed files', () => {
+    expect(problems(() => loadConfig({ env: {}, file: '/nonexistent/roomgate.yaml' }))[0]).toMatch(/cannot be read \(ENOENT\)/);
+    expect(problems(() => loadConfig({ env: {}, file: writeConfig({}).replace(/roomgate\.yaml$/, 'nope.yaml') }))[0]).toMatch(/ENOENT/);
+  });
+});

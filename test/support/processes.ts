@@ -1,0 +1,276 @@
+// Real processes for integration tests: demo backends and gateways as child processes, CLI runs,
+// WebSocket clients. Everything started here is tracked and torn down by stopAll(); every wait
+// has a timeout.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import WebSocket from 'ws';
+import { stringify } from 'yaml';
+
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const MAIN = join(ROOT, 'dist/src/main.js');
+export const BACKEND = join(ROOT, 'dist/examples/demo-backend/server.js');
+
+export interface Proc {
+  readonly child: ChildProcess;
+  readonly lines: string[];
+  /** Resolves with the exit code (or the signal name) once the process has exited. */
+  readonly exited: Promise<number | string>;
+}
+
+export interface BackendProc extends Proc {
+  readonly id: string;
+  readonly port: number;
+  readonly url: string;
+}
+
+export interface GatewayProc extends Proc {
+  readonly port: number;
+  readonly adminPort: number;
+  readonly url: string;
+  readonly wsUrl: string;
+  /** Log lines (parsed JSON) so far. */
+  logs(): Record<string, unknown>[];
+}
+
+const live = new Set<Proc>();
+const tempDirs = new Set<string>();
+const sockets = new Set<WebSocket>();
+
+function track(child: ChildProcess): Proc {
+  const lines: string[] = [];
+  const exited = new Promise<number | string>((resolve) => {
+    child.once('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'));
+  });
+  const proc: Proc = { child, lines, exited };
+  live.add(proc);
+  void exited.then(() => live.delete(proc));
+  if (child.stdout) createInterface({ input: child.stdout }).on('line', (l) => lines.push(l));
+  return proc;
+}
+
+export function waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined | false | null, everyMs = 20): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const deadline = Date.now() + timeoutMs;
+    const tick = (): void => {
+      let v: T | undefined | false | null;
+      try {
+        v = check();
+      } catch (err) {
+        reject(err as Error);
+        return;
+      }
+      if (v !== undefined && v !== false && v !== null) return resolve(v);
+      if (Date.now() > deadline) return reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+      setTimeout(tick, everyMs);
+    };
+    tick();
+  });
+}
+
+function failOnExit(proc: Proc, what: string): Promise<never> {
+  return proc.exited.then((code) => {
+    throw new Error(`${what} exited early (${code}); stderr/stdout:\n${proc.lines.join('\n')}`);
+  });
+}
+
+export async function startBackend(id: string, extraArgs: string[] = []): Promise<BackendProc> {
+  const child = spawn(process.execPath, [BACKEND, '--port', '0', '--id', id, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = track(child);
+  child.stderr?.resume();
+  const line = await Promise.race([
+    waitFor(`backend ${id} listening`, 10_000, () => proc.lines.find((l) => l.includes('"listening"'))),
+    failOnExit(proc, `backend ${id}`),
+  ]);
+  const port = (JSON.parse(line) as { port: number }).port;
+  return { ...proc, id, port, url: `http://127.0.0.1:${port}` };
+}
+
+export function startBackends(ids: readonly string[]): Promise<BackendProc[]> {
+  return Promise.all(ids.map((id) => startBackend(id)));
+}
+
+/** A temp YAML config file, removed by stopAll(). */
+export function writeConfig(config: Record<string, unknown>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'roomgate-test-'));
+  tempDirs.add(dir);
+  const file = join(dir, 'roomgate.yaml');
+  writeFileSync(file, stringify(config));
+  return file;
+}
+
+export interface GatewayOptions {
+  backends?: readonly BackendProc[] | readonly string[];
+  /** YAML config content (written to a temp file). */
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+  args?: string[];
+}
+
+export const TEST_SECRET = 'test-secret-0123456789abcdef';
+
+export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc> {
+  const args = [MAIN, 'start', '--port', '0'];
+  for (const b of o.backends ?? []) args.push('--backend', typeof b === 'string' ? b : `${b.id}=${b.url}`);
+  if (o.config) args.push('--config', writeConfig(o.config));
+  args.push(...(o.args ?? []));
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      ROOMGATE_ADMIN_PORT: '0',
+      ROOMGATE_HOST: '127.0.0.1',
+      ROOMGATE_COOKIE_SECRETS: TEST_SECRET,
+      ROOMGATE_LOG_LEVEL: 'debug',
+      ...o.env,
+    },
+  });
+  const proc = track(child);
+  const stderr: string[] = [];
+  if (child.stderr) createInterface({ input: child.stderr }).on('line', (l) => stderr.push(l));
+  const line = await Promise.race([
+    waitFor('gateway listening', 15_000, () => proc.lines.find((l) => l.includes('"msg":"listening"'))),
+    proc.exited.then((code) => {
+      throw new Error(`gateway exited early (${code}):\n${stderr.join('\n')}\n${proc.lines.join('\n')}`);
+    }),
+  ]);
+  const { port, adminPort } = JSON.parse(line) as { port: number; adminPort: number };
+  return {
+    ...proc,
+    port,
+    adminPort,
+    url: `http://127.0.0.1:${port}`,
+    wsUrl: `ws://127.0.0.1:${port}`,
+    logs: () =>
+      proc.lines.flatMap((l) => {
+        try {
+          return [JSON.parse(l) as Record<string, unknown>];
+        } catch {
+          return [];
+        }
+      }),
+  };
+}
+
+/** Sends a signal and waits for the exit; SIGKILL after timeoutMs. */
+export async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGTERM', timeoutMs = 15_000): Promise<number | string> {
+  if (proc.child.exitCode !== null || proc.child.signalCode !== null) return proc.exited;
+  proc.child.kill(signal);
+  const timer = setTimeout(() => proc.child.kill('SIGKILL'), timeoutMs);
+  try {
+    return await proc.exited;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Closes every socket, process and temp dir this module started. Call from afterAll. */
+export async function stopAll(): Promise<void> {
+  for (const ws of sockets) ws.terminate();
+  sockets.clear();
+  await Promise.all([...live].map((p) => stop(p, 'SIGKILL', 5_000)));
+  for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
+  tempDirs.clear();
+}
+
+export interface CliResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: readonly string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [MAIN, ...args],
+      { timeout: 20_000, env: { PATH: process.env.PATH ?? '', ...env } },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? ((err as { code: number }).code) : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+  });
+}
+
+/** A WebSocket client that records every JSON message it gets. */
+export class Client {
+  readonly messages: Record<string, unknown>[] = [];
+  readonly ws: WebSocket;
+  closeCode: number | null = null;
+  readonly opened: Promise<void>;
+  readonly closed: Promise<number>;
+
+  constructor(url: string, options: WebSocket.ClientOptions = {}) {
+    this.ws = new WebSocket(url, { handshakeTimeout: 10_000, ...options });
+    sockets.add(this.ws);
+    this.ws.on('message', (data) => {
+      try {
+        this.messages.push(JSON.parse(String(data)) as Record<string, unknown>);
+      } catch {
+        this.messages.push({ raw: String(data) });
+      }
+    });
+    this.opened = new Promise((resolve, reject) => {
+      this.ws.once('open', () => resolve());
+      this.ws.once('error', reject);
+      this.ws.once('unexpected-response', (_req, res) => reject(new Error(`unexpected response ${res.statusCode}`)));
+    });
+    this.closed = new Promise((resolve) => {
+      this.ws.once('close', (code) => {
+        this.closeCode = code;
+        sockets.delete(this.ws);
+        resolve(code);
+      });
+    });
+    this.opened.catch(() => undefined);
+  }
+
+  next(type: string, timeoutMs = 10_000): Promise<Record<string, unknown>> {
+    return waitFor(`message ${type}`, timeoutMs, () => this.messages.find((m) => m.type === type));
+  }
+
+  send(msg: unknown): void {
+    this.ws.send(JSON.stringify(msg));
+  }
+
+  /** Opens, waits for the backend's connect frame, mounts the room, waits for "mounted". */
+  async join(room: string): Promise<string> {
+    await this.opened;
+    const hello = await this.next('connect');
+    this.send({ type: 'mount', url: `/game/${room}/`, room });
+    const mounted = await this.next('mounted');
+    if (mounted.backend !== hello.backend) throw new Error('connect and mount came from different backends');
+    return String(mounted.backend);
+  }
+
+  close(): Promise<number> {
+    this.ws.close();
+    return this.closed;
+  }
+}
+
+/** Rooms held by each backend, from the backends themselves (the witness). */
+export async function backendRooms(backends: readonly BackendProc[]): Promise<Map<string, Record<string, number>>> {
+  const out = new Map<string, Record<string, number>>();
+  await Promise.all(
+    backends.map(async (b) => {
+      const res = await fetch(`${b.url}/_backend/rooms`, { signal: AbortSignal.timeout(5_000) });
+      out.set(b.id, ((await res.json()) as { rooms: Record<string, number> }).rooms);
+    }),
+  );
+  return out;
+}
+
+export async function metricValue(gw: GatewayProc, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.split(' ').pop());
+  }
+  return sum;
+}
