@@ -131,8 +131,16 @@ export class Gateway {
 
   async start(): Promise<void> {
     const { listen, admin } = this.config;
-    await listenOn(this.server, listen.host, listen.port);
-    if (this.admin) await listenOn(this.admin, admin.host, admin.port);
+    try {
+      await listenOn(this.server, listen.host, listen.port);
+      if (this.admin) await listenOn(this.admin, admin.host, admin.port);
+    } catch (err) {
+      // Half-started is not started: release whatever did bind, so the process can exit.
+      this.server.close();
+      this.admin?.close();
+      this.httpProxy.close();
+      throw err;
+    }
     this.ready = true;
     this.opts.logger.info(
       { port: this.port, host: listen.host, adminPort: this.adminPort, backends: this.config.backends.map((b) => `${b.id}=${b.url}`) },

@@ -213,6 +213,10 @@ main(process.argv.slice(2)).then(
     } else if (err instanceof UsageError || (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       process.stderr.write(`roomgate: ${(err as Error).message}\n\n${USAGE}\n`);
       process.exitCode = 2;
+    } else if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' || (err as NodeJS.ErrnoException).code === 'EACCES') {
+      const e = err as NodeJS.ErrnoException & { address?: string; port?: number };
+      process.stderr.write(`roomgate: cannot listen on ${e.address}:${e.port} (${e.code}); choose another port with --port or listen.port / admin.port\n`);
+      process.exitCode = 1;
     } else {
       process.stderr.write(`roomgate: ${(err as Error).stack ?? String(err)}\n`);
       process.exitCode = 1;

@@ -93,6 +93,8 @@ export class HttpProxy {
 
     proxyReq.on('response', (proxyRes) => {
       if (connectTimer) clearTimeout(connectTimer);
+      // The head arrived: a slow or long-lived body (downloads, server-sent events) is not cut.
+      proxyReq.setTimeout(0);
       const headers: string[] = [];
       const raw = proxyRes.rawHeaders;
       for (let i = 0; i + 1 < raw.length; i += 2) {
