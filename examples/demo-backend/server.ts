@@ -349,8 +349,8 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     }
     if (isGet && pathname === '/healthz') return text(res, 200, 'ok');
     if (isGet && pathname === '/_backend/rooms') {
-      const counts: Record<string, number> = {};
-      for (const [name, members] of rooms) counts[name] = members.size;
+      // fromEntries defines own properties, so a room called "__proto__" is listed like any other.
+      const counts = Object.fromEntries([...rooms].map(([name, members]) => [name, members.size]));
       return json(res, 200, { id, rooms: counts, sockets: clients.size });
     }
     if (isGet && pathname === '/_backend/slow') {

@@ -47,6 +47,15 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   return out;
 }
 
+/** Rejects after timeoutMs (and clears its timer when p settles first). */
+export function withTimeout<T>(p: Promise<T>, timeoutMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_r, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} timed out after ${timeoutMs} ms`)), timeoutMs);
+  });
+  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+}
+
 /** Polls an async check until it returns a truthy value; rejects with the last value seen after timeoutMs. */
 export async function pollUntil<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined | null | false>, everyMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
