@@ -1,13 +1,22 @@
 // Composition root: builds every part from the configuration with explicit dependencies (so a
-// test can run two gateways in one process) and owns start and stop.
+// test can run two gateways in one process) and owns start, reload and stop.
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { hostname } from 'node:os';
 import { createAdminServer } from './api/admin-server.js';
-import { BackendPool } from './backends/pool.js';
-import type { LoadedConfig } from './config/load.js';
+import { DnsDiscovery } from './backends/discovery.js';
+import { EventLog } from './backends/events.js';
+import { HealthChecker } from './backends/health.js';
+import { BackendPool, type Backend } from './backends/pool.js';
+import type { LoadedConfig, ResolvedBackend } from './config/load.js';
 import type { Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
+import { MemoryPlacementStore } from './placement/memory-store.js';
+import { Placer } from './placement/placer.js';
+import { RedisPlacementStore } from './placement/redis-store.js';
+import type { BackendAdminState, PlacementStore } from './placement/store.js';
+import { Admission } from './proxy/admission.js';
 import { Forwarding } from './proxy/forwarded.js';
 import { HttpProxy } from './proxy/http-proxy.js';
 import { Router } from './proxy/router.js';
@@ -20,6 +29,8 @@ import { createPublicServer } from './server/public-server.js';
 
 export interface GatewayOptions {
   readonly logger: Logger;
+  /** Shared in-memory store state (several gateways in one process, for tests). */
+  readonly store?: PlacementStore;
 }
 
 /** The cookie signer for a configuration; null when the cookie is a plain room key. */
@@ -35,34 +46,114 @@ export function signerFor(config: LoadedConfig, secrets: readonly string[]): Roo
 }
 
 export class Gateway {
+  readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   readonly metrics: Metrics;
   readonly pool: BackendPool;
   readonly tunnels = new TunnelRegistry();
+  readonly events = new EventLog();
+  readonly store: PlacementStore;
+  readonly placer: Placer;
+  readonly health: HealthChecker;
+  readonly admission: Admission;
+  private readonly discovery: DnsDiscovery | null;
   private readonly server: Server;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
+  private heartbeatTimer: NodeJS.Timeout | null = null;
   private ready = false;
   private stopping: Promise<void> | null = null;
 
   constructor(
-    readonly config: LoadedConfig,
+    public config: LoadedConfig,
     private readonly opts: GatewayOptions,
   ) {
     const { logger } = opts;
-    if (config.backends.length === 0) throw new Error('no backends configured');
-    this.pool = new BackendPool(config.backends, config.proxy.passiveDownMs, {
-      onStateChange: (b, state, reason) => {
-        this.metrics.backendStateChanges.inc({ backend: b.id, state });
-        logger.warn({ backend: b.id, state, reason }, `backend ${state}`);
+    const metrics = (this.metrics = createMetrics(() => this.pool.backends.map((b) => [b.id, b.liveSockets] as [string, number])));
+    this.health = new HealthChecker(
+      {
+        path: config.health.path,
+        intervalMs: config.health.intervalMs,
+        timeoutMs: config.health.timeoutMs,
+        rise: config.health.rise,
+        fall: config.health.fall,
+      },
+      (ev) => {
+        const b = this.pool.get(ev.id);
+        if (!b) return;
+        b.health = ev.state;
+        metrics.backendStateChanges.inc({ backend: ev.id, state: ev.state, via: 'active' });
+        this.events.add(ev.state, ev.id, ev.reason);
+        logger.warn({ backend: ev.id, state: ev.state, reason: ev.reason }, `backend ${ev.state}`);
+        // A backend that fails its checks is dead or hung for this gateway: its sockets carry
+        // nothing useful; closing them lets their clients reconnect once the room is re-placed.
+        if (ev.state === 'down') {
+          const closed = this.tunnels.closeBackend(ev.id);
+          if (closed > 0) logger.warn({ backend: ev.id, closed }, 'closed sockets of a down backend');
+        }
+      },
+    );
+    this.pool = new BackendPool([], config.proxy.passiveDownMs, {
+      onPassive: (b, state, reason) => {
+        metrics.backendStateChanges.inc({ backend: b.id, state, via: 'passive' });
+        logger.warn({ backend: b.id, state, reason }, `backend passively marked ${state}`);
+        if (state === 'down') this.health.reportFailure(b.id, reason);
+      },
+      onMembership: (added, removed) => {
+        for (const b of added) this.events.add('joined', b.id, b.config.url);
+        for (const b of removed) this.events.add('removed', b.id, b.config.url);
+        if (added.length || removed.length) {
+          logger.info({ added: added.map((b) => b.id), removed: removed.map((b) => b.id) }, 'backend list changed');
+        }
+        this.health.setTargets(this.pool.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, host: b.config.host, port: b.config.port })));
       },
     });
-    this.metrics = createMetrics(() => this.pool.backends.map((b) => [b.id, b.liveSockets] as [string, number]));
+    this.pool.setBackends(config.backends);
+
+    this.store =
+      opts.store ??
+      (config.redis.url
+        ? new RedisPlacementStore({
+            url: config.redis.url,
+            keyPrefix: config.redis.keyPrefix,
+            gatewayId: this.id,
+            timing: { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs },
+            commandTimeoutMs: config.redis.commandTimeoutMs,
+            onLog: (level, msg, fields) => logger[level](fields ?? {}, msg),
+          })
+        : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
+
+    this.placer = new Placer({
+      store: this.store,
+      pool: this.pool,
+      tunnels: this.tunnels,
+      logger,
+      noRoom: config.room.noRoom,
+      boundFactor: config.placement.boundedLoadFactor,
+      loadMetric: config.placement.loadMetric,
+      retryAfterS: config.proxy.retryAfterS,
+      cacheTtlMs: config.placement.cacheTtlMs,
+      idleTtlMs: config.placement.idleTtlMs,
+      onPlaced: (room, from, to, forced, liveMoved) => {
+        metrics.placements.inc({ kind: from === null ? 'new' : forced ? 'forced-move' : 'move' });
+        if (from !== null) {
+          this.events.moved(liveMoved);
+          logger.info({ room, from, to, forced }, 'room placed on another backend');
+        }
+      },
+      onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),
+    });
+    this.store.subscribe((ev) => {
+      if (ev.type !== 'backend-state') return;
+      const kind = ev.state?.state ?? 'active';
+      this.events.add(kind, ev.id, ev.state?.deadline ? `deadline ${new Date(ev.state.deadline).toISOString()}` : '');
+      logger.warn({ backend: ev.id, state: kind, deadline: ev.state?.deadline ?? null }, 'backend administrative state changed');
+    });
 
     let secrets = config.cookie.secrets;
     if (config.cookie.signed && secrets.length === 0) {
       secrets = [randomBytes(32).toString('base64url')];
       logger.warn(
-        'no cookie secret configured (cookie.secrets or ROOMGATE_COOKIE_SECRETS): using a random one; room cookies will not survive a restart and gateways will not accept each other\'s cookies',
+        "no cookie secret configured (cookie.secrets or ROOMGATE_COOKIE_SECRETS): using a random one; room cookies will not survive a restart and gateways will not accept each other's cookies",
       );
     }
     const signer = signerFor(config, secrets);
@@ -76,11 +167,9 @@ export class Gateway {
         cookieName: config.cookie.name,
         signer,
       }),
-      pool: this.pool,
+      placer: this.placer,
       roomHeader: config.room.header.toLowerCase(),
-      noRoom: config.room.noRoom,
-      retryAfterS: config.proxy.retryAfterS,
-      metrics: this.metrics,
+      metrics,
       logger,
     });
     const forwarding = new Forwarding(config.proxy.trustedProxies);
@@ -98,19 +187,25 @@ export class Gateway {
             encode: signer ? (room, now) => signer.sign(room, now) : (room) => room,
           }
         : null,
-      metrics: this.metrics,
+      metrics,
       logger,
+    });
+    this.admission = new Admission({
+      maxInflight: config.admission.maxInflightUpgrades,
+      perSecond: config.admission.upgradesPerSecond,
+      retryAfterS: config.admission.retryAfterS,
     });
     const upgradeProxy = new UpgradeProxy({
       router,
       pool: this.pool,
       forwarding,
       tunnels: this.tunnels,
+      admission: this.admission,
       websocketPaths: config.proxy.websocketPaths,
       connectTimeoutMs: config.proxy.connectTimeoutMs,
       responseTimeoutMs: config.proxy.responseTimeoutMs,
       idleTimeoutMs: config.proxy.websocketIdleTimeoutMs,
-      metrics: this.metrics,
+      metrics,
       logger,
     });
     const isReady = (): boolean => this.ready;
@@ -121,31 +216,91 @@ export class Gateway {
       isReady,
       onRequest: (req, res) => this.httpProxy.handle(req, res),
       onUpgrade: (req, socket, head) => upgradeProxy.handle(req, socket, head),
-      metrics: this.metrics,
+      metrics,
       logger,
     });
-    this.admin = config.admin.enabled
-      ? createAdminServer({ pool: this.pool, tunnels: this.tunnels, metrics: this.metrics, isReady })
+    this.admin = config.admin.enabled ? createAdminServer({ gateway: this, token: config.admin.token, isReady }) : null;
+    const dns = config.discovery.dns;
+    this.discovery = dns
+      ? new DnsDiscovery(
+          { name: dns.name, type: dns.type, port: dns.port, intervalMs: dns.intervalMs, servers: dns.servers },
+          (backends) => this.pool.setBackends(backends),
+          (err) => logger.warn({ err: err.message }, 'DNS discovery failed; keeping the last backend list'),
+        )
       : null;
   }
 
   async start(): Promise<void> {
     const { listen, admin } = this.config;
+    const { logger } = this.opts;
     try {
+      if (this.discovery) this.pool.setBackends(await this.discovery.start());
+      if (this.store instanceof RedisPlacementStore) {
+        // Not fatal: without Redis the gateway routes from its cache and the ring, and the store
+        // keeps reconnecting by itself.
+        await this.store.connect().catch((err: Error) => logger.error({ err: err.message }, 'Redis unreachable at start: degraded mode'));
+      }
       await listenOn(this.server, listen.host, listen.port);
       if (this.admin) await listenOn(this.admin, admin.host, admin.port);
     } catch (err) {
       // Half-started is not started: release whatever did bind, so the process can exit.
-      this.server.close();
-      this.admin?.close();
-      this.httpProxy.close();
+      await this.release();
       throw err;
     }
+    this.metrics.degraded.set(this.placer.isDegraded ? 1 : 0);
+    this.heartbeatTimer = setInterval(() => void this.tick(), this.config.placement.heartbeatMs);
+    this.heartbeatTimer.unref();
+    void this.tick();
     this.ready = true;
-    this.opts.logger.info(
-      { port: this.port, host: listen.host, adminPort: this.adminPort, backends: this.config.backends.map((b) => `${b.id}=${b.url}`) },
+    logger.info(
+      {
+        port: this.port,
+        host: listen.host,
+        adminPort: this.adminPort,
+        gatewayId: this.id,
+        store: this.store.kind,
+        backends: this.pool.backends.map((b) => `${b.id}=${b.config.url}`),
+      },
       'listening',
     );
+  }
+
+  /** Every heartbeat: exchange live rooms and loads with the store, enforce drain deadlines. */
+  private async tick(): Promise<void> {
+    const now = Date.now();
+    await this.placer.heartbeat(now);
+    for (const b of this.pool.backends) this.enforceDrainDeadline(b, now);
+    this.pool.sweep();
+  }
+
+  private enforceDrainDeadline(b: Backend, now: number): void {
+    if (b.admin?.state !== 'draining' || b.admin.deadline === null || b.admin.deadline > now || b.liveSockets === 0) return;
+    const closed = this.tunnels.closeBackend(b.id);
+    this.events.add('drain-deadline', b.id, `closed ${closed} sockets`);
+    this.opts.logger.warn({ backend: b.id, closed }, 'drain deadline passed: closed the remaining sockets; their rooms are placed elsewhere');
+  }
+
+  /** Sets a backend's administrative state for every gateway sharing the store. */
+  async setAdminState(id: string, state: BackendAdminState | null): Promise<void> {
+    await this.store.setBackendState(id, state);
+    const b = this.pool.get(id);
+    if (b) b.admin = state;
+  }
+
+  /** SIGHUP: applies a new configuration's backend list (static); the rest needs a restart. */
+  reload(next: LoadedConfig): { applied: string[]; needsRestart: string[] } {
+    const applied: string[] = [];
+    const needsRestart: string[] = [];
+    for (const key of Object.keys(next) as (keyof LoadedConfig)[]) {
+      if (JSON.stringify(next[key]) === JSON.stringify(this.config[key])) continue;
+      if (key === 'backends' && !this.discovery) {
+        this.pool.setBackends(next.backends as ResolvedBackend[]);
+        applied.push(key);
+      } else needsRestart.push(key);
+    }
+    this.config = { ...this.config, backends: next.backends };
+    this.opts.logger.warn({ applied, needsRestart }, 'configuration reloaded');
+    return { applied, needsRestart };
   }
 
   get port(): number {
@@ -184,14 +339,25 @@ export class Gateway {
     // Requests still in flight on keep-alive connections are cut at the same deadline.
     this.server.closeAllConnections();
     await closed;
+    await this.release();
+    logger.info('stopped');
+  }
+
+  /** Timers, checks, store connections, agents and the admin listener. */
+  private async release(): Promise<void> {
+    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.health.stop();
+    this.discovery?.stop();
+    this.placer.close();
     this.httpProxy.close();
-    if (this.admin) {
+    if (this.server.listening) this.server.close();
+    await this.store.close().catch(() => undefined);
+    if (this.admin?.listening) {
       await new Promise<void>((resolve) => {
         this.admin?.close(() => resolve());
         this.admin?.closeAllConnections();
       });
     }
-    logger.info('stopped');
   }
 }
 

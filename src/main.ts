@@ -2,7 +2,7 @@
 // The roomgate command: start, check-config, where, sign.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { ConfigError, ENV_VARS, loadConfig, type LoadedConfig } from './config/load.js';
+import { ConfigError, ENV_VARS, loadConfig, type ConfigOverrides, type LoadedConfig } from './config/load.js';
 import { demoBackendSpecs, startDemoBackends, stopDemoBackends, type DemoBackend } from './demo/demo-backends.js';
 import { Gateway, signerFor } from './gateway.js';
 import { createLogger } from './observability/logger.js';
@@ -17,6 +17,11 @@ Commands:
   check-config          validate the configuration and print it, without starting
   where ROOM [ROOM...]  which backend each room goes to (all backends assumed up)
   sign ROOM             print a signed room cookie value (for testing)
+  drain BACKEND         stop placing new rooms on BACKEND; its rooms stay until they empty or
+                        the deadline (--deadline 10m), then their sockets are closed
+  undrain BACKEND       back to active
+  maintenance BACKEND   no traffic at all (for a restart after a drain)
+  status                the running gateway's backends (state, rooms, sockets)
 
 Options:
   --config FILE         YAML configuration (default: $ROOMGATE_CONFIG, else built-in defaults)
@@ -24,6 +29,10 @@ Options:
                         replaces the configured list
   --port N              public port (default 8080)
   --json                where: print JSON
+  --deadline D          drain: 90s, 10m, 1h (default 10m)
+  --admin URL           drain/undrain/maintenance/status: the gateway's admin URL
+                        (default http://127.0.0.1:9090 or $ROOMGATE_ADMIN_URL)
+  --token T             admin token (default $ROOMGATE_ADMIN_TOKEN)
   -h, --help            this text
   -v, --version         the version
 
@@ -52,7 +61,7 @@ function withDemoBackends(config: LoadedConfig): LoadedConfig {
   };
 }
 
-async function start(config: LoadedConfig): Promise<void> {
+async function start(config: LoadedConfig, opts: { file: string | undefined; overrides: ConfigOverrides }): Promise<void> {
   const logger = createLogger(config.log.level);
   let demo: DemoBackend[] = [];
   if (config.backends.length === 0) {
@@ -72,6 +81,8 @@ async function start(config: LoadedConfig): Promise<void> {
   const shutdown = (signal: string): void => {
     if (++signals > 1) {
       logger.warn({ signal }, 'second signal: exiting now');
+      // Never leave demo backends behind holding their ports.
+      for (const d of demo) d.process.kill('SIGKILL');
       process.exit(1);
     }
     logger.info({ signal }, 'shutdown requested');
@@ -91,6 +102,15 @@ async function start(config: LoadedConfig): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  // SIGHUP: re-read the configuration; the backend list is applied without dropping a socket.
+  process.on('SIGHUP', () => {
+    try {
+      const next = loadConfig({ file: opts.file, overrides: opts.overrides });
+      gateway.reload(demo.length > 0 ? withDemoBackends(next) : next);
+    } catch (err) {
+      logger.error({ err: (err as Error).message }, 'reload refused: the running configuration stays');
+    }
+  });
 }
 
 function printDemoBanner(gateway: Gateway, demo: readonly DemoBackend[]): void {
@@ -130,14 +150,15 @@ function where(config: LoadedConfig, rooms: readonly string[], json: boolean): n
   const c = withDemoBackends(config);
   const ring = buildRing(c.backends.map((b) => ({ id: b.id, weight: b.weight })));
   const valid = createRoomValidator(c.room.pattern);
-  const backends = c.backends.map((b) => ({ id: b.id, routable: b.weight > 0, load: 0 }));
+  const backends = c.backends.map((b) => ({ id: b.id, routable: true, acceptsNew: b.weight > 0, gone: false, weight: b.weight, load: 0, busy: 0 }));
   let bad = 0;
   const rows = rooms.map((room) => {
     if (!valid(room)) {
       bad++;
       return { room, error: `invalid room key (must match ${c.room.pattern})` };
     }
-    const d = decide(room, { ring, backends, noRoom: 'reject', tieBreak: 0, retryAfterS: 1 });
+    // A new room with every backend up and no load skew: the ring owner.
+    const d = decide(room, { ring, backends, placement: null, noRoom: 'reject', boundFactor: 0, tieBreak: 0, retryAfterS: 1 });
     if ('reject' in d) return { room, error: 'no backend available' };
     return { room, backend: d.route, url: c.backends.find((b) => b.id === d.route)?.url };
   });
@@ -157,6 +178,45 @@ function sign(config: LoadedConfig, rooms: readonly string[]): void {
   process.stdout.write(`${signerFor(config, config.cookie.secrets)!.sign(room, Date.now())}\n`);
 }
 
+/** "90s", "10m", "1h", "1500ms" or plain milliseconds. */
+function parseDuration(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s.trim());
+  if (!m) throw new UsageError(`bad duration "${s}": use e.g. 90s, 10m, 1h`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? 'ms';
+  return Math.round(n * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[unit]!);
+}
+
+/** drain / undrain / maintenance / status: talk to a running gateway's admin API. */
+async function adminCommand(command: string, args: readonly string[], values: { admin?: string; token?: string; deadline?: string; json?: boolean }): Promise<number> {
+  const base = (values.admin ?? process.env.ROOMGATE_ADMIN_URL ?? 'http://127.0.0.1:9090').replace(/\/$/, '');
+  const token = values.token ?? process.env.ROOMGATE_ADMIN_TOKEN ?? '';
+  let url: string;
+  let init: RequestInit = { signal: AbortSignal.timeout(10_000) };
+  if (command === 'status') url = `${base}/backends`;
+  else {
+    const [backend] = args;
+    if (backend === undefined || args.length !== 1) throw new UsageError(`${command} needs exactly one BACKEND id`);
+    const body = command === 'drain' ? { deadlineMs: parseDuration(values.deadline ?? '10m') } : {};
+    url = `${base}/backends/${encodeURIComponent(backend)}/${command}`;
+    init = { ...init, method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
+  }
+  let res: Response;
+  try {
+    res = await fetch(url, init);
+  } catch (err) {
+    process.stderr.write(`roomgate: cannot reach the admin API at ${base} (${(err as Error).cause ?? (err as Error).message}); is the gateway running? use --admin URL\n`);
+    return 1;
+  }
+  const text = await res.text();
+  if (!res.ok) {
+    process.stderr.write(`roomgate: ${res.status}: ${text}`);
+    return res.status === 401 || res.status === 403 || res.status === 404 || res.status === 400 ? 2 : 1;
+  }
+  process.stdout.write(text);
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -167,6 +227,9 @@ async function main(argv: string[]): Promise<number> {
       backend: { type: 'string', multiple: true },
       port: { type: 'string' },
       json: { type: 'boolean' },
+      deadline: { type: 'string' },
+      admin: { type: 'string' },
+      token: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
       version: { type: 'boolean', short: 'v' },
     },
@@ -181,15 +244,14 @@ async function main(argv: string[]): Promise<number> {
   }
   const [command, ...args] = positionals;
   if (command === undefined) throw new UsageError('no command given');
-  if (!['start', 'check-config', 'where', 'sign'].includes(command)) throw new UsageError(`unknown command "${command}"`);
-  if (command !== 'where' && command !== 'sign' && args.length > 0) throw new UsageError(`${command} takes no arguments (got ${args.join(' ')})`);
-  const config = loadConfig({
-    file: values.config,
-    overrides: { port: values.port, backends: values.backend },
-  });
+  if (!['start', 'check-config', 'where', 'sign', 'drain', 'undrain', 'maintenance', 'status'].includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (['start', 'check-config', 'status'].includes(command) && args.length > 0) throw new UsageError(`${command} takes no arguments (got ${args.join(' ')})`);
+  if (['drain', 'undrain', 'maintenance', 'status'].includes(command)) return adminCommand(command, args, values);
+  const overrides: ConfigOverrides = { port: values.port, backends: values.backend };
+  const config = loadConfig({ file: values.config, overrides });
   switch (command) {
     case 'start':
-      await start(config);
+      await start(config, { file: values.config, overrides });
       return -1; // keeps running until a signal
     case 'check-config':
       checkConfig(config);

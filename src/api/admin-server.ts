@@ -1,53 +1,166 @@
-// The admin listener (loopback by default): metrics and what this gateway knows of its backends.
-// Never on the public port.
+// The admin listener (loopback by default): metrics, backends, where-is-room, events, and the
+// drain / maintenance controls (bearer token). Never on the public port.
+import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
-import type { BackendPool } from '../backends/pool.js';
-import type { Metrics } from '../observability/metrics.js';
-import type { TunnelRegistry } from '../proxy/tunnels.js';
+import type { Gateway } from '../gateway.js';
+import type { AdminState } from '../placement/store.js';
 import { healthAnswer } from '../server/public-server.js';
 
 export interface AdminServerOptions {
-  readonly pool: BackendPool;
-  readonly tunnels: TunnelRegistry;
-  readonly metrics: Metrics;
+  readonly gateway: Gateway;
+  /** Bearer token for writes; '' refuses every write. */
+  readonly token: string;
   readonly isReady: () => boolean;
 }
 
+const MAX_BODY = 4096;
+const DEFAULT_DRAIN_DEADLINE_MS = 10 * 60_000;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 export function createAdminServer(o: AdminServerOptions): http.Server {
+  const tokenDigest = o.token ? createHash('sha256').update(o.token).digest() : null;
+  const authorized = (req: http.IncomingMessage): void => {
+    if (!tokenDigest) throw new HttpError(403, 'admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
+    const h = req.headers.authorization ?? '';
+    const given = h.startsWith('Bearer ') ? h.slice(7) : '';
+    // Compare digests: equal length whatever was sent, constant time.
+    if (!timingSafeEqual(createHash('sha256').update(given).digest(), tokenDigest)) throw new HttpError(401, 'missing or wrong bearer token');
+  };
+
   return http.createServer((req, res) => {
     const health = healthAnswer(req.url, o.isReady);
     if (health) return send(res, health.status, health.body, 'text/plain');
-    const path = (req.url ?? '/').split('?')[0];
-    if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed\n', 'text/plain');
-    if (path === '/metrics') {
-      o.metrics.registry.metrics().then(
-        (text) => send(res, 200, text, o.metrics.registry.contentType),
-        (err: Error) => send(res, 500, `metrics failed: ${err.message}\n`, 'text/plain'),
-      );
-      return;
-    }
-    if (path === '/backends') {
-      const now = Date.now();
-      const body = {
-        backends: o.pool.backends.map((b) => ({
-          id: b.id,
-          url: b.config.url,
-          weight: b.config.weight,
-          state: b.routable(now) ? 'up' : 'down',
-          downUntil: b.downUntil > now ? new Date(b.downUntil).toISOString() : null,
-          sockets: b.liveSockets,
-          inflight: b.inflight,
-        })),
-        sockets: o.tunnels.size,
-        rooms: o.tunnels.roomCount,
-      };
-      return send(res, 200, `${JSON.stringify(body, null, 2)}\n`, 'application/json');
-    }
-    send(res, 404, 'not found: try /metrics or /backends\n', 'text/plain');
+    handle(o, req, authorized).then(
+      (r) => (typeof r === 'string' ? send(res, 200, r, o.gateway.metrics.registry.contentType) : sendJson(res, 200, r)),
+      (err: Error) => sendJson(res, err instanceof HttpError ? err.status : 500, { error: err.message }),
+    );
+  });
+}
+
+async function handle(o: AdminServerOptions, req: http.IncomingMessage, authorize: (req: http.IncomingMessage) => void): Promise<unknown> {
+  const gw = o.gateway;
+  const url = new URL(req.url ?? '/', 'http://admin');
+  const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  const method = req.method ?? 'GET';
+  const now = Date.now();
+
+  if (method === 'GET' && url.pathname === '/metrics') return gw.metrics.registry.metrics();
+  if (method === 'GET' && url.pathname === '/status') {
+    return {
+      gatewayId: gw.id,
+      store: gw.store.kind,
+      degraded: gw.placer.isDegraded,
+      ready: o.isReady(),
+      sockets: gw.tunnels.size,
+      rooms: gw.tunnels.roomCount,
+    };
+  }
+  if (method === 'GET' && url.pathname === '/backends') {
+    return { backends: gw.pool.backends.map((b) => backendJson(gw, b.id, now)), sockets: gw.tunnels.size, rooms: gw.tunnels.roomCount, degraded: gw.placer.isDegraded };
+  }
+  if (method === 'GET' && url.pathname === '/events') return { events: gw.events.list() };
+  if (parts[0] === 'backends' && parts.length === 2 && method === 'GET') {
+    const id = parts[1] as string;
+    if (!gw.pool.get(id)) throw new HttpError(404, `no backend "${id}"`);
+    return backendJson(gw, id, now);
+  }
+  if (parts[0] === 'backends' && parts.length === 3 && method === 'POST') {
+    authorize(req);
+    const id = parts[1] as string;
+    const action = parts[2] as string;
+    if (!gw.pool.get(id)) throw new HttpError(404, `no backend "${id}"`);
+    const body = (await readJson(req)) as { deadlineMs?: unknown };
+    let state: { state: AdminState; deadline: number | null; since: number } | null;
+    if (action === 'drain') {
+      const ms = body.deadlineMs ?? DEFAULT_DRAIN_DEADLINE_MS;
+      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) throw new HttpError(400, 'deadlineMs must be a number of milliseconds >= 0');
+      state = { state: 'draining', deadline: now + ms, since: now };
+    } else if (action === 'maintenance') state = { state: 'maintenance', deadline: null, since: now };
+    else if (action === 'undrain' || action === 'activate') state = null;
+    else throw new HttpError(404, `unknown action "${action}": drain, undrain, maintenance`);
+    await gw.setAdminState(id, state).catch((err: Error) => {
+      throw new HttpError(503, `placement store unavailable: ${err.message}`);
+    });
+    return backendJson(gw, id, now);
+  }
+  if (parts[0] === 'rooms' && parts.length === 2 && method === 'GET') {
+    const room = parts[1] as string;
+    const e = await gw.placer.explain(room, now, false);
+    const d = e.decision;
+    return {
+      room,
+      placement: e.placement,
+      cached: e.cached,
+      backend: 'route' in d ? d.route : null,
+      reason: d.reason,
+      wouldPlace: 'route' in d && d.place !== undefined,
+      socketsHere: gw.tunnels.socketsInRoom(room),
+    };
+  }
+  throw new HttpError(404, 'not found: GET /metrics /status /backends /backends/ID /events /rooms/ROOM; POST /backends/ID/{drain,undrain,maintenance}');
+}
+
+function backendJson(gw: Gateway, id: string, now: number): unknown {
+  const b = gw.pool.get(id);
+  if (!b) return null;
+  return {
+    id: b.id,
+    url: b.config.url,
+    weight: b.config.weight,
+    state: b.state(now),
+    health: b.health,
+    passiveDownUntil: b.downUntil > now ? new Date(b.downUntil).toISOString() : null,
+    admin: b.admin ? { ...b.admin, deadline: b.admin.deadline ? new Date(b.admin.deadline).toISOString() : null, since: new Date(b.admin.since).toISOString() } : null,
+    removed: b.removed,
+    rooms: b.rooms,
+    sockets: b.liveSockets,
+    inflight: b.inflight,
+    healthHistory: gw.health.history(b.id),
+  };
+}
+
+function readJson(req: http.IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) {
+        reject(new HttpError(413, `body over ${MAX_BODY} bytes`));
+        req.destroy();
+        return;
+      }
+      chunks.push(c);
+    });
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8').trim();
+      if (text === '') return resolve({});
+      try {
+        const v = JSON.parse(text) as unknown;
+        if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('not an object');
+        resolve(v);
+      } catch {
+        reject(new HttpError(400, 'body must be a JSON object'));
+      }
+    });
+    req.on('error', reject);
   });
 }
 
 function send(res: http.ServerResponse, status: number, body: string, type: string): void {
+  if (res.headersSent) return;
   res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
+  send(res, status, `${JSON.stringify(body, null, 2)}\n`, 'application/json');
 }

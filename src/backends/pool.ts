@@ -1,59 +1,140 @@
-// The configured backends and what roomgate knows of each right now: passive "down" marks and
-// load counters. Owns no sockets; the proxies update the counters.
+// The backends and what this gateway knows of each right now: health (active checks and passive
+// marks), administrative state (draining, maintenance: shared by all gateways through the store),
+// whether discovery still lists it, and load counters. Owns no sockets; the proxies update the
+// counters. The list changes at run time (SIGHUP reload, DNS discovery) without dropping sockets.
 import type { ResolvedBackend } from '../config/load.js';
 import type { BackendView } from '../placement/decide.js';
 import { buildRing, type Ring } from '../placement/ring.js';
+import type { BackendAdminState } from '../placement/store.js';
+
+export type BackendState = 'up' | 'down' | 'draining' | 'maintenance';
 
 export class Backend {
-  /** Upgraded sockets currently piped to this backend. */
+  /** Upgraded sockets currently piped to this backend through this gateway. */
   liveSockets = 0;
   /** HTTP requests currently being proxied to this backend. */
   inflight = 0;
   /** Passively marked down (refused a connection) until this time (ms since epoch). */
   downUntil = 0;
+  /** Active health checks' verdict. */
+  health: 'up' | 'down' = 'up';
+  /** Draining / maintenance, as set through the admin API on any gateway. */
+  admin: BackendAdminState | null = null;
+  /** Gone from the configured or discovered list; kept while sockets still use it. */
+  removed = false;
+  /** Rooms placed on it (all gateways), refreshed every heartbeat: the bounded-load figure. */
+  rooms = 0;
 
-  constructor(readonly config: ResolvedBackend) {}
+  constructor(public config: ResolvedBackend) {}
 
   get id(): string {
     return this.config.id;
   }
 
+  /** Gone for every gateway alike: its rooms may be moved even while they have live sockets. */
+  gone(nowMs: number): boolean {
+    if (this.removed || this.admin?.state === 'maintenance') return true;
+    return this.admin?.state === 'draining' && this.admin.deadline !== null && this.admin.deadline <= nowMs;
+  }
+
+  /** May carry traffic of rooms already placed on it (a draining backend still does). */
   routable(nowMs: number): boolean {
-    return this.config.weight > 0 && this.downUntil <= nowMs;
+    return this.health === 'up' && this.downUntil <= nowMs && !this.gone(nowMs);
+  }
+
+  /** May be given new rooms. */
+  acceptsNew(nowMs: number): boolean {
+    return this.config.weight > 0 && this.admin?.state !== 'draining' && this.routable(nowMs);
+  }
+
+  state(nowMs: number): BackendState {
+    if (this.admin?.state === 'maintenance') return 'maintenance';
+    if (this.health === 'down' || this.downUntil > nowMs || this.removed) return 'down';
+    return this.admin?.state === 'draining' ? 'draining' : 'up';
   }
 }
 
 export interface PoolEvents {
   /** A backend went from routable to passively down, or back. */
-  onStateChange?(backend: Backend, state: 'down' | 'up', reason: string): void;
+  onPassive?(backend: Backend, state: 'down' | 'up', reason: string): void;
+  /** Backends added to or removed from the list. */
+  onMembership?(added: readonly Backend[], removed: readonly Backend[]): void;
 }
 
 export class BackendPool {
-  readonly ring: Ring;
+  ring: Ring;
   private readonly byId = new Map<string, Backend>();
-  readonly backends: readonly Backend[];
+  /** Every known backend, removed ones included while they have sockets; configuration order. */
+  backends: readonly Backend[] = [];
 
   constructor(
     configs: readonly ResolvedBackend[],
     private readonly passiveDownMs: number,
     private readonly events: PoolEvents = {},
   ) {
-    this.backends = configs.map((c) => new Backend(c));
-    for (const b of this.backends) this.byId.set(b.id, b);
-    this.ring = buildRing(configs.map((c) => ({ id: c.id, weight: c.weight })));
+    this.ring = buildRing([]);
+    this.setBackends(configs);
   }
 
   get(id: string): Backend | undefined {
     return this.byId.get(id);
   }
 
+  /**
+   * Applies a new list (reload, discovery). New backends join the ring (they take new rooms only:
+   * live rooms stay where their placement says); missing ones are marked removed and leave the
+   * ring; a removed backend is forgotten once no socket uses it. Weights and URLs update in place.
+   */
+  setBackends(configs: readonly ResolvedBackend[]): void {
+    const next = new Set(configs.map((c) => c.id));
+    const added: Backend[] = [];
+    const removed: Backend[] = [];
+    for (const c of configs) {
+      const b = this.byId.get(c.id);
+      if (b) {
+        if (b.removed) added.push(b);
+        b.config = c;
+        b.removed = false;
+      } else {
+        const nb = new Backend(c);
+        this.byId.set(c.id, nb);
+        added.push(nb);
+      }
+    }
+    for (const b of this.byId.values()) {
+      if (!next.has(b.id) && !b.removed) {
+        b.removed = true;
+        removed.push(b);
+      }
+    }
+    this.rebuild();
+    if (added.length || removed.length) this.events.onMembership?.(added, removed);
+  }
+
+  /** Drops removed backends that no longer carry sockets or requests. */
+  sweep(): void {
+    let changed = false;
+    for (const b of this.byId.values()) {
+      if (b.removed && b.liveSockets === 0 && b.inflight === 0) {
+        this.byId.delete(b.id);
+        changed = true;
+      }
+    }
+    if (changed) this.rebuild();
+  }
+
+  private rebuild(): void {
+    this.backends = [...this.byId.values()];
+    this.ring = buildRing(this.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, weight: b.config.weight })));
+  }
+
   /** A connection was refused or timed out: no new traffic for passiveDownMs. */
   markDown(id: string, nowMs: number, reason: string): void {
     const b = this.byId.get(id);
     if (!b) return;
-    const wasRoutable = b.routable(nowMs);
+    const wasRoutable = b.downUntil <= nowMs;
     b.downUntil = nowMs + this.passiveDownMs;
-    if (wasRoutable) this.events.onStateChange?.(b, 'down', reason);
+    if (wasRoutable) this.events.onPassive?.(b, 'down', reason);
   }
 
   /** A connection to the backend succeeded: clear a passive mark (early, or after it ran out). */
@@ -61,10 +142,18 @@ export class BackendPool {
     const b = this.byId.get(id);
     if (!b || b.downUntil === 0) return;
     b.downUntil = 0;
-    this.events.onStateChange?.(b, 'up', 'connected');
+    this.events.onPassive?.(b, 'up', 'connected');
   }
 
-  views(nowMs: number): BackendView[] {
-    return this.backends.map((b) => ({ id: b.id, routable: b.routable(nowMs), load: b.liveSockets + b.inflight }));
+  views(nowMs: number, loadMetric: 'rooms' | 'sockets'): BackendView[] {
+    return this.backends.map((b) => ({
+      id: b.id,
+      routable: b.routable(nowMs),
+      acceptsNew: b.acceptsNew(nowMs),
+      gone: b.gone(nowMs),
+      weight: b.config.weight,
+      load: loadMetric === 'rooms' ? b.rooms : b.liveSockets,
+      busy: b.liveSockets + b.inflight,
+    }));
   }
 }

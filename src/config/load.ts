@@ -45,6 +45,8 @@ export const ENV_VARS = {
   ROOMGATE_BACKENDS: 'backends: comma-separated URLs, each optionally id=URL',
   ROOMGATE_COOKIE_SECRETS: 'cookie.secrets: comma-separated, first signs',
   ROOMGATE_LOG_LEVEL: 'log.level',
+  ROOMGATE_ADMIN_TOKEN: 'admin.token',
+  REDIS_URL: 'redis.url',
 } as const;
 
 export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
@@ -113,6 +115,8 @@ function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
   if (env.ROOMGATE_BACKENDS) raw.backends = list(env.ROOMGATE_BACKENDS).map(backendSpec);
   if (env.ROOMGATE_COOKIE_SECRETS) section(raw, 'cookie').secrets = list(env.ROOMGATE_COOKIE_SECRETS);
   if (env.ROOMGATE_LOG_LEVEL) section(raw, 'log').level = env.ROOMGATE_LOG_LEVEL;
+  if (env.ROOMGATE_ADMIN_TOKEN) section(raw, 'admin').token = env.ROOMGATE_ADMIN_TOKEN;
+  if (env.REDIS_URL) section(raw, 'redis').url = env.REDIS_URL;
 }
 
 function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides): void {
@@ -133,7 +137,8 @@ function describeIssue(issue: z.core.$ZodIssue, raw: unknown): string {
   const field = issue.path.length ? issue.path.map(String).join('.') : '(top level)';
   const value = valueAt(raw, issue.path);
   // Never echo a secret back into logs.
-  const shown = issue.path.includes('secrets') ? '<redacted>' : JSON.stringify(value);
+  const secret = issue.path.includes('secrets') || issue.path.includes('token') || (issue.path[0] === 'redis' && issue.path[1] === 'url');
+  const shown = secret ? '<redacted>' : JSON.stringify(value);
   if (issue.code === 'unrecognized_keys') {
     return `${field}: unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')} (check the spelling against config/roomgate.example.yaml)`;
   }
@@ -178,6 +183,12 @@ function resolve(c: Config): LoadedConfig {
   c.proxy.trustedProxies.forEach((p, i) => {
     if (!isIpOrCidr(p)) problems.push(`proxy.trustedProxies.${i}: got ${JSON.stringify(p)}; expected an IP address or CIDR such as "10.0.0.0/8" or "::1"`);
   });
+  if (c.placement.gatewayTtlMs < 2 * c.placement.heartbeatMs) {
+    problems.push(`placement.gatewayTtlMs: got ${c.placement.gatewayTtlMs}; expected at least 2 x placement.heartbeatMs (${2 * c.placement.heartbeatMs})`);
+  }
+  if (c.health.timeoutMs > c.health.intervalMs) {
+    problems.push(`health.timeoutMs: got ${c.health.timeoutMs}; expected at most health.intervalMs (${c.health.intervalMs})`);
+  }
   if (problems.length) throw new ConfigError(problems);
   return { ...c, backends };
 }

@@ -52,9 +52,78 @@ export const configSchema = z.strictObject({
       host: z.string().min(1).default('127.0.0.1'),
       port: port.default(9090),
       enabled: z.boolean().default(true),
+      // Bearer token for admin writes (drain, undrain, maintenance). Empty: writes are refused.
+      // Prefer the ROOMGATE_ADMIN_TOKEN environment variable.
+      token: z.string().refine((t) => t === '' || t.length >= 16, { message: 'empty (writes off) or at least 16 characters' }).default(''),
     })
     .prefault({}),
   backends: z.array(backend).default([]),
+  discovery: z
+    .strictObject({
+      // DNS discovery of backends (a Kubernetes headless Service). null: the static list only.
+      dns: z
+        .strictObject({
+          name: z.string().min(1),
+          type: z.enum(['A', 'AAAA', 'A+AAAA', 'SRV']).default('SRV'),
+          // Port of A/AAAA backends (SRV records carry their own).
+          port: port.default(8000),
+          intervalMs: positiveMs.default(5_000),
+          // DNS servers ("ip" or "ip:port"); empty = the system's resolvers.
+          servers: z.array(z.string()).default([]),
+        })
+        .nullable()
+        .default(null),
+    })
+    .prefault({}),
+  health: z
+    .strictObject({
+      // GET this path on each backend (2xx/3xx passes); null = TCP connect check only.
+      path: z.string().startsWith('/', 'a path starting with "/"').nullable().default('/healthz'),
+      intervalMs: positiveMs.default(2_000),
+      timeoutMs: positiveMs.default(1_000),
+      // Consecutive passes to go down -> up, failures to go up -> down.
+      rise: z.number().int().min(1).max(100).default(2),
+      fall: z.number().int().min(1).max(100).default(3),
+    })
+    .prefault({}),
+  placement: z
+    .strictObject({
+      // A room with no live socket keeps its backend this long (longer than djust's ~150 s
+      // reconnect window: 10 attempts, back-off up to 30 s).
+      idleTtlMs: positiveMs.default(180_000),
+      // A cached placement is re-read from the store after this long.
+      cacheTtlMs: positiveMs.default(5_000),
+      // Live rooms and load figures are exchanged with the store this often.
+      heartbeatMs: positiveMs.default(1_000),
+      // A gateway silent this long no longer holds rooms busy (must exceed 2 heartbeats).
+      gatewayTtlMs: positiveMs.default(5_000),
+      // Bounded loads: a new room skips a backend whose load is at ceil(factor * average).
+      // 0 turns them off (pure consistent hashing). Never applies to a placed room.
+      boundedLoadFactor: z.union([z.literal(0), z.number().min(1).max(10)]).default(1.25),
+      // What "load" counts: rooms placed (all gateways) or this gateway's live sockets.
+      loadMetric: z.enum(['rooms', 'sockets']).default('rooms'),
+    })
+    .prefault({}),
+  redis: z
+    .strictObject({
+      // redis://[:password@]host:port/db, rediss:// for TLS. null: in-memory store (one gateway).
+      // Prefer the REDIS_URL environment variable.
+      url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').nullable().default(null),
+      // Every key starts with this, so several apps can share one Redis.
+      keyPrefix: z.string().regex(/^[A-Za-z0-9_.:-]{0,64}$/, 'up to 64 characters from A-Z a-z 0-9 _ . : -').default('roomgate:'),
+      // No Redis call waits longer than this (then the gateway runs degraded).
+      commandTimeoutMs: positiveMs.default(500),
+    })
+    .prefault({}),
+  admission: z
+    .strictObject({
+      // Per backend: WebSocket handshakes in flight (0 = unlimited).
+      maxInflightUpgrades: z.number().int().min(0).max(100_000).default(200),
+      // Per backend: handshakes per second, also the burst (0 = unlimited).
+      upgradesPerSecond: z.number().int().min(0).max(1_000_000).default(500),
+      retryAfterS: z.number().int().min(1).max(3600).default(1),
+    })
+    .prefault({}),
   demo: z
     .strictObject({
       // With no backends configured, `roomgate start` runs this many demo backends itself.

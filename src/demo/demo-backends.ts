@@ -31,7 +31,7 @@ export async function startDemoBackends(count: number, basePort: number, logger:
       });
       started.push({ id: spec.id, url: spec.url, process: child });
       await waitListening(child, spec.id, timeoutMs);
-      logger.info({ backend: spec.id, url: spec.url, pid: child.pid }, 'demo backend started');
+      logger.info({ backend: spec.id, url: spec.url, backendPid: child.pid }, 'demo backend started');
     }
     return started;
   } catch (err) {

@@ -9,8 +9,10 @@ export interface Metrics {
   readonly httpRequests: Counter<'backend' | 'status'>;
   readonly badRoomKeys: Counter<'source' | 'reason'>;
   readonly proxyErrors: Counter<'backend' | 'kind'>;
-  readonly backendStateChanges: Counter<'backend' | 'state'>;
+  readonly backendStateChanges: Counter<'backend' | 'state' | 'via'>;
   readonly clientErrors: Counter<'code'>;
+  readonly placements: Counter<'kind'>;
+  readonly degraded: Gauge;
 }
 
 export function createMetrics(liveSocketsByBackend: () => Iterable<[string, number]>): Metrics {
@@ -55,14 +57,25 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
     }),
     backendStateChanges: new Counter({
       name: 'roomgate_backend_state_changes_total',
-      help: 'Backend state changes (passive down / up) by backend and new state',
-      labelNames: ['backend', 'state'],
+      help: 'Backend health changes by backend, new state (up, down) and what saw it (active checks, passive: a refused connection)',
+      labelNames: ['backend', 'state', 'via'],
       registers: [registry],
     }),
     clientErrors: new Counter({
       name: 'roomgate_client_errors_total',
       help: 'Client requests refused before routing (malformed, oversized headers, timeouts), by status code',
       labelNames: ['code'],
+      registers: [registry],
+    }),
+    placements: new Counter({
+      name: 'roomgate_placements_total',
+      help: 'Placements written: new rooms, moves of idle rooms, forced moves of live rooms (maintenance, removal, drain deadline)',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    degraded: new Gauge({
+      name: 'roomgate_placement_degraded',
+      help: '1 while the placement store (Redis) is unreachable and routing runs from the cache and the ring',
       registers: [registry],
     }),
   };

@@ -56,7 +56,8 @@ export class Forwarding {
 
   /**
    * The header list to send to the backend, as a flat [name, value, ...] array like rawHeaders.
-   * Host and Origin pass unchanged. keepUpgrade keeps Connection/Upgrade for WebSocket handshakes.
+   * Host and Origin pass unchanged. Hop-by-hop headers (and those Connection names) are dropped;
+   * keepUpgrade (WebSocket handshakes) keeps Upgrade and sends Connection: Upgrade.
    */
   headers(rawHeaders: readonly string[], ctx: ForwardContext, keepUpgrade: boolean): string[] {
     const peer = normalizeAddress(ctx.peer);
@@ -67,11 +68,8 @@ export class Forwarding {
     let fwdHost: string | undefined;
     let fwdPrefix: string | undefined;
     let host: string | undefined;
-    let dropNamed: Set<string> | null = null;
-    if (!keepUpgrade) {
-      const conn = firstHeader(rawHeaders, 'connection');
-      if (conn) dropNamed = new Set(conn.toLowerCase().split(',').map((s) => s.trim()));
-    }
+    // Headers named in Connection are hop-by-hop too; every Connection line counts.
+    const dropNamed = connectionTokens(rawHeaders);
     for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
       const name = rawHeaders[i] as string;
       const value = rawHeaders[i + 1] as string;
@@ -85,10 +83,15 @@ export class Forwarding {
         else out.push(name, value);
         continue;
       }
-      if (!keepUpgrade && (HOP_BY_HOP.has(lower) || dropNamed?.has(lower))) continue;
+      if (HOP_BY_HOP.has(lower) || dropNamed?.has(lower)) {
+        // A handshake keeps its Upgrade header; Connection is rewritten below.
+        if (keepUpgrade && lower === 'upgrade') out.push(name, value);
+        continue;
+      }
       if (lower === 'host') host ??= value;
       out.push(name, value);
     }
+    if (keepUpgrade) out.push('Connection', 'Upgrade');
     out.push('X-Forwarded-For', xff ? `${xff}, ${peer}` : peer);
     out.push('X-Forwarded-Proto', proto ?? (ctx.encrypted ? 'https' : 'http'));
     const h = fwdHost ?? host;
@@ -97,6 +100,18 @@ export class Forwarding {
     else if (fwdPrefix !== undefined) out.push('X-Forwarded-Prefix', fwdPrefix);
     return out;
   }
+}
+
+function connectionTokens(rawHeaders: readonly string[]): Set<string> | null {
+  let tokens: Set<string> | null = null;
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if ((rawHeaders[i] as string).toLowerCase() !== 'connection') continue;
+    for (const t of (rawHeaders[i + 1] as string).split(',')) {
+      const token = t.trim().toLowerCase();
+      if (token !== '') (tokens ??= new Set()).add(token);
+    }
+  }
+  return tokens;
 }
 
 function firstHeader(rawHeaders: readonly string[], lowerName: string): string | undefined {

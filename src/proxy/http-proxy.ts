@@ -3,6 +3,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Backend, BackendPool } from '../backends/pool.js';
+import type { Decision } from '../placement/decide.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeyResult } from '../room/extract.js';
@@ -31,30 +32,49 @@ const COOKIE_SOURCES = new Set(['query', 'path-prefix', 'page-path', 'header']);
 export class HttpProxy {
   private readonly agents = new Map<string, http.Agent>();
 
-  constructor(private readonly o: HttpProxyOptions) {
-    for (const b of o.pool.backends) {
-      this.agents.set(
-        b.id,
-        new http.Agent({ keepAlive: true, maxFreeSockets: o.maxIdleSocketsPerBackend, scheduling: 'lifo' }),
-      );
+  constructor(private readonly o: HttpProxyOptions) {}
+
+  /** Keep-alive connections per backend; created on first use (backends come and go at run time). */
+  private agent(id: string): http.Agent {
+    let a = this.agents.get(id);
+    if (!a) {
+      a = new http.Agent({ keepAlive: true, maxFreeSockets: this.o.maxIdleSocketsPerBackend, scheduling: 'lifo' });
+      this.agents.set(id, a);
     }
+    return a;
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
     const now = Date.now();
-    const { key, decision } = this.o.router.route(req, now);
-    if ('reject' in decision) {
-      const headers: Record<string, string> = decision.reject === 503 ? { 'Retry-After': String(decision.retryAfterS) } : {};
-      const body = decision.reject === 503 ? 'no backend available\n' : 'this request needs a room key\n';
-      this.reply(res, decision.reject, body, headers);
-      this.o.metrics.httpRequests.inc({ backend: 'none', status: String(decision.reject) });
-      return;
-    }
-    const backend = this.o.pool.get(decision.route) as Backend;
+    const key = this.o.router.key(req, now);
     // Without a body nothing is consumed before the backend answers, so a refused connection
     // can be retried on the next backend of the ring.
     const replayable = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
-    this.forward(req, res, key, backend, replayable, 1);
+    this.o.router.decide(key.room, now).then(
+      (decision) => this.dispatch(req, res, key, decision, replayable, 1),
+      (err: Error) => {
+        this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
+        this.refuse(res, 'none', 500, 'internal error\n');
+      },
+    );
+  }
+
+  private dispatch(req: IncomingMessage, res: ServerResponse, key: KeyResult, decision: Decision, replayable: boolean, attempt: number): void {
+    if (res.destroyed) return;
+    if ('reject' in decision) {
+      if (decision.reject === 400) return this.refuse(res, 'none', 400, 'this request needs a room key\n');
+      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : 'no backend available\n';
+      return this.refuse(res, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
+    }
+    const backend = this.o.pool.get(decision.route);
+    if (!backend) return this.refuse(res, 'none', 503, 'no backend available\n', { 'Retry-After': '1' });
+    this.forward(req, res, key, backend, replayable, attempt);
+  }
+
+  /** An answer made by roomgate itself, counted under the status it sends. */
+  private refuse(res: ServerResponse, backend: string, status: number, body: string, headers: Record<string, string> = {}): void {
+    this.o.metrics.httpRequests.inc({ backend, status: String(status) });
+    this.reply(res, status, body, headers);
   }
 
   private forward(req: IncomingMessage, res: ServerResponse, key: KeyResult, backend: Backend, replayable: boolean, attempt: number): void {
@@ -63,20 +83,26 @@ export class HttpProxy {
     const ctx = { peer: socket.remoteAddress, encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix };
     backend.inflight++;
     let settled = false;
-    const done = (status: number | string): void => {
+    // Counted once, under the status the client got; a retried attempt is only a proxy error.
+    const done = (status: number | null): void => {
       if (settled) return;
       settled = true;
       backend.inflight--;
-      o.metrics.httpRequests.inc({ backend: backend.id, status: String(status) });
+      if (status !== null) o.metrics.httpRequests.inc({ backend: backend.id, status: String(status) });
     };
 
+    const headers = o.forwarding.headers(req.rawHeaders, ctx, false);
+    // Transfer-Encoding is hop-by-hop, but the body still needs framing on our connection: Node
+    // chunks only POST/PUT/PATCH by itself, and an unframed DELETE body on a keep-alive
+    // connection would be read by the backend as a second request (smuggling).
+    if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
     const proxyReq = http.request({
       host: backend.config.host,
       port: backend.config.port,
       method: req.method,
       path: key.forwardUrl,
-      headers: o.forwarding.headers(req.rawHeaders, ctx, false),
-      agent: this.agents.get(backend.id),
+      headers,
+      agent: this.agent(backend.id),
       timeout: o.responseTimeoutMs,
     });
 
@@ -122,7 +148,7 @@ export class HttpProxy {
       if (res.headersSent || res.destroyed) {
         // Mid-response: the status line is gone, all we can do is cut the client off.
         o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind }, 'backend failed mid-response');
-        done('aborted');
+        done(res.headersSent ? res.statusCode : null);
         res.destroy();
         return;
       }
@@ -131,22 +157,20 @@ export class HttpProxy {
       const retry =
         replayable &&
         !req.destroyed &&
-        attempt < o.pool.backends.length + 1 &&
+        attempt <= o.pool.backends.length &&
         (isConnectFailure(kind) || (kind === 'reset' && proxyReq.reusedSocket));
-      o.logger.warn(
-        { room: key.room, backend: backend.id, source: key.source, err: kind, retry },
-        'proxy error',
-      );
-      done(kind);
+      o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'proxy error');
       if (retry) {
-        const next = o.router.decide(key.room, now);
-        if (!('reject' in next)) {
-          this.forward(req, res, key, o.pool.get(next.route) as Backend, replayable, attempt + 1);
-          return;
-        }
+        done(null);
+        o.router.decide(key.room, now).then(
+          (next) => this.dispatch(req, res, key, next, replayable, attempt + 1),
+          () => this.refuse(res, backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
+        );
+        return;
       }
-      if (kind === 'timeout') this.reply(res, 504, 'backend timed out\n');
-      else this.reply(res, 502, 'backend unavailable\n', { 'Retry-After': '1' });
+      const status = kind === 'timeout' ? 504 : 502;
+      done(status);
+      this.reply(res, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
     });
 
     // The client went away before the backend answered: stop the backend work too.
@@ -182,5 +206,6 @@ export class HttpProxy {
 
   close(): void {
     for (const a of this.agents.values()) a.destroy();
+    this.agents.clear();
   }
 }

@@ -1,19 +1,18 @@
-// Turns a request into a routing decision: room key (pure extractor) + backend views + the pure
-// decide(). Counts and logs refused keys. Shared by the HTTP and the upgrade proxy.
+// Turns a request into a routing decision: the room key (pure extractor), then the Placer
+// (placement lookup, pure decide(), compare-and-set). Counts and logs refused keys. Shared by the
+// HTTP and the upgrade proxy.
 import type { IncomingMessage } from 'node:http';
-import type { BackendPool } from '../backends/pool.js';
-import { decide, type Decision } from '../placement/decide.js';
+import type { Decision } from '../placement/decide.js';
+import type { Placer } from '../placement/placer.js';
 import type { KeyExtractor, KeyResult } from '../room/extract.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 
 export interface RouterOptions {
   readonly extractKey: KeyExtractor;
-  readonly pool: BackendPool;
+  readonly placer: Placer;
   /** Lower-case name of the room header. */
   readonly roomHeader: string;
-  readonly noRoom: 'least-loaded' | 'reject';
-  readonly retryAfterS: number;
   readonly metrics: Metrics;
   readonly logger: Logger;
 }
@@ -24,33 +23,28 @@ export interface Routed {
 }
 
 export class Router {
-  private tieBreak = 0;
-
   constructor(private readonly o: RouterOptions) {}
 
-  route(req: IncomingMessage, nowMs: number): Routed {
+  key(req: IncomingMessage, nowMs: number): KeyResult {
     const key = this.o.extractKey(
       { url: req.url ?? '/', cookieHeader: req.headers.cookie, roomHeader: req.headers[this.o.roomHeader] },
       nowMs,
     );
     if (key.rejected.length > 0) {
       for (const r of key.rejected) this.o.metrics.badRoomKeys.inc({ source: r.source, reason: r.reason });
-      // The raw value is not logged: it may be 10 KB of garbage or someone's forged cookie.
-      this.o.logger.debug({ rejected: key.rejected, url: (req.url ?? '').slice(0, 200) }, 'room key refused');
+      // Nothing of the URL or the value is logged: it may be 10 KB of garbage or a forged cookie.
+      this.o.logger.debug({ rejected: key.rejected, method: req.method, urlLength: req.url?.length ?? 0 }, 'room key refused');
     }
-    return { key, decision: this.decide(key.room, nowMs) };
+    return key;
   }
 
-  /** Decide again, e.g. after the chosen backend refused the connection and was marked down. */
-  decide(room: string | null, nowMs: number): Decision {
-    const { pool } = this.o;
-    this.tieBreak = (this.tieBreak + 1) % 1_000_000;
-    return decide(room, {
-      ring: pool.ring,
-      backends: pool.views(nowMs),
-      noRoom: this.o.noRoom,
-      tieBreak: this.tieBreak,
-      retryAfterS: this.o.retryAfterS,
-    });
+  async route(req: IncomingMessage, nowMs: number): Promise<Routed> {
+    const key = this.key(req, nowMs);
+    return { key, decision: await this.decide(key.room, nowMs) };
+  }
+
+  /** Decide (again, e.g. after the chosen backend refused the connection and was marked down). */
+  decide(room: string | null, nowMs: number): Promise<Decision> {
+    return this.o.placer.resolve(room, nowMs);
   }
 }

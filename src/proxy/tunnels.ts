@@ -1,7 +1,9 @@
-// Live upgraded sockets ("tunnels"): per room and per backend, for load figures, metrics and
-// shutdown. Touched once when a tunnel opens and once when it closes; never per frame.
+// Live upgraded sockets ("tunnels"): per room and per backend, for loads, presence reports,
+// closing a moved room's or a dead backend's sockets, and shutdown. Touched once when a tunnel
+// opens and once when it closes; never per frame.
 import type { Socket } from 'node:net';
 import type { Backend } from '../backends/pool.js';
+import type { LiveRoom } from '../placement/store.js';
 
 export interface Tunnel {
   readonly room: string | null;
@@ -12,42 +14,94 @@ export interface Tunnel {
 
 export class TunnelRegistry {
   private readonly all = new Set<Tunnel>();
-  private readonly perRoom = new Map<string, number>();
+  private readonly byRoom = new Map<string, Set<Tunnel>>();
 
   get size(): number {
     return this.all.size;
+  }
+
+  get roomCount(): number {
+    return this.byRoom.size;
   }
 
   add(t: Tunnel): void {
     if (this.all.has(t)) return;
     this.all.add(t);
     t.backend.liveSockets++;
-    if (t.room !== null) this.perRoom.set(t.room, (this.perRoom.get(t.room) ?? 0) + 1);
+    if (t.room === null) return;
+    let set = this.byRoom.get(t.room);
+    if (!set) this.byRoom.set(t.room, (set = new Set()));
+    set.add(t);
   }
 
   remove(t: Tunnel): void {
     if (!this.all.delete(t)) return;
     t.backend.liveSockets--;
     if (t.room === null) return;
-    const n = (this.perRoom.get(t.room) ?? 1) - 1;
-    if (n <= 0) this.perRoom.delete(t.room);
-    else this.perRoom.set(t.room, n);
+    const set = this.byRoom.get(t.room);
+    set?.delete(t);
+    if (set?.size === 0) this.byRoom.delete(t.room);
   }
 
-  /** Live sockets of a room through this gateway. */
-  socketsInRoom(room: string): number {
-    return this.perRoom.get(room) ?? 0;
+  /** Live sockets of a room through this gateway, on one backend or (backend omitted) any. */
+  socketsInRoom(room: string, backend?: string): number {
+    const set = this.byRoom.get(room);
+    if (!set) return 0;
+    if (backend === undefined) return set.size;
+    let n = 0;
+    for (const t of set) if (t.backend.id === backend) n++;
+    return n;
   }
 
-  get roomCount(): number {
-    return this.perRoom.size;
+  /** The rooms this gateway holds live sockets of (for the store's heartbeat). */
+  liveRooms(): LiveRoom[] {
+    const out: LiveRoom[] = [];
+    for (const [room, set] of this.byRoom) {
+      const per = new Map<string, number>();
+      for (const t of set) per.set(t.backend.id, (per.get(t.backend.id) ?? 0) + 1);
+      for (const [backend, sockets] of per) out.push({ room, backend, sockets });
+    }
+    return out;
+  }
+
+  /**
+   * Closes a room's sockets that are not on `keepBackend` (the room moved: its clients reconnect
+   * and land on the new owner). Returns how many were closed.
+   */
+  closeRoom(room: string, keepBackend: string | null): number {
+    const set = this.byRoom.get(room);
+    if (!set) return 0;
+    let n = 0;
+    for (const t of [...set]) {
+      if (t.backend.id === keepBackend) continue;
+      this.close(t);
+      n++;
+    }
+    return n;
+  }
+
+  /** Closes every socket on a backend (it is down or its drain deadline passed). */
+  closeBackend(backendId: string): number {
+    let n = 0;
+    for (const t of [...this.all]) {
+      if (t.backend.id !== backendId) continue;
+      this.close(t);
+      n++;
+    }
+    return n;
+  }
+
+  // Both directions are cut at once: the client sees its socket close (djust reconnects on any
+  // close) and nothing more reaches the old backend. Counted out now, not on the close event,
+  // so a decision made right after sees the room empty.
+  private close(t: Tunnel): void {
+    this.remove(t);
+    t.client.destroy();
+    t.upstream.destroy();
   }
 
   /** Closes every tunnel at once (end of the shutdown grace period). */
   destroyAll(): void {
-    for (const t of this.all) {
-      t.client.destroy();
-      t.upstream.destroy();
-    }
+    for (const t of [...this.all]) this.close(t);
   }
 }

@@ -10,7 +10,9 @@ import type { Metrics } from '../observability/metrics.js';
 import type { KeyResult } from '../room/extract.js';
 import { classifyError, isConnectFailure, rawResponse, type ErrorKind } from './errors.js';
 import type { Forwarding } from './forwarded.js';
+import type { Admission } from './admission.js';
 import type { Router } from './router.js';
+import type { Decision } from '../placement/decide.js';
 import type { Tunnel, TunnelRegistry } from './tunnels.js';
 
 export interface UpgradeProxyOptions {
@@ -18,6 +20,7 @@ export interface UpgradeProxyOptions {
   readonly pool: BackendPool;
   readonly forwarding: Forwarding;
   readonly tunnels: TunnelRegistry;
+  readonly admission: Admission;
   readonly websocketPaths: readonly string[];
   readonly connectTimeoutMs: number;
   /** Time for the backend to answer the handshake. */
@@ -39,20 +42,40 @@ export class UpgradeProxy {
     client.pause();
     client.on('error', () => client.destroy());
     const refusal = this.refusal(req);
-    if (refusal) {
-      this.o.metrics.upgrades.inc({ backend: 'none', result: String(refusal.status) });
-      endWith(client, rawResponse(refusal.status, refusal.body));
-      return;
-    }
+    if (refusal) return this.refuse(client, 'none', refusal.status, refusal.body);
     const now = Date.now();
-    const { key, decision } = this.o.router.route(req, now);
+    const key = this.o.router.key(req, now);
+    this.o.router.decide(key.room, now).then(
+      (decision) => this.dispatch(req, client, head, key, decision, now, 1),
+      (err: Error) => {
+        this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
+        this.refuse(client, 'none', 500, 'internal error\n');
+      },
+    );
+  }
+
+  private dispatch(req: IncomingMessage, client: Socket, head: Buffer, key: KeyResult, decision: Decision, startedAt: number, attempt: number): void {
+    if (client.destroyed) return;
     if ('reject' in decision) {
-      this.o.metrics.upgrades.inc({ backend: 'none', result: String(decision.reject) });
-      const extra = decision.reject === 503 ? { 'Retry-After': String(decision.retryAfterS) } : undefined;
-      endWith(client, rawResponse(decision.reject, decision.reject === 503 ? 'no backend available\n' : 'this socket needs a room key\n', extra));
-      return;
+      if (decision.reject === 400) return this.refuse(client, 'none', 400, 'this socket needs a room key\n');
+      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : 'no backend available\n';
+      return this.refuse(client, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
     }
-    this.connect(req, client, head, key, this.o.pool.get(decision.route) as Backend, now, 1);
+    const backend = this.o.pool.get(decision.route);
+    if (!backend) return this.refuse(client, 'none', 503, 'no backend available\n', { 'Retry-After': '1' });
+    // Admission: a reconnect wave after a failover queues at the clients (they back off on 503)
+    // instead of melting the survivor.
+    if (!this.o.admission.tryAcquire(backend.id, Date.now())) {
+      this.o.logger.warn({ room: key.room, backend: backend.id, source: key.source }, 'upgrade refused by admission limits');
+      return this.refuse(client, backend.id, 503, 'backend busy, retry shortly\n', { 'Retry-After': String(this.o.admission.retryAfterS) });
+    }
+    this.connect(req, client, head, key, backend, startedAt, attempt);
+  }
+
+  /** roomgate's own answer before any 101, counted under its status. */
+  private refuse(client: Socket, backend: string, status: number, body: string, headers?: Record<string, string>): void {
+    this.o.metrics.upgrades.inc({ backend, result: String(status) });
+    endWith(client, rawResponse(status, body, headers));
   }
 
   /** Requests that are not WebSocket handshakes roomgate will carry. */
@@ -82,6 +105,13 @@ export class UpgradeProxy {
     let answered = false; // a byte of the backend's answer reached the client
     let connected = false;
     let finished = false;
+    // The admission slot taken in dispatch() is held until the backend answers or the attempt ends.
+    let admitted = true;
+    const releaseAdmission = (): void => {
+      if (!admitted) return;
+      admitted = false;
+      o.admission.release(backend.id);
+    };
 
     const onTimeout = (): void => {
       upstream.destroy(Object.assign(new Error('timeout'), { code: connected ? 'ERESPONSETIMEOUT' : 'ECONNTIMEOUT' }));
@@ -92,12 +122,13 @@ export class UpgradeProxy {
       if (finished) return;
       finished = true;
       clearTimeout(timer);
+      releaseAdmission();
       const kind: ErrorKind = classifyError(err);
-      o.metrics.proxyErrors.inc({ backend: backend.id, kind });
       o.tunnels.remove(tunnel);
       upstream.destroy();
       if (answered) {
         // Inside a live WebSocket: close the client's socket, write nothing.
+        o.metrics.proxyErrors.inc({ backend: backend.id, kind });
         o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind }, 'backend connection lost');
         client.destroy();
         return;
@@ -106,16 +137,16 @@ export class UpgradeProxy {
       if (isConnectFailure(kind)) o.pool.markDown(backend.id, now, kind);
       const retry = isConnectFailure(kind) && !client.destroyed && attempt <= o.pool.backends.length;
       o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'upgrade proxy error');
-      o.metrics.upgrades.inc({ backend: backend.id, result: kind });
+      o.metrics.proxyErrors.inc({ backend: backend.id, kind });
       if (retry) {
-        const next = o.router.decide(key.room, now);
-        if (!('reject' in next)) {
-          this.connect(req, client, head, key, o.pool.get(next.route) as Backend, startedAt, attempt + 1);
-          return;
-        }
+        o.router.decide(key.room, now).then(
+          (next) => this.dispatch(req, client, head, key, next, startedAt, attempt + 1),
+          () => this.refuse(client, backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
+        );
+        return;
       }
       const status = kind === 'timeout' ? 504 : 502;
-      endWith(client, rawResponse(status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' }));
+      this.refuse(client, backend.id, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
     };
 
     upstream.on('error', fail);
@@ -134,6 +165,7 @@ export class UpgradeProxy {
     upstream.once('data', (chunk: Buffer) => {
       clearTimeout(timer);
       answered = true;
+      releaseAdmission();
       const status = chunk.length >= 12 ? chunk.toString('latin1', 9, 12) : '???';
       o.tunnels.add(tunnel);
       o.metrics.upgrades.inc({ backend: backend.id, result: status });
@@ -170,6 +202,7 @@ export class UpgradeProxy {
     client.on('close', () => {
       if (!answered) {
         // The client gave up during the handshake.
+        releaseAdmission();
         finished = true;
         clearTimeout(timer);
         upstream.destroy();

@@ -41,7 +41,12 @@ describe('forwarded headers', () => {
     expect(pairs(http).map(([k]) => k)).toEqual(['sec-websocket-key', 'x-forwarded-for', 'x-forwarded-proto']);
     const ws = f.headers(hs, ctx('127.0.0.1'), true);
     expect(get(ws, 'upgrade')).toEqual(['websocket']);
-    expect(get(ws, 'connection')).toEqual(['Upgrade, X-Secret']);
+    expect(get(ws, 'connection')).toEqual(['Upgrade']);
+    expect(get(ws, 'x-secret')).toEqual([]);
+    expect(get(ws, 'keep-alive')).toEqual([]);
+    // Every Connection line names hop-by-hop headers, not only the first.
+    const two = f.headers(['Connection', 'keep-alive', 'Connection', 'X-Custom', 'X-Custom', '1', 'X-Other', '2'], ctx('127.0.0.1'), false);
+    expect(pairs(two).map(([k]) => k)).toEqual(['x-other', 'x-forwarded-for', 'x-forwarded-proto']);
   });
 
   it('announces a stripped prefix', () => {

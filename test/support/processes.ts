@@ -52,22 +52,28 @@ function track(child: ChildProcess): Proc {
   return proc;
 }
 
-export function waitFor<T>(what: string, timeoutMs: number, check: () => T | undefined | false | null, everyMs = 20): Promise<T> {
+/** Polls check (sync or async) until it returns something truthy; rejects after timeoutMs. */
+export function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  check: () => T | undefined | false | null | Promise<T | undefined | false | null>,
+  everyMs = 20,
+): Promise<T> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + timeoutMs;
-    const tick = (): void => {
+    const tick = async (): Promise<void> => {
       let v: T | undefined | false | null;
       try {
-        v = check();
+        v = await check();
       } catch (err) {
         reject(err as Error);
         return;
       }
       if (v !== undefined && v !== false && v !== null) return resolve(v);
       if (Date.now() > deadline) return reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
-      setTimeout(tick, everyMs);
+      setTimeout(() => void tick(), everyMs);
     };
-    tick();
+    void tick();
   });
 }
 
@@ -112,10 +118,28 @@ export interface GatewayOptions {
 
 export const TEST_SECRET = 'test-secret-0123456789abcdef';
 
+/**
+ * Tests of routing rules compare with `roomgate where` (the ring owner of a new room), so bounded
+ * loads are off unless a test turns them on (placement tests do, with the real default).
+ */
+const TEST_DEFAULTS = { placement: { boundedLoadFactor: 0 } };
+
+function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) {
+    const prev = out[k];
+    out[k] =
+      prev && typeof prev === 'object' && !Array.isArray(prev) && v && typeof v === 'object' && !Array.isArray(v)
+        ? merge(prev as Record<string, unknown>, v as Record<string, unknown>)
+        : v;
+  }
+  return out;
+}
+
 export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc> {
   const args = [MAIN, 'start', '--port', '0'];
   for (const b of o.backends ?? []) args.push('--backend', typeof b === 'string' ? b : `${b.id}=${b.url}`);
-  if (o.config) args.push('--config', writeConfig(o.config));
+  args.push('--config', writeConfig(merge(TEST_DEFAULTS, o.config ?? {})));
   args.push(...(o.args ?? []));
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,139 @@
+// The in-memory placement store: the embedded default for one gateway. Several handles can share
+// one MemoryPlacementState (several gateways in one process, as in tests), with the same semantics
+// as the Redis store: compare-and-set on epochs, busy moves refused, idle expiry.
+import type {
+  BackendAdminState,
+  LiveRoom,
+  PlaceOptions,
+  PlaceResult,
+  PlacementRecord,
+  PlacementStore,
+  StoreEvent,
+  StoreTiming,
+} from './store.js';
+
+interface Entry {
+  backend: string;
+  epoch: number;
+  expiresAt: number;
+}
+
+interface GatewayReport {
+  at: number;
+  /** room -> backend */
+  rooms: Map<string, string>;
+}
+
+export class MemoryPlacementState {
+  readonly placements = new Map<string, Entry>();
+  readonly backendStates = new Map<string, BackendAdminState>();
+  readonly gateways = new Map<string, GatewayReport>();
+  readonly listeners = new Set<(ev: StoreEvent) => void>();
+
+  emit(ev: StoreEvent): void {
+    for (const l of this.listeners) l(ev);
+  }
+}
+
+export class MemoryPlacementStore implements PlacementStore {
+  readonly kind = 'memory' as const;
+  readonly available = true;
+  private readonly own = new Set<(ev: StoreEvent) => void>();
+
+  constructor(
+    private readonly gatewayId: string,
+    private readonly timing: StoreTiming,
+    private readonly state: MemoryPlacementState = new MemoryPlacementState(),
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  private live(room: string): Entry | undefined {
+    const e = this.state.placements.get(room);
+    if (e && e.expiresAt <= this.now()) {
+      this.state.placements.delete(room);
+      return undefined;
+    }
+    return e;
+  }
+
+  async get(room: string): Promise<PlacementRecord | null> {
+    const e = this.live(room);
+    return e ? { backend: e.backend, epoch: e.epoch } : null;
+  }
+
+  async place(room: string, backend: string, expectedEpoch: number, opts: PlaceOptions): Promise<PlaceResult> {
+    const now = this.now();
+    const cur = this.live(room);
+    const curEpoch = cur?.epoch ?? 0;
+    if (curEpoch !== expectedEpoch) return { ok: false, reason: 'lost-race', current: cur ? { backend: cur.backend, epoch: cur.epoch } : null };
+    if (cur && cur.backend !== backend && !opts.force && this.busyElsewhere(room, cur.backend, now)) {
+      return { ok: false, reason: 'busy', current: { backend: cur.backend, epoch: cur.epoch } };
+    }
+    if (cur && cur.backend === backend) {
+      cur.expiresAt = now + this.timing.idleTtlMs;
+      return { ok: true, placement: { backend, epoch: cur.epoch } };
+    }
+    const placement = { backend, epoch: curEpoch + 1 };
+    this.state.placements.set(room, { ...placement, expiresAt: now + this.timing.idleTtlMs });
+    this.state.emit({ type: 'placement', room, placement });
+    return { ok: true, placement };
+  }
+
+  private busyElsewhere(room: string, backend: string, now: number): boolean {
+    for (const [id, report] of this.state.gateways) {
+      if (id === this.gatewayId || report.at + this.timing.gatewayTtlMs <= now) continue;
+      if (report.rooms.get(room) === backend) return true;
+    }
+    return false;
+  }
+
+  async heartbeat(live: readonly LiveRoom[]): Promise<void> {
+    const now = this.now();
+    const rooms = new Map<string, string>();
+    for (const r of live) {
+      if (r.sockets <= 0) continue;
+      rooms.set(r.room, r.backend);
+      const e = this.live(r.room);
+      if (e && e.backend === r.backend) e.expiresAt = now + this.timing.idleTtlMs;
+    }
+    this.state.gateways.set(this.gatewayId, { at: now, rooms });
+  }
+
+  async roomsPerBackend(): Promise<Map<string, number>> {
+    const now = this.now();
+    const out = new Map<string, number>();
+    for (const [room, e] of this.state.placements) {
+      if (e.expiresAt <= now) {
+        this.state.placements.delete(room);
+        continue;
+      }
+      out.set(e.backend, (out.get(e.backend) ?? 0) + 1);
+    }
+    return out;
+  }
+
+  async setBackendState(id: string, state: BackendAdminState | null): Promise<void> {
+    if (state === null) this.state.backendStates.delete(id);
+    else this.state.backendStates.set(id, state);
+    this.state.emit({ type: 'backend-state', id, state });
+  }
+
+  async backendStates(): Promise<Map<string, BackendAdminState>> {
+    return new Map(this.state.backendStates);
+  }
+
+  subscribe(listener: (ev: StoreEvent) => void): () => void {
+    this.state.listeners.add(listener);
+    this.own.add(listener);
+    return () => {
+      this.state.listeners.delete(listener);
+      this.own.delete(listener);
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const l of this.own) this.state.listeners.delete(l);
+    this.own.clear();
+    this.state.gateways.delete(this.gatewayId);
+  }
+}

@@ -1,0 +1,258 @@
+// Places rooms: fetches the room's placement (local cache, else the store), asks the pure
+// decide(), writes new placements with compare-and-set, and keeps this gateway in step with the
+// others (store events, heartbeats). With the store unreachable it keeps routing from its cache
+// and the ring (degraded), and reconciles when the store is back.
+import type { BackendPool } from '../backends/pool.js';
+import type { Logger } from '../observability/logger.js';
+import type { TunnelRegistry } from '../proxy/tunnels.js';
+import { decide, type Decision } from './decide.js';
+import type { PlacementRecord, PlacementStore, StoreEvent } from './store.js';
+
+export interface PlacerOptions {
+  readonly store: PlacementStore;
+  readonly pool: BackendPool;
+  readonly tunnels: TunnelRegistry;
+  readonly logger: Logger;
+  readonly noRoom: 'least-loaded' | 'reject';
+  readonly boundFactor: number;
+  readonly loadMetric: 'rooms' | 'sockets';
+  readonly retryAfterS: number;
+  /** A cached placement is trusted this long before it is read again from the store. */
+  readonly cacheTtlMs: number;
+  /** Cached placements of rooms without live sockets here are forgotten after this long. */
+  readonly idleTtlMs: number;
+  /** Called for each placement written (for metrics and the membership-event log). */
+  readonly onPlaced?: (room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean) => void;
+  /** Called when the store's availability changes. */
+  readonly onDegraded?: (degraded: boolean) => void;
+}
+
+interface Cached {
+  placement: PlacementRecord;
+  at: number;
+  /** Placed while the store was unreachable: to be written when it is back. */
+  provisional: boolean;
+}
+
+export interface Explained {
+  readonly decision: Decision;
+  readonly placement: PlacementRecord | null;
+  readonly cached: boolean;
+}
+
+const MAX_ATTEMPTS = 3;
+
+export class Placer {
+  private readonly cache = new Map<string, Cached>();
+  private tieBreak = 0;
+  private degraded = false;
+  private readonly unsubscribe: () => void;
+
+  constructor(private readonly o: PlacerOptions) {
+    this.unsubscribe = o.store.subscribe((ev) => this.onStoreEvent(ev));
+    this.degraded = !o.store.available;
+  }
+
+  get isDegraded(): boolean {
+    return this.degraded;
+  }
+
+  /** The backend for a request of `room` (null: no key), placing the room when it needs it. */
+  async resolve(room: string | null, nowMs: number): Promise<Decision> {
+    return (await this.explain(room, nowMs, true)).decision;
+  }
+
+  /**
+   * Same as resolve, with what it was based on (admin API "where is this room and why").
+   * write=false decides without placing anything.
+   */
+  async explain(room: string | null, nowMs: number, write: boolean): Promise<Explained> {
+    if (room === null) return { decision: this.decideWith(null, null, nowMs), placement: null, cached: false };
+    let { placement, cached } = await this.lookup(room, nowMs);
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const d = this.decideWith(room, placement, nowMs);
+      if (!('route' in d) || d.place === undefined || !write) return { decision: d, placement, cached };
+      const { place } = d;
+      // Our own sockets are known exactly: never move a room we hold live sockets of elsewhere,
+      // unless its backend is gone for everyone.
+      if (place.from !== null && place.from !== d.route && !place.force && this.o.tunnels.socketsInRoom(room, place.from) > 0) {
+        return { decision: this.busy(), placement, cached };
+      }
+      if (this.degraded) return { decision: this.placeProvisionally(room, d.route, placement, nowMs, d), placement, cached };
+      let result;
+      try {
+        result = await this.o.store.place(room, d.route, place.expectedEpoch, { force: place.force });
+      } catch (err) {
+        this.setDegraded(true, (err as Error).message);
+        return { decision: this.placeProvisionally(room, d.route, placement, nowMs, d), placement, cached };
+      }
+      if (result.ok) {
+        this.remember(room, result.placement, nowMs, false);
+        const liveMoved = place.force && place.from !== null && place.from !== d.route;
+        if (place.from !== d.route) this.o.onPlaced?.(room, place.from, d.route, place.force, liveMoved);
+        return { decision: d, placement: result.placement, cached: false };
+      }
+      if (result.reason === 'busy') {
+        this.remember(room, result.current, nowMs, false);
+        return { decision: this.busy(), placement: result.current, cached: false };
+      }
+      // Lost a race: the winner's placement decides (usually sticky to the winner's choice).
+      placement = result.current;
+      cached = false;
+      if (placement) this.remember(room, placement, nowMs, false);
+      else this.cache.delete(room);
+    }
+    return { decision: this.busy(), placement, cached };
+  }
+
+  private decideWith(room: string | null, placement: PlacementRecord | null, nowMs: number): Decision {
+    this.tieBreak = (this.tieBreak + 1) % 1_000_000;
+    return decide(room, {
+      ring: this.o.pool.ring,
+      backends: this.o.pool.views(nowMs, this.o.loadMetric),
+      placement,
+      noRoom: this.o.noRoom,
+      // With the store down every gateway must reach the same answer from the ring alone;
+      // load figures differ between gateways, so bounded loads are off until it is back.
+      boundFactor: this.degraded ? 0 : this.o.boundFactor,
+      tieBreak: this.tieBreak,
+      retryAfterS: this.o.retryAfterS,
+    });
+  }
+
+  private busy(): Decision {
+    return { reject: 503, reason: 'room-busy', retryAfterS: this.o.retryAfterS };
+  }
+
+  private async lookup(room: string, nowMs: number): Promise<{ placement: PlacementRecord | null; cached: boolean }> {
+    const c = this.cache.get(room);
+    if (c && (c.provisional || this.degraded || nowMs - c.at < this.o.cacheTtlMs)) return { placement: c.placement, cached: true };
+    if (!this.degraded) {
+      try {
+        const placement = await this.o.store.get(room);
+        if (placement) this.remember(room, placement, nowMs, false);
+        else this.cache.delete(room);
+        return { placement, cached: false };
+      } catch (err) {
+        this.setDegraded(true, (err as Error).message);
+      }
+    }
+    // Degraded: the last known placement, however old, beats the ring.
+    return { placement: c?.placement ?? null, cached: c !== undefined };
+  }
+
+  private placeProvisionally(room: string, backend: string, current: PlacementRecord | null, nowMs: number, d: Decision): Decision {
+    this.remember(room, { backend, epoch: current?.epoch ?? 0 }, nowMs, true);
+    return d;
+  }
+
+  private remember(room: string, placement: PlacementRecord, nowMs: number, provisional: boolean): void {
+    this.cache.set(room, { placement, at: nowMs, provisional });
+  }
+
+  private onStoreEvent(ev: StoreEvent): void {
+    switch (ev.type) {
+      case 'available':
+        this.setDegraded(!ev.available, ev.available ? 'store reachable' : 'store unreachable');
+        break;
+      case 'placement': {
+        const now = Date.now();
+        const prev = this.cache.get(ev.room);
+        if (ev.placement === null) this.cache.delete(ev.room);
+        else if (!prev || prev.placement.epoch <= ev.placement.epoch) this.remember(ev.room, ev.placement, now, false);
+        // The room moved: its sockets elsewhere reconnect and land on the new owner.
+        const closed = this.o.tunnels.closeRoom(ev.room, ev.placement?.backend ?? null);
+        if (closed > 0) this.o.logger.info({ room: ev.room, backend: ev.placement?.backend, closed }, 'room moved: closed its sockets on the old backend');
+        break;
+      }
+      case 'backend-state': {
+        const b = this.o.pool.get(ev.id);
+        if (b) b.admin = ev.state;
+        break;
+      }
+    }
+  }
+
+  private setDegraded(degraded: boolean, why: string): void {
+    if (degraded === this.degraded) return;
+    this.degraded = degraded;
+    this.o.onDegraded?.(degraded);
+    if (degraded) {
+      this.o.logger.error({ why }, 'placement store unreachable: degraded mode, routing from cache and ring');
+    } else {
+      this.o.logger.warn('placement store reachable again: reconciling');
+      void this.reconcile();
+    }
+  }
+
+  /** Writes provisional placements made while the store was down; the store's answer wins conflicts. */
+  async reconcile(): Promise<{ written: number; agreed: number; conflicts: number }> {
+    let written = 0;
+    let agreed = 0;
+    let conflicts = 0;
+    for (const [room, c] of [...this.cache]) {
+      if (!c.provisional) continue;
+      try {
+        const current = await this.o.store.get(room);
+        if (current === null) {
+          const r = await this.o.store.place(room, c.placement.backend, 0, { force: false });
+          if (r.ok) {
+            written++;
+            this.remember(room, r.placement, Date.now(), false);
+            continue;
+          }
+        } else if (current.backend === c.placement.backend) {
+          agreed++;
+          this.remember(room, current, Date.now(), false);
+          continue;
+        }
+        const winner = await this.o.store.get(room);
+        conflicts++;
+        if (winner) this.remember(room, winner, Date.now(), false);
+        const closed = this.o.tunnels.closeRoom(room, winner?.backend ?? null);
+        this.o.logger.warn({ room, ours: c.placement.backend, theirs: winner?.backend, closed }, 'reconcile: another placement won; our sockets of the room were closed');
+      } catch (err) {
+        this.o.logger.warn({ err: (err as Error).message }, 'reconcile interrupted: store unreachable again');
+        return { written, agreed, conflicts };
+      }
+    }
+    this.o.logger.warn({ written, agreed, conflicts }, 'reconciliation done');
+    return { written, agreed, conflicts };
+  }
+
+  /**
+   * One heartbeat: report live rooms (keeps their placements alive, marks them busy), refresh
+   * room counts per backend and administrative states, forget idle cache entries.
+   */
+  async heartbeat(nowMs: number): Promise<void> {
+    const live = this.o.tunnels.liveRooms();
+    for (const r of live) {
+      const c = this.cache.get(r.room);
+      if (c) c.at = Math.max(c.at, nowMs - this.o.cacheTtlMs); // live rooms stay cached
+    }
+    for (const [room, c] of this.cache) {
+      if (!c.provisional && nowMs - c.at > this.o.idleTtlMs && this.o.tunnels.socketsInRoom(room) === 0) this.cache.delete(room);
+    }
+    if (this.degraded && !this.o.store.available) return;
+    try {
+      await this.o.store.heartbeat(live);
+      const [rooms, states] = await Promise.all([this.o.store.roomsPerBackend(), this.o.store.backendStates()]);
+      for (const b of this.o.pool.backends) {
+        b.rooms = rooms.get(b.id) ?? 0;
+        b.admin = states.get(b.id) ?? null;
+      }
+      if (this.degraded) this.setDegraded(false, 'heartbeat succeeded');
+    } catch (err) {
+      this.setDegraded(true, (err as Error).message);
+    }
+  }
+
+  /** Cached placement of a room, if any (admin API). */
+  cachedPlacement(room: string): PlacementRecord | null {
+    return this.cache.get(room)?.placement ?? null;
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+}

@@ -1,0 +1,597 @@
+// The Redis placement store: the shared placement state of several gateways. Same semantics as
+// MemoryPlacementStore (compare-and-set on epochs, busy moves refused, idle expiry), made atomic
+// across gateways by Lua scripts.
+//
+// Key layout. B = `${keyPrefix}{rg}:`. Every key has the one hash tag `{rg}`, so in a Redis Cluster
+// all keys live in one slot and the scripts may touch keys they only learn while running (other
+// gateways' reports, the old backend's room set). keyPrefix must not contain `{` or `}` (it could
+// change the hash tag).
+//
+//   B p:<room>        HASH  backend, epoch            PEXPIRE idleTtlMs; refreshed by a same-backend
+//                                                     place() and by heartbeats of live rooms.
+//                                                     Absent (expired) = no placement = epoch 0.
+//   B rooms:<backend> ZSET  room -> expiry (ms)       the rooms placed on a backend; a member counts
+//                                                     while its score > now (score = the placement
+//                                                     key's expiry, set in the same script).
+//                                                     Expired members are trimmed by roomsPerBackend().
+//   B backends        SET   backend ids               index of the rooms:<backend> ZSETs (so that
+//                                                     roomsPerBackend() needs no SCAN); a backend is
+//                                                     dropped when its ZSET has no live member left.
+//   B gw              ZSET  gatewayId -> last heartbeat (ms); fresh while score > now - gatewayTtlMs;
+//                                                     stale members are trimmed by heartbeats.
+//   B gw:<gatewayId>  HASH  room -> backend           the gateway's last report (rooms with sockets),
+//                                                     PEXPIRE gatewayTtlMs.
+//   B bstate          HASH  backend id -> JSON BackendAdminState
+//   B events          pub/sub channel (not a key): JSON {type:'placement', room, placement} |
+//                                                  {type:'backend-state', id, state}
+//                     Pub/sub ignores the database number (redis://host/<db>): stores on
+//                     different databases of one server need different prefixes too.
+//
+// Time: every script takes "now" from Redis (TIME), never from the calling gateway: gateways'
+// clocks may differ, Redis's is one clock, and it is the clock PEXPIRE uses, so a ZSET score and
+// the placement key's TTL agree. (Redis >= 5 replicates scripts by effects, so TIME is allowed
+// before writes.) BackendAdminState.since/deadline are the caller's own values and stored as is.
+//
+// Availability: a commands connection and a subscriber connection. `available` is true while the
+// commands connection is ready AND the event channel is subscribed, so that after an
+// {type:'available', available:true} event a reader sees every later change as an event. Every
+// method rejects at once while the commands connection is not ready (no offline queue), and a
+// command on a connection that hangs is rejected after commandTimeoutMs. A rejected write may
+// still have been applied (it reached Redis before the timeout): callers read again with get().
+//
+// Scripts: one Lua script per write (EVALSHA, EVAL when Redis answers NOSCRIPT, e.g. after a
+// restart), so each call is one round trip and atomic against every other gateway. The fixed keys
+// are passed as KEYS; per-room / per-backend / per-gateway keys are built in the script from
+// ARGV[1] (the prefix), which the single hash tag makes valid in a Cluster too. Like the memory
+// store, expiry is silent (no {placement: null} event) and a same-backend place() emits nothing.
+//
+// Data loss: Redis is the only copy. Run it with `maxmemory-policy noeviction` (all keys here have
+// TTLs; a volatile-* policy would evict live placements). After Redis loses its data (restart
+// without persistence, failover to a lagging replica) rooms have no placement until placed again.
+import { createHash } from 'node:crypto';
+import { Redis, type RedisOptions } from 'ioredis';
+import type {
+  AdminState,
+  BackendAdminState,
+  LiveRoom,
+  PlaceOptions,
+  PlaceResult,
+  PlacementRecord,
+  PlacementStore,
+  StoreEvent,
+  StoreTiming,
+} from './store.js';
+
+export interface RedisStoreOptions {
+  /** redis://, rediss:// (TLS), with password; ioredis parses it. */
+  url: string;
+  /** e.g. "roomgate:"; every key this store writes starts with it (several apps share one Redis). */
+  keyPrefix: string;
+  /** Unique per gateway process. */
+  gatewayId: string;
+  timing: StoreTiming;
+  /** e.g. 500: no call waits longer on a dead Redis. */
+  commandTimeoutMs: number;
+  onLog?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface ConnectOptions {
+  /** How long connect() waits for the first connection (default 5000 ms). */
+  readonly timeoutMs?: number;
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+const HASH_TAG = '{rg}';
+
+/** A Lua script run by EVALSHA, falling back to EVAL when Redis does not have it cached. */
+class LuaScript {
+  readonly sha: string;
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+}
+
+// Shared Lua prologue: "now" in ms from the Redis server clock.
+const NOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function ms(x) return string.format('%.0f', x) end
+`;
+
+/**
+ * place(): the whole compare-and-set.
+ * KEYS: 1 placement hash, 2 gateways ZSET, 3 backends SET.
+ * ARGV: 1 base (prefix..'{rg}:'), 2 room, 3 backend, 4 expectedEpoch, 5 force ('1'|'0'),
+ *       6 gatewayId, 7 idleTtlMs, 8 gatewayTtlMs, 9 events channel.
+ * Returns {'ok', backend, epoch} | {'lost-race'} | {'lost-race', backend, epoch} | {'busy', backend, epoch}.
+ */
+const PLACE = new LuaScript(`${NOW}
+local base, room, backend = ARGV[1], ARGV[2], ARGV[3]
+local idle, gwttl = tonumber(ARGV[7]), tonumber(ARGV[8])
+local cur = redis.call('HMGET', KEYS[1], 'backend', 'epoch')
+local curB = cur[1]
+local curE = 0
+if curB then curE = tonumber(cur[2]) or 0 end
+if curE ~= tonumber(ARGV[4]) then
+  if curB then return {'lost-race', curB, tostring(curE)} end
+  return {'lost-race'}
+end
+if curB and curB ~= backend and ARGV[5] ~= '1' then
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now - gwttl), '+inf')
+  for _, id in ipairs(ids) do
+    if id ~= ARGV[6] and redis.call('HGET', base .. 'gw:' .. id, room) == curB then
+      return {'busy', curB, tostring(curE)}
+    end
+  end
+end
+local exp = ms(now + idle)
+if curB == backend then
+  redis.call('PEXPIRE', KEYS[1], ARGV[7])
+  redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
+  redis.call('SADD', KEYS[3], backend)
+  return {'ok', backend, tostring(curE)}
+end
+local e = curE + 1
+redis.call('HSET', KEYS[1], 'backend', backend, 'epoch', tostring(e))
+redis.call('PEXPIRE', KEYS[1], ARGV[7])
+if curB then redis.call('ZREM', base .. 'rooms:' .. curB, room) end
+redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
+redis.call('SADD', KEYS[3], backend)
+redis.call('PUBLISH', ARGV[9], cjson.encode({type = 'placement', room = room, placement = {backend = backend, epoch = e}}))
+return {'ok', backend, tostring(e)}
+`);
+
+/**
+ * heartbeat(): replace this gateway's report, refresh its live rooms' placements.
+ * KEYS: 1 gateways ZSET, 2 this gateway's report hash, 3 backends SET.
+ * ARGV: 1 base, 2 gatewayId, 3 idleTtlMs, 4 gatewayTtlMs, then room, backend pairs (sockets > 0).
+ */
+const HEARTBEAT = new LuaScript(`${NOW}
+local base = ARGV[1]
+local exp = ms(now + tonumber(ARGV[3]))
+redis.call('DEL', KEYS[2])
+for i = 5, #ARGV - 1, 2 do
+  local room, backend = ARGV[i], ARGV[i + 1]
+  redis.call('HSET', KEYS[2], room, backend)
+  local pk = base .. 'p:' .. room
+  if redis.call('HGET', pk, 'backend') == backend then
+    redis.call('PEXPIRE', pk, ARGV[3])
+    redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
+    redis.call('SADD', KEYS[3], backend)
+  end
+end
+if #ARGV >= 6 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+redis.call('ZADD', KEYS[1], ms(now), ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms(now - tonumber(ARGV[4])))
+return 1
+`);
+
+/**
+ * roomsPerBackend(): count live members of every backend's ZSET, trim the expired ones.
+ * KEYS: 1 backends SET. ARGV: 1 base. Returns {backend, count, backend, count, ...}.
+ */
+const ROOMS_PER_BACKEND = new LuaScript(`${NOW}
+local out = {}
+for _, b in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local zk = ARGV[1] .. 'rooms:' .. b
+  redis.call('ZREMRANGEBYSCORE', zk, '-inf', ms(now))
+  local n = redis.call('ZCARD', zk)
+  if n == 0 then
+    redis.call('SREM', KEYS[1], b)
+  else
+    out[#out + 1] = b
+    out[#out + 1] = n
+  end
+end
+return out
+`);
+
+/**
+ * setBackendState(): write (or delete, when ARGV[2] is '') and announce.
+ * KEYS: 1 bstate HASH. ARGV: 1 id, 2 JSON state or '', 3 channel, 4 event JSON.
+ */
+const SET_BACKEND_STATE = new LuaScript(`
+if ARGV[2] == '' then redis.call('HDEL', KEYS[1], ARGV[1]) else redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+redis.call('PUBLISH', ARGV[3], ARGV[4])
+return 1
+`);
+
+/** close(): this gateway no longer counts. KEYS: 1 gateways ZSET, 2 report hash. ARGV: 1 gatewayId. */
+const LEAVE = new LuaScript(`
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('DEL', KEYS[2])
+return 1
+`);
+
+const ADMIN_STATES: ReadonlySet<string> = new Set<AdminState>(['active', 'draining', 'maintenance']);
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function parseAdminState(v: unknown): BackendAdminState | undefined {
+  if (!isRecord(v)) return undefined;
+  const { state, deadline, since } = v;
+  if (typeof state !== 'string' || !ADMIN_STATES.has(state)) return undefined;
+  if (deadline !== null && (typeof deadline !== 'number' || !Number.isFinite(deadline))) return undefined;
+  if (typeof since !== 'number' || !Number.isFinite(since)) return undefined;
+  return { state: state as AdminState, deadline, since };
+}
+
+function parsePlacement(v: unknown): PlacementRecord | null | undefined {
+  if (v === null) return null;
+  if (!isRecord(v) || typeof v.backend !== 'string' || typeof v.epoch !== 'number' || !Number.isSafeInteger(v.epoch)) return undefined;
+  return { backend: v.backend, epoch: v.epoch };
+}
+
+/** An event from the channel, or undefined if it is not one. */
+function parseEvent(message: string): StoreEvent | undefined {
+  let v: unknown;
+  try {
+    v = JSON.parse(message);
+  } catch {
+    return undefined;
+  }
+  if (!isRecord(v)) return undefined;
+  if (v.type === 'placement' && typeof v.room === 'string') {
+    const placement = parsePlacement(v.placement);
+    return placement === undefined ? undefined : { type: 'placement', room: v.room, placement };
+  }
+  if (v.type === 'backend-state' && typeof v.id === 'string') {
+    if (v.state === null) return { type: 'backend-state', id: v.id, state: null };
+    const state = parseAdminState(v.state);
+    return state ? { type: 'backend-state', id: v.id, state } : undefined;
+  }
+  return undefined;
+}
+
+function parseEpoch(s: unknown): number {
+  const n = typeof s === 'number' ? s : Number(s);
+  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`redis placement store: bad epoch in Redis: ${String(s)}`);
+  return n;
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The URL without its password, for messages. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable url)';
+  }
+}
+
+export class RedisPlacementStore implements PlacementStore {
+  readonly kind = 'redis' as const;
+
+  private readonly base: string;
+  private readonly channel: string;
+  private readonly keys: { readonly gateways: string; readonly report: string; readonly backends: string; readonly bstate: string };
+  private readonly main: Redis;
+  private readonly sub: Redis;
+  private readonly listeners = new Set<(ev: StoreEvent) => void>();
+  /** Waiters of connect(): called on every availability change. */
+  private readonly availabilityWaiters = new Set<() => void>();
+  private subscribed = false;
+  /** Counts the subscriber connection's 'ready' events, so that a late SUBSCRIBE reply of an old connection is ignored. */
+  private subGeneration = 0;
+  private lastAvailable = false;
+  private lastError: string | undefined;
+  private started = false;
+  /** 'closing' from the first close() call: methods reject, connect() waiters give up. */
+  private phase: 'open' | 'closing' | 'closed' = 'open';
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly opts: RedisStoreOptions) {
+    if (/[{}]/.test(opts.keyPrefix)) {
+      throw new Error(`redis placement store: keyPrefix must not contain '{' or '}' (it would change the Redis Cluster hash tag): ${JSON.stringify(opts.keyPrefix)}`);
+    }
+    if (opts.gatewayId === '') throw new Error('redis placement store: gatewayId must not be empty');
+    if (!(opts.commandTimeoutMs > 0)) throw new Error(`redis placement store: commandTimeoutMs must be > 0, got ${opts.commandTimeoutMs}`);
+    const { idleTtlMs, gatewayTtlMs } = opts.timing;
+    if (!Number.isSafeInteger(idleTtlMs) || idleTtlMs <= 0 || !Number.isSafeInteger(gatewayTtlMs) || gatewayTtlMs <= 0) {
+      throw new Error(`redis placement store: idleTtlMs and gatewayTtlMs must be positive integers (ms), got ${idleTtlMs}, ${gatewayTtlMs}`);
+    }
+    this.base = `${opts.keyPrefix}${HASH_TAG}:`;
+    this.channel = `${this.base}events`;
+    this.keys = {
+      gateways: `${this.base}gw`,
+      report: `${this.base}gw:${opts.gatewayId}`,
+      backends: `${this.base}backends`,
+      bstate: `${this.base}bstate`,
+    };
+
+    const common: RedisOptions = {
+      lazyConnect: true,
+      // Fail fast: no queue while disconnected, nothing in flight is retried after a reconnect
+      // (a timed-out place() may or may not have run; the caller reads again), every command is
+      // bounded, reconnect attempts never stop.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      commandTimeout: opts.commandTimeoutMs,
+      connectTimeout: Math.max(1000, 2 * opts.commandTimeoutMs),
+      retryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
+      // We subscribe again ourselves on every 'ready' (see onSubReady) to know when events flow.
+      autoResubscribe: false,
+    };
+    const name = `roomgate-${opts.gatewayId}`.replace(/[^\x21-\x7e]/g, '_');
+    this.main = new Redis(opts.url, { ...common, connectionName: name });
+    this.sub = new Redis(opts.url, { ...common, connectionName: `${name}-sub` });
+
+    for (const [conn, label] of [[this.main, 'commands'], [this.sub, 'subscriber']] as const) {
+      conn.on('error', (err: unknown) => this.onConnError(label, err));
+      conn.on('close', () => this.onConnDown(conn, label));
+      conn.on('end', () => this.onConnDown(conn, label));
+    }
+    this.main.on('ready', () => this.updateAvailability());
+    this.sub.on('ready', () => this.onSubReady());
+    this.sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+  }
+
+  get available(): boolean {
+    return this.lastAvailable;
+  }
+
+  /**
+   * Starts connecting. Resolves once available (commands connection ready and the event channel
+   * subscribed); rejects after timeoutMs with the last connection error. The store keeps
+   * reconnecting by itself either way, until close().
+   */
+  async connect(opts: ConnectOptions = {}): Promise<void> {
+    if (this.phase !== 'open') throw new Error('redis placement store: closed');
+    if (!this.started) {
+      this.started = true;
+      this.main.connect().catch(() => undefined);
+      this.sub.connect().catch(() => undefined);
+    }
+    if (this.lastAvailable) return;
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    await new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.availabilityWaiters.delete(check);
+      };
+      const check = (): void => {
+        if (this.lastAvailable) {
+          done();
+          resolve();
+        } else if (this.phase !== 'open') {
+          done();
+          reject(new Error('redis placement store: closed while connecting'));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(
+          new Error(
+            `redis placement store: Redis at ${redactUrl(this.opts.url)} not reachable within ${timeoutMs} ms ` +
+              `(last error: ${this.lastError ?? 'none'}); still retrying in the background`,
+          ),
+        );
+      }, timeoutMs);
+      this.availabilityWaiters.add(check);
+    });
+  }
+
+  async get(room: string): Promise<PlacementRecord | null> {
+    this.ensureReady();
+    const [backend, epoch] = await this.main.hmget(this.placementKey(room), 'backend', 'epoch');
+    if (backend === null || backend === undefined) return null;
+    return { backend, epoch: parseEpoch(epoch) };
+  }
+
+  async place(room: string, backend: string, expectedEpoch: number, opts: PlaceOptions): Promise<PlaceResult> {
+    const { idleTtlMs, gatewayTtlMs } = this.opts.timing;
+    const reply = await this.run(
+      PLACE,
+      [this.placementKey(room), this.keys.gateways, this.keys.backends],
+      [this.base, room, backend, String(expectedEpoch), opts.force ? '1' : '0', this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel],
+    );
+    if (!Array.isArray(reply) || typeof reply[0] !== 'string') throw new Error(`redis placement store: unexpected place reply ${JSON.stringify(reply)}`);
+    const [status, b, e] = reply as [string, unknown, unknown];
+    const current = typeof b === 'string' ? { backend: b, epoch: parseEpoch(e) } : null;
+    if (status === 'ok' && current) return { ok: true, placement: current };
+    if (status === 'lost-race') return { ok: false, reason: 'lost-race', current };
+    if (status === 'busy' && current) return { ok: false, reason: 'busy', current };
+    throw new Error(`redis placement store: unexpected place reply ${JSON.stringify(reply)}`);
+  }
+
+  async heartbeat(live: readonly LiveRoom[]): Promise<void> {
+    const { idleTtlMs, gatewayTtlMs } = this.opts.timing;
+    const args = [this.base, this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs)];
+    for (const r of live) if (r.sockets > 0) args.push(r.room, r.backend);
+    await this.run(HEARTBEAT, [this.keys.gateways, this.keys.report, this.keys.backends], args);
+  }
+
+  async roomsPerBackend(): Promise<Map<string, number>> {
+    const reply = await this.run(ROOMS_PER_BACKEND, [this.keys.backends], [this.base]);
+    const out = new Map<string, number>();
+    if (!Array.isArray(reply)) throw new Error(`redis placement store: unexpected roomsPerBackend reply ${JSON.stringify(reply)}`);
+    for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), Number(reply[i + 1]));
+    return out;
+  }
+
+  async setBackendState(id: string, state: BackendAdminState | null): Promise<void> {
+    const stored = state === null ? '' : JSON.stringify({ state: state.state, deadline: state.deadline, since: state.since });
+    const event = JSON.stringify({ type: 'backend-state', id, state: state === null ? null : JSON.parse(stored) });
+    await this.run(SET_BACKEND_STATE, [this.keys.bstate], [id, stored, this.channel, event]);
+  }
+
+  async backendStates(): Promise<Map<string, BackendAdminState>> {
+    this.ensureReady();
+    // ioredis's HGETALL reply object keeps fields like "__proto__" as own properties.
+    const all = await this.main.hgetall(this.keys.bstate);
+    const out = new Map<string, BackendAdminState>();
+    for (const [id, json] of Object.entries(all)) {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(json);
+      } catch {
+        parsed = undefined;
+      }
+      const state = parseAdminState(parsed);
+      if (state) out.set(id, state);
+      else this.log('warn', 'redis placement store: ignoring malformed backend state', { id, value: json });
+    }
+    return out;
+  }
+
+  subscribe(listener: (ev: StoreEvent) => void): () => void {
+    if (this.phase !== 'open') return () => undefined;
+    // A wrapper, so that subscribing one function twice gives two independent subscriptions.
+    const l = (ev: StoreEvent): void => listener(ev);
+    this.listeners.add(l);
+    return () => {
+      this.listeners.delete(l);
+    };
+  }
+
+  /** Deregisters this gateway (best effort), then quits both connections; bounded in time. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    this.phase = 'closing';
+    this.lastAvailable = false;
+    this.listeners.clear();
+    for (const w of [...this.availabilityWaiters]) w();
+    if (this.main.status === 'ready') {
+      try {
+        await this.run(LEAVE, [this.keys.gateways, this.keys.report], [this.opts.gatewayId], true);
+      } catch (err) {
+        this.log('warn', 'redis placement store: could not deregister gateway on close', { error: errorMessage(err) });
+      }
+    }
+    this.phase = 'closed';
+    await Promise.all([this.quit(this.main), this.quit(this.sub)]);
+  }
+
+  private async quit(conn: Redis): Promise<void> {
+    if (conn.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        conn.quit().catch(() => undefined),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, this.opts.commandTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    // Also clears a pending reconnect timer and closes a connection that is still being set up.
+    if (conn.status !== 'end') conn.disconnect();
+    // Wait (bounded) until the socket is closed, so that close() leaves nothing behind.
+    if (conn.status === 'connecting' || conn.status === 'connect' || conn.status === 'ready' || conn.status === 'close') {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        conn.once('end', resolve);
+        timer = setTimeout(resolve, this.opts.commandTimeoutMs);
+      });
+      clearTimeout(timer);
+      conn.removeAllListeners('end');
+    }
+  }
+
+  private placementKey(room: string): string {
+    return `${this.base}p:${room}`;
+  }
+
+  private ensureReady(closing = false): void {
+    if (this.phase !== 'open' && !(closing && this.phase === 'closing')) throw new Error('redis placement store: closed');
+    if (this.main.status !== 'ready') {
+      throw new Error(`redis placement store: Redis unavailable (connection ${this.main.status}${this.lastError ? `, last error: ${this.lastError}` : ''})`);
+    }
+  }
+
+  private async run(script: LuaScript, keys: readonly string[], args: readonly string[], closing = false): Promise<unknown> {
+    this.ensureReady(closing);
+    try {
+      return await this.main.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!errorMessage(err).includes('NOSCRIPT')) throw err;
+      // Not cached (first use, or Redis restarted): EVAL loads it.
+      return await this.main.eval(script.lua, keys.length, ...keys, ...args);
+    }
+  }
+
+  private onConnError(label: string, err: unknown): void {
+    const msg = errorMessage(err);
+    // Logged once per outage rather than on every reconnect attempt.
+    if (this.lastError !== msg || this.lastAvailable) {
+      this.log('warn', `redis placement store: ${label} connection error`, { error: msg });
+    }
+    this.lastError = msg;
+  }
+
+  private onConnDown(conn: Redis, label: string): void {
+    if (conn === this.sub) this.subscribed = false;
+    if (this.lastAvailable && this.phase === 'open') this.log('warn', `redis placement store: ${label} connection lost`, { status: conn.status });
+    this.updateAvailability();
+  }
+
+  private onSubReady(): void {
+    const generation = ++this.subGeneration;
+    this.sub.subscribe(this.channel).then(
+      () => {
+        if (generation !== this.subGeneration || this.sub.status !== 'ready') return;
+        this.subscribed = true;
+        this.updateAvailability();
+      },
+      (err: unknown) => {
+        if (generation !== this.subGeneration || this.phase !== 'open' || this.sub.status !== 'ready') return;
+        // Connected but not subscribed (e.g. SUBSCRIBE timed out): start over with a new connection.
+        this.log('warn', 'redis placement store: subscribe failed, reconnecting', { error: errorMessage(err) });
+        this.sub.disconnect(true);
+      },
+    );
+  }
+
+  private updateAvailability(): void {
+    const available = this.phase === 'open' && this.main.status === 'ready' && this.sub.status === 'ready' && this.subscribed;
+    if (available === this.lastAvailable) return;
+    this.lastAvailable = available;
+    if (available) {
+      this.lastError = undefined;
+      this.log('info', 'redis placement store: available', { url: redactUrl(this.opts.url) });
+    } else {
+      this.log('warn', 'redis placement store: unavailable', { url: redactUrl(this.opts.url) });
+    }
+    for (const w of [...this.availabilityWaiters]) w();
+    this.emit({ type: 'available', available });
+  }
+
+  private onMessage(channel: string, message: string): void {
+    if (channel !== this.channel) return;
+    const ev = parseEvent(message);
+    if (!ev) {
+      this.log('warn', 'redis placement store: ignoring malformed event', { message: message.slice(0, 200) });
+      return;
+    }
+    this.emit(ev);
+  }
+
+  private emit(ev: StoreEvent): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(ev);
+      } catch (err) {
+        this.log('warn', 'redis placement store: event listener threw', { error: errorMessage(err), event: ev.type });
+      }
+    }
+  }
+
+  private log(level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>): void {
+    try {
+      this.opts.onLog?.(level, msg, fields);
+    } catch {
+      // A logger must not break the store.
+    }
+  }
+}

@@ -1,0 +1,76 @@
+// The placement store: where rooms live (room -> backend, with an epoch), the administrative
+// state of backends (draining, maintenance), and which rooms each gateway holds live sockets of.
+// In memory for a single gateway (the embedded default), Redis for several.
+
+export interface PlacementRecord {
+  readonly backend: string;
+  /** Increases by one on every change of the room's backend; compare-and-set is on this. */
+  readonly epoch: number;
+}
+
+export type PlaceResult =
+  | { readonly ok: true; readonly placement: PlacementRecord }
+  /** Someone else changed the room first: route to `current` (decide again with it). */
+  | { readonly ok: false; readonly reason: 'lost-race'; readonly current: PlacementRecord | null }
+  /** A move away from a backend that another gateway still holds live sockets of the room on. */
+  | { readonly ok: false; readonly reason: 'busy'; readonly current: PlacementRecord };
+
+export type AdminState = 'active' | 'draining' | 'maintenance';
+export interface BackendAdminState {
+  readonly state: AdminState;
+  /** Draining: when remaining sockets are closed and the rooms placed elsewhere (ms since epoch). */
+  readonly deadline: number | null;
+  readonly since: number;
+}
+
+export type StoreEvent =
+  | { readonly type: 'placement'; readonly room: string; readonly placement: PlacementRecord | null }
+  | { readonly type: 'backend-state'; readonly id: string; readonly state: BackendAdminState | null }
+  | { readonly type: 'available'; readonly available: boolean };
+
+/** A room this gateway holds live sockets of, and on which backend. */
+export interface LiveRoom {
+  readonly room: string;
+  readonly backend: string;
+  readonly sockets: number;
+}
+
+export interface PlaceOptions {
+  /**
+   * Move even if other gateways hold live sockets on the current backend: used when that backend
+   * is gone for everyone (maintenance, removed, drain deadline passed), never for a local view.
+   */
+  readonly force: boolean;
+}
+
+export interface PlacementStore {
+  readonly kind: 'memory' | 'redis';
+  /** False while the store cannot be reached (Redis down); every call then rejects fast. */
+  readonly available: boolean;
+  get(room: string): Promise<PlacementRecord | null>;
+  /**
+   * Compare-and-set: puts the room on `backend` if its current epoch is `expectedEpoch`
+   * (0 = no placement). A move (current backend differs and is not expired) is refused as 'busy'
+   * while another live gateway reports sockets of the room on the current backend, unless forced.
+   */
+  place(room: string, backend: string, expectedEpoch: number, opts: PlaceOptions): Promise<PlaceResult>;
+  /**
+   * This gateway's live rooms, sent every heartbeat: keeps their placements from expiring and
+   * tells other gateways which rooms are busy where. Replaces the previous report.
+   */
+  heartbeat(live: readonly LiveRoom[]): Promise<void>;
+  /** Placed, unexpired rooms per backend (bounded loads). */
+  roomsPerBackend(): Promise<Map<string, number>>;
+  setBackendState(id: string, state: BackendAdminState | null): Promise<void>;
+  backendStates(): Promise<Map<string, BackendAdminState>>;
+  /** Changes made by any gateway (including this one) and availability changes. */
+  subscribe(listener: (ev: StoreEvent) => void): () => void;
+  close(): Promise<void>;
+}
+
+export interface StoreTiming {
+  /** A placement with no live socket anywhere expires this long after it was last live or placed. */
+  readonly idleTtlMs: number;
+  /** A gateway that has not sent a heartbeat for this long no longer counts (its sockets are gone). */
+  readonly gatewayTtlMs: number;
+}
