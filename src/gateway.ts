@@ -5,6 +5,10 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { createAdminServer } from './api/admin-server.js';
+import { PublicApi } from './api/public-api.js';
+import { MemorySharedStore } from './lobby/memory-store.js';
+import { RedisSharedStore } from './lobby/redis-store.js';
+import type { SharedStore } from './lobby/store.js';
 import { DnsDiscovery } from './backends/discovery.js';
 import { EventLog } from './backends/events.js';
 import { HealthChecker } from './backends/health.js';
@@ -52,6 +56,9 @@ export class Gateway {
   readonly tunnels = new TunnelRegistry();
   readonly events = new EventLog();
   readonly store: PlacementStore;
+  /** Presence, lobby and leaderboards. */
+  readonly shared: SharedStore;
+  readonly api: PublicApi | null;
   readonly placer: Placer;
   readonly health: HealthChecker;
   readonly admission: Admission;
@@ -60,6 +67,7 @@ export class Gateway {
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
   private heartbeatTimer: NodeJS.Timeout | null = null;
+  private presenceFailing = false;
   private ready = false;
   private stopping: Promise<void> | null = null;
 
@@ -122,6 +130,27 @@ export class Gateway {
           })
         : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
 
+    this.shared = config.redis.url
+      ? new RedisSharedStore({
+          url: config.redis.url,
+          keyPrefix: config.redis.keyPrefix,
+          gatewayId: this.id,
+          presenceTtlMs: config.presence.ttlMs,
+          commandTimeoutMs: config.redis.commandTimeoutMs,
+        })
+      : new MemorySharedStore(this.id, { presenceTtlMs: config.presence.ttlMs });
+    const validateRoom = createRoomValidator(config.room.pattern);
+    this.api = config.api.enabled
+      ? new PublicApi({
+          store: this.shared,
+          tokens: config.api.tokens,
+          validateRoom,
+          maxMetaBytes: config.api.maxMetaBytes,
+          streamIntervalMs: config.api.streamIntervalMs,
+          logger,
+        })
+      : null;
+
     this.placer = new Placer({
       store: this.store,
       pool: this.pool,
@@ -160,7 +189,7 @@ export class Gateway {
     const router = new Router({
       extractKey: createKeyExtractor({
         sources: config.room.sources,
-        validate: createRoomValidator(config.room.pattern),
+        validate: validateRoom,
         queryParam: config.room.queryParam,
         pathPrefix: config.room.pathPrefix,
         pagePaths: config.room.pagePaths,
@@ -214,7 +243,12 @@ export class Gateway {
       headersTimeoutMs: config.listen.headersTimeoutMs,
       keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
       isReady,
-      onRequest: (req, res) => this.httpProxy.handle(req, res),
+      onRequest: (req, res) => {
+        // roomgate's own API is answered here; everything else is the app's.
+        const url = req.url ?? '/';
+        if (this.api && url.startsWith('/_roomgate/api')) this.api.handle(req, res);
+        else this.httpProxy.handle(req, res);
+      },
       onUpgrade: (req, socket, head) => upgradeProxy.handle(req, socket, head),
       metrics,
       logger,
@@ -235,11 +269,13 @@ export class Gateway {
     const { logger } = this.opts;
     try {
       if (this.discovery) this.pool.setBackends(await this.discovery.start());
-      if (this.store instanceof RedisPlacementStore) {
-        // Not fatal: without Redis the gateway routes from its cache and the ring, and the store
-        // keeps reconnecting by itself.
-        await this.store.connect().catch((err: Error) => logger.error({ err: err.message }, 'Redis unreachable at start: degraded mode'));
-      }
+      // Not fatal: without Redis the gateway routes from its cache and the ring, the API answers
+      // 503, and both stores keep reconnecting by themselves.
+      const connects: Promise<void>[] = [];
+      if (this.store instanceof RedisPlacementStore) connects.push(this.store.connect());
+      if (this.shared instanceof RedisSharedStore) connects.push(this.shared.connect());
+      const failed = (await Promise.allSettled(connects)).find((r) => r.status === 'rejected');
+      if (failed) logger.error({ err: String((failed as PromiseRejectedResult).reason?.message ?? failed) }, 'Redis unreachable at start: degraded mode');
       await listenOn(this.server, listen.host, listen.port);
       if (this.admin) await listenOn(this.admin, admin.host, admin.port);
     } catch (err) {
@@ -265,12 +301,28 @@ export class Gateway {
     );
   }
 
-  /** Every heartbeat: exchange live rooms and loads with the store, enforce drain deadlines. */
+  /** Every heartbeat: exchange live rooms and loads with the store, publish presence, enforce drain deadlines. */
   private async tick(): Promise<void> {
     const now = Date.now();
-    await this.placer.heartbeat(now);
+    const live = this.tunnels.liveRooms();
+    await Promise.all([this.placer.heartbeat(now, live), this.publishPresence(live)]);
     for (const b of this.pool.backends) this.enforceDrainDeadline(b, now);
     this.pool.sweep();
+  }
+
+  /**
+   * One batched write per heartbeat, whatever the number of sockets: the socket path itself never
+   * talks to the store. After an outage the next heartbeat makes the counts right again.
+   */
+  private async publishPresence(live: ReturnType<TunnelRegistry['liveRooms']>): Promise<void> {
+    try {
+      await this.shared.publishPresence(live, this.config.presence.ttlMs);
+      if (this.presenceFailing) this.opts.logger.warn('presence published again: shared data store reachable');
+      this.presenceFailing = false;
+    } catch (err) {
+      if (!this.presenceFailing) this.opts.logger.error({ err: (err as Error).message }, 'presence not published: shared data store unreachable (routing is unaffected)');
+      this.presenceFailing = true;
+    }
   }
 
   private enforceDrainDeadline(b: Backend, now: number): void {
@@ -330,6 +382,7 @@ export class Gateway {
     this.ready = false;
     logger.info({ sockets: this.tunnels.size, readinessDelayMs, graceMs }, 'stopping: readiness is now false');
     if (readinessDelayMs > 0) await sleep(readinessDelayMs);
+    this.api?.close(); // lobby streams would otherwise hold connections open
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     const deadline = Date.now() + graceMs;
@@ -350,8 +403,11 @@ export class Gateway {
     this.discovery?.stop();
     this.placer.close();
     this.httpProxy.close();
+    this.api?.close();
     if (this.server.listening) this.server.close();
-    await this.store.close().catch(() => undefined);
+    // A clean stop removes this gateway's presence at once instead of waiting for it to expire.
+    await this.shared.withdrawPresence().catch(() => undefined);
+    await Promise.all([this.store.close().catch(() => undefined), this.shared.close().catch(() => undefined)]);
     if (this.admin?.listening) {
       await new Promise<void>((resolve) => {
         this.admin?.close(() => resolve());

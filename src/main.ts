@@ -132,9 +132,13 @@ function printDemoBanner(gateway: Gateway, demo: readonly DemoBackend[]): void {
 }
 
 function checkConfig(config: LoadedConfig): void {
+  const redact = (s: string): string => (s ? '<redacted>' : '');
   const shown = {
     ...config,
-    cookie: { ...config.cookie, secrets: config.cookie.secrets.map(() => '<redacted>') },
+    cookie: { ...config.cookie, secrets: config.cookie.secrets.map(redact) },
+    admin: { ...config.admin, token: redact(config.admin.token) },
+    api: { ...config.api, tokens: config.api.tokens.map(redact) },
+    redis: { ...config.redis, url: config.redis.url?.replace(/\/\/[^@/]*@/, '//<redacted>@') ?? null },
   };
   process.stdout.write(`configuration is valid\n${JSON.stringify(shown, null, 2)}\n`);
   if (config.backends.length === 0) {

@@ -46,6 +46,7 @@ export const ENV_VARS = {
   ROOMGATE_COOKIE_SECRETS: 'cookie.secrets: comma-separated, first signs',
   ROOMGATE_LOG_LEVEL: 'log.level',
   ROOMGATE_ADMIN_TOKEN: 'admin.token',
+  ROOMGATE_API_TOKENS: 'api.tokens: comma-separated bearer tokens for API writes',
   REDIS_URL: 'redis.url',
 } as const;
 
@@ -117,6 +118,7 @@ function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
   if (env.ROOMGATE_LOG_LEVEL) section(raw, 'log').level = env.ROOMGATE_LOG_LEVEL;
   if (env.ROOMGATE_ADMIN_TOKEN) section(raw, 'admin').token = env.ROOMGATE_ADMIN_TOKEN;
   if (env.REDIS_URL) section(raw, 'redis').url = env.REDIS_URL;
+  if (env.ROOMGATE_API_TOKENS) section(raw, 'api').tokens = list(env.ROOMGATE_API_TOKENS);
 }
 
 function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides): void {
@@ -137,7 +139,8 @@ function describeIssue(issue: z.core.$ZodIssue, raw: unknown): string {
   const field = issue.path.length ? issue.path.map(String).join('.') : '(top level)';
   const value = valueAt(raw, issue.path);
   // Never echo a secret back into logs.
-  const secret = issue.path.includes('secrets') || issue.path.includes('token') || (issue.path[0] === 'redis' && issue.path[1] === 'url');
+  const secret =
+    issue.path.includes('secrets') || issue.path.includes('token') || issue.path.includes('tokens') || (issue.path[0] === 'redis' && issue.path[1] === 'url');
   const shown = secret ? '<redacted>' : JSON.stringify(value);
   if (issue.code === 'unrecognized_keys') {
     return `${field}: unknown key(s) ${issue.keys.map((k) => `"${k}"`).join(', ')} (check the spelling against config/roomgate.example.yaml)`;
@@ -185,6 +188,9 @@ function resolve(c: Config): LoadedConfig {
   });
   if (c.placement.gatewayTtlMs < 2 * c.placement.heartbeatMs) {
     problems.push(`placement.gatewayTtlMs: got ${c.placement.gatewayTtlMs}; expected at least 2 x placement.heartbeatMs (${2 * c.placement.heartbeatMs})`);
+  }
+  if (c.presence.ttlMs < 2 * c.placement.heartbeatMs) {
+    problems.push(`presence.ttlMs: got ${c.presence.ttlMs}; expected at least 2 x placement.heartbeatMs (${2 * c.placement.heartbeatMs})`);
   }
   if (c.health.timeoutMs > c.health.intervalMs) {
     problems.push(`health.timeoutMs: got ${c.health.timeoutMs}; expected at most health.intervalMs (${c.health.intervalMs})`);

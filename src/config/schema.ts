@@ -115,6 +115,25 @@ export const configSchema = z.strictObject({
       commandTimeoutMs: positiveMs.default(500),
     })
     .prefault({}),
+  api: z
+    .strictObject({
+      // The shared-data API under /_roomgate/api/ on the public port (lobby, presence, leaderboards).
+      enabled: z.boolean().default(true),
+      // Bearer tokens allowed to write room metadata and scores (16+ characters each). Empty:
+      // writes are refused. Prefer the ROOMGATE_API_TOKENS environment variable.
+      tokens: z.array(z.string().min(16, 'at least 16 characters')).default([]),
+      // Largest room metadata document accepted (bytes of JSON).
+      maxMetaBytes: z.number().int().min(64).max(1_048_576).default(4_096),
+      // The lobby stream pushes changes at most this often.
+      streamIntervalMs: z.number().int().min(50).max(60_000).default(500),
+    })
+    .prefault({}),
+  presence: z
+    .strictObject({
+      // A gateway's presence counts vanish this long after its last heartbeat (crash, kill -9).
+      ttlMs: z.number().int().min(1_000).max(15_000).default(10_000),
+    })
+    .prefault({}),
   admission: z
     .strictObject({
       // Per backend: WebSocket handshakes in flight (0 = unlimited).

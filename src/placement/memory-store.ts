@@ -29,6 +29,8 @@ export class MemoryPlacementState {
   readonly backendStates = new Map<string, BackendAdminState>();
   readonly gateways = new Map<string, GatewayReport>();
   readonly listeners = new Set<(ev: StoreEvent) => void>();
+  /** Epochs come from one counter and never repeat, even for a room whose placement expired. */
+  epoch = 0;
 
   emit(ev: StoreEvent): void {
     for (const l of this.listeners) l(ev);
@@ -73,10 +75,29 @@ export class MemoryPlacementStore implements PlacementStore {
       cur.expiresAt = now + this.timing.idleTtlMs;
       return { ok: true, placement: { backend, epoch: cur.epoch } };
     }
-    const placement = { backend, epoch: curEpoch + 1 };
+    if (!cur) {
+      // No placement, yet another gateway reports live sockets of the room (its placement expired
+      // under a stalled heartbeat): adopt that backend rather than split the room.
+      const live = this.liveElsewhere(room, now);
+      if (live !== undefined && live !== backend) return { ok: false, reason: 'lost-race', current: this.write(room, live, now) };
+    }
+    return { ok: true, placement: this.write(room, backend, now) };
+  }
+
+  private write(room: string, backend: string, now: number): PlacementRecord {
+    const placement = { backend, epoch: ++this.state.epoch };
     this.state.placements.set(room, { ...placement, expiresAt: now + this.timing.idleTtlMs });
     this.state.emit({ type: 'placement', room, placement });
-    return { ok: true, placement };
+    return placement;
+  }
+
+  private liveElsewhere(room: string, now: number): string | undefined {
+    for (const [id, report] of this.state.gateways) {
+      if (id === this.gatewayId || report.at + this.timing.gatewayTtlMs <= now) continue;
+      const b = report.rooms.get(room);
+      if (b !== undefined) return b;
+    }
+    return undefined;
   }
 
   private busyElsewhere(room: string, backend: string, now: number): boolean {
@@ -95,6 +116,8 @@ export class MemoryPlacementStore implements PlacementStore {
       rooms.set(r.room, r.backend);
       const e = this.live(r.room);
       if (e && e.backend === r.backend) e.expiresAt = now + this.timing.idleTtlMs;
+      // A live room without a placement is re-created from the sockets' truth.
+      else if (!e) this.write(r.room, r.backend, now);
     }
     this.state.gateways.set(this.gatewayId, { at: now, rooms });
   }

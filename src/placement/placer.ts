@@ -6,7 +6,7 @@ import type { BackendPool } from '../backends/pool.js';
 import type { Logger } from '../observability/logger.js';
 import type { TunnelRegistry } from '../proxy/tunnels.js';
 import { decide, type Decision } from './decide.js';
-import type { PlacementRecord, PlacementStore, StoreEvent } from './store.js';
+import type { LiveRoom, PlacementRecord, PlacementStore, StoreEvent } from './store.js';
 
 export interface PlacerOptions {
   readonly store: PlacementStore;
@@ -89,7 +89,15 @@ export class Placer {
       if (result.ok) {
         this.remember(room, result.placement, nowMs, false);
         const liveMoved = place.force && place.from !== null && place.from !== d.route;
-        if (place.from !== d.route) this.o.onPlaced?.(room, place.from, d.route, place.force, liveMoved);
+        if (place.from !== d.route) {
+          // Count the room now: the store's figures arrive with the next heartbeat, and a burst of
+          // new rooms before it must already see this one for bounded loads.
+          const to = this.o.pool.get(d.route);
+          if (to) to.rooms++;
+          const from = place.from === null ? undefined : this.o.pool.get(place.from);
+          if (from && from.rooms > 0) from.rooms--;
+          this.o.onPlaced?.(room, place.from, d.route, place.force, liveMoved);
+        }
         return { decision: d, placement: result.placement, cached: false };
       }
       if (result.reason === 'busy') {
@@ -224,8 +232,7 @@ export class Placer {
    * One heartbeat: report live rooms (keeps their placements alive, marks them busy), refresh
    * room counts per backend and administrative states, forget idle cache entries.
    */
-  async heartbeat(nowMs: number): Promise<void> {
-    const live = this.o.tunnels.liveRooms();
+  async heartbeat(nowMs: number, live: readonly LiveRoom[] = this.o.tunnels.liveRooms()): Promise<void> {
     for (const r of live) {
       const c = this.cache.get(r.room);
       if (c) c.at = Math.max(c.at, nowMs - this.o.cacheTtlMs); // live rooms stay cached

@@ -22,6 +22,8 @@
 //   B gw:<gatewayId>  HASH  room -> backend           the gateway's last report (rooms with sockets),
 //                                                     PEXPIRE gatewayTtlMs.
 //   B bstate          HASH  backend id -> JSON BackendAdminState
+//   B epoch           STRING counter: every new placement takes the next value, so epochs never
+//                     repeat, even for a room whose placement expired
 //   B events          pub/sub channel (not a key): JSON {type:'placement', room, placement} |
 //                                                  {type:'backend-state', id, state}
 //                     Pub/sub ignores the database number (redis://host/<db>): stores on
@@ -47,7 +49,8 @@
 //
 // Data loss: Redis is the only copy. Run it with `maxmemory-policy noeviction` (all keys here have
 // TTLs; a volatile-* policy would evict live placements). After Redis loses its data (restart
-// without persistence, failover to a lagging replica) rooms have no placement until placed again.
+// without persistence, failover to a lagging replica) each gateway's next heartbeat re-creates the
+// placements of its live rooms (epochs continue from the clock); idle rooms are placed anew.
 import { createHash } from 'node:crypto';
 import { Redis, type RedisOptions } from 'ioredis';
 import type {
@@ -96,6 +99,18 @@ const NOW = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local function ms(x) return string.format('%.0f', x) end
+-- Epochs reach 16 digits: tostring() and cjson print only 14 significant digits, so epochs are
+-- always formatted with ms() and events are built by hand.
+local function placementEvent(room, backend, epoch)
+  return '{"type":"placement","room":' .. cjson.encode(room) .. ',"placement":{"backend":' .. cjson.encode(backend) .. ',"epoch":' .. ms(epoch) .. '}}'
+end
+-- The epoch counter; if Redis lost it (restart without persistence, FLUSHALL), it restarts from
+-- the clock (ms x 1000, below 2^53) so epochs stay above every epoch handed out before.
+local function nextEpoch(base)
+  local k = base .. 'epoch'
+  if redis.call('EXISTS', k) == 0 then redis.call('SET', k, ms(now * 1000)) end
+  return redis.call('INCR', k)
+end
 `;
 
 /**
@@ -113,54 +128,82 @@ local curB = cur[1]
 local curE = 0
 if curB then curE = tonumber(cur[2]) or 0 end
 if curE ~= tonumber(ARGV[4]) then
-  if curB then return {'lost-race', curB, tostring(curE)} end
+  if curB then return {'lost-race', curB, ms(curE)} end
   return {'lost-race'}
 end
+local exp = ms(now + idle)
 if curB and curB ~= backend and ARGV[5] ~= '1' then
   local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now - gwttl), '+inf')
   for _, id in ipairs(ids) do
     if id ~= ARGV[6] and redis.call('HGET', base .. 'gw:' .. id, room) == curB then
-      return {'busy', curB, tostring(curE)}
+      return {'busy', curB, ms(curE)}
     end
   end
 end
-local exp = ms(now + idle)
+if not curB then
+  -- No placement, yet another gateway reports live sockets of the room (the placement expired
+  -- under a stalled heartbeat, or Redis lost its data): adopt that backend rather than split.
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now - gwttl), '+inf')
+  for _, id in ipairs(ids) do
+    local live = id ~= ARGV[6] and redis.call('HGET', base .. 'gw:' .. id, room)
+    if live and live ~= backend then
+      local ae = nextEpoch(base)
+      redis.call('HSET', KEYS[1], 'backend', live, 'epoch', ms(ae))
+      redis.call('PEXPIRE', KEYS[1], ARGV[7])
+      redis.call('ZADD', base .. 'rooms:' .. live, exp, room)
+      redis.call('SADD', KEYS[3], live)
+      redis.call('PUBLISH', ARGV[9], placementEvent(room, live, ae))
+      return {'lost-race', live, ms(ae)}
+    end
+  end
+end
 if curB == backend then
   redis.call('PEXPIRE', KEYS[1], ARGV[7])
   redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
   redis.call('SADD', KEYS[3], backend)
-  return {'ok', backend, tostring(curE)}
+  return {'ok', backend, ms(curE)}
 end
-local e = curE + 1
-redis.call('HSET', KEYS[1], 'backend', backend, 'epoch', tostring(e))
+-- Epochs come from one counter and never repeat, even after a placement expired: a gateway
+-- holding a stale {backend, epoch} can never win a compare-and-set against a newer placement.
+local e = nextEpoch(base)
+redis.call('HSET', KEYS[1], 'backend', backend, 'epoch', ms(e))
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 if curB then redis.call('ZREM', base .. 'rooms:' .. curB, room) end
 redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
 redis.call('SADD', KEYS[3], backend)
-redis.call('PUBLISH', ARGV[9], cjson.encode({type = 'placement', room = room, placement = {backend = backend, epoch = e}}))
-return {'ok', backend, tostring(e)}
+redis.call('PUBLISH', ARGV[9], placementEvent(room, backend, e))
+return {'ok', backend, ms(e)}
 `);
 
 /**
  * heartbeat(): replace this gateway's report, refresh its live rooms' placements.
  * KEYS: 1 gateways ZSET, 2 this gateway's report hash, 3 backends SET.
- * ARGV: 1 base, 2 gatewayId, 3 idleTtlMs, 4 gatewayTtlMs, then room, backend pairs (sockets > 0).
+ * ARGV: 1 base, 2 gatewayId, 3 idleTtlMs, 4 gatewayTtlMs, 5 events channel, then room, backend
+ *       pairs (sockets > 0).
  */
 const HEARTBEAT = new LuaScript(`${NOW}
 local base = ARGV[1]
 local exp = ms(now + tonumber(ARGV[3]))
 redis.call('DEL', KEYS[2])
-for i = 5, #ARGV - 1, 2 do
+for i = 6, #ARGV - 1, 2 do
   local room, backend = ARGV[i], ARGV[i + 1]
   redis.call('HSET', KEYS[2], room, backend)
   local pk = base .. 'p:' .. room
-  if redis.call('HGET', pk, 'backend') == backend then
+  local placed = redis.call('HGET', pk, 'backend')
+  if placed == backend or not placed then
+    if not placed then
+      -- A live room without a placement (Redis lost its data, or a long stall): re-create it
+      -- from the sockets' truth, so no other gateway places the room elsewhere.
+      local e = nextEpoch(base)
+      redis.call('HSET', pk, 'backend', backend, 'epoch', ms(e))
+      redis.call('PUBLISH', ARGV[5], placementEvent(room, backend, e))
+    end
     redis.call('PEXPIRE', pk, ARGV[3])
     redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
     redis.call('SADD', KEYS[3], backend)
   end
 end
-if #ARGV >= 6 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+if #ARGV >= 7 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
 redis.call('ZADD', KEYS[1], ms(now), ARGV[2])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms(now - tonumber(ARGV[4])))
 return 1
@@ -404,7 +447,7 @@ export class RedisPlacementStore implements PlacementStore {
 
   async heartbeat(live: readonly LiveRoom[]): Promise<void> {
     const { idleTtlMs, gatewayTtlMs } = this.opts.timing;
-    const args = [this.base, this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs)];
+    const args = [this.base, this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel];
     for (const r of live) if (r.sockets > 0) args.push(r.room, r.backend);
     await this.run(HEARTBEAT, [this.keys.gateways, this.keys.report, this.keys.backends], args);
   }

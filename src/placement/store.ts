@@ -4,7 +4,7 @@
 
 export interface PlacementRecord {
   readonly backend: string;
-  /** Increases by one on every change of the room's backend; compare-and-set is on this. */
+  /** Taken from one counter on every change of the room's backend, never repeating; compare-and-set is on this. */
   readonly epoch: number;
 }
 
@@ -52,11 +52,15 @@ export interface PlacementStore {
    * Compare-and-set: puts the room on `backend` if its current epoch is `expectedEpoch`
    * (0 = no placement). A move (current backend differs and is not expired) is refused as 'busy'
    * while another live gateway reports sockets of the room on the current backend, unless forced.
+   * With no placement but another gateway reporting the room live on another backend, that
+   * backend is adopted and returned as 'lost-race'. Epochs never repeat. A rejected call may
+   * still have been applied (a Redis timeout): callers read again rather than assume.
    */
   place(room: string, backend: string, expectedEpoch: number, opts: PlaceOptions): Promise<PlaceResult>;
   /**
-   * This gateway's live rooms, sent every heartbeat: keeps their placements from expiring and
-   * tells other gateways which rooms are busy where. Replaces the previous report.
+   * This gateway's live rooms, sent every heartbeat: keeps their placements from expiring,
+   * re-creates missing ones (data loss), and tells other gateways which rooms are busy where.
+   * Replaces the previous report.
    */
   heartbeat(live: readonly LiveRoom[]): Promise<void>;
   /** Placed, unexpired rooms per backend (bounded loads). */

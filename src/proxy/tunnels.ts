@@ -15,6 +15,8 @@ export interface Tunnel {
 export class TunnelRegistry {
   private readonly all = new Set<Tunnel>();
   private readonly byRoom = new Map<string, Set<Tunnel>>();
+  /** When this gateway's first live socket of each room opened (presence "since"). */
+  private readonly roomSince = new Map<string, number>();
 
   get size(): number {
     return this.all.size;
@@ -30,7 +32,10 @@ export class TunnelRegistry {
     t.backend.liveSockets++;
     if (t.room === null) return;
     let set = this.byRoom.get(t.room);
-    if (!set) this.byRoom.set(t.room, (set = new Set()));
+    if (!set) {
+      this.byRoom.set(t.room, (set = new Set()));
+      this.roomSince.set(t.room, Date.now());
+    }
     set.add(t);
   }
 
@@ -40,7 +45,10 @@ export class TunnelRegistry {
     if (t.room === null) return;
     const set = this.byRoom.get(t.room);
     set?.delete(t);
-    if (set?.size === 0) this.byRoom.delete(t.room);
+    if (set?.size === 0) {
+      this.byRoom.delete(t.room);
+      this.roomSince.delete(t.room);
+    }
   }
 
   /** Live sockets of a room through this gateway, on one backend or (backend omitted) any. */
@@ -53,13 +61,14 @@ export class TunnelRegistry {
     return n;
   }
 
-  /** The rooms this gateway holds live sockets of (for the store's heartbeat). */
-  liveRooms(): LiveRoom[] {
-    const out: LiveRoom[] = [];
+  /** The rooms this gateway holds live sockets of (for the heartbeats), with when each became live here. */
+  liveRooms(): (LiveRoom & { since: number })[] {
+    const out: (LiveRoom & { since: number })[] = [];
     for (const [room, set] of this.byRoom) {
+      const since = this.roomSince.get(room) ?? Date.now();
       const per = new Map<string, number>();
       for (const t of set) per.set(t.backend.id, (per.get(t.backend.id) ?? 0) + 1);
-      for (const [backend, sockets] of per) out.push({ room, backend, sockets });
+      for (const [backend, sockets] of per) out.push({ room, backend, sockets, since });
     }
     return out;
   }

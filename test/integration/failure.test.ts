@@ -122,7 +122,7 @@ describe('a backend killed with kill -9', () => {
 
   it('closes the sockets of its rooms and sends their new sockets and pages to the next backend on the ring', async () => {
     [b1, b2, b3] = (await startBackends(['b1', 'b2', 'b3'])) as [BackendProc, BackendProc, BackendProc];
-    [gw, cold, coldPage] = await Promise.all([0, 1, 2].map(() => startGateway({ backends: [b1, b2, b3] })));
+    [gw, cold, coldPage] = (await Promise.all([0, 1, 2].map(() => startGateway({ backends: [b1, b2, b3] })))) as [GatewayProc, GatewayProc, GatewayProc];
     // The ring without b2 is where b2's rooms must go: the next member on the ring.
     ({ rooms, fallback } = await roomsOwnedBy('b2', [b1, b2, b3], 4, 'kill'));
     for (const r of rooms) expect(['b1', 'b3']).toContain(fallback.get(r));

@@ -1,0 +1,923 @@
+// The Redis shared store: presence, lobby and leaderboards shared by several gateways. Same
+// semantics as MemorySharedStore (see the top of memory-store.ts; the pure helpers there are used
+// here too), made atomic across gateways by Lua scripts.
+//
+// Key layout. B = `${keyPrefix}{rg}:`. Every key has the one hash tag `{rg}` (as the placement
+// store's keys, with other names), so in a Redis Cluster all keys live in one slot and the scripts
+// may touch keys they only learn while running (other gateways' reports, a room's metadata).
+// keyPrefix must not contain `{` or `}` (it could change the hash tag).
+//
+//   B pres:gws        ZSET  gatewayId -> expiry (ms, Redis clock) of its presence; a gateway's
+//                           report counts while its score > now. Expired members are removed (with
+//                           their reports) by the next publishPresence of any gateway, up to 20 at
+//                           a time, and their rooms announced in its event.
+//   B pres:gw:<id>    HASH  room -> JSON {backend, sockets, since}: the gateway's last report,
+//                           replaced whole by each publishPresence. PEXPIRE ttlMs + max(ttlMs,
+//                           10 s): reads stop counting it at ttlMs (its pres:gws score); the rest
+//                           only lets the next heartbeat of another gateway see which rooms it
+//                           took along (for the event), then it is deleted or expires.
+//   B meta:<room>     STRING JSON {pinned, at, meta}: the room's metadata, `at` = when it was set
+//                           (ms, Redis clock; the `since` of a room that is not live). No TTL.
+//   B meta-exp        ZSET  room -> expiry (ms) of UNPINNED metadata only. setMeta sets it to
+//                           now + presenceTtlMs (never lowering it); every heartbeat raises it to
+//                           the heartbeat's expiry for its live rooms (one `ZADD XX GT` for all
+//                           rooms, no command per room). Expired entries whose room is not live are
+//                           deleted with their meta:<room> by the next heartbeat of any gateway (up
+//                           to 50 at a time); until then reads ignore them. (`meta-exp` cannot
+//                           clash with a room's key: those all start with `meta:`.)
+//   B lb:<board>      ZSET  member -> NEGATED score. Redis orders equal scores by member bytes
+//                           ascending in ZRANGE but descending in ZREVRANGE; storing -score makes
+//                           "highest first, ties by member ascending" the plain ascending order, so
+//                           ZRANGE, ZRANK and ZINCRBY (with -delta) work unchanged and rank = ZRANK+1.
+//                           Keep-max is `ZADD LT` on the negated score (Redis >= 6.2). 0 is stored
+//                           as 0, never -0. A board exists while it has a member.
+//   B lobby           pub/sub channel (not a key): JSON {type:'lobby', rooms:[...]}.
+//                     Pub/sub ignores the database number (redis://host/<db>): stores on
+//                     different databases of one server need different prefixes too.
+//
+// Time: the scripts take "now" from Redis (TIME), as the placement store does: one clock for every
+// gateway, the clock of PEXPIRE. Redis >= 6.2 (ZADD GT/LT); Debian's 7.0 is fine.
+//
+// Cost. publishPresence is ONE round trip (one EVALSHA) whatever the number of rooms: the report is
+// written with one HSET per 500 rooms, the metadata expiries with one ZADD per 500 rooms, and the
+// change event is one PUBLISH (only when something changed; the gateway diffs against its previous
+// report). Per heartbeat of a gateway reporting R rooms, Redis runs 1 EVALSHA + TIME, DEL,
+// ceil(R/500) HSET, ceil(R/500) ZADD, PEXPIRE, ZADD, 2 ZRANGEBYSCORE and at most 1 PUBLISH:
+// 8 + 2*ceil(R/500) commands (as counted by INFO commandstats; test/lobby/redis-store.test.ts
+// checks it). Steady state, 10,000 sockets in 2,500 rooms, 1 s heartbeat, one gateway:
+// 8 + 2*5 = 18 commands/s in 1 round trip/s, independent of the number of sockets (for G gateways
+// sharing those rooms: at most 18 each, so <= 18*G/s). Only when something expired does a heartbeat
+// run more: HKEYS, DEL, ZREM per dead gateway (<= 20 per heartbeat) and, per expired metadata
+// entry (<= 50), one HEXISTS per live gateway and DEL + ZREM (or one ZADD if the room is live).
+// Reads: lobby() and online() share one aggregate snapshot (1 EVALSHA + TIME, ZRANGEBYSCORE, one
+// HGETALL per live gateway and one MGET per 500 live rooms: 9 commands for one gateway and 2,500
+// rooms) that the gateway caches for up to `aggregateCacheMs` (250 ms by default) to bound Redis
+// work under polling: at most 4 snapshots/s per gateway, plus one after each change event (own
+// writes and 'lobby' events drop the cache, so a reader never sees data older than the last event
+// it got). Continuous lobby polling thus adds <= (4 + 1) * 9 = 45 commands/s per gateway. room()
+// is not cached (1 EVALSHA: TIME, ZRANGEBYSCORE, GET, ZSCORE, one HGET per live gateway).
+// Leaderboard calls are 1 round trip each (2 to 5 commands).
+//
+// Availability: a commands connection and a subscriber connection, handled exactly like the
+// placement store's: `available` is true while the commands connection is ready AND the lobby
+// channel is subscribed (so after an {type:'available', available:true} event every later change
+// arrives as an event); every method rejects at once while the commands connection is not ready
+// (no offline queue), and a command on a connection that hangs is rejected after
+// commandTimeoutMs. A rejected write may still have been applied. After a reconnect (Redis may have
+// lost its data) the next publishPresence rewrites the whole report and announces all its rooms.
+//
+// Data loss: Redis is the only copy of metadata and leaderboards: run it with persistence and
+// `maxmemory-policy noeviction`. Presence repairs itself with the next heartbeat of each gateway.
+import { createHash } from 'node:crypto';
+import { Redis, type RedisOptions } from 'ioredis';
+import {
+  PresenceAggregator,
+  checkLobbyQuery,
+  checkRange,
+  checkRoom,
+  checkScoreArgs,
+  checkTtl,
+  copyMeta,
+  deepFreeze,
+  diffReports,
+  normalizeReport,
+  queryLobby,
+  toLobbyRoom,
+  type LivePresence,
+  type LobbyEntry,
+} from './memory-store.js';
+import type {
+  LobbyPage,
+  LobbyQuery,
+  LobbyRoom,
+  Online,
+  Ranked,
+  RoomMeta,
+  RoomPresence,
+  ScoreMode,
+  SharedEvent,
+  SharedStore,
+} from './store.js';
+
+export interface RedisSharedStoreOptions {
+  /** redis://, rediss:// (TLS), with password; ioredis parses it. */
+  url: string;
+  /** e.g. "roomgate:"; every key this store writes starts with it (several apps share one Redis). */
+  keyPrefix: string;
+  /** Unique per gateway process. */
+  gatewayId: string;
+  /** The ttlMs this gateway passes to publishPresence; unpinned metadata of a room not live is kept this long after setMeta. */
+  presenceTtlMs: number;
+  /** e.g. 500: no call waits longer on a dead Redis. */
+  commandTimeoutMs: number;
+  /** lobby()/online() reuse one aggregate read for this long (default 250 ms; 0 = never). */
+  aggregateCacheMs?: number;
+  onLog?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface ConnectOptions {
+  /** How long connect() waits for the first connection (default 5000 ms). */
+  readonly timeoutMs?: number;
+}
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+const DEFAULT_AGGREGATE_CACHE_MS = 250;
+const HASH_TAG = '{rg}';
+const STORE = 'redis';
+/** Ranges beyond this are clamped (Redis takes 64-bit indexes; Lua formats big numbers badly). */
+const MAX_RANGE = 2 ** 31;
+
+/** A Lua script run by EVALSHA, falling back to EVAL when Redis does not have it cached. */
+class LuaScript {
+  readonly sha: string;
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+}
+
+// Shared Lua prologue: "now" in ms from the Redis server clock.
+const NOW = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local function ms(x) return string.format('%.0f', x) end
+`;
+
+/**
+ * publishPresence(): replace this gateway's report, raise its live rooms' metadata expiry, remove
+ * (and announce) expired gateways, collect expired metadata, announce the changes.
+ * KEYS: 1 pres:gws, 2 this gateway's pres:gw hash, 3 meta-exp.
+ * ARGV: 1 base, 2 gatewayId, 3 ttlMs, 4 channel, 5 '1' = also announce the rooms of the old report
+ *       (the gateway does not know what it is), 6 k, 7..6+k changed rooms, then room, JSON pairs.
+ */
+const PUBLISH_PRESENCE = new LuaScript(`${NOW}
+local base, gw, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local k = tonumber(ARGV[6])
+local changed, seen = {}, {}
+local function note(r)
+  if not seen[r] then
+    seen[r] = true
+    changed[#changed + 1] = r
+  end
+end
+for i = 7, 6 + k do note(ARGV[i]) end
+if ARGV[5] == '1' then
+  for _, r in ipairs(redis.call('HKEYS', KEYS[2])) do note(r) end
+end
+redis.call('DEL', KEYS[2])
+local exp = ms(now + ttl)
+local first = 7 + k
+local i = first
+while i <= #ARGV do
+  local last = math.min(i + 999, #ARGV)
+  local h, z = {}, {}
+  for j = i, last, 2 do
+    h[#h + 1] = ARGV[j]
+    h[#h + 1] = ARGV[j + 1]
+    z[#z + 1] = exp
+    z[#z + 1] = ARGV[j]
+  end
+  redis.call('HSET', KEYS[2], unpack(h))
+  -- Only rooms with unpinned metadata (XX), never lowering an expiry (GT).
+  redis.call('ZADD', KEYS[3], 'XX', 'GT', unpack(z))
+  i = last + 1
+end
+if #ARGV >= first then redis.call('PEXPIRE', KEYS[2], ms(ttl + math.max(ttl, 10000))) end
+redis.call('ZADD', KEYS[1], exp, gw)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms(now), 'LIMIT', 0, 20)) do
+  -- A gateway that stopped heartbeating (crash, kill -9): its rooms just lost its sockets.
+  local hk = base .. 'pres:gw:' .. id
+  for _, r in ipairs(redis.call('HKEYS', hk)) do note(r) end
+  redis.call('DEL', hk)
+  redis.call('ZREM', KEYS[1], id)
+end
+local stale = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ms(now), 'LIMIT', 0, 50)
+if #stale > 0 then
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ms(now), '+inf', 'WITHSCORES')
+  for _, room in ipairs(stale) do
+    local keep = 0
+    for j = 1, #ids, 2 do
+      if redis.call('HEXISTS', base .. 'pres:gw:' .. ids[j], room) == 1 then keep = math.max(keep, tonumber(ids[j + 1])) end
+    end
+    if keep > 0 then
+      redis.call('ZADD', KEYS[3], ms(keep), room)
+    else
+      redis.call('DEL', base .. 'meta:' .. room)
+      redis.call('ZREM', KEYS[3], room)
+    end
+  end
+end
+if #changed > 0 then redis.call('PUBLISH', ARGV[4], cjson.encode({type = 'lobby', rooms = changed})) end
+return 1
+`);
+
+/**
+ * withdrawPresence(): remove this gateway's report; announce its rooms if it still counted.
+ * KEYS: 1 pres:gws, 2 this gateway's hash. ARGV: 1 gatewayId, 2 channel.
+ */
+const WITHDRAW = new LuaScript(`${NOW}
+local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+local rooms = redis.call('HKEYS', KEYS[2])
+redis.call('DEL', KEYS[2])
+redis.call('ZREM', KEYS[1], ARGV[1])
+if score and tonumber(score) > now and #rooms > 0 then
+  redis.call('PUBLISH', ARGV[2], cjson.encode({type = 'lobby', rooms = rooms}))
+end
+return 1
+`);
+
+/**
+ * The aggregate read of lobby()/online(): every counting gateway's report, and the metadata of
+ * their rooms. KEYS: 1 pres:gws. ARGV: 1 base.
+ * Returns {{room, metaJSON, ...}, report1 {room, JSON, ...}, report2, ...}.
+ */
+const SNAPSHOT = new LuaScript(`${NOW}
+local base = ARGV[1]
+local out = {{}}
+local rooms, seen = {}, {}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ms(now), '+inf')) do
+  local h = redis.call('HGETALL', base .. 'pres:gw:' .. id)
+  out[#out + 1] = h
+  for j = 1, #h, 2 do
+    local r = h[j]
+    if not seen[r] then
+      seen[r] = true
+      rooms[#rooms + 1] = r
+    end
+  end
+end
+local metas = out[1]
+for i = 1, #rooms, 500 do
+  local keys = {}
+  for j = i, math.min(i + 499, #rooms) do keys[#keys + 1] = base .. 'meta:' .. rooms[j] end
+  local vals = redis.call('MGET', unpack(keys))
+  for j = 1, #keys do
+    if vals[j] then
+      metas[#metas + 1] = rooms[i + j - 1]
+      metas[#metas + 1] = vals[j]
+    end
+  end
+end
+return out
+`);
+
+/**
+ * room(): one room's reports from the counting gateways and its metadata.
+ * KEYS: 1 pres:gws, 2 meta:<room>, 3 meta-exp. ARGV: 1 base, 2 room.
+ * Returns {metaJSON|nil, metaExpiry|nil, now, reportJSON...}.
+ */
+const ROOM = new LuaScript(`${NOW}
+local out = {redis.call('GET', KEYS[2]), redis.call('ZSCORE', KEYS[3], ARGV[2]), ms(now)}
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ms(now), '+inf')) do
+  local v = redis.call('HGET', ARGV[1] .. 'pres:gw:' .. id, ARGV[2])
+  if v then out[#out + 1] = v end
+end
+return out
+`);
+
+/**
+ * setMeta(): replace and announce. KEYS: 1 meta:<room>, 2 meta-exp.
+ * ARGV: 1 room, 2 metadata JSON (an object), 3 pinned '1'|'0', 4 presenceTtlMs, 5 channel, 6 event JSON.
+ */
+const SET_META = new LuaScript(`${NOW}
+local pinned = ARGV[3] == '1'
+redis.call('SET', KEYS[1], '{"pinned":' .. (pinned and 'true' or 'false') .. ',"at":' .. ms(now) .. ',"meta":' .. ARGV[2] .. '}')
+if pinned then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+else
+  redis.call('ZADD', KEYS[2], 'GT', ms(now + tonumber(ARGV[4])), ARGV[1])
+end
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return 1
+`);
+
+/**
+ * deleteMeta(): delete; 1 if there was metadata that still counted (expired unpinned metadata of a
+ * room that is not live counts as already gone), announced then.
+ * KEYS: 1 meta:<room>, 2 meta-exp, 3 pres:gws. ARGV: 1 base, 2 room, 3 channel, 4 event JSON.
+ */
+const DELETE_META = new LuaScript(`${NOW}
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local existed = 1
+local exp = redis.call('ZSCORE', KEYS[2], ARGV[2])
+if exp and tonumber(exp) <= now then
+  existed = 0
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ms(now), '+inf')) do
+    if redis.call('HEXISTS', ARGV[1] .. 'pres:gw:' .. id, ARGV[2]) == 1 then
+      existed = 1
+      break
+    end
+  end
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[2])
+if existed == 1 then redis.call('PUBLISH', ARGV[3], ARGV[4]) end
+return existed
+`);
+
+/**
+ * score(): KEYS: 1 lb:<board>. ARGV: 1 mode, 2 NEGATED value, 3 member.
+ * Returns the stored (negated) score afterwards, as Redis formats it (exact).
+ */
+const SCORE = new LuaScript(`
+local mode, v, m = ARGV[1], ARGV[2], ARGV[3]
+if mode == 'set' then
+  redis.call('ZADD', KEYS[1], v, m)
+  return redis.call('ZSCORE', KEYS[1], m)
+end
+if mode == 'incr' then
+  -- Lua adds doubles exactly as ZINCRBY does: refuse a sum that would not be finite.
+  local n = tonumber(redis.call('ZSCORE', KEYS[1], m) or '0') + tonumber(v)
+  if n ~= n or n == math.huge or n == -math.huge then return redis.error_reply('ERR score would not be finite') end
+  return redis.call('ZINCRBY', KEYS[1], v, m)
+end
+-- max: keep the highest score = the lowest negated one.
+redis.call('ZADD', KEYS[1], 'LT', v, m)
+return redis.call('ZSCORE', KEYS[1], m)
+`);
+
+/** member(): KEYS: 1 lb:<board>. ARGV: 1 member. Returns nil or {negated score, 0-based rank}. */
+const MEMBER = new LuaScript(`
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s then return false end
+return {s, redis.call('ZRANK', KEYS[1], ARGV[1])}
+`);
+
+/**
+ * around(): KEYS: 1 lb:<board>. ARGV: 1 member, 2 n.
+ * Returns {} (unknown member) or {first 0-based rank, {member, negated score, ...}}.
+ */
+const AROUND = new LuaScript(`
+local r = redis.call('ZRANK', KEYS[1], ARGV[1])
+if not r then return {} end
+local n = tonumber(ARGV[2])
+local start = math.max(0, r - n)
+local stop = math.min(r + n, redis.call('ZCARD', KEYS[1]) - 1)
+return {start, redis.call('ZRANGE', KEYS[1], start, stop, 'WITHSCORES')}
+`);
+
+const SCRIPTS = [PUBLISH_PRESENCE, WITHDRAW, SNAPSHOT, ROOM, SET_META, DELETE_META, SCORE, MEMBER, AROUND];
+
+/** A stored score (negated, as Redis formats doubles) -> the score. */
+function decodeScore(raw: unknown): number {
+  const s = typeof raw === 'number' ? raw : String(raw);
+  const n = s === 'inf' || s === '+inf' ? Infinity : s === '-inf' ? -Infinity : Number(s);
+  if (Number.isNaN(n)) throw new Error(`redis lobby store: bad score in Redis: ${String(raw)}`);
+  return n === 0 ? 0 : -n;
+}
+
+function encodeScore(v: number): string {
+  return String(v === 0 ? 0 : -v);
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function parseJson(s: unknown): unknown {
+  if (typeof s !== 'string') return undefined;
+  try {
+    return JSON.parse(s);
+  } catch {
+    return undefined;
+  }
+}
+
+function parsePresence(room: string, json: unknown): RoomPresence | undefined {
+  const v = parseJson(json);
+  if (!isRecord(v)) return undefined;
+  const { backend, sockets, since } = v;
+  if (typeof backend !== 'string' || typeof sockets !== 'number' || !Number.isFinite(sockets) || typeof since !== 'number' || !Number.isFinite(since)) {
+    return undefined;
+  }
+  return { room, backend, sockets, since };
+}
+
+interface StoredMeta {
+  readonly meta: RoomMeta;
+  readonly pinned: boolean;
+  readonly at: number;
+}
+
+function parseStoredMeta(json: unknown): StoredMeta | undefined {
+  const v = parseJson(json);
+  if (!isRecord(v) || !isRecord(v.meta) || typeof v.pinned !== 'boolean' || typeof v.at !== 'number') return undefined;
+  return { meta: deepFreeze(v.meta), pinned: v.pinned, at: v.at };
+}
+
+/** An event from the channel, or undefined if it is not one. */
+function parseEvent(message: string): SharedEvent | undefined {
+  const v = parseJson(message);
+  if (!isRecord(v) || v.type !== 'lobby' || !Array.isArray(v.rooms)) return undefined;
+  // cjson encodes an empty Lua table as {} (never sent: empty changes are not published).
+  if (!v.rooms.every((r): r is string => typeof r === 'string')) return undefined;
+  return { type: 'lobby', rooms: v.rooms };
+}
+
+function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The URL without its password, for messages. */
+function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable url)';
+  }
+}
+
+interface Snapshot {
+  readonly live: Map<string, LivePresence>;
+  readonly online: Online;
+  readonly meta: Map<string, StoredMeta>;
+}
+
+export class RedisSharedStore implements SharedStore {
+  readonly kind = 'redis' as const;
+
+  private readonly base: string;
+  private readonly channel: string;
+  private readonly keys: { readonly gateways: string; readonly report: string; readonly metaExp: string };
+  private readonly cacheMs: number;
+  private readonly main: Redis;
+  private readonly sub: Redis;
+  private readonly listeners = new Set<(ev: SharedEvent) => void>();
+  /** Waiters of connect(): called on every availability change. */
+  private readonly availabilityWaiters = new Set<() => void>();
+  private subscribed = false;
+  /** Counts the subscriber connection's 'ready' events, so that a late SUBSCRIBE reply of an old connection is ignored. */
+  private subGeneration = 0;
+  private lastAvailable = false;
+  private lastError: string | undefined;
+  private started = false;
+  /** 'closing' from the first close() call: methods reject, connect() waiters give up. */
+  private phase: 'open' | 'closing' | 'closed' = 'open';
+  private closing: Promise<void> | undefined;
+  /**
+   * This gateway's last report as Redis has it, and when it was written (performance.now());
+   * undefined when unknown (never sent, a failed call, a reconnect): the next report is then
+   * announced whole.
+   */
+  private lastReport: { readonly rooms: ReadonlyMap<string, RoomPresence>; readonly at: number; readonly ttlMs: number } | undefined;
+  /** Bumped by own writes, 'lobby' events and availability changes: a cached snapshot from an older generation is not used. */
+  private generation = 0;
+  private snapshot: { readonly generation: number; readonly startedAt: number; readonly promise: Promise<Snapshot> } | undefined;
+
+  constructor(private readonly opts: RedisSharedStoreOptions) {
+    if (/[{}]/.test(opts.keyPrefix)) {
+      throw new Error(`redis lobby store: keyPrefix must not contain '{' or '}' (it would change the Redis Cluster hash tag): ${JSON.stringify(opts.keyPrefix)}`);
+    }
+    if (opts.gatewayId === '') throw new Error('redis lobby store: gatewayId must not be empty');
+    if (!(opts.commandTimeoutMs > 0)) throw new Error(`redis lobby store: commandTimeoutMs must be > 0, got ${opts.commandTimeoutMs}`);
+    checkTtl(STORE, opts.presenceTtlMs);
+    this.cacheMs = opts.aggregateCacheMs ?? DEFAULT_AGGREGATE_CACHE_MS;
+    if (!(this.cacheMs >= 0)) throw new Error(`redis lobby store: aggregateCacheMs must be >= 0, got ${this.cacheMs}`);
+    this.base = `${opts.keyPrefix}${HASH_TAG}:`;
+    this.channel = `${this.base}lobby`;
+    this.keys = {
+      gateways: `${this.base}pres:gws`,
+      report: `${this.base}pres:gw:${opts.gatewayId}`,
+      metaExp: `${this.base}meta-exp`,
+    };
+
+    const common: RedisOptions = {
+      lazyConnect: true,
+      // Fail fast: no queue while disconnected, nothing in flight is retried after a reconnect,
+      // every command is bounded, reconnect attempts never stop.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      commandTimeout: opts.commandTimeoutMs,
+      connectTimeout: Math.max(1000, 2 * opts.commandTimeoutMs),
+      retryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
+      // We subscribe again ourselves on every 'ready' (see onSubReady) to know when events flow.
+      autoResubscribe: false,
+    };
+    const name = `roomgate-lobby-${opts.gatewayId}`.replace(/[^\x21-\x7e]/g, '_');
+    this.main = new Redis(opts.url, { ...common, connectionName: name });
+    this.sub = new Redis(opts.url, { ...common, connectionName: `${name}-sub` });
+
+    for (const [conn, label] of [[this.main, 'commands'], [this.sub, 'subscriber']] as const) {
+      conn.on('error', (err: unknown) => this.onConnError(label, err));
+      conn.on('close', () => this.onConnDown(conn, label));
+      conn.on('end', () => this.onConnDown(conn, label));
+    }
+    this.main.on('ready', () => this.onMainReady());
+    this.sub.on('ready', () => this.onSubReady());
+    this.sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+  }
+
+  get available(): boolean {
+    return this.lastAvailable;
+  }
+
+  /**
+   * Starts connecting. Resolves once available (commands connection ready and the lobby channel
+   * subscribed); rejects after timeoutMs with the last connection error. The store keeps
+   * reconnecting by itself either way, until close().
+   */
+  async connect(opts: ConnectOptions = {}): Promise<void> {
+    if (this.phase !== 'open') throw new Error('redis lobby store: closed');
+    if (!this.started) {
+      this.started = true;
+      this.main.connect().catch(() => undefined);
+      this.sub.connect().catch(() => undefined);
+    }
+    if (this.lastAvailable) return;
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    await new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.availabilityWaiters.delete(check);
+      };
+      const check = (): void => {
+        if (this.lastAvailable) {
+          done();
+          resolve();
+        } else if (this.phase !== 'open') {
+          done();
+          reject(new Error('redis lobby store: closed while connecting'));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(
+          new Error(
+            `redis lobby store: Redis at ${redactUrl(this.opts.url)} not reachable within ${timeoutMs} ms ` +
+              `(last error: ${this.lastError ?? 'none'}); still retrying in the background`,
+          ),
+        );
+      }, timeoutMs);
+      this.availabilityWaiters.add(check);
+    });
+  }
+
+  // --- presence ---------------------------------------------------------------------------------
+
+  async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
+    checkTtl(STORE, ttlMs);
+    const next = normalizeReport(STORE, rooms);
+    this.ensureReady();
+    const startedAt = performance.now();
+    const last = this.lastReport;
+    // A previous report older than its TTL no longer counts: everything is news again.
+    const prev = last && startedAt - last.at < last.ttlMs ? last.rooms : null;
+    const changed = diffReports(prev, next);
+    const args = [this.base, this.opts.gatewayId, String(ttlMs), this.channel, prev === null ? '1' : '0', String(changed.length), ...changed];
+    for (const r of next.values()) args.push(r.room, JSON.stringify({ backend: r.backend, sockets: r.sockets, since: r.since }));
+    this.lastReport = undefined;
+    try {
+      await this.run(PUBLISH_PRESENCE, [this.keys.gateways, this.keys.report, this.keys.metaExp], args);
+      // Measured from before the call: Redis's TTL started no earlier than that.
+      this.lastReport = { rooms: next, at: startedAt, ttlMs };
+    } finally {
+      this.generation++;
+    }
+  }
+
+  async withdrawPresence(): Promise<void> {
+    this.ensureReady();
+    this.lastReport = undefined;
+    try {
+      await this.run(WITHDRAW, [this.keys.gateways, this.keys.report], [this.opts.gatewayId, this.channel]);
+    } finally {
+      this.generation++;
+    }
+  }
+
+  async online(): Promise<Online> {
+    this.ensureReady();
+    return (await this.aggregate()).online;
+  }
+
+  async lobby(q: LobbyQuery): Promise<LobbyPage> {
+    checkLobbyQuery(STORE, q);
+    this.ensureReady();
+    const snap = await this.aggregate();
+    const entries: LobbyEntry[] = [];
+    for (const p of snap.live.values()) {
+      const m = snap.meta.get(p.room);
+      entries.push({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
+    }
+    return queryLobby(entries, q);
+  }
+
+  async room(room: string): Promise<LobbyRoom | null> {
+    checkRoom(STORE, room);
+    const reply = await this.run(ROOM, [this.keys.gateways, this.metaKey(room), this.keys.metaExp], [this.base, room]);
+    if (!Array.isArray(reply) || reply.length < 3) throw new Error(`redis lobby store: unexpected room reply ${JSON.stringify(reply)}`);
+    const [metaJson, exp, now, ...reports] = reply as unknown[];
+    const agg = new PresenceAggregator();
+    for (const json of reports) {
+      const p = parsePresence(room, json);
+      if (p) agg.add(p);
+      else this.log('warn', 'redis lobby store: ignoring malformed presence', { room, value: String(json).slice(0, 200) });
+    }
+    const live = agg.live().get(room);
+    let m = metaJson === null || metaJson === undefined ? undefined : parseStoredMeta(metaJson);
+    if (metaJson !== null && metaJson !== undefined && !m) this.log('warn', 'redis lobby store: ignoring malformed metadata', { room });
+    // Unpinned metadata past its expiry counts only while the room is live (not yet collected).
+    if (m && !m.pinned && !live && exp !== null && exp !== undefined && Number(exp) <= Number(now)) m = undefined;
+    if (live) return toLobbyRoom({ ...live, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
+    if (!m) return null;
+    return toLobbyRoom({ room, backend: '', sockets: 0, since: m.at, meta: m.meta, pinned: m.pinned });
+  }
+
+  // --- metadata ---------------------------------------------------------------------------------
+
+  async setMeta(room: string, meta: RoomMeta, pinned: boolean): Promise<void> {
+    checkRoom(STORE, room);
+    const { json } = copyMeta(STORE, meta);
+    try {
+      await this.run(
+        SET_META,
+        [this.metaKey(room), this.keys.metaExp],
+        [room, json, pinned === true ? '1' : '0', String(this.opts.presenceTtlMs), this.channel, JSON.stringify({ type: 'lobby', rooms: [room] })],
+      );
+    } finally {
+      this.generation++;
+    }
+  }
+
+  async deleteMeta(room: string): Promise<boolean> {
+    checkRoom(STORE, room);
+    try {
+      const reply = await this.run(
+        DELETE_META,
+        [this.metaKey(room), this.keys.metaExp, this.keys.gateways],
+        [this.base, room, this.channel, JSON.stringify({ type: 'lobby', rooms: [room] })],
+      );
+      return Number(reply) === 1;
+    } finally {
+      this.generation++;
+    }
+  }
+
+  // --- leaderboards -----------------------------------------------------------------------------
+
+  async score(board: string, member: string, value: number, mode: ScoreMode): Promise<number> {
+    checkScoreArgs(STORE, board, member, value, mode);
+    const reply = await this.run(SCORE, [this.boardKey(board)], [mode, encodeScore(value), member]);
+    return decodeScore(reply);
+  }
+
+  async top(board: string, offset: number, limit: number): Promise<Ranked[]> {
+    checkRange(STORE, 'offset', offset);
+    checkRange(STORE, 'limit', limit);
+    this.ensureReady();
+    if (limit === 0 || offset >= MAX_RANGE) return [];
+    const stop = Math.min(offset + limit, MAX_RANGE) - 1;
+    const flat = await this.main.zrange(this.boardKey(board), String(offset), String(stop), 'WITHSCORES');
+    return this.ranked(flat, offset);
+  }
+
+  async member(board: string, member: string): Promise<Ranked | null> {
+    const reply = await this.run(MEMBER, [this.boardKey(board)], [member]);
+    if (reply === null || reply === undefined) return null;
+    if (!Array.isArray(reply) || reply.length !== 2) throw new Error(`redis lobby store: unexpected member reply ${JSON.stringify(reply)}`);
+    return { member, score: decodeScore(reply[0]), rank: Number(reply[1]) + 1 };
+  }
+
+  async around(board: string, member: string, n: number): Promise<Ranked[]> {
+    checkRange(STORE, 'n', n);
+    const reply = await this.run(AROUND, [this.boardKey(board)], [member, String(Math.min(n, MAX_RANGE))]);
+    if (!Array.isArray(reply)) throw new Error(`redis lobby store: unexpected around reply ${JSON.stringify(reply)}`);
+    if (reply.length === 0) return [];
+    const [start, flat] = reply as [unknown, unknown];
+    if (!Array.isArray(flat)) throw new Error(`redis lobby store: unexpected around reply ${JSON.stringify(reply)}`);
+    return this.ranked(flat, Number(start));
+  }
+
+  async boardExists(board: string): Promise<boolean> {
+    this.ensureReady();
+    return (await this.main.exists(this.boardKey(board))) === 1;
+  }
+
+  async boardSize(board: string): Promise<number> {
+    this.ensureReady();
+    return await this.main.zcard(this.boardKey(board));
+  }
+
+  // --- events and lifecycle ---------------------------------------------------------------------
+
+  subscribe(listener: (ev: SharedEvent) => void): () => void {
+    if (this.phase !== 'open') return () => undefined;
+    // A wrapper, so that subscribing one function twice gives two independent subscriptions.
+    const l = (ev: SharedEvent): void => listener(ev);
+    this.listeners.add(l);
+    return () => {
+      this.listeners.delete(l);
+    };
+  }
+
+  /** Withdraws this gateway's presence (best effort), then quits both connections; bounded in time. */
+  close(): Promise<void> {
+    this.closing ??= this.doClose();
+    return this.closing;
+  }
+
+  private async doClose(): Promise<void> {
+    this.phase = 'closing';
+    this.lastAvailable = false;
+    this.listeners.clear();
+    this.snapshot = undefined;
+    for (const w of [...this.availabilityWaiters]) w();
+    if (this.main.status === 'ready') {
+      try {
+        await this.run(WITHDRAW, [this.keys.gateways, this.keys.report], [this.opts.gatewayId, this.channel], true);
+      } catch (err) {
+        this.log('warn', 'redis lobby store: could not withdraw presence on close', { error: errorMessage(err) });
+      }
+    }
+    this.phase = 'closed';
+    await Promise.all([this.quit(this.main), this.quit(this.sub)]);
+  }
+
+  private async quit(conn: Redis): Promise<void> {
+    if (conn.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        conn.quit().catch(() => undefined),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, this.opts.commandTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    // Also clears a pending reconnect timer and closes a connection that is still being set up.
+    if (conn.status !== 'end') conn.disconnect();
+    // Wait (bounded) until the socket is closed, so that close() leaves nothing behind.
+    if (conn.status === 'connecting' || conn.status === 'connect' || conn.status === 'ready' || conn.status === 'close') {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        conn.once('end', resolve);
+        timer = setTimeout(resolve, this.opts.commandTimeoutMs);
+      });
+      clearTimeout(timer);
+      conn.removeAllListeners('end');
+    }
+  }
+
+  // --- internals --------------------------------------------------------------------------------
+
+  private metaKey(room: string): string {
+    return `${this.base}meta:${room}`;
+  }
+
+  private boardKey(board: string): string {
+    return `${this.base}lb:${board}`;
+  }
+
+  private ranked(flat: unknown[], start: number): Ranked[] {
+    const out: Ranked[] = [];
+    for (let i = 0; i + 1 < flat.length; i += 2) out.push({ member: String(flat[i]), score: decodeScore(flat[i + 1]), rank: start + i / 2 + 1 });
+    return out;
+  }
+
+  /** The aggregate read, shared by lobby() and online(); cached, see the cost notes at the top. */
+  private aggregate(): Promise<Snapshot> {
+    const now = performance.now();
+    const s = this.snapshot;
+    if (s && this.cacheMs > 0 && s.generation === this.generation && now - s.startedAt < this.cacheMs) return s.promise;
+    const promise = this.readSnapshot();
+    const entry = { generation: this.generation, startedAt: now, promise };
+    this.snapshot = entry;
+    promise.catch(() => {
+      if (this.snapshot === entry) this.snapshot = undefined;
+    });
+    return promise;
+  }
+
+  private async readSnapshot(): Promise<Snapshot> {
+    const reply = await this.run(SNAPSHOT, [this.keys.gateways], [this.base]);
+    if (!Array.isArray(reply) || !Array.isArray(reply[0])) throw new Error(`redis lobby store: unexpected snapshot reply`);
+    const [metaFlat, ...reports] = reply as unknown[][];
+    const agg = new PresenceAggregator();
+    let bad = 0;
+    for (const flat of reports) {
+      if (!Array.isArray(flat)) continue;
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        const p = parsePresence(String(flat[i]), flat[i + 1]);
+        if (p) agg.add(p);
+        else bad++;
+      }
+    }
+    const meta = new Map<string, StoredMeta>();
+    for (let i = 0; metaFlat && i + 1 < metaFlat.length; i += 2) {
+      const m = parseStoredMeta(metaFlat[i + 1]);
+      if (m) meta.set(String(metaFlat[i]), m);
+      else bad++;
+    }
+    if (bad > 0) this.log('warn', 'redis lobby store: ignoring malformed presence or metadata entries', { count: bad });
+    return { live: agg.live(), online: agg.online(), meta };
+  }
+
+  private ensureReady(closing = false): void {
+    if (this.phase !== 'open' && !(closing && this.phase === 'closing')) throw new Error('redis lobby store: closed');
+    if (this.main.status !== 'ready') {
+      throw new Error(`redis lobby store: Redis unavailable (connection ${this.main.status}${this.lastError ? `, last error: ${this.lastError}` : ''})`);
+    }
+  }
+
+  private async run(script: LuaScript, keys: readonly string[], args: readonly string[], closing = false): Promise<unknown> {
+    this.ensureReady(closing);
+    try {
+      return await this.main.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!errorMessage(err).includes('NOSCRIPT')) throw err;
+      // Not cached (Redis restarted or SCRIPT FLUSH before our preload): EVAL loads it.
+      return await this.main.eval(script.lua, keys.length, ...keys, ...args);
+    }
+  }
+
+  private onMainReady(): void {
+    // Preload the scripts, so that the first call of each after a (re)connect is one round trip
+    // too. Best effort: run() still falls back to EVAL.
+    const p = this.main.pipeline();
+    for (const s of SCRIPTS) p.script('LOAD', s.lua);
+    p.exec().catch(() => undefined);
+    this.updateAvailability();
+  }
+
+  private onConnError(label: string, err: unknown): void {
+    const msg = errorMessage(err);
+    // Logged once per outage rather than on every reconnect attempt.
+    if (this.lastError !== msg || this.lastAvailable) {
+      this.log('warn', `redis lobby store: ${label} connection error`, { error: msg });
+    }
+    this.lastError = msg;
+  }
+
+  private onConnDown(conn: Redis, label: string): void {
+    if (conn === this.sub) this.subscribed = false;
+    if (this.lastAvailable && this.phase === 'open') this.log('warn', `redis lobby store: ${label} connection lost`, { status: conn.status });
+    this.updateAvailability();
+  }
+
+  private onSubReady(): void {
+    const generation = ++this.subGeneration;
+    this.sub.subscribe(this.channel).then(
+      () => {
+        if (generation !== this.subGeneration || this.sub.status !== 'ready') return;
+        this.subscribed = true;
+        this.updateAvailability();
+      },
+      (err: unknown) => {
+        if (generation !== this.subGeneration || this.phase !== 'open' || this.sub.status !== 'ready') return;
+        // Connected but not subscribed (e.g. SUBSCRIBE timed out): start over with a new connection.
+        this.log('warn', 'redis lobby store: subscribe failed, reconnecting', { error: errorMessage(err) });
+        this.sub.disconnect(true);
+      },
+    );
+  }
+
+  private updateAvailability(): void {
+    const available = this.phase === 'open' && this.main.status === 'ready' && this.sub.status === 'ready' && this.subscribed;
+    if (available === this.lastAvailable) return;
+    this.lastAvailable = available;
+    // Either way what we knew may be wrong now (Redis may have restarted empty, events were missed).
+    this.lastReport = undefined;
+    this.generation++;
+    this.snapshot = undefined;
+    if (available) {
+      this.lastError = undefined;
+      this.log('info', 'redis lobby store: available', { url: redactUrl(this.opts.url) });
+    } else {
+      this.log('warn', 'redis lobby store: unavailable', { url: redactUrl(this.opts.url) });
+    }
+    for (const w of [...this.availabilityWaiters]) w();
+    this.emit({ type: 'available', available });
+  }
+
+  private onMessage(channel: string, message: string): void {
+    if (channel !== this.channel) return;
+    const ev = parseEvent(message);
+    if (!ev) {
+      this.log('warn', 'redis lobby store: ignoring malformed event', { message: message.slice(0, 200) });
+      return;
+    }
+    // Whoever reads after this event sees the change (the cached aggregate is older).
+    this.generation++;
+    this.emit(ev);
+  }
+
+  private emit(ev: SharedEvent): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(ev);
+      } catch (err) {
+        this.log('warn', 'redis lobby store: event listener threw', { error: errorMessage(err), event: ev.type });
+      }
+    }
+  }
+
+  private log(level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>): void {
+    try {
+      this.opts.onLog?.(level, msg, fields);
+    } catch {
+      // A logger must not break the store.
+    }
+  }
+}

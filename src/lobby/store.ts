@@ -1,0 +1,105 @@
+// Cross-room data: presence (live sockets per room, per backend, in total, summed over every
+// gateway sharing the store), the lobby (rooms with live sockets and app metadata) and
+// leaderboards. In memory for one gateway (the embedded default), Redis for several. Each
+// gateway's presence is its own contribution and vanishes when that gateway stops heartbeating.
+
+/** One room as this gateway sees it, sent every heartbeat (batched: no store call per socket). */
+export interface RoomPresence {
+  readonly room: string;
+  readonly backend: string;
+  /** Live sockets of the room through this gateway (> 0). */
+  readonly sockets: number;
+  /** When this gateway first had a live socket of the room (ms since epoch). */
+  readonly since: number;
+}
+
+/** App-set metadata of a room (JSON object, size-limited by the API). */
+export type RoomMeta = Readonly<Record<string, unknown>>;
+
+export interface LobbyRoom {
+  readonly room: string;
+  /** Backend holding the room's sockets (from the gateways' reports). */
+  readonly backend: string;
+  /** Live sockets summed over all gateways. */
+  readonly sockets: number;
+  /** Earliest `since` over all gateways (ISO 8601). */
+  readonly since: string;
+  readonly meta: RoomMeta | null;
+  /** Metadata kept after the room empties. */
+  readonly pinned: boolean;
+}
+
+export interface LobbyQuery {
+  /** Only rooms whose meta.status equals this. */
+  readonly status?: string;
+  readonly backend?: string;
+  /** Only rooms whose key starts with this. */
+  readonly prefix?: string;
+  readonly minSockets?: number;
+  readonly sort: 'sockets' | 'since' | 'room';
+  readonly order: 'asc' | 'desc';
+  readonly offset: number;
+  /** 1..500 */
+  readonly limit: number;
+}
+
+export interface LobbyPage {
+  readonly rooms: readonly LobbyRoom[];
+  /** Rooms matching the filter, before offset/limit. */
+  readonly total: number;
+  /** Offset of the next page, or null on the last one. */
+  readonly nextOffset: number | null;
+}
+
+export interface Online {
+  readonly total: number;
+  readonly rooms: number;
+  readonly byBackend: Readonly<Record<string, number>>;
+}
+
+export type ScoreMode = 'set' | 'incr' | 'max';
+
+export interface Ranked {
+  readonly member: string;
+  readonly score: number;
+  /** 1 = highest score. Ties share order by member name (ascending), never a random order. */
+  readonly rank: number;
+}
+
+export type SharedEvent =
+  /** Presence or metadata of these rooms changed (any gateway): the lobby stream pushes them. */
+  | { readonly type: 'lobby'; readonly rooms: readonly string[] }
+  | { readonly type: 'available'; readonly available: boolean };
+
+export interface SharedStore {
+  readonly kind: 'memory' | 'redis';
+  /** False while the store cannot be reached; every call then rejects fast. */
+  readonly available: boolean;
+
+  /** Replaces this gateway's presence; it expires ttlMs after the last call (crash, kill -9). */
+  publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void>;
+  /** Removes this gateway's presence at once (clean shutdown). */
+  withdrawPresence(): Promise<void>;
+  online(): Promise<Online>;
+  lobby(q: LobbyQuery): Promise<LobbyPage>;
+  /** One room: live (from presence) or pinned metadata only; null when neither. */
+  room(room: string): Promise<LobbyRoom | null>;
+
+  /** Sets (replaces) a room's metadata. Unpinned metadata goes away once the room has no live socket. */
+  setMeta(room: string, meta: RoomMeta, pinned: boolean): Promise<void>;
+  deleteMeta(room: string): Promise<boolean>;
+
+  /** Writes a score; returns the member's score afterwards. */
+  score(board: string, member: string, value: number, mode: ScoreMode): Promise<number>;
+  /** Highest first; offset 0-based. */
+  top(board: string, offset: number, limit: number): Promise<Ranked[]>;
+  member(board: string, member: string): Promise<Ranked | null>;
+  /** The member and up to `n` neighbours on each side. */
+  around(board: string, member: string, n: number): Promise<Ranked[]>;
+  /** Whether a board has any member (unknown boards are 404 in the API). */
+  boardExists(board: string): Promise<boolean>;
+  boardSize(board: string): Promise<number>;
+
+  subscribe(listener: (ev: SharedEvent) => void): () => void;
+  close(): Promise<void>;
+}

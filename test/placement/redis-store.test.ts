@@ -1,0 +1,363 @@
+// Redis-only behaviour of RedisPlacementStore: failing fast while Redis is down or hung, recovering
+// by itself (connections, pub/sub, scripts) when it is back, key prefix isolation and key layout,
+// and a close() that leaves nothing behind. The shared semantics are in store-contract.test.ts.
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisPlacementStore, type RedisStoreOptions } from '../../src/placement/redis-store.js';
+import type { PlacementStore, StoreEvent } from '../../src/placement/store.js';
+import { waitFor } from '../support/processes.js';
+import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
+
+const TIMING = { idleTtlMs: 5000, gatewayTtlMs: 5000 };
+const COMMAND_TIMEOUT_MS = 300;
+/** "Fast": generous against a 300 ms command timeout on a loaded machine, far below ioredis's defaults (tens of seconds). */
+const FAST_MS = 1000;
+const NOT_FORCED = { force: false } as const;
+
+const stores = new Set<RedisPlacementStore>();
+const admins = new Set<Redis>();
+
+function open(server: RedisServer, over: Partial<RedisStoreOptions> = {}): RedisPlacementStore {
+  const logs: string[] = [];
+  const s = new RedisPlacementStore({
+    url: server.url,
+    keyPrefix: 'rt:',
+    gatewayId: 'gw-1',
+    timing: TIMING,
+    commandTimeoutMs: COMMAND_TIMEOUT_MS,
+    onLog: (level, msg) => logs.push(`${level} ${msg}`),
+    ...over,
+  });
+  stores.add(s);
+  return s;
+}
+
+/** A plain client to look at the server. */
+function admin(server: RedisServer): Redis {
+  const r = new Redis(server.url, { maxRetriesPerRequest: 1, lazyConnect: false });
+  r.on('error', () => undefined); // reconnect noise while a test has the server down
+  admins.add(r);
+  return r;
+}
+
+function record(store: PlacementStore): StoreEvent[] {
+  const events: StoreEvent[] = [];
+  store.subscribe((ev) => events.push(ev));
+  return events;
+}
+
+async function timed(p: Promise<unknown>): Promise<{ ms: number; error: unknown }> {
+  const t0 = performance.now();
+  try {
+    await p;
+    return { ms: performance.now() - t0, error: undefined };
+  } catch (error) {
+    return { ms: performance.now() - t0, error };
+  }
+}
+
+/** Calls every PlacementStore method; each must reject, within FAST_MS. */
+async function expectAllRejectFast(s: PlacementStore, pattern: RegExp): Promise<void> {
+  const calls: Record<string, () => Promise<unknown>> = {
+    get: () => s.get('r'),
+    place: () => s.place('r', 'b1', 0, NOT_FORCED),
+    heartbeat: () => s.heartbeat([{ room: 'r', backend: 'b1', sockets: 1 }]),
+    roomsPerBackend: () => s.roomsPerBackend(),
+    setBackendState: () => s.setBackendState('b1', { state: 'draining', deadline: null, since: 1 }),
+    backendStates: () => s.backendStates(),
+  };
+  for (const [name, call] of Object.entries(calls)) {
+    const { ms, error } = await timed(call());
+    expect(error, `${name} must reject`).toBeInstanceOf(Error);
+    expect((error as Error).message, name).toMatch(pattern);
+    expect(ms, `${name} took ${ms} ms`).toBeLessThan(FAST_MS);
+  }
+}
+
+/** The Redis Cluster hash tag of a key, by Redis's rule (first '{', then the first '}' after it, non-empty). */
+function hashTag(key: string): string {
+  const open = key.indexOf('{');
+  if (open === -1) return key;
+  const close = key.indexOf('}', open + 1);
+  if (close === -1 || close === open + 1) return key;
+  return key.slice(open + 1, close);
+}
+
+async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+async function allKeys(r: Redis): Promise<string[]> {
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await r.scan(cursor, 'COUNT', 1000);
+    cursor = next;
+    keys.push(...batch);
+  } while (cursor !== '0');
+  return keys.sort();
+}
+
+afterEach(async () => {
+  await Promise.all([...stores].map((s) => s.close()));
+  stores.clear();
+  await Promise.all([...admins].map((r) => r.quit().catch(() => r.disconnect())));
+  admins.clear();
+});
+afterAll(async () => {
+  await stopAllRedis();
+});
+
+describe('RedisPlacementStore when Redis goes away and comes back', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+
+  it('goes unavailable, rejects every call fast, and recovers by itself (pub/sub and scripts included)', async () => {
+    const s1 = open(server, { gatewayId: 'gw-1' });
+    const s2 = open(server, { gatewayId: 'gw-2' });
+    const events1 = record(s1);
+    await Promise.all([s1.connect(), s2.connect()]);
+    expect(s1.available).toBe(true);
+    expect(events1).toEqual([{ type: 'available', available: true }]);
+    await s1.place('before', 'b1', 0, NOT_FORCED);
+
+    await server.kill('SIGKILL');
+    await waitFor('s1 unavailable', 5000, () => !s1.available);
+    expect(events1.filter((e) => e.type === 'available')).toEqual([
+      { type: 'available', available: true },
+      { type: 'available', available: false },
+    ]);
+    await expectAllRejectFast(s1, /Redis unavailable/);
+
+    // Still down a while later (reconnect attempts in between): still fast.
+    await new Promise((r) => setTimeout(r, 700));
+    await expectAllRejectFast(s2, /Redis unavailable/);
+
+    await server.restart();
+    await waitFor('both stores available again', 10_000, () => s1.available && s2.available);
+    expect(events1.filter((e) => e.type === 'available')).toEqual([
+      { type: 'available', available: true },
+      { type: 'available', available: false },
+      { type: 'available', available: true },
+    ]);
+    // The server lost its data (no persistence) and its script cache: place() loads the script again.
+    expect(await s1.get('before')).toBeNull();
+    const after = await s2.place('after', 'b2', 0, NOT_FORCED);
+    expect(after).toEqual({ ok: true, placement: { backend: 'b2', epoch: expect.any(Number) } });
+    expect(await s1.get('after')).toEqual(after.ok ? after.placement : undefined);
+    // The heartbeat script is loaded again too, and re-creates a live room's lost placement.
+    await s1.heartbeat([{ room: 'before', backend: 'b1', sockets: 1 }]);
+    expect(await s2.get('before')).toMatchObject({ backend: 'b1' });
+    // Events flow again (the subscription was renewed on the new connection).
+    await waitFor('placement event after restart', 3000, () => events1.some((e) => e.type === 'placement' && e.room === 'after'));
+    await s1.setBackendState('b2', { state: 'draining', deadline: null, since: 5 });
+    await waitFor('backend-state event after restart', 3000, () => events1.some((e) => e.type === 'backend-state' && e.id === 'b2'));
+  });
+
+  it('losing only the subscriber connection makes the store unavailable until events flow again', async () => {
+    const a = admin(server);
+    const s = open(server, { keyPrefix: 'subkill:', gatewayId: 'gw-sub' });
+    const events = record(s);
+    await s.connect();
+    await a.call('CLIENT', 'KILL', 'TYPE', 'pubsub');
+    await waitFor('unavailable', 5000, () => !s.available);
+    await waitFor('available again', 10_000, () => s.available);
+    expect(events.filter((e) => e.type === 'available').map((e) => e.type === 'available' && e.available)).toEqual([true, false, true]);
+    // Available again means subscribed again: the next change arrives.
+    await s.place('r', 'b1', 0, NOT_FORCED);
+    await waitFor('placement event', 3000, () => events.some((e) => e.type === 'placement' && e.room === 'r'));
+  });
+
+  it('a hung Redis (SIGSTOP): calls time out after commandTimeoutMs; replies stay matched after it resumes', async () => {
+    const s = open(server, { keyPrefix: 'hung:' });
+    await s.connect();
+    const first = await s.place('hung', 'b1', 0, NOT_FORCED);
+    if (!first.ok) throw new Error(`first place failed: ${JSON.stringify(first)}`);
+    process.kill(server.pid, 'SIGSTOP');
+    try {
+      for (const call of [() => s.get('hung'), () => s.place('hung', 'b2', first.placement.epoch, NOT_FORCED), () => s.roomsPerBackend()]) {
+        const { ms, error } = await timed(call());
+        expect((error as Error | undefined)?.message).toMatch(/timed out/i);
+        expect(ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS - 20);
+        expect(ms).toBeLessThan(FAST_MS);
+      }
+    } finally {
+      process.kill(server.pid, 'SIGCONT');
+    }
+    // The late replies to the timed-out commands are dropped, not handed to the next calls.
+    // (The timed-out place() did run once Redis resumed: a timeout means "unknown", read again.)
+    const moved = await s.get('hung');
+    expect(moved).toEqual({ backend: 'b2', epoch: expect.any(Number) });
+    expect(moved!.epoch).toBeGreaterThan(first.placement.epoch);
+    expect(await s.get('nothing')).toBeNull();
+    expect(Object.fromEntries(await s.roomsPerBackend())).toEqual({ b2: 1 });
+  });
+
+  it('connect() to a dead Redis rejects after its timeout with a clear message, without the password', async () => {
+    await server.kill('SIGKILL');
+    const url = `redis://:s3cret-pw@127.0.0.1:${server.port}`;
+    const s = open(server, { url });
+    const { ms, error } = await timed(s.connect({ timeoutMs: 600 }));
+    expect(ms).toBeLessThan(600 + FAST_MS);
+    expect((error as Error).message).toMatch(/not reachable within 600 ms/);
+    expect((error as Error).message).toMatch(/ECONNREFUSED/);
+    expect((error as Error).message).not.toContain('s3cret-pw');
+    expect(s.available).toBe(false);
+    await expectAllRejectFast(s, /Redis unavailable/);
+    await s.close();
+    await server.restart();
+  });
+
+  it('a store whose connect() timed out keeps retrying and becomes available by itself', async () => {
+    await server.kill('SIGKILL');
+    const s = open(server);
+    const events = record(s);
+    await expect(s.connect({ timeoutMs: 300 })).rejects.toThrow(/not reachable/);
+    await server.restart();
+    await waitFor('available by itself', 10_000, () => s.available);
+    expect(events).toEqual([{ type: 'available', available: true }]);
+    expect(await s.place('late', 'b1', 0, NOT_FORCED)).toMatchObject({ ok: true });
+    await s.connect(); // resolves at once now
+  });
+
+  it('close() is bounded and leaves no connection behind, also while Redis is down', async () => {
+    const a = admin(server);
+    const s = open(server, { gatewayId: 'gw-close' });
+    await s.connect();
+    await s.heartbeat([{ room: 'r', backend: 'b1', sockets: 1 }]);
+    const names = async (): Promise<string[]> =>
+      ((await a.client('LIST')) as string)
+        .split('\n')
+        .map((l) => /\bname=(\S*)/.exec(l)?.[1] ?? '')
+        .filter((n) => n.startsWith('roomgate-gw-close'));
+    expect((await names()).sort()).toEqual(['roomgate-gw-close', 'roomgate-gw-close-sub']);
+    expect(await a.zscore('rt:{rg}:gw', 'gw-close')).not.toBeNull();
+    const { ms } = await timed(s.close());
+    expect(ms).toBeLessThan(FAST_MS);
+    await eventually('connections gone', 3000, async () => (await names()).length === 0);
+    // Deregistered: its report no longer counts.
+    expect(await a.zscore('rt:{rg}:gw', 'gw-close')).toBeNull();
+    expect(await a.exists('rt:{rg}:gw:gw-close')).toBe(0);
+    await expect(s.get('r')).rejects.toThrow(/closed/);
+    await s.close(); // idempotent
+
+    const down = open(server, { gatewayId: 'gw-down' });
+    await down.connect();
+    await server.kill('SIGKILL');
+    await waitFor('unavailable', 5000, () => !down.available);
+    expect((await timed(down.close())).ms).toBeLessThan(FAST_MS);
+    await server.restart();
+  });
+});
+
+describe('RedisPlacementStore keys', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+
+  it('two stores with different key prefixes on one Redis do not see each other', async () => {
+    const one = open(server, { keyPrefix: 'app1:', gatewayId: 'gw' });
+    const two = open(server, { keyPrefix: 'app2:', gatewayId: 'gw' });
+    const twoOther = open(server, { keyPrefix: 'app2:', gatewayId: 'gw-other' });
+    await Promise.all([one.connect(), two.connect(), twoOther.connect()]);
+    const eventsTwo = record(two);
+    const inOne = await one.place('r', 'b1', 0, NOT_FORCED);
+    expect(inOne).toEqual({ ok: true, placement: { backend: 'b1', epoch: expect.any(Number) } });
+    expect(await two.get('r')).toBeNull();
+    const inTwo = await two.place('r', 'b2', 0, NOT_FORCED);
+    expect(inTwo).toEqual({ ok: true, placement: { backend: 'b2', epoch: expect.any(Number) } });
+    expect(await one.get('r')).toEqual(inOne.ok ? inOne.placement : undefined);
+    expect(await two.get('r')).toEqual(inTwo.ok ? inTwo.placement : undefined);
+    expect(Object.fromEntries(await one.roomsPerBackend())).toEqual({ b1: 1 });
+    expect(Object.fromEntries(await two.roomsPerBackend())).toEqual({ b2: 1 });
+    // app1's gateway report does not make app2's room busy (app2's move: its own event).
+    await one.heartbeat([{ room: 'r', backend: 'b2', sockets: 3 }]);
+    expect(await twoOther.place('r', 'b3', inTwo.ok ? inTwo.placement.epoch : -1, NOT_FORCED)).toMatchObject({ ok: true });
+    await one.setBackendState('b1', { state: 'maintenance', deadline: null, since: 1 });
+    expect(await two.backendStates()).toEqual(new Map());
+    await two.place('marker', 'b1', 0, NOT_FORCED);
+    await waitFor('own marker', 3000, () => eventsTwo.some((e) => e.type === 'placement' && e.room === 'marker'));
+    expect(eventsTwo.filter((e) => e.type === 'backend-state')).toEqual([]);
+    expect(eventsTwo.filter((e) => e.type === 'placement').map((e) => (e.type === 'placement' ? e.room : ''))).toEqual(['r', 'r', 'marker']);
+  });
+
+  it('every key written starts with the prefix and carries the one {rg} hash tag', async () => {
+    const fresh = await startRedis();
+    const a = admin(fresh);
+    const s1 = open(fresh, { keyPrefix: 'myapp:', gatewayId: 'gw-1', timing: { idleTtlMs: 60_000, gatewayTtlMs: 60_000 } });
+    const s2 = open(fresh, { keyPrefix: 'myapp:', gatewayId: 'gw-2', timing: { idleTtlMs: 60_000, gatewayTtlMs: 60_000 } });
+    await Promise.all([s1.connect(), s2.connect()]);
+    const epochs: number[] = [];
+    for (const room of ['room-1', 'a:b.c', '__proto__']) {
+      const r = await s1.place(room, 'b1', 0, NOT_FORCED);
+      if (!r.ok) throw new Error(`place failed: ${JSON.stringify(r)}`);
+      epochs.push(r.placement.epoch);
+    }
+    const move = await s2.place('room-1', 'b2', epochs[0]!, { force: true });
+    if (!move.ok) throw new Error(`move failed: ${JSON.stringify(move)}`);
+    epochs.push(move.placement.epoch);
+    await s1.heartbeat([{ room: 'a:b.c', backend: 'b1', sockets: 2 }]);
+    await s2.heartbeat([{ room: 'room-1', backend: 'b2', sockets: 1 }]);
+    await s1.setBackendState('b1', { state: 'draining', deadline: 10, since: 1 });
+    await s1.roomsPerBackend();
+    const keys = await allKeys(a);
+    expect(keys).toEqual([
+      'myapp:{rg}:backends',
+      'myapp:{rg}:bstate',
+      'myapp:{rg}:epoch',
+      'myapp:{rg}:gw',
+      'myapp:{rg}:gw:gw-1',
+      'myapp:{rg}:gw:gw-2',
+      'myapp:{rg}:p:__proto__',
+      'myapp:{rg}:p:a:b.c',
+      'myapp:{rg}:p:room-1',
+      'myapp:{rg}:rooms:b1',
+      'myapp:{rg}:rooms:b2',
+    ]);
+    for (const k of keys) {
+      expect(k.startsWith('myapp:')).toBe(true);
+      expect(hashTag(k)).toBe('rg');
+    }
+    // Placements and reports expire by themselves.
+    for (const k of keys.filter((k) => k.includes(':p:') || k.includes(':gw:'))) {
+      const ttl = await a.pttl(k);
+      expect(ttl, k).toBeGreaterThan(0);
+      expect(ttl, k).toBeLessThanOrEqual(60_000);
+    }
+    expect(await a.hgetall('myapp:{rg}:p:room-1')).toEqual({ backend: 'b2', epoch: String(move.placement.epoch) });
+    // The epoch counter never expires (an expired counter would give out old epochs again) and is
+    // at least every epoch given out.
+    expect(await a.pttl('myapp:{rg}:epoch')).toBe(-1);
+    expect(Number(await a.get('myapp:{rg}:epoch'))).toBeGreaterThanOrEqual(Math.max(...epochs));
+  });
+
+  it('a heartbeat of 10000 live rooms is one call and reports every room', async () => {
+    // This heartbeat also creates the 9999 missing placements (about the cost of refreshing 10000;
+    // a few hundred ms on a loaded 2-core machine): latency is not what this test is about.
+    const slow = { commandTimeoutMs: 5000 };
+    const s1 = open(server, { keyPrefix: 'big:', gatewayId: 'gw-1', ...slow });
+    const s2 = open(server, { keyPrefix: 'big:', gatewayId: 'gw-2', ...slow });
+    await Promise.all([s1.connect(), s2.connect()]);
+    const live = Array.from({ length: 10_000 }, (_, i) => ({ room: `room-${i}`, backend: 'b1', sockets: 1 }));
+    const placed = await s1.place('room-9999', 'b1', 0, NOT_FORCED);
+    if (!placed.ok) throw new Error(`place failed: ${JSON.stringify(placed)}`);
+    await s1.heartbeat(live);
+    expect(await s2.place('room-9999', 'b2', placed.placement.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: placed.placement });
+    expect(await admin(server).hlen('big:{rg}:gw:gw-1')).toBe(10_000);
+    // Every live room has a placement where its sockets are; the existing one kept its epoch.
+    expect(Object.fromEntries(await s2.roomsPerBackend())).toEqual({ b1: 10_000 });
+    expect(await s2.get('room-0')).toEqual({ backend: 'b1', epoch: expect.any(Number) });
+    expect(await s2.get('room-9999')).toEqual(placed.placement);
+  });
+
+  it('rejects a key prefix that would change the hash tag', () => {
+    expect(() => open(server, { keyPrefix: 'app{x}:' })).toThrow(/keyPrefix must not contain/);
+  });
+});

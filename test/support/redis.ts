@@ -1,0 +1,166 @@
+// A real redis-server for tests: on a free port, without persistence, in its own temp directory.
+// Everything started here is tracked and torn down by stopAllRedis() (and, as a last resort, when
+// the test process exits); every wait has a timeout. Tests never skip when redis-server is
+// missing: they fail and say how to install it.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** pid of the current redis-server process (changes on restart()). */
+  readonly pid: number;
+  /** Sends the signal (default SIGKILL) and waits until the process has exited. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+  /** Starts redis-server again on the same port (after kill()); empty, as there is no persistence. */
+  restart(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 10_000;
+const EXIT_TIMEOUT_MS = 5_000;
+const INSTALL_HINT = 'redis-server is not installed: the Redis placement store tests need it; install it with `apt-get install -y redis-server`';
+
+interface Instance {
+  child: ChildProcess | undefined;
+  readonly dir: string;
+}
+const instances = new Set<Instance>();
+
+function findRedisServer(): string {
+  const candidates = [process.env.REDIS_SERVER, '/usr/bin/redis-server', ...(process.env.PATH ?? '').split(delimiter).map((d) => join(d, 'redis-server'))];
+  for (const c of candidates) if (c && existsSync(c)) return c;
+  throw new Error(INSTALL_HINT);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.unref();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => (port ? resolve(port) : reject(new Error('could not find a free port'))));
+    });
+  });
+}
+
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
+class AddressInUse extends Error {}
+
+/** Spawns redis-server and resolves once it accepts connections; rejects (process gone) otherwise. */
+function spawnRedis(bin: string, port: number, dir: string): Promise<ChildProcess> {
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no', '--loglevel', 'notice'];
+  const child = spawn(bin, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  return new Promise<ChildProcess>((resolve, reject) => {
+    let output = '';
+    let settled = false;
+    const finish = (err?: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.stdout?.removeListener('data', onData);
+      child.stderr?.removeListener('data', onData);
+      // Keep draining the pipes so that redis-server never blocks on a full pipe.
+      child.stdout?.resume();
+      child.stderr?.resume();
+      if (err) {
+        child.kill('SIGKILL');
+        void exited(child).then(() => reject(err));
+      } else resolve(child);
+    };
+    const onData = (chunk: Buffer): void => {
+      output += chunk.toString();
+      if (output.includes('Ready to accept connections')) finish();
+      else if (/Address already in use/i.test(output)) finish(new AddressInUse(`port ${port} in use`));
+    };
+    child.stdout?.on('data', onData);
+    child.stderr?.on('data', onData);
+    child.once('error', (err: NodeJS.ErrnoException) => finish(err.code === 'ENOENT' ? new Error(INSTALL_HINT) : err));
+    child.once('exit', (code, signal) => {
+      if (/Address already in use/i.test(output)) finish(new AddressInUse(`port ${port} in use`));
+      else finish(new Error(`redis-server exited early (${code ?? signal}):\n${output}`));
+    });
+    const timer = setTimeout(() => finish(new Error(`redis-server not ready within ${READY_TIMEOUT_MS} ms:\n${output}`)), READY_TIMEOUT_MS);
+  });
+}
+
+async function kill(inst: Instance, signal: NodeJS.Signals): Promise<void> {
+  const child = inst.child;
+  if (!child) return;
+  if (child.exitCode === null && child.signalCode === null) {
+    child.kill(signal);
+    const gone = await Promise.race([exited(child).then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), EXIT_TIMEOUT_MS).unref())]);
+    if (!gone) {
+      child.kill('SIGKILL');
+      await exited(child);
+    }
+  }
+  inst.child = undefined;
+}
+
+export async function startRedis(): Promise<RedisServer> {
+  const bin = findRedisServer();
+  const inst: Instance = { child: undefined, dir: mkdtempSync(join(tmpdir(), 'roomgate-redis-')) };
+  instances.add(inst);
+  let port = 0;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    try {
+      inst.child = await spawnRedis(bin, port, inst.dir);
+      break;
+    } catch (err) {
+      if (!(err instanceof AddressInUse) || attempt >= 5) throw err;
+    }
+  }
+  return {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    get pid(): number {
+      const pid = inst.child?.pid;
+      if (pid === undefined) throw new Error('redis-server is not running');
+      return pid;
+    },
+    kill: (signal: NodeJS.Signals = 'SIGKILL') => kill(inst, signal),
+    async restart(): Promise<void> {
+      await kill(inst, 'SIGKILL');
+      // The port was just released; a connection in TIME_WAIT or a slow exit can hold it briefly.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          inst.child = await spawnRedis(bin, port, inst.dir);
+          return;
+        } catch (err) {
+          if (!(err instanceof AddressInUse) || attempt >= 20) throw err;
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    },
+  };
+}
+
+/** Kills every redis-server started here and removes their temp directories. */
+export async function stopAllRedis(): Promise<void> {
+  await Promise.all(
+    [...instances].map(async (inst) => {
+      await kill(inst, 'SIGKILL');
+      rmSync(inst.dir, { recursive: true, force: true });
+      instances.delete(inst);
+    }),
+  );
+}
+
+// Last resort if a test run dies without afterAll: no redis-server outlives the test process.
+process.once('exit', () => {
+  for (const inst of instances) {
+    inst.child?.kill('SIGKILL');
+    rmSync(inst.dir, { recursive: true, force: true });
+  }
+});
+
