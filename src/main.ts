@@ -46,9 +46,14 @@ function version(): string {
   return pkg.version;
 }
 
+/** Demo mode: no static backends and no discovery. */
+function isDemo(config: LoadedConfig): boolean {
+  return config.backends.length === 0 && config.discovery.dns === null;
+}
+
 /** The configured backends, or the demo backends `start` would run when none are configured. */
 function withDemoBackends(config: LoadedConfig): LoadedConfig {
-  if (config.backends.length > 0) return config;
+  if (!isDemo(config)) return config;
   return {
     ...config,
     backends: demoBackendSpecs(config.demo.backends, config.demo.basePort).map((s) => ({
@@ -64,7 +69,7 @@ function withDemoBackends(config: LoadedConfig): LoadedConfig {
 async function start(config: LoadedConfig, opts: { file: string | undefined; overrides: ConfigOverrides }): Promise<void> {
   const logger = createLogger(config.log.level);
   let demo: DemoBackend[] = [];
-  if (config.backends.length === 0) {
+  if (isDemo(config)) {
     demo = await startDemoBackends(config.demo.backends, config.demo.basePort, logger);
     config = withDemoBackends(config);
   }
@@ -141,7 +146,7 @@ function checkConfig(config: LoadedConfig): void {
     redis: { ...config.redis, url: config.redis.url?.replace(/\/\/[^@/]*@/, '//<redacted>@') ?? null },
   };
   process.stdout.write(`configuration is valid\n${JSON.stringify(shown, null, 2)}\n`);
-  if (config.backends.length === 0) {
+  if (isDemo(config)) {
     process.stdout.write(`note: no backends configured; start will run ${config.demo.backends} demo backends\n`);
   }
   if (config.cookie.signed && config.cookie.secrets.length === 0) {
