@@ -325,11 +325,17 @@ export class Gateway {
     }
   }
 
+  /**
+   * A drain deadline that passed, or maintenance: the backend is gone for every gateway, so its
+   * remaining sockets are closed and their rooms placed elsewhere on reconnect. (A backend only
+   * removed from the list keeps its sockets: a reload never drops one by itself.)
+   */
   private enforceDrainDeadline(b: Backend, now: number): void {
-    if (b.admin?.state !== 'draining' || b.admin.deadline === null || b.admin.deadline > now || b.liveSockets === 0) return;
+    if (b.liveSockets === 0 || b.removed || !b.gone(now)) return;
     const closed = this.tunnels.closeBackend(b.id);
-    this.events.add('drain-deadline', b.id, `closed ${closed} sockets`);
-    this.opts.logger.warn({ backend: b.id, closed }, 'drain deadline passed: closed the remaining sockets; their rooms are placed elsewhere');
+    const why = b.admin?.state === 'maintenance' ? 'maintenance' : 'drain deadline passed';
+    this.events.add(b.admin?.state === 'maintenance' ? 'maintenance' : 'drain-deadline', b.id, `closed ${closed} sockets`);
+    this.opts.logger.warn({ backend: b.id, closed }, `${why}: closed the remaining sockets; their rooms are placed elsewhere`);
   }
 
   /** Sets a backend's administrative state for every gateway sharing the store. */

@@ -48,7 +48,12 @@ export function createAdminServer(o: AdminServerOptions): http.Server {
 async function handle(o: AdminServerOptions, req: http.IncomingMessage, authorize: (req: http.IncomingMessage) => void): Promise<unknown> {
   const gw = o.gateway;
   const url = new URL(req.url ?? '/', 'http://admin');
-  const parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  let parts: string[];
+  try {
+    parts = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
+  } catch {
+    throw new HttpError(400, 'malformed percent-encoding in the path');
+  }
   const method = req.method ?? 'GET';
   const now = Date.now();
 
@@ -80,9 +85,12 @@ async function handle(o: AdminServerOptions, req: http.IncomingMessage, authoriz
     const body = (await readJson(req)) as { deadlineMs?: unknown };
     let state: { state: AdminState; deadline: number | null; since: number } | null;
     if (action === 'drain') {
-      const ms = body.deadlineMs ?? DEFAULT_DRAIN_DEADLINE_MS;
-      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) throw new HttpError(400, 'deadlineMs must be a number of milliseconds >= 0');
-      state = { state: 'draining', deadline: now + ms, since: now };
+      // deadlineMs: null drains with no deadline (rooms leave only as they empty).
+      const ms = body.deadlineMs === undefined ? DEFAULT_DRAIN_DEADLINE_MS : body.deadlineMs;
+      if (ms !== null && (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0)) {
+        throw new HttpError(400, 'deadlineMs must be a number of milliseconds >= 0, or null for no deadline');
+      }
+      state = { state: 'draining', deadline: ms === null ? null : now + ms, since: now };
     } else if (action === 'maintenance') state = { state: 'maintenance', deadline: null, since: now };
     else if (action === 'undrain' || action === 'activate') state = null;
     else throw new HttpError(404, `unknown action "${action}": drain, undrain, maintenance`);
@@ -133,14 +141,12 @@ function readJson(req: http.IncomingMessage): Promise<unknown> {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) {
-        reject(new HttpError(413, `body over ${MAX_BODY} bytes`));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
+      // Past the cap the rest is read and dropped, so the 413 still reaches the client.
+      if (size > MAX_BODY) reject(new HttpError(413, `body over ${MAX_BODY} bytes`));
+      else chunks.push(c);
     });
     req.on('end', () => {
+      if (size > MAX_BODY) return;
       const text = Buffer.concat(chunks).toString('utf8').trim();
       if (text === '') return resolve({});
       try {
