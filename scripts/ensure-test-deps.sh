@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what the test suite uses beyond npm packages:
-# Debian's python3-django (Django fixtures and live cross-checks of cookie signing).
+# Debian's python3-django (Django fixtures and live cross-checks of cookie signing) and
+# redis-server (the tests start their own on free ports; Redis >= 6.2).
 # As root with apt-get, installs what is missing; otherwise says what to install and fails.
 set -euo pipefail
 
 missing=()
 /usr/bin/python3 -c 'import django' >/dev/null 2>&1 || missing+=(python3-django)
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 
@@ -14,6 +16,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq "${missing[@]}" >/dev/null
+  # The package starts a system redis-server on 6379; the tests never use it.
 else
   echo "the test suite needs Debian packages: ${missing[*]}" >&2
   echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
