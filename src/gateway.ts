@@ -104,7 +104,10 @@ export class Gateway {
       onPassive: (b, state, reason) => {
         metrics.backendStateChanges.inc({ backend: b.id, state, via: 'passive' });
         logger.warn({ backend: b.id, state, reason }, `backend passively marked ${state}`);
-        if (state === 'down') this.health.reportFailure(b.id, reason);
+        if (state === 'down') {
+          this.health.reportFailure(b.id, reason);
+          this.events.add('down', b.id, `passive: ${reason}`);
+        }
       },
       onMembership: (added, removed) => {
         for (const b of added) this.events.add('joined', b.id, b.config.url);
@@ -137,6 +140,7 @@ export class Gateway {
           gatewayId: this.id,
           presenceTtlMs: config.presence.ttlMs,
           commandTimeoutMs: config.redis.commandTimeoutMs,
+          onLog: (level, msg, fields) => logger[level](fields ?? {}, msg),
         })
       : new MemorySharedStore(this.id, { presenceTtlMs: config.presence.ttlMs });
     const validateRoom = createRoomValidator(config.room.pattern);
@@ -230,6 +234,7 @@ export class Gateway {
       forwarding,
       tunnels: this.tunnels,
       admission: this.admission,
+      placementOf: (room) => this.placer.cachedPlacement(room)?.backend ?? null,
       websocketPaths: config.proxy.websocketPaths,
       connectTimeoutMs: config.proxy.connectTimeoutMs,
       responseTimeoutMs: config.proxy.responseTimeoutMs,

@@ -101,6 +101,15 @@ interface Reply {
   readonly raw?: string;
 }
 
+const BATCH_CONCURRENCY = 50;
+
+/** Runs fn over items, at most `size` at a time, keeping the order of results. */
+async function inGroups<T, R>(items: readonly T[], size: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < items.length; i += size) out.push(...(await Promise.all(items.slice(i, i + size).map(fn))));
+  return out;
+}
+
 export class PublicApi {
   private readonly tokenDigests: readonly Buffer[];
   private readonly stream: LobbyStream;
@@ -381,9 +390,10 @@ export class PublicApi {
       }
       // Every entry is checked before anything is written: a bad batch writes nothing.
       const writes = list.map((e, i) => parseScoreEntry(e, `scores[${i}]`));
-      await Promise.all(writes.map((w) => this.call((s) => s.score(board, w.member, w.score, w.mode))));
+      // In groups: 1000 concurrent calls on one Redis connection can outlast its command timeout.
+      await inGroups(writes, BATCH_CONCURRENCY, (w) => this.call((s) => s.score(board, w.member, w.score, w.mode)));
       const distinct = [...new Set(writes.map((w) => w.member))];
-      const ranked = await Promise.all(distinct.map((m) => this.rankedAfterWrite(board, m)));
+      const ranked = await inGroups(distinct, BATCH_CONCURRENCY, (m) => this.rankedAfterWrite(board, m));
       const byMember = new Map(ranked.map((r) => [r.member, r]));
       return { status: 200, body: { board, scores: writes.map((w) => byMember.get(w.member) as Ranked) } };
     }

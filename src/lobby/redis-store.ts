@@ -58,18 +58,17 @@
 // is not cached (1 EVALSHA: TIME, ZRANGEBYSCORE, GET, ZSCORE, one HGET per live gateway).
 // Leaderboard calls are 1 round trip each (2 to 5 commands).
 //
-// Availability: a commands connection and a subscriber connection, handled exactly like the
-// placement store's: `available` is true while the commands connection is ready AND the lobby
-// channel is subscribed (so after an {type:'available', available:true} event every later change
-// arrives as an event); every method rejects at once while the commands connection is not ready
-// (no offline queue), and a command on a connection that hangs is rejected after
-// commandTimeoutMs. A rejected write may still have been applied. After a reconnect (Redis may have
+// Availability: a commands connection and a subscriber connection, handled by the RedisLink of
+// src/redis/link.ts exactly as the placement store's: `available` is true while the commands
+// connection is ready AND the lobby channel is subscribed (so after an {type:'available',
+// available:true} event every later change arrives as an event); every method rejects at once
+// while the commands connection is not ready (no offline queue), and a command on a connection that
+// hangs is rejected after commandTimeoutMs. A rejected write may still have been applied. After a reconnect (Redis may have
 // lost its data) the next publishPresence rewrites the whole report and announces all its rooms.
 //
 // Data loss: Redis is the only copy of metadata and leaderboards: run it with persistence and
 // `maxmemory-policy noeviction`. Presence repairs itself with the next heartbeat of each gateway.
-import { createHash } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions } from '../redis/link.js';
 import {
   PresenceAggregator,
   checkLobbyQuery,
@@ -115,25 +114,13 @@ export interface RedisSharedStoreOptions {
   onLog?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
 }
 
-export interface ConnectOptions {
-  /** How long connect() waits for the first connection (default 5000 ms). */
-  readonly timeoutMs?: number;
-}
+export type { ConnectOptions } from '../redis/link.js';
 
-const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
 const DEFAULT_AGGREGATE_CACHE_MS = 250;
-const HASH_TAG = '{rg}';
+const LABEL = 'redis lobby store';
 const STORE = 'redis';
 /** Ranges beyond this are clamped (Redis takes 64-bit indexes; Lua formats big numbers badly). */
 const MAX_RANGE = 2 ** 31;
-
-/** A Lua script run by EVALSHA, falling back to EVAL when Redis does not have it cached. */
-class LuaScript {
-  readonly sha: string;
-  constructor(readonly lua: string) {
-    this.sha = createHash('sha1').update(lua).digest('hex');
-  }
-}
 
 // Shared Lua prologue: "now" in ms from the Redis server clock.
 const NOW = `
@@ -413,21 +400,6 @@ function parseEvent(message: string): SharedEvent | undefined {
   return { type: 'lobby', rooms: v.rooms };
 }
 
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** The URL without its password, for messages. */
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable url)';
-  }
-}
-
 interface Snapshot {
   readonly live: Map<string, LivePresence>;
   readonly online: Online;
@@ -441,20 +413,8 @@ export class RedisSharedStore implements SharedStore {
   private readonly channel: string;
   private readonly keys: { readonly gateways: string; readonly report: string; readonly metaExp: string };
   private readonly cacheMs: number;
-  private readonly main: Redis;
-  private readonly sub: Redis;
-  private readonly listeners = new Set<(ev: SharedEvent) => void>();
-  /** Waiters of connect(): called on every availability change. */
-  private readonly availabilityWaiters = new Set<() => void>();
-  private subscribed = false;
-  /** Counts the subscriber connection's 'ready' events, so that a late SUBSCRIBE reply of an old connection is ignored. */
-  private subGeneration = 0;
-  private lastAvailable = false;
-  private lastError: string | undefined;
-  private started = false;
-  /** 'closing' from the first close() call: methods reject, connect() waiters give up. */
-  private phase: 'open' | 'closing' | 'closed' = 'open';
-  private closing: Promise<void> | undefined;
+  /** Both connections, the lobby channel, availability and listeners. */
+  private readonly link: RedisLink<SharedEvent>;
   /**
    * This gateway's last report as Redis has it, and when it was written (performance.now());
    * undefined when unknown (never sent, a failed call, a reconnect): the next report is then
@@ -466,51 +426,42 @@ export class RedisSharedStore implements SharedStore {
   private snapshot: { readonly generation: number; readonly startedAt: number; readonly promise: Promise<Snapshot> } | undefined;
 
   constructor(private readonly opts: RedisSharedStoreOptions) {
-    if (/[{}]/.test(opts.keyPrefix)) {
-      throw new Error(`redis lobby store: keyPrefix must not contain '{' or '}' (it would change the Redis Cluster hash tag): ${JSON.stringify(opts.keyPrefix)}`);
-    }
-    if (opts.gatewayId === '') throw new Error('redis lobby store: gatewayId must not be empty');
-    if (!(opts.commandTimeoutMs > 0)) throw new Error(`redis lobby store: commandTimeoutMs must be > 0, got ${opts.commandTimeoutMs}`);
+    const base = storeKeyBase(LABEL, opts);
     checkTtl(STORE, opts.presenceTtlMs);
     this.cacheMs = opts.aggregateCacheMs ?? DEFAULT_AGGREGATE_CACHE_MS;
     if (!(this.cacheMs >= 0)) throw new Error(`redis lobby store: aggregateCacheMs must be >= 0, got ${this.cacheMs}`);
-    this.base = `${opts.keyPrefix}${HASH_TAG}:`;
+    this.base = base;
     this.channel = `${this.base}lobby`;
     this.keys = {
       gateways: `${this.base}pres:gws`,
       report: `${this.base}pres:gw:${opts.gatewayId}`,
       metaExp: `${this.base}meta-exp`,
     };
-
-    const common: RedisOptions = {
-      lazyConnect: true,
-      // Fail fast: no queue while disconnected, nothing in flight is retried after a reconnect,
-      // every command is bounded, reconnect attempts never stop.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      commandTimeout: opts.commandTimeoutMs,
-      connectTimeout: Math.max(1000, 2 * opts.commandTimeoutMs),
-      retryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
-      // We subscribe again ourselves on every 'ready' (see onSubReady) to know when events flow.
-      autoResubscribe: false,
-    };
-    const name = `roomgate-lobby-${opts.gatewayId}`.replace(/[^\x21-\x7e]/g, '_');
-    this.main = new Redis(opts.url, { ...common, connectionName: name });
-    this.sub = new Redis(opts.url, { ...common, connectionName: `${name}-sub` });
-
-    for (const [conn, label] of [[this.main, 'commands'], [this.sub, 'subscriber']] as const) {
-      conn.on('error', (err: unknown) => this.onConnError(label, err));
-      conn.on('close', () => this.onConnDown(conn, label));
-      conn.on('end', () => this.onConnDown(conn, label));
-    }
-    this.main.on('ready', () => this.onMainReady());
-    this.sub.on('ready', () => this.onSubReady());
-    this.sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    this.link = new RedisLink<SharedEvent>({
+      url: opts.url,
+      label: LABEL,
+      connectionName: `roomgate-lobby-${opts.gatewayId}`,
+      channel: this.channel,
+      commandTimeoutMs: opts.commandTimeoutMs,
+      parseEvent,
+      // Whoever reads after this event sees the change (the cached aggregate is older).
+      onEvent: () => {
+        this.generation++;
+      },
+      // Either way what we knew may be wrong now (Redis may have restarted empty, events were missed).
+      onAvailability: () => {
+        this.lastReport = undefined;
+        this.generation++;
+        this.snapshot = undefined;
+      },
+      // So that the first call of each script after a (re)connect is one round trip too.
+      preload: SCRIPTS,
+      onLog: opts.onLog,
+    });
   }
 
   get available(): boolean {
-    return this.lastAvailable;
+    return this.link.available;
   }
 
   /**
@@ -518,40 +469,8 @@ export class RedisSharedStore implements SharedStore {
    * subscribed); rejects after timeoutMs with the last connection error. The store keeps
    * reconnecting by itself either way, until close().
    */
-  async connect(opts: ConnectOptions = {}): Promise<void> {
-    if (this.phase !== 'open') throw new Error('redis lobby store: closed');
-    if (!this.started) {
-      this.started = true;
-      this.main.connect().catch(() => undefined);
-      this.sub.connect().catch(() => undefined);
-    }
-    if (this.lastAvailable) return;
-    const timeoutMs = opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    await new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.availabilityWaiters.delete(check);
-      };
-      const check = (): void => {
-        if (this.lastAvailable) {
-          done();
-          resolve();
-        } else if (this.phase !== 'open') {
-          done();
-          reject(new Error('redis lobby store: closed while connecting'));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(
-          new Error(
-            `redis lobby store: Redis at ${redactUrl(this.opts.url)} not reachable within ${timeoutMs} ms ` +
-              `(last error: ${this.lastError ?? 'none'}); still retrying in the background`,
-          ),
-        );
-      }, timeoutMs);
-      this.availabilityWaiters.add(check);
-    });
+  connect(opts: ConnectOptions = {}): Promise<void> {
+    return this.link.connect(opts);
   }
 
   // --- presence ---------------------------------------------------------------------------------
@@ -559,7 +478,7 @@ export class RedisSharedStore implements SharedStore {
   async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
     checkTtl(STORE, ttlMs);
     const next = normalizeReport(STORE, rooms);
-    this.ensureReady();
+    this.link.ensureReady();
     const startedAt = performance.now();
     const last = this.lastReport;
     // A previous report older than its TTL no longer counts: everything is news again.
@@ -569,7 +488,7 @@ export class RedisSharedStore implements SharedStore {
     for (const r of next.values()) args.push(r.room, JSON.stringify({ backend: r.backend, sockets: r.sockets, since: r.since }));
     this.lastReport = undefined;
     try {
-      await this.run(PUBLISH_PRESENCE, [this.keys.gateways, this.keys.report, this.keys.metaExp], args);
+      await this.link.run(PUBLISH_PRESENCE, [this.keys.gateways, this.keys.report, this.keys.metaExp], args);
       // Measured from before the call: Redis's TTL started no earlier than that.
       this.lastReport = { rooms: next, at: startedAt, ttlMs };
     } finally {
@@ -578,23 +497,23 @@ export class RedisSharedStore implements SharedStore {
   }
 
   async withdrawPresence(): Promise<void> {
-    this.ensureReady();
+    this.link.ensureReady();
     this.lastReport = undefined;
     try {
-      await this.run(WITHDRAW, [this.keys.gateways, this.keys.report], [this.opts.gatewayId, this.channel]);
+      await this.link.run(WITHDRAW, [this.keys.gateways, this.keys.report], [this.opts.gatewayId, this.channel]);
     } finally {
       this.generation++;
     }
   }
 
   async online(): Promise<Online> {
-    this.ensureReady();
+    this.link.ensureReady();
     return (await this.aggregate()).online;
   }
 
   async lobby(q: LobbyQuery): Promise<LobbyPage> {
     checkLobbyQuery(STORE, q);
-    this.ensureReady();
+    this.link.ensureReady();
     const snap = await this.aggregate();
     const entries: LobbyEntry[] = [];
     for (const p of snap.live.values()) {
@@ -606,18 +525,18 @@ export class RedisSharedStore implements SharedStore {
 
   async room(room: string): Promise<LobbyRoom | null> {
     checkRoom(STORE, room);
-    const reply = await this.run(ROOM, [this.keys.gateways, this.metaKey(room), this.keys.metaExp], [this.base, room]);
+    const reply = await this.link.run(ROOM, [this.keys.gateways, this.metaKey(room), this.keys.metaExp], [this.base, room]);
     if (!Array.isArray(reply) || reply.length < 3) throw new Error(`redis lobby store: unexpected room reply ${JSON.stringify(reply)}`);
     const [metaJson, exp, now, ...reports] = reply as unknown[];
     const agg = new PresenceAggregator();
     for (const json of reports) {
       const p = parsePresence(room, json);
       if (p) agg.add(p);
-      else this.log('warn', 'redis lobby store: ignoring malformed presence', { room, value: String(json).slice(0, 200) });
+      else this.link.log('warn', 'redis lobby store: ignoring malformed presence', { room, value: String(json).slice(0, 200) });
     }
     const live = agg.live().get(room);
     let m = metaJson === null || metaJson === undefined ? undefined : parseStoredMeta(metaJson);
-    if (metaJson !== null && metaJson !== undefined && !m) this.log('warn', 'redis lobby store: ignoring malformed metadata', { room });
+    if (metaJson !== null && metaJson !== undefined && !m) this.link.log('warn', 'redis lobby store: ignoring malformed metadata', { room });
     // Unpinned metadata past its expiry counts only while the room is live (not yet collected).
     if (m && !m.pinned && !live && exp !== null && exp !== undefined && Number(exp) <= Number(now)) m = undefined;
     if (live) return toLobbyRoom({ ...live, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
@@ -631,7 +550,7 @@ export class RedisSharedStore implements SharedStore {
     checkRoom(STORE, room);
     const { json } = copyMeta(STORE, meta);
     try {
-      await this.run(
+      await this.link.run(
         SET_META,
         [this.metaKey(room), this.keys.metaExp],
         [room, json, pinned === true ? '1' : '0', String(this.opts.presenceTtlMs), this.channel, JSON.stringify({ type: 'lobby', rooms: [room] })],
@@ -644,7 +563,7 @@ export class RedisSharedStore implements SharedStore {
   async deleteMeta(room: string): Promise<boolean> {
     checkRoom(STORE, room);
     try {
-      const reply = await this.run(
+      const reply = await this.link.run(
         DELETE_META,
         [this.metaKey(room), this.keys.metaExp, this.keys.gateways],
         [this.base, room, this.channel, JSON.stringify({ type: 'lobby', rooms: [room] })],
@@ -659,22 +578,22 @@ export class RedisSharedStore implements SharedStore {
 
   async score(board: string, member: string, value: number, mode: ScoreMode): Promise<number> {
     checkScoreArgs(STORE, board, member, value, mode);
-    const reply = await this.run(SCORE, [this.boardKey(board)], [mode, encodeScore(value), member]);
+    const reply = await this.link.run(SCORE, [this.boardKey(board)], [mode, encodeScore(value), member]);
     return decodeScore(reply);
   }
 
   async top(board: string, offset: number, limit: number): Promise<Ranked[]> {
     checkRange(STORE, 'offset', offset);
     checkRange(STORE, 'limit', limit);
-    this.ensureReady();
+    const redis = this.link.commands();
     if (limit === 0 || offset >= MAX_RANGE) return [];
     const stop = Math.min(offset + limit, MAX_RANGE) - 1;
-    const flat = await this.main.zrange(this.boardKey(board), String(offset), String(stop), 'WITHSCORES');
+    const flat = await redis.zrange(this.boardKey(board), String(offset), String(stop), 'WITHSCORES');
     return this.ranked(flat, offset);
   }
 
   async member(board: string, member: string): Promise<Ranked | null> {
-    const reply = await this.run(MEMBER, [this.boardKey(board)], [member]);
+    const reply = await this.link.run(MEMBER, [this.boardKey(board)], [member]);
     if (reply === null || reply === undefined) return null;
     if (!Array.isArray(reply) || reply.length !== 2) throw new Error(`redis lobby store: unexpected member reply ${JSON.stringify(reply)}`);
     return { member, score: decodeScore(reply[0]), rank: Number(reply[1]) + 1 };
@@ -682,7 +601,7 @@ export class RedisSharedStore implements SharedStore {
 
   async around(board: string, member: string, n: number): Promise<Ranked[]> {
     checkRange(STORE, 'n', n);
-    const reply = await this.run(AROUND, [this.boardKey(board)], [member, String(Math.min(n, MAX_RANGE))]);
+    const reply = await this.link.run(AROUND, [this.boardKey(board)], [member, String(Math.min(n, MAX_RANGE))]);
     if (!Array.isArray(reply)) throw new Error(`redis lobby store: unexpected around reply ${JSON.stringify(reply)}`);
     if (reply.length === 0) return [];
     const [start, flat] = reply as [unknown, unknown];
@@ -691,73 +610,28 @@ export class RedisSharedStore implements SharedStore {
   }
 
   async boardExists(board: string): Promise<boolean> {
-    this.ensureReady();
-    return (await this.main.exists(this.boardKey(board))) === 1;
+    return (await this.link.commands().exists(this.boardKey(board))) === 1;
   }
 
   async boardSize(board: string): Promise<number> {
-    this.ensureReady();
-    return await this.main.zcard(this.boardKey(board));
+    return await this.link.commands().zcard(this.boardKey(board));
   }
 
   // --- events and lifecycle ---------------------------------------------------------------------
 
   subscribe(listener: (ev: SharedEvent) => void): () => void {
-    if (this.phase !== 'open') return () => undefined;
-    // A wrapper, so that subscribing one function twice gives two independent subscriptions.
-    const l = (ev: SharedEvent): void => listener(ev);
-    this.listeners.add(l);
-    return () => {
-      this.listeners.delete(l);
-    };
+    return this.link.subscribe(listener);
   }
 
   /** Withdraws this gateway's presence (best effort), then quits both connections; bounded in time. */
   close(): Promise<void> {
-    this.closing ??= this.doClose();
-    return this.closing;
-  }
-
-  private async doClose(): Promise<void> {
-    this.phase = 'closing';
-    this.lastAvailable = false;
-    this.listeners.clear();
     this.snapshot = undefined;
-    for (const w of [...this.availabilityWaiters]) w();
-    if (this.main.status === 'ready') {
-      try {
-        await this.run(WITHDRAW, [this.keys.gateways, this.keys.report], [this.opts.gatewayId, this.channel], true);
-      } catch (err) {
-        this.log('warn', 'redis lobby store: could not withdraw presence on close', { error: errorMessage(err) });
-      }
-    }
-    this.phase = 'closed';
-    await Promise.all([this.quit(this.main), this.quit(this.sub)]);
-  }
-
-  private async quit(conn: Redis): Promise<void> {
-    if (conn.status === 'ready') {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        conn.quit().catch(() => undefined),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, this.opts.commandTimeoutMs);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
-    // Also clears a pending reconnect timer and closes a connection that is still being set up.
-    if (conn.status !== 'end') conn.disconnect();
-    // Wait (bounded) until the socket is closed, so that close() leaves nothing behind.
-    if (conn.status === 'connecting' || conn.status === 'connect' || conn.status === 'ready' || conn.status === 'close') {
-      let timer: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        conn.once('end', resolve);
-        timer = setTimeout(resolve, this.opts.commandTimeoutMs);
-      });
-      clearTimeout(timer);
-      conn.removeAllListeners('end');
-    }
+    return this.link.close({
+      script: WITHDRAW,
+      keys: [this.keys.gateways, this.keys.report],
+      args: [this.opts.gatewayId, this.channel],
+      failure: 'could not withdraw presence on close',
+    });
   }
 
   // --- internals --------------------------------------------------------------------------------
@@ -791,7 +665,7 @@ export class RedisSharedStore implements SharedStore {
   }
 
   private async readSnapshot(): Promise<Snapshot> {
-    const reply = await this.run(SNAPSHOT, [this.keys.gateways], [this.base]);
+    const reply = await this.link.run(SNAPSHOT, [this.keys.gateways], [this.base]);
     if (!Array.isArray(reply) || !Array.isArray(reply[0])) throw new Error(`redis lobby store: unexpected snapshot reply`);
     const [metaFlat, ...reports] = reply as unknown[][];
     const agg = new PresenceAggregator();
@@ -810,114 +684,7 @@ export class RedisSharedStore implements SharedStore {
       if (m) meta.set(String(metaFlat[i]), m);
       else bad++;
     }
-    if (bad > 0) this.log('warn', 'redis lobby store: ignoring malformed presence or metadata entries', { count: bad });
+    if (bad > 0) this.link.log('warn', 'redis lobby store: ignoring malformed presence or metadata entries', { count: bad });
     return { live: agg.live(), online: agg.online(), meta };
-  }
-
-  private ensureReady(closing = false): void {
-    if (this.phase !== 'open' && !(closing && this.phase === 'closing')) throw new Error('redis lobby store: closed');
-    if (this.main.status !== 'ready') {
-      throw new Error(`redis lobby store: Redis unavailable (connection ${this.main.status}${this.lastError ? `, last error: ${this.lastError}` : ''})`);
-    }
-  }
-
-  private async run(script: LuaScript, keys: readonly string[], args: readonly string[], closing = false): Promise<unknown> {
-    this.ensureReady(closing);
-    try {
-      return await this.main.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (err) {
-      if (!errorMessage(err).includes('NOSCRIPT')) throw err;
-      // Not cached (Redis restarted or SCRIPT FLUSH before our preload): EVAL loads it.
-      return await this.main.eval(script.lua, keys.length, ...keys, ...args);
-    }
-  }
-
-  private onMainReady(): void {
-    // Preload the scripts, so that the first call of each after a (re)connect is one round trip
-    // too. Best effort: run() still falls back to EVAL.
-    const p = this.main.pipeline();
-    for (const s of SCRIPTS) p.script('LOAD', s.lua);
-    p.exec().catch(() => undefined);
-    this.updateAvailability();
-  }
-
-  private onConnError(label: string, err: unknown): void {
-    const msg = errorMessage(err);
-    // Logged once per outage rather than on every reconnect attempt.
-    if (this.lastError !== msg || this.lastAvailable) {
-      this.log('warn', `redis lobby store: ${label} connection error`, { error: msg });
-    }
-    this.lastError = msg;
-  }
-
-  private onConnDown(conn: Redis, label: string): void {
-    if (conn === this.sub) this.subscribed = false;
-    if (this.lastAvailable && this.phase === 'open') this.log('warn', `redis lobby store: ${label} connection lost`, { status: conn.status });
-    this.updateAvailability();
-  }
-
-  private onSubReady(): void {
-    const generation = ++this.subGeneration;
-    this.sub.subscribe(this.channel).then(
-      () => {
-        if (generation !== this.subGeneration || this.sub.status !== 'ready') return;
-        this.subscribed = true;
-        this.updateAvailability();
-      },
-      (err: unknown) => {
-        if (generation !== this.subGeneration || this.phase !== 'open' || this.sub.status !== 'ready') return;
-        // Connected but not subscribed (e.g. SUBSCRIBE timed out): start over with a new connection.
-        this.log('warn', 'redis lobby store: subscribe failed, reconnecting', { error: errorMessage(err) });
-        this.sub.disconnect(true);
-      },
-    );
-  }
-
-  private updateAvailability(): void {
-    const available = this.phase === 'open' && this.main.status === 'ready' && this.sub.status === 'ready' && this.subscribed;
-    if (available === this.lastAvailable) return;
-    this.lastAvailable = available;
-    // Either way what we knew may be wrong now (Redis may have restarted empty, events were missed).
-    this.lastReport = undefined;
-    this.generation++;
-    this.snapshot = undefined;
-    if (available) {
-      this.lastError = undefined;
-      this.log('info', 'redis lobby store: available', { url: redactUrl(this.opts.url) });
-    } else {
-      this.log('warn', 'redis lobby store: unavailable', { url: redactUrl(this.opts.url) });
-    }
-    for (const w of [...this.availabilityWaiters]) w();
-    this.emit({ type: 'available', available });
-  }
-
-  private onMessage(channel: string, message: string): void {
-    if (channel !== this.channel) return;
-    const ev = parseEvent(message);
-    if (!ev) {
-      this.log('warn', 'redis lobby store: ignoring malformed event', { message: message.slice(0, 200) });
-      return;
-    }
-    // Whoever reads after this event sees the change (the cached aggregate is older).
-    this.generation++;
-    this.emit(ev);
-  }
-
-  private emit(ev: SharedEvent): void {
-    for (const l of [...this.listeners]) {
-      try {
-        l(ev);
-      } catch (err) {
-        this.log('warn', 'redis lobby store: event listener threw', { error: errorMessage(err), event: ev.type });
-      }
-    }
-  }
-
-  private log(level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>): void {
-    try {
-      this.opts.onLog?.(level, msg, fields);
-    } catch {
-      // A logger must not break the store.
-    }
   }
 }

@@ -16,6 +16,7 @@ interface Entry {
   backend: string;
   epoch: number;
   expiresAt: number;
+  placedAt: number;
 }
 
 interface GatewayReport {
@@ -68,7 +69,10 @@ export class MemoryPlacementStore implements PlacementStore {
     const cur = this.live(room);
     const curEpoch = cur?.epoch ?? 0;
     if (curEpoch !== expectedEpoch) return { ok: false, reason: 'lost-race', current: cur ? { backend: cur.backend, epoch: cur.epoch } : null };
-    if (cur && cur.backend !== backend && !opts.force && this.busyElsewhere(room, cur.backend, now)) {
+    // With another gateway alive, a placement younger than one gateway TTL may have sockets there
+    // that no heartbeat has reported yet. (Alone, this gateway knows its own sockets exactly.)
+    const young = cur !== undefined && now - cur.placedAt < this.timing.gatewayTtlMs && this.othersAlive(now);
+    if (cur && cur.backend !== backend && !opts.force && (young || this.busyElsewhere(room, cur.backend, now))) {
       return { ok: false, reason: 'busy', current: { backend: cur.backend, epoch: cur.epoch } };
     }
     if (cur && cur.backend === backend) {
@@ -86,7 +90,7 @@ export class MemoryPlacementStore implements PlacementStore {
 
   private write(room: string, backend: string, now: number): PlacementRecord {
     const placement = { backend, epoch: ++this.state.epoch };
-    this.state.placements.set(room, { ...placement, expiresAt: now + this.timing.idleTtlMs });
+    this.state.placements.set(room, { ...placement, expiresAt: now + this.timing.idleTtlMs, placedAt: now });
     this.state.emit({ type: 'placement', room, placement });
     return placement;
   }
@@ -98,6 +102,11 @@ export class MemoryPlacementStore implements PlacementStore {
       if (b !== undefined) return b;
     }
     return undefined;
+  }
+
+  private othersAlive(now: number): boolean {
+    for (const [id, report] of this.state.gateways) if (id !== this.gatewayId && report.at + this.timing.gatewayTtlMs > now) return true;
+    return false;
   }
 
   private busyElsewhere(room: string, backend: string, now: number): boolean {

@@ -138,15 +138,27 @@ export class Placer {
     if (!this.degraded) {
       try {
         const placement = await this.o.store.get(room);
-        if (placement) this.remember(room, placement, nowMs, false);
-        else this.cache.delete(room);
-        return { placement, cached: false };
+        if (placement) {
+          this.remember(room, placement, nowMs, false);
+          return { placement, cached: false };
+        }
+        this.cache.delete(room);
+        // The store lost the placement (Redis restarted empty) but we hold live sockets of the room:
+        // they are the truth, and the next heartbeat writes it back. Never place such a room anew.
+        const live = this.liveBackend(room);
+        return { placement: live === null ? null : { backend: live, epoch: 0 }, cached: false };
       } catch (err) {
         this.setDegraded(true, (err as Error).message);
       }
     }
     // Degraded: the last known placement, however old, beats the ring.
     return { placement: c?.placement ?? null, cached: c !== undefined };
+  }
+
+  /** The backend this gateway holds live sockets of the room on, if any. */
+  private liveBackend(room: string): string | null {
+    for (const b of this.o.pool.backends) if (this.o.tunnels.socketsInRoom(room, b.id) > 0) return b.id;
+    return null;
   }
 
   private placeProvisionally(room: string, backend: string, current: PlacementRecord | null, nowMs: number, d: Decision): Decision {
@@ -182,14 +194,49 @@ export class Placer {
   }
 
   private setDegraded(degraded: boolean, why: string): void {
-    if (degraded === this.degraded) return;
-    this.degraded = degraded;
-    this.o.onDegraded?.(degraded);
     if (degraded) {
+      if (this.degraded) return;
+      this.degraded = true;
+      this.o.onDegraded?.(true);
       this.o.logger.error({ why }, 'placement store unreachable: degraded mode, routing from cache and ring');
-    } else {
-      this.o.logger.warn('placement store reachable again: reconciling');
-      void this.reconcile();
+      return;
+    }
+    // Reachable again: leave degraded mode only after a heartbeat has written back what the store
+    // may have lost (live rooms, drain states), so no decision reads an empty store.
+    if (this.degraded) void this.recover(why);
+  }
+
+  private recovering: Promise<void> | null = null;
+
+  private recover(why: string): Promise<void> {
+    this.recovering ??= (async () => {
+      try {
+        this.o.logger.warn({ why }, 'placement store reachable again: restoring and reconciling');
+        await this.restoreAdminStates();
+        await this.o.store.heartbeat(this.o.tunnels.liveRooms());
+        this.degraded = false;
+        this.o.onDegraded?.(false);
+        await this.reconcile();
+      } catch (err) {
+        this.o.logger.warn({ err: (err as Error).message }, 'recovery interrupted: store unreachable again');
+      } finally {
+        this.recovering = null;
+      }
+    })();
+    return this.recovering;
+  }
+
+  /**
+   * Drain and maintenance states this gateway knows but the store lacks (it restarted empty) are
+   * written back: a drain must survive a Redis restart.
+   */
+  private async restoreAdminStates(): Promise<void> {
+    const stored = await this.o.store.backendStates();
+    for (const b of this.o.pool.backends) {
+      if (b.admin !== null && !stored.has(b.id)) {
+        await this.o.store.setBackendState(b.id, b.admin);
+        this.o.logger.warn({ backend: b.id, state: b.admin.state }, 'restored a backend state the store had lost');
+      }
     }
   }
 
@@ -202,6 +249,7 @@ export class Placer {
       if (!c.provisional) continue;
       try {
         const current = await this.o.store.get(room);
+        let winner = current;
         if (current === null) {
           const r = await this.o.store.place(room, c.placement.backend, 0, { force: false });
           if (r.ok) {
@@ -209,16 +257,17 @@ export class Placer {
             this.remember(room, r.placement, Date.now(), false);
             continue;
           }
-        } else if (current.backend === c.placement.backend) {
+          winner = r.current;
+        }
+        if (winner === null) continue; // nothing to agree or disagree with; the next request places it
+        this.remember(room, winner, Date.now(), false);
+        if (winner.backend === c.placement.backend) {
           agreed++;
-          this.remember(room, current, Date.now(), false);
           continue;
         }
-        const winner = await this.o.store.get(room);
         conflicts++;
-        if (winner) this.remember(room, winner, Date.now(), false);
-        const closed = this.o.tunnels.closeRoom(room, winner?.backend ?? null);
-        this.o.logger.warn({ room, ours: c.placement.backend, theirs: winner?.backend, closed }, 'reconcile: another placement won; our sockets of the room were closed');
+        const closed = this.o.tunnels.closeRoom(room, winner.backend);
+        this.o.logger.warn({ room, ours: c.placement.backend, theirs: winner.backend, closed }, 'reconcile: another placement won; our sockets of the room were closed');
       } catch (err) {
         this.o.logger.warn({ err: (err as Error).message }, 'reconcile interrupted: store unreachable again');
         return { written, agreed, conflicts };
@@ -240,7 +289,10 @@ export class Placer {
     for (const [room, c] of this.cache) {
       if (!c.provisional && nowMs - c.at > this.o.idleTtlMs && this.o.tunnels.socketsInRoom(room) === 0) this.cache.delete(room);
     }
-    if (this.degraded && !this.o.store.available) return;
+    if (this.degraded) {
+      if (this.o.store.available) await this.recover('store available');
+      if (this.degraded) return;
+    }
     try {
       await this.o.store.heartbeat(live);
       const [rooms, states] = await Promise.all([this.o.store.roomsPerBackend(), this.o.store.backendStates()]);
@@ -248,7 +300,6 @@ export class Placer {
         b.rooms = rooms.get(b.id) ?? 0;
         b.admin = states.get(b.id) ?? null;
       }
-      if (this.degraded) this.setDegraded(false, 'heartbeat succeeded');
     } catch (err) {
       this.setDegraded(true, (err as Error).message);
     }

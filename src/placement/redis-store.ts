@@ -7,7 +7,7 @@
 // gateways' reports, the old backend's room set). keyPrefix must not contain `{` or `}` (it could
 // change the hash tag).
 //
-//   B p:<room>        HASH  backend, epoch            PEXPIRE idleTtlMs; refreshed by a same-backend
+//   B p:<room>        HASH  backend, epoch, at (ms, when placed)            PEXPIRE idleTtlMs; refreshed by a same-backend
 //                                                     place() and by heartbeats of live rooms.
 //                                                     Absent (expired) = no placement = epoch 0.
 //   B rooms:<backend> ZSET  room -> expiry (ms)       the rooms placed on a backend; a member counts
@@ -34,12 +34,13 @@
 // the placement key's TTL agree. (Redis >= 5 replicates scripts by effects, so TIME is allowed
 // before writes.) BackendAdminState.since/deadline are the caller's own values and stored as is.
 //
-// Availability: a commands connection and a subscriber connection. `available` is true while the
-// commands connection is ready AND the event channel is subscribed, so that after an
-// {type:'available', available:true} event a reader sees every later change as an event. Every
-// method rejects at once while the commands connection is not ready (no offline queue), and a
-// command on a connection that hangs is rejected after commandTimeoutMs. A rejected write may
-// still have been applied (it reached Redis before the timeout): callers read again with get().
+// Availability: a commands connection and a subscriber connection (the RedisLink of
+// src/redis/link.ts, shared with the lobby store). `available` is true while the commands
+// connection is ready AND the event channel is subscribed, so that after an {type:'available',
+// available:true} event a reader sees every later change as an event. Every method rejects at once
+// while the commands connection is not ready (no offline queue), and a command on a connection that
+// hangs is rejected after commandTimeoutMs. A rejected write may still have been applied (it
+// reached Redis before the timeout): callers read again with get().
 //
 // Scripts: one Lua script per write (EVALSHA, EVAL when Redis answers NOSCRIPT, e.g. after a
 // restart), so each call is one round trip and atomic against every other gateway. The fixed keys
@@ -51,8 +52,7 @@
 // TTLs; a volatile-* policy would evict live placements). After Redis loses its data (restart
 // without persistence, failover to a lagging replica) each gateway's next heartbeat re-creates the
 // placements of its live rooms (epochs continue from the clock); idle rooms are placed anew.
-import { createHash } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions } from '../redis/link.js';
 import type {
   AdminState,
   BackendAdminState,
@@ -78,21 +78,9 @@ export interface RedisStoreOptions {
   onLog?: (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
 }
 
-export interface ConnectOptions {
-  /** How long connect() waits for the first connection (default 5000 ms). */
-  readonly timeoutMs?: number;
-}
+export type { ConnectOptions } from '../redis/link.js';
 
-const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
-const HASH_TAG = '{rg}';
-
-/** A Lua script run by EVALSHA, falling back to EVAL when Redis does not have it cached. */
-class LuaScript {
-  readonly sha: string;
-  constructor(readonly lua: string) {
-    this.sha = createHash('sha1').update(lua).digest('hex');
-  }
-}
+const LABEL = 'redis placement store';
 
 // Shared Lua prologue: "now" in ms from the Redis server clock.
 const NOW = `
@@ -123,7 +111,7 @@ end
 const PLACE = new LuaScript(`${NOW}
 local base, room, backend = ARGV[1], ARGV[2], ARGV[3]
 local idle, gwttl = tonumber(ARGV[7]), tonumber(ARGV[8])
-local cur = redis.call('HMGET', KEYS[1], 'backend', 'epoch')
+local cur = redis.call('HMGET', KEYS[1], 'backend', 'epoch', 'at')
 local curB = cur[1]
 local curE = 0
 if curB then curE = tonumber(cur[2]) or 0 end
@@ -134,9 +122,13 @@ end
 local exp = ms(now + idle)
 if curB and curB ~= backend and ARGV[5] ~= '1' then
   local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now - gwttl), '+inf')
+  local young = now - (tonumber(cur[3]) or 0) < gwttl
   for _, id in ipairs(ids) do
-    if id ~= ARGV[6] and redis.call('HGET', base .. 'gw:' .. id, room) == curB then
-      return {'busy', curB, ms(curE)}
+    if id ~= ARGV[6] then
+      -- Another gateway is alive: a placement younger than one gateway TTL may have sockets
+      -- there that no heartbeat has reported yet.
+      if young then return {'busy', curB, ms(curE)} end
+      if redis.call('HGET', base .. 'gw:' .. id, room) == curB then return {'busy', curB, ms(curE)} end
     end
   end
 end
@@ -148,7 +140,7 @@ if not curB then
     local live = id ~= ARGV[6] and redis.call('HGET', base .. 'gw:' .. id, room)
     if live and live ~= backend then
       local ae = nextEpoch(base)
-      redis.call('HSET', KEYS[1], 'backend', live, 'epoch', ms(ae))
+      redis.call('HSET', KEYS[1], 'backend', live, 'epoch', ms(ae), 'at', ms(now))
       redis.call('PEXPIRE', KEYS[1], ARGV[7])
       redis.call('ZADD', base .. 'rooms:' .. live, exp, room)
       redis.call('SADD', KEYS[3], live)
@@ -166,7 +158,7 @@ end
 -- Epochs come from one counter and never repeat, even after a placement expired: a gateway
 -- holding a stale {backend, epoch} can never win a compare-and-set against a newer placement.
 local e = nextEpoch(base)
-redis.call('HSET', KEYS[1], 'backend', backend, 'epoch', ms(e))
+redis.call('HSET', KEYS[1], 'backend', backend, 'epoch', ms(e), 'at', ms(now))
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 if curB then redis.call('ZREM', base .. 'rooms:' .. curB, room) end
 redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
@@ -185,9 +177,17 @@ const HEARTBEAT = new LuaScript(`${NOW}
 local base = ARGV[1]
 local exp = ms(now + tonumber(ARGV[3]))
 redis.call('DEL', KEYS[2])
+-- Commands per live room are kept to two (HGET, PEXPIRE); the report and the rooms ZSETs are
+-- written in chunks of 500 fields, and the backends SET once per backend.
+local report, perBackend = {}, {}
+local function flush(key, cmd, args)
+  if #args > 0 then redis.call(cmd, key, unpack(args)) end
+end
 for i = 6, #ARGV - 1, 2 do
   local room, backend = ARGV[i], ARGV[i + 1]
-  redis.call('HSET', KEYS[2], room, backend)
+  report[#report + 1] = room
+  report[#report + 1] = backend
+  if #report >= 1000 then flush(KEYS[2], 'HSET', report); report = {} end
   local pk = base .. 'p:' .. room
   local placed = redis.call('HGET', pk, 'backend')
   if placed == backend or not placed then
@@ -195,13 +195,21 @@ for i = 6, #ARGV - 1, 2 do
       -- A live room without a placement (Redis lost its data, or a long stall): re-create it
       -- from the sockets' truth, so no other gateway places the room elsewhere.
       local e = nextEpoch(base)
-      redis.call('HSET', pk, 'backend', backend, 'epoch', ms(e))
+      redis.call('HSET', pk, 'backend', backend, 'epoch', ms(e), 'at', ms(now))
       redis.call('PUBLISH', ARGV[5], placementEvent(room, backend, e))
     end
     redis.call('PEXPIRE', pk, ARGV[3])
-    redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
-    redis.call('SADD', KEYS[3], backend)
+    local z = perBackend[backend]
+    if not z then z = {}; perBackend[backend] = z end
+    z[#z + 1] = exp
+    z[#z + 1] = room
+    if #z >= 1000 then flush(base .. 'rooms:' .. backend, 'ZADD', z); perBackend[backend] = {} end
   end
+end
+flush(KEYS[2], 'HSET', report)
+for backend, z in pairs(perBackend) do
+  flush(base .. 'rooms:' .. backend, 'ZADD', z)
+  redis.call('SADD', KEYS[3], backend)
 end
 if #ARGV >= 7 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
 redis.call('ZADD', KEYS[1], ms(now), ARGV[2])
@@ -294,53 +302,22 @@ function parseEpoch(s: unknown): number {
   return n;
 }
 
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
-}
-
-/** The URL without its password, for messages. */
-function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(unparsable url)';
-  }
-}
-
 export class RedisPlacementStore implements PlacementStore {
   readonly kind = 'redis' as const;
 
   private readonly base: string;
   private readonly channel: string;
   private readonly keys: { readonly gateways: string; readonly report: string; readonly backends: string; readonly bstate: string };
-  private readonly main: Redis;
-  private readonly sub: Redis;
-  private readonly listeners = new Set<(ev: StoreEvent) => void>();
-  /** Waiters of connect(): called on every availability change. */
-  private readonly availabilityWaiters = new Set<() => void>();
-  private subscribed = false;
-  /** Counts the subscriber connection's 'ready' events, so that a late SUBSCRIBE reply of an old connection is ignored. */
-  private subGeneration = 0;
-  private lastAvailable = false;
-  private lastError: string | undefined;
-  private started = false;
-  /** 'closing' from the first close() call: methods reject, connect() waiters give up. */
-  private phase: 'open' | 'closing' | 'closed' = 'open';
-  private closing: Promise<void> | undefined;
+  /** Both connections, the event channel, availability and listeners. */
+  private readonly link: RedisLink<StoreEvent>;
 
   constructor(private readonly opts: RedisStoreOptions) {
-    if (/[{}]/.test(opts.keyPrefix)) {
-      throw new Error(`redis placement store: keyPrefix must not contain '{' or '}' (it would change the Redis Cluster hash tag): ${JSON.stringify(opts.keyPrefix)}`);
-    }
-    if (opts.gatewayId === '') throw new Error('redis placement store: gatewayId must not be empty');
-    if (!(opts.commandTimeoutMs > 0)) throw new Error(`redis placement store: commandTimeoutMs must be > 0, got ${opts.commandTimeoutMs}`);
+    const base = storeKeyBase(LABEL, opts);
     const { idleTtlMs, gatewayTtlMs } = opts.timing;
     if (!Number.isSafeInteger(idleTtlMs) || idleTtlMs <= 0 || !Number.isSafeInteger(gatewayTtlMs) || gatewayTtlMs <= 0) {
       throw new Error(`redis placement store: idleTtlMs and gatewayTtlMs must be positive integers (ms), got ${idleTtlMs}, ${gatewayTtlMs}`);
     }
-    this.base = `${opts.keyPrefix}${HASH_TAG}:`;
+    this.base = base;
     this.channel = `${this.base}events`;
     this.keys = {
       gateways: `${this.base}gw`,
@@ -348,37 +325,19 @@ export class RedisPlacementStore implements PlacementStore {
       backends: `${this.base}backends`,
       bstate: `${this.base}bstate`,
     };
-
-    const common: RedisOptions = {
-      lazyConnect: true,
-      // Fail fast: no queue while disconnected, nothing in flight is retried after a reconnect
-      // (a timed-out place() may or may not have run; the caller reads again), every command is
-      // bounded, reconnect attempts never stop.
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      autoResendUnfulfilledCommands: false,
-      commandTimeout: opts.commandTimeoutMs,
-      connectTimeout: Math.max(1000, 2 * opts.commandTimeoutMs),
-      retryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
-      // We subscribe again ourselves on every 'ready' (see onSubReady) to know when events flow.
-      autoResubscribe: false,
-    };
-    const name = `roomgate-${opts.gatewayId}`.replace(/[^\x21-\x7e]/g, '_');
-    this.main = new Redis(opts.url, { ...common, connectionName: name });
-    this.sub = new Redis(opts.url, { ...common, connectionName: `${name}-sub` });
-
-    for (const [conn, label] of [[this.main, 'commands'], [this.sub, 'subscriber']] as const) {
-      conn.on('error', (err: unknown) => this.onConnError(label, err));
-      conn.on('close', () => this.onConnDown(conn, label));
-      conn.on('end', () => this.onConnDown(conn, label));
-    }
-    this.main.on('ready', () => this.updateAvailability());
-    this.sub.on('ready', () => this.onSubReady());
-    this.sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+    this.link = new RedisLink<StoreEvent>({
+      url: opts.url,
+      label: LABEL,
+      connectionName: `roomgate-${opts.gatewayId}`,
+      channel: this.channel,
+      commandTimeoutMs: opts.commandTimeoutMs,
+      parseEvent,
+      onLog: opts.onLog,
+    });
   }
 
   get available(): boolean {
-    return this.lastAvailable;
+    return this.link.available;
   }
 
   /**
@@ -386,52 +345,19 @@ export class RedisPlacementStore implements PlacementStore {
    * subscribed); rejects after timeoutMs with the last connection error. The store keeps
    * reconnecting by itself either way, until close().
    */
-  async connect(opts: ConnectOptions = {}): Promise<void> {
-    if (this.phase !== 'open') throw new Error('redis placement store: closed');
-    if (!this.started) {
-      this.started = true;
-      this.main.connect().catch(() => undefined);
-      this.sub.connect().catch(() => undefined);
-    }
-    if (this.lastAvailable) return;
-    const timeoutMs = opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
-    await new Promise<void>((resolve, reject) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.availabilityWaiters.delete(check);
-      };
-      const check = (): void => {
-        if (this.lastAvailable) {
-          done();
-          resolve();
-        } else if (this.phase !== 'open') {
-          done();
-          reject(new Error('redis placement store: closed while connecting'));
-        }
-      };
-      const timer = setTimeout(() => {
-        done();
-        reject(
-          new Error(
-            `redis placement store: Redis at ${redactUrl(this.opts.url)} not reachable within ${timeoutMs} ms ` +
-              `(last error: ${this.lastError ?? 'none'}); still retrying in the background`,
-          ),
-        );
-      }, timeoutMs);
-      this.availabilityWaiters.add(check);
-    });
+  connect(opts: ConnectOptions = {}): Promise<void> {
+    return this.link.connect(opts);
   }
 
   async get(room: string): Promise<PlacementRecord | null> {
-    this.ensureReady();
-    const [backend, epoch] = await this.main.hmget(this.placementKey(room), 'backend', 'epoch');
+    const [backend, epoch] = await this.link.commands().hmget(this.placementKey(room), 'backend', 'epoch');
     if (backend === null || backend === undefined) return null;
     return { backend, epoch: parseEpoch(epoch) };
   }
 
   async place(room: string, backend: string, expectedEpoch: number, opts: PlaceOptions): Promise<PlaceResult> {
     const { idleTtlMs, gatewayTtlMs } = this.opts.timing;
-    const reply = await this.run(
+    const reply = await this.link.run(
       PLACE,
       [this.placementKey(room), this.keys.gateways, this.keys.backends],
       [this.base, room, backend, String(expectedEpoch), opts.force ? '1' : '0', this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel],
@@ -449,11 +375,11 @@ export class RedisPlacementStore implements PlacementStore {
     const { idleTtlMs, gatewayTtlMs } = this.opts.timing;
     const args = [this.base, this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel];
     for (const r of live) if (r.sockets > 0) args.push(r.room, r.backend);
-    await this.run(HEARTBEAT, [this.keys.gateways, this.keys.report, this.keys.backends], args);
+    await this.link.run(HEARTBEAT, [this.keys.gateways, this.keys.report, this.keys.backends], args);
   }
 
   async roomsPerBackend(): Promise<Map<string, number>> {
-    const reply = await this.run(ROOMS_PER_BACKEND, [this.keys.backends], [this.base]);
+    const reply = await this.link.run(ROOMS_PER_BACKEND, [this.keys.backends], [this.base]);
     const out = new Map<string, number>();
     if (!Array.isArray(reply)) throw new Error(`redis placement store: unexpected roomsPerBackend reply ${JSON.stringify(reply)}`);
     for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), Number(reply[i + 1]));
@@ -463,13 +389,12 @@ export class RedisPlacementStore implements PlacementStore {
   async setBackendState(id: string, state: BackendAdminState | null): Promise<void> {
     const stored = state === null ? '' : JSON.stringify({ state: state.state, deadline: state.deadline, since: state.since });
     const event = JSON.stringify({ type: 'backend-state', id, state: state === null ? null : JSON.parse(stored) });
-    await this.run(SET_BACKEND_STATE, [this.keys.bstate], [id, stored, this.channel, event]);
+    await this.link.run(SET_BACKEND_STATE, [this.keys.bstate], [id, stored, this.channel, event]);
   }
 
   async backendStates(): Promise<Map<string, BackendAdminState>> {
-    this.ensureReady();
     // ioredis's HGETALL reply object keeps fields like "__proto__" as own properties.
-    const all = await this.main.hgetall(this.keys.bstate);
+    const all = await this.link.commands().hgetall(this.keys.bstate);
     const out = new Map<string, BackendAdminState>();
     for (const [id, json] of Object.entries(all)) {
       let parsed: unknown;
@@ -480,161 +405,26 @@ export class RedisPlacementStore implements PlacementStore {
       }
       const state = parseAdminState(parsed);
       if (state) out.set(id, state);
-      else this.log('warn', 'redis placement store: ignoring malformed backend state', { id, value: json });
+      else this.link.log('warn', 'redis placement store: ignoring malformed backend state', { id, value: json });
     }
     return out;
   }
 
   subscribe(listener: (ev: StoreEvent) => void): () => void {
-    if (this.phase !== 'open') return () => undefined;
-    // A wrapper, so that subscribing one function twice gives two independent subscriptions.
-    const l = (ev: StoreEvent): void => listener(ev);
-    this.listeners.add(l);
-    return () => {
-      this.listeners.delete(l);
-    };
+    return this.link.subscribe(listener);
   }
 
   /** Deregisters this gateway (best effort), then quits both connections; bounded in time. */
   close(): Promise<void> {
-    this.closing ??= this.doClose();
-    return this.closing;
-  }
-
-  private async doClose(): Promise<void> {
-    this.phase = 'closing';
-    this.lastAvailable = false;
-    this.listeners.clear();
-    for (const w of [...this.availabilityWaiters]) w();
-    if (this.main.status === 'ready') {
-      try {
-        await this.run(LEAVE, [this.keys.gateways, this.keys.report], [this.opts.gatewayId], true);
-      } catch (err) {
-        this.log('warn', 'redis placement store: could not deregister gateway on close', { error: errorMessage(err) });
-      }
-    }
-    this.phase = 'closed';
-    await Promise.all([this.quit(this.main), this.quit(this.sub)]);
-  }
-
-  private async quit(conn: Redis): Promise<void> {
-    if (conn.status === 'ready') {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        conn.quit().catch(() => undefined),
-        new Promise<void>((resolve) => {
-          timer = setTimeout(resolve, this.opts.commandTimeoutMs);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
-    // Also clears a pending reconnect timer and closes a connection that is still being set up.
-    if (conn.status !== 'end') conn.disconnect();
-    // Wait (bounded) until the socket is closed, so that close() leaves nothing behind.
-    if (conn.status === 'connecting' || conn.status === 'connect' || conn.status === 'ready' || conn.status === 'close') {
-      let timer: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        conn.once('end', resolve);
-        timer = setTimeout(resolve, this.opts.commandTimeoutMs);
-      });
-      clearTimeout(timer);
-      conn.removeAllListeners('end');
-    }
+    return this.link.close({
+      script: LEAVE,
+      keys: [this.keys.gateways, this.keys.report],
+      args: [this.opts.gatewayId],
+      failure: 'could not deregister gateway on close',
+    });
   }
 
   private placementKey(room: string): string {
     return `${this.base}p:${room}`;
-  }
-
-  private ensureReady(closing = false): void {
-    if (this.phase !== 'open' && !(closing && this.phase === 'closing')) throw new Error('redis placement store: closed');
-    if (this.main.status !== 'ready') {
-      throw new Error(`redis placement store: Redis unavailable (connection ${this.main.status}${this.lastError ? `, last error: ${this.lastError}` : ''})`);
-    }
-  }
-
-  private async run(script: LuaScript, keys: readonly string[], args: readonly string[], closing = false): Promise<unknown> {
-    this.ensureReady(closing);
-    try {
-      return await this.main.evalsha(script.sha, keys.length, ...keys, ...args);
-    } catch (err) {
-      if (!errorMessage(err).includes('NOSCRIPT')) throw err;
-      // Not cached (first use, or Redis restarted): EVAL loads it.
-      return await this.main.eval(script.lua, keys.length, ...keys, ...args);
-    }
-  }
-
-  private onConnError(label: string, err: unknown): void {
-    const msg = errorMessage(err);
-    // Logged once per outage rather than on every reconnect attempt.
-    if (this.lastError !== msg || this.lastAvailable) {
-      this.log('warn', `redis placement store: ${label} connection error`, { error: msg });
-    }
-    this.lastError = msg;
-  }
-
-  private onConnDown(conn: Redis, label: string): void {
-    if (conn === this.sub) this.subscribed = false;
-    if (this.lastAvailable && this.phase === 'open') this.log('warn', `redis placement store: ${label} connection lost`, { status: conn.status });
-    this.updateAvailability();
-  }
-
-  private onSubReady(): void {
-    const generation = ++this.subGeneration;
-    this.sub.subscribe(this.channel).then(
-      () => {
-        if (generation !== this.subGeneration || this.sub.status !== 'ready') return;
-        this.subscribed = true;
-        this.updateAvailability();
-      },
-      (err: unknown) => {
-        if (generation !== this.subGeneration || this.phase !== 'open' || this.sub.status !== 'ready') return;
-        // Connected but not subscribed (e.g. SUBSCRIBE timed out): start over with a new connection.
-        this.log('warn', 'redis placement store: subscribe failed, reconnecting', { error: errorMessage(err) });
-        this.sub.disconnect(true);
-      },
-    );
-  }
-
-  private updateAvailability(): void {
-    const available = this.phase === 'open' && this.main.status === 'ready' && this.sub.status === 'ready' && this.subscribed;
-    if (available === this.lastAvailable) return;
-    this.lastAvailable = available;
-    if (available) {
-      this.lastError = undefined;
-      this.log('info', 'redis placement store: available', { url: redactUrl(this.opts.url) });
-    } else {
-      this.log('warn', 'redis placement store: unavailable', { url: redactUrl(this.opts.url) });
-    }
-    for (const w of [...this.availabilityWaiters]) w();
-    this.emit({ type: 'available', available });
-  }
-
-  private onMessage(channel: string, message: string): void {
-    if (channel !== this.channel) return;
-    const ev = parseEvent(message);
-    if (!ev) {
-      this.log('warn', 'redis placement store: ignoring malformed event', { message: message.slice(0, 200) });
-      return;
-    }
-    this.emit(ev);
-  }
-
-  private emit(ev: StoreEvent): void {
-    for (const l of [...this.listeners]) {
-      try {
-        l(ev);
-      } catch (err) {
-        this.log('warn', 'redis placement store: event listener threw', { error: errorMessage(err), event: ev.type });
-      }
-    }
-  }
-
-  private log(level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>): void {
-    try {
-      this.opts.onLog?.(level, msg, fields);
-    } catch {
-      // A logger must not break the store.
-    }
   }
 }

@@ -12,7 +12,7 @@ export type PlaceResult =
   | { readonly ok: true; readonly placement: PlacementRecord }
   /** Someone else changed the room first: route to `current` (decide again with it). */
   | { readonly ok: false; readonly reason: 'lost-race'; readonly current: PlacementRecord | null }
-  /** A move away from a backend that another gateway still holds live sockets of the room on. */
+  /** A move away from a backend that another gateway still holds (or may hold: a young placement) live sockets of the room on. */
   | { readonly ok: false; readonly reason: 'busy'; readonly current: PlacementRecord };
 
 export type AdminState = 'active' | 'draining' | 'maintenance';

@@ -21,6 +21,8 @@ export interface UpgradeProxyOptions {
   readonly forwarding: Forwarding;
   readonly tunnels: TunnelRegistry;
   readonly admission: Admission;
+  /** The backend a room is placed on as this gateway knows it now (cache), or null. */
+  readonly placementOf: (room: string) => string | null;
   readonly websocketPaths: readonly string[];
   readonly connectTimeoutMs: number;
   /** Time for the backend to answer the handshake. */
@@ -158,6 +160,9 @@ export class UpgradeProxy {
       timer = setTimeout(onTimeout, o.responseTimeoutMs);
       upstream.setNoDelay(true);
       client.setNoDelay(true);
+      // Counted from here, not from the 101: a placement change while the handshake is in flight
+      // must find (and close) this socket too, and the busy guard must see it.
+      o.tunnels.add(tunnel);
       upstream.write(this.handshake(req, key));
       if (head.length > 0) upstream.write(head);
     });
@@ -167,7 +172,17 @@ export class UpgradeProxy {
       answered = true;
       releaseAdmission();
       const status = chunk.length >= 12 ? chunk.toString('latin1', 9, 12) : '???';
-      o.tunnels.add(tunnel);
+      // The room may have been placed elsewhere (by another gateway) while this handshake was in
+      // flight: then this socket would split it. Refuse it before any byte reaches the client.
+      const now = key.room === null ? null : o.placementOf(key.room);
+      if (now !== null && now !== backend.id) {
+        finished = true;
+        o.tunnels.remove(tunnel);
+        upstream.destroy();
+        o.logger.info({ room: key.room, backend: backend.id, placedOn: now }, 'room moved during the handshake: socket refused');
+        this.refuse(client, backend.id, 503, 'room is moving, retry shortly\n', { 'Retry-After': '1' });
+        return;
+      }
       o.metrics.upgrades.inc({ backend: backend.id, result: status });
       o.logger.info(
         { room: key.room, backend: backend.id, source: key.source, status, ms: Date.now() - startedAt, attempt },
@@ -198,13 +213,18 @@ export class UpgradeProxy {
         setTimeout(() => other.destroy(), HALF_CLOSE_LINGER_MS).unref();
       }
     };
-    upstream.on('close', close(client));
+    upstream.on('close', () => {
+      // Closed before answering (backend died mid-handshake, or the room moved): a failure.
+      if (!answered) fail(Object.assign(new Error('closed before answering'), { code: 'ECONNRESET' }));
+      else close(client)();
+    });
     client.on('close', () => {
       if (!answered) {
         // The client gave up during the handshake.
         releaseAdmission();
         finished = true;
         clearTimeout(timer);
+        o.tunnels.remove(tunnel);
         upstream.destroy();
         return;
       }

@@ -326,6 +326,8 @@ describe('Placer: backends that are down for one gateway', () => {
     const a = gateway(state, 'gw-a');
     const rooms = roomsOwnedBy(a, 'b2', 10, 'down');
     for (const room of rooms) expect(route(await a.resolve(room))).toBe('b2');
+    // Placements younger than gatewayTtlMs are not moved unforced (the store answers 'busy').
+    advance(TIMING.gatewayTtlMs);
     a.pool.markDown('b2', clock, 'test: refused');
     a.placed.length = 0;
     for (const room of rooms) {
@@ -349,6 +351,8 @@ describe('Placer: backends that are down for one gateway', () => {
     const next = walk(a, room!)[1]!;
     expect(route(await a.resolve(room!))).toBe('b1');
     const first = await stored(a, room!);
+    // Old enough to be moved (gatewayTtlMs): from here on only A's report makes it busy.
+    advance(TIMING.gatewayTtlMs);
     const t = openTunnel(a, room!, 'b1');
     await a.placer.heartbeat(clock);
     const reportedAt = clock;
@@ -390,6 +394,11 @@ describe('Placer: backends that are down for one gateway', () => {
     expect(route(await a.resolve(other!))).toBe('b3');
     const first = await stored(a, room!);
     const otherFirst = await stored(a, other!);
+    // Old enough to be moved unforced (gatewayTtlMs); read again, so that the first resolve below
+    // decides from a fresh cache entry.
+    advance(TIMING.gatewayTtlMs);
+    expect(await a.resolve(room!)).toEqual({ route: 'b3', reason: 'sticky' });
+    expect(await a.resolve(other!)).toEqual({ route: 'b3', reason: 'sticky' });
     const t = openTunnel(a, room!, 'b3');
     a.pool.markDown('b3', clock, 'test: refused');
     const writes = a.store.places.length;
@@ -426,6 +435,8 @@ describe('Placer: backends gone for everyone (forced moves)', () => {
     const next = walk(a, room!)[1]!;
     for (const r of [room!, bystander!]) expect(route(await a.resolve(r))).toBe('b2');
     const first = await stored(a, room!);
+    // Old enough to be moved (gatewayTtlMs): below, only A's report makes it busy.
+    advance(TIMING.gatewayTtlMs);
     const moving = openTunnel(a, room!, 'b2');
     const moving2 = openTunnel(a, room!, 'b2');
     const staying = openTunnel(a, bystander!, 'b2');

@@ -13,6 +13,7 @@ const COMMAND_TIMEOUT_MS = 300;
 /** "Fast": generous against a 300 ms command timeout on a loaded machine, far below ioredis's defaults (tens of seconds). */
 const FAST_MS = 1000;
 const NOT_FORCED = { force: false } as const;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 const stores = new Set<RedisPlacementStore>();
 const admins = new Set<Redis>();
@@ -175,7 +176,9 @@ describe('RedisPlacementStore when Redis goes away and comes back', () => {
   });
 
   it('a hung Redis (SIGSTOP): calls time out after commandTimeoutMs; replies stay matched after it resumes', async () => {
-    const s = open(server, { keyPrefix: 'hung:' });
+    // A short gatewayTtlMs: the move below is not refused for the placement's youth. (It runs only
+    // once Redis resumes, after three command timeouts: long past 200 ms.)
+    const s = open(server, { keyPrefix: 'hung:', timing: { ...TIMING, gatewayTtlMs: 200 } });
     await s.connect();
     const first = await s.place('hung', 'b1', 0, NOT_FORCED);
     if (!first.ok) throw new Error(`first place failed: ${JSON.stringify(first)}`);
@@ -264,8 +267,10 @@ describe('RedisPlacementStore keys', () => {
 
   it('two stores with different key prefixes on one Redis do not see each other', async () => {
     const one = open(server, { keyPrefix: 'app1:', gatewayId: 'gw' });
-    const two = open(server, { keyPrefix: 'app2:', gatewayId: 'gw' });
-    const twoOther = open(server, { keyPrefix: 'app2:', gatewayId: 'gw-other' });
+    // app2 with a short gatewayTtlMs, so that its placement is soon old enough to be moved.
+    const app2Timing = { ...TIMING, gatewayTtlMs: 200 };
+    const two = open(server, { keyPrefix: 'app2:', gatewayId: 'gw', timing: app2Timing });
+    const twoOther = open(server, { keyPrefix: 'app2:', gatewayId: 'gw-other', timing: app2Timing });
     await Promise.all([one.connect(), two.connect(), twoOther.connect()]);
     const eventsTwo = record(two);
     const inOne = await one.place('r', 'b1', 0, NOT_FORCED);
@@ -277,7 +282,9 @@ describe('RedisPlacementStore keys', () => {
     expect(await two.get('r')).toEqual(inTwo.ok ? inTwo.placement : undefined);
     expect(Object.fromEntries(await one.roomsPerBackend())).toEqual({ b1: 1 });
     expect(Object.fromEntries(await two.roomsPerBackend())).toEqual({ b2: 1 });
-    // app1's gateway report does not make app2's room busy (app2's move: its own event).
+    // app1's gateway report does not make app2's room busy (app2's move: its own event). The room
+    // is old enough to be moved first, so only a report could refuse the move.
+    await sleep(app2Timing.gatewayTtlMs + 100);
     await one.heartbeat([{ room: 'r', backend: 'b2', sockets: 3 }]);
     expect(await twoOther.place('r', 'b3', inTwo.ok ? inTwo.placement.epoch : -1, NOT_FORCED)).toMatchObject({ ok: true });
     await one.setBackendState('b1', { state: 'maintenance', deadline: null, since: 1 });
@@ -300,7 +307,9 @@ describe('RedisPlacementStore keys', () => {
       if (!r.ok) throw new Error(`place failed: ${JSON.stringify(r)}`);
       epochs.push(r.placement.epoch);
     }
+    const beforeMove = Date.now();
     const move = await s2.place('room-1', 'b2', epochs[0]!, { force: true });
+    const afterMove = Date.now();
     if (!move.ok) throw new Error(`move failed: ${JSON.stringify(move)}`);
     epochs.push(move.placement.epoch);
     await s1.heartbeat([{ room: 'a:b.c', backend: 'b1', sockets: 2 }]);
@@ -331,7 +340,14 @@ describe('RedisPlacementStore keys', () => {
       expect(ttl, k).toBeGreaterThan(0);
       expect(ttl, k).toBeLessThanOrEqual(60_000);
     }
-    expect(await a.hgetall('myapp:{rg}:p:room-1')).toEqual({ backend: 'b2', epoch: String(move.placement.epoch) });
+    // A placement hash: backend, epoch, and when it was written (ms, Redis's clock; this machine's).
+    for (const k of keys.filter((k) => k.includes(':p:'))) {
+      expect(Object.keys(await a.hgetall(k)).sort(), k).toEqual(['at', 'backend', 'epoch']);
+    }
+    const moved = await a.hgetall('myapp:{rg}:p:room-1');
+    expect(moved).toEqual({ backend: 'b2', epoch: String(move.placement.epoch), at: expect.stringMatching(/^\d+$/) });
+    expect(Number(moved.at)).toBeGreaterThanOrEqual(beforeMove - 100);
+    expect(Number(moved.at)).toBeLessThanOrEqual(afterMove + 100);
     // The epoch counter never expires (an expired counter would give out old epochs again) and is
     // at least every epoch given out.
     expect(await a.pttl('myapp:{rg}:epoch')).toBe(-1);
@@ -341,13 +357,16 @@ describe('RedisPlacementStore keys', () => {
   it('a heartbeat of 10000 live rooms is one call and reports every room', async () => {
     // This heartbeat also creates the 9999 missing placements (about the cost of refreshing 10000;
     // a few hundred ms on a loaded 2-core machine): latency is not what this test is about.
-    const slow = { commandTimeoutMs: 5000 };
+    // A shorter gatewayTtlMs (still far above the heartbeat's duration): the placement below can
+    // age past it, so that only the report makes it busy.
+    const slow = { commandTimeoutMs: 5000, timing: { ...TIMING, gatewayTtlMs: 1000 } };
     const s1 = open(server, { keyPrefix: 'big:', gatewayId: 'gw-1', ...slow });
     const s2 = open(server, { keyPrefix: 'big:', gatewayId: 'gw-2', ...slow });
     await Promise.all([s1.connect(), s2.connect()]);
     const live = Array.from({ length: 10_000 }, (_, i) => ({ room: `room-${i}`, backend: 'b1', sockets: 1 }));
     const placed = await s1.place('room-9999', 'b1', 0, NOT_FORCED);
     if (!placed.ok) throw new Error(`place failed: ${JSON.stringify(placed)}`);
+    await sleep(slow.timing.gatewayTtlMs + 100);
     await s1.heartbeat(live);
     expect(await s2.place('room-9999', 'b2', placed.placement.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: placed.placement });
     expect(await admin(server).hlen('big:{rg}:gw:gw-1')).toBe(10_000);

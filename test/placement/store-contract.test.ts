@@ -24,6 +24,11 @@ interface Harness {
 
 // Short TTLs. The waits below keep >= 250 ms between a deadline and the moment a test looks.
 const TIMING: StoreTiming = { idleTtlMs: 800, gatewayTtlMs: 400 };
+/**
+ * A placement younger than gatewayTtlMs cannot be moved unforced (its sockets may not have been
+ * reported by any heartbeat yet): tests that move a room first let it age this much past that.
+ */
+const AGE_MARGIN_MS = 100;
 /** Reports outlive placements: a placement can expire while another gateway still reports its room live. */
 const LONG_REPORTS: StoreTiming = { idleTtlMs: 400, gatewayTtlMs: 1200 };
 const NOT_FORCED = { force: false } as const;
@@ -123,6 +128,11 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
     afterEach(async () => {
       await h?.dispose();
     });
+    /**
+     * Lets the placements written so far age past gatewayTtlMs, so that an unforced move of them
+     * is no longer refused for their youth. With TIMING: 500 ms, well within idleTtlMs (800 ms).
+     */
+    const age = (): Promise<void> => h.advance(h.timing.gatewayTtlMs + AGE_MARGIN_MS);
 
     it('get/place round trip, seen by both gateways', async () => {
       await setup();
@@ -139,6 +149,7 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
     it('every change of backend takes an epoch above all earlier ones (any room); a same-backend place keeps the epoch', async () => {
       await setup();
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
+      await age();
       const p2 = placed(await b.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
       // One counter for all rooms: another room's placement in between takes an epoch too.
       const other = placed(await b.place('other', 'b1', 0, NOT_FORCED), 'b1', p2.epoch);
@@ -177,7 +188,9 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       // First placements, all rooms at once, both gateways at once.
       const first = await Promise.all(rooms.map((r) => Promise.all([a.place(r, 'b1', 0, NOT_FORCED), b.place(r, 'b2', 0, NOT_FORCED)])));
       const firstWon = rooms.map((room, i) => winner(first[i]!, room));
-      // Then racing moves away from the winner, to two different backends.
+      // Then, once the placements are old enough to be moved, racing moves away from the winner,
+      // to two different backends.
+      await age();
       const moves = await Promise.all(
         rooms.map((r, i) => Promise.all([a.place(r, 'm1', firstWon[i]!.epoch, NOT_FORCED), b.place(r, 'm2', firstWon[i]!.epoch, NOT_FORCED)])),
       );
@@ -199,6 +212,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
     it("busy: a move away from the backend another gateway holds sockets on is refused unless forced", async () => {
       await setup();
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
+      // Old enough to be moved: the refusal below is A's report, not the placement's youth.
+      await age();
       await a.heartbeat([{ room: 'r', backend: 'b1', sockets: 2 }]);
       expect(await b.place('r', 'b2', p1.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: p1 });
       expect(await b.get('r')).toEqual(p1);
@@ -213,6 +228,7 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       const p: Record<string, PlacementRecord> = {};
       let top = 0;
       for (const r of ['own', 'zero', 'elsewhere', 'replaced']) top = (p[r] = placed(await a.place(r, 'b1', 0, NOT_FORCED), 'b1', top)).epoch;
+      await age(); // only reports can make them busy now
       await a.heartbeat([
         { room: 'own', backend: 'b1', sockets: 1 },
         { room: 'zero', backend: 'b1', sockets: 0 },
@@ -232,19 +248,80 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
     it('a stale gateway (no heartbeat for gatewayTtlMs) no longer blocks a move', async () => {
       await setup();
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
+      await age(); // only A's report can make it busy now
       await a.heartbeat([{ room: 'r', backend: 'b1', sockets: 5 }]);
       expect(await b.place('r', 'b2', p1.epoch, NOT_FORCED)).toMatchObject({ ok: false, reason: 'busy' });
-      await h.advance(h.timing.gatewayTtlMs + 150); // stale, but the placement (idle TTL) still lives
+      // Stale, but the placement (idle TTL, refreshed by A's heartbeat) still lives.
+      await h.advance(h.timing.gatewayTtlMs + 150);
       placed(await b.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
     });
 
     it('a closed gateway no longer blocks a move', async () => {
       await setup();
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
+      await age(); // only A's report can make it busy now
       await a.heartbeat([{ room: 'r', backend: 'b1', sockets: 5 }]);
       expect(await b.place('r', 'b2', p1.epoch, NOT_FORCED)).toMatchObject({ ok: false, reason: 'busy' });
       await a.close();
       placed(await b.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
+    });
+
+    it('an unforced move of a placement younger than gatewayTtlMs is busy while another gateway is alive (no report needed); once it has aged, the move succeeds', async () => {
+      await setup();
+      // Both gateways alive, neither reporting the room.
+      const alive = () => Promise.all([a.heartbeat([]), b.heartbeat([])]);
+      await alive();
+      const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
+      // No report holds the room, but sockets opened since it was placed may not be reported yet.
+      const young = { ok: false, reason: 'busy', current: p1 };
+      expect(await b.place('r', 'b2', p1.epoch, NOT_FORCED)).toEqual(young);
+      // The gateway that placed it is refused too (the other one may hold sockets).
+      expect(await a.place('r', 'b2', p1.epoch, NOT_FORCED)).toEqual(young);
+      await h.advance(h.timing.gatewayTtlMs - 250); // older, but still younger than gatewayTtlMs
+      await alive();
+      expect(await b.place('r', 'b3', p1.epoch, NOT_FORCED)).toEqual(young);
+      // The refused moves changed nothing.
+      expect(await a.get('r')).toEqual(p1);
+      expect(Object.fromEntries(await b.roomsPerBackend())).toEqual({ b1: 1 });
+      await h.advance(250 + AGE_MARGIN_MS); // now older than gatewayTtlMs
+      await alive();
+      const p2 = placed(await b.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
+      expect(await a.get('r')).toEqual(p2);
+      // The move wrote a new placement, young in its turn: moving it on at once is refused.
+      expect(await a.place('r', 'b3', p2.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: p2 });
+      expect(await b.get('r')).toEqual(p2);
+      expect(Object.fromEntries(await b.roomsPerBackend())).toEqual({ b2: 1 });
+    });
+
+    it('a gateway alone (no other gateway alive) may move a young placement: it knows its own sockets', async () => {
+      await setup();
+      const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
+      placed(await a.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
+    });
+
+    it('a forced move of a placement younger than gatewayTtlMs succeeds', async () => {
+      await setup();
+      await Promise.all([a.heartbeat([]), b.heartbeat([])]);
+      const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
+      expect(await b.place('r', 'b2', p1.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: p1 });
+      const p2 = placed(await b.place('r', 'b2', p1.epoch, FORCED), 'b2', p1.epoch);
+      expect(await a.get('r')).toEqual(p2);
+      // The forced move's placement is young too; forced, it moves on at once again.
+      const p3 = placed(await a.place('r', 'b3', p2.epoch, FORCED), 'b3', p2.epoch);
+      expect(await b.get('r')).toEqual(p3);
+      expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b3: 1 });
+    });
+
+    it('a same-backend place of a placement younger than gatewayTtlMs is ok and keeps the epoch', async () => {
+      await setup();
+      const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
+      const same = { ok: true, placement: p1 };
+      expect(await b.place('r', 'b1', p1.epoch, NOT_FORCED)).toEqual(same);
+      expect(await a.place('r', 'b1', p1.epoch, NOT_FORCED)).toEqual(same);
+      expect(await b.place('r', 'b1', p1.epoch, FORCED)).toEqual(same);
+      expect(await a.get('r')).toEqual(p1);
+      expect(await b.get('r')).toEqual(p1);
+      expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b1: 1 });
     });
 
     it('placements expire idleTtlMs after the last place or heartbeat on their backend', async () => {
@@ -290,6 +367,7 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       const r2 = placed(await b.place('r2', 'b1', 0, NOT_FORCED), 'b1', 0);
       await a.place('r3', 'b2', 0, NOT_FORCED);
       expect(Object.fromEntries(await b.roomsPerBackend())).toEqual({ b1: 2, b2: 1 });
+      await age();
       placed(await a.place('r2', 'b2', r2.epoch, NOT_FORCED), 'b2', r2.epoch);
       expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b1: 1, b2: 2 });
       for (let i = 0; i < 6; i++) {
@@ -359,12 +437,15 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
         first.set(room, p);
         top = p.epoch;
       }
+      await age();
       const moved = placed(await b.place('__proto__', '__proto__', first.get('__proto__')!.epoch, NOT_FORCED), '__proto__', top);
       for (const room of rooms) expect(await b.get(room), room).toEqual(room === '__proto__' ? moved : first.get(room));
       const counts = await a.roomsPerBackend();
       expect(counts.get('constructor')).toBe(rooms.length - 1);
       expect(counts.get('__proto__')).toBe(1);
       expect(counts.size).toBe(2);
+      // The moved placement ages too (the others expire meanwhile): then only the report makes it busy.
+      await age();
       await a.heartbeat([{ room: '__proto__', backend: '__proto__', sockets: 1 }]);
       expect(await b.place('__proto__', 'x', moved.epoch, NOT_FORCED)).toMatchObject({ ok: false, reason: 'busy' });
       const st: BackendAdminState = { state: 'maintenance', deadline: null, since: 1 };
@@ -431,6 +512,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(await a.get('adopt')).toEqual(adopted);
       expect(await b.get('adopt')).toEqual(adopted);
       // The adopted placement is the room's like any other: moving it away from B's sockets is busy.
+      // (Twice over here: the placement is also younger than gatewayTtlMs. Letting it age while B's
+      // report stays fresh would need B's heartbeats, which would end the 'stale' case below.)
       expect(await a.place('adopt', 'b3', adopted.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: adopted });
       // Written by the store, announced like any placement, on both handles.
       for (const rec of [onA, onB]) {
@@ -535,7 +618,10 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
         // A room without live sockets stays lost: it is placed again when next needed.
         expect(await a.get('idle')).toBeNull();
         expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b1: 1, b2: 1 });
-        // B's report is back: the re-created rooms are busy for other gateways again.
+        // B's report is back: once old enough to be moved (B's next heartbeat keeps its report
+        // fresh), the re-created rooms are busy for other gateways again.
+        await age();
+        await b.heartbeat(live);
         expect(await a.place('live-1', 'b3', one.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: one });
         for (const rec of [onA, onB]) {
           await waitFor('the re-creation events', 3000, () => placementEvents(rec.events, 'live-2').length >= 2);

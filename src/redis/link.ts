@@ -1,0 +1,379 @@
+// The Redis connection machinery shared by the Redis stores (placement, lobby): a commands
+// connection and a subscriber connection to one Redis, one pub/sub channel, availability tracking
+// and Lua scripts. The stores own their key layout, scripts, events and error wording (`label`
+// prefixes every message and log line, e.g. "redis placement store").
+//
+// Fail fast: no offline queue, nothing in flight is retried after a reconnect (a timed-out write
+// may or may not have run; callers read again), every command is bounded by commandTimeoutMs,
+// reconnect attempts never stop (until close()).
+//
+// Availability: `available` is true while the commands connection is ready AND the channel is
+// subscribed, so that after an {type:'available', available:true} event a reader sees every later
+// change as an event. The subscriber subscribes again itself on every 'ready' (ioredis's
+// autoResubscribe is off, so we know when events flow); a generation counter makes a late SUBSCRIBE
+// reply of an old connection count for nothing.
+//
+// Scripts: EVALSHA, EVAL when Redis answers NOSCRIPT (first use, a restart, SCRIPT FLUSH), so each
+// call is one round trip. Scripts given as `preload` are loaded on every (re)connect of the
+// commands connection, so that the first call of each is one round trip too.
+import { createHash } from 'node:crypto';
+import { Redis, type RedisOptions } from 'ioredis';
+
+/** The one hash tag of every key of the Redis stores (all keys in one Redis Cluster slot). */
+export const HASH_TAG = '{rg}';
+
+const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+
+export interface ConnectOptions {
+  /** How long connect() waits for the first connection (default 5000 ms). */
+  readonly timeoutMs?: number;
+}
+
+export type LogFn = (level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>) => void;
+
+export type AvailableEvent = { readonly type: 'available'; readonly available: boolean };
+
+/** A Lua script run by EVALSHA, falling back to EVAL when Redis does not have it cached. */
+export class LuaScript {
+  readonly sha: string;
+  constructor(readonly lua: string) {
+    this.sha = createHash('sha1').update(lua).digest('hex');
+  }
+}
+
+export function errorMessage(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** The URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(unparsable url)';
+  }
+}
+
+/**
+ * Checks the options every Redis store has (in this order: keyPrefix, gatewayId, commandTimeoutMs)
+ * and returns the key base `${keyPrefix}{rg}:`.
+ */
+export function storeKeyBase(label: string, opts: { readonly keyPrefix: string; readonly gatewayId: string; readonly commandTimeoutMs: number }): string {
+  if (/[{}]/.test(opts.keyPrefix)) {
+    throw new Error(`${label}: keyPrefix must not contain '{' or '}' (it would change the Redis Cluster hash tag): ${JSON.stringify(opts.keyPrefix)}`);
+  }
+  if (opts.gatewayId === '') throw new Error(`${label}: gatewayId must not be empty`);
+  if (!(opts.commandTimeoutMs > 0)) throw new Error(`${label}: commandTimeoutMs must be > 0, got ${opts.commandTimeoutMs}`);
+  return `${opts.keyPrefix}${HASH_TAG}:`;
+}
+
+export interface RedisLinkOptions<E extends { readonly type: string }> {
+  /** redis://, rediss:// (TLS), with password; ioredis parses it. */
+  readonly url: string;
+  /** Prefix of every error message and log line, e.g. "redis placement store". */
+  readonly label: string;
+  /** CLIENT SETNAME of the commands connection (the subscriber's gets "-sub"); non-printable characters become '_'. */
+  readonly connectionName: string;
+  /** The pub/sub channel whose messages are the events. */
+  readonly channel: string;
+  /** e.g. 500: no call waits longer on a dead Redis. */
+  readonly commandTimeoutMs: number;
+  /** A message of the channel as an event, or undefined if it is not one (logged and dropped). */
+  readonly parseEvent: (message: string) => E | undefined;
+  /** Called with every channel event before the listeners get it. */
+  readonly onEvent?: (ev: E) => void;
+  /** Called on every availability change, before it is logged and announced. */
+  readonly onAvailability?: (available: boolean) => void;
+  /** Loaded (SCRIPT LOAD, best effort) on every 'ready' of the commands connection. */
+  readonly preload?: readonly LuaScript[];
+  readonly onLog?: LogFn | undefined;
+}
+
+/** A script a store runs on close(), before quitting (best effort). */
+export interface Farewell {
+  readonly script: LuaScript;
+  readonly keys: readonly string[];
+  readonly args: readonly string[];
+  /** Logged (after the label) when it fails, e.g. "could not deregister gateway on close". */
+  readonly failure: string;
+}
+
+/** The two connections of a Redis store, its channel subscription, availability and event listeners. */
+export class RedisLink<E extends { readonly type: string }> {
+  private readonly label: string;
+  private readonly main: Redis;
+  private readonly sub: Redis;
+  private readonly listeners = new Set<(ev: E | AvailableEvent) => void>();
+  /** Waiters of connect(): called on every availability change. */
+  private readonly availabilityWaiters = new Set<() => void>();
+  private subscribed = false;
+  /** Counts the subscriber connection's 'ready' events, so that a late SUBSCRIBE reply of an old connection is ignored. */
+  private subGeneration = 0;
+  private lastAvailable = false;
+  private lastError: string | undefined;
+  private started = false;
+  /** 'closing' from the first close() call: methods reject, connect() waiters give up. */
+  private phase: 'open' | 'closing' | 'closed' = 'open';
+  private closing: Promise<void> | undefined;
+
+  constructor(private readonly opts: RedisLinkOptions<E>) {
+    this.label = opts.label;
+    const common: RedisOptions = {
+      lazyConnect: true,
+      // Fail fast: no queue while disconnected, nothing in flight is retried after a reconnect
+      // (a timed-out write may or may not have run; the caller reads again), every command is
+      // bounded, reconnect attempts never stop.
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      commandTimeout: opts.commandTimeoutMs,
+      connectTimeout: Math.max(1000, 2 * opts.commandTimeoutMs),
+      retryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
+      // We subscribe again ourselves on every 'ready' (see onSubReady) to know when events flow.
+      autoResubscribe: false,
+    };
+    const name = opts.connectionName.replace(/[^\x21-\x7e]/g, '_');
+    this.main = new Redis(opts.url, { ...common, connectionName: name });
+    this.sub = new Redis(opts.url, { ...common, connectionName: `${name}-sub` });
+
+    for (const [conn, label] of [[this.main, 'commands'], [this.sub, 'subscriber']] as const) {
+      conn.on('error', (err: unknown) => this.onConnError(label, err));
+      conn.on('close', () => this.onConnDown(conn, label));
+      conn.on('end', () => this.onConnDown(conn, label));
+    }
+    this.main.on('ready', () => this.onMainReady());
+    this.sub.on('ready', () => this.onSubReady());
+    this.sub.on('message', (channel: string, message: string) => this.onMessage(channel, message));
+  }
+
+  /** Commands connection ready and the channel subscribed. */
+  get available(): boolean {
+    return this.lastAvailable;
+  }
+
+  /**
+   * Starts connecting. Resolves once available (commands connection ready and the channel
+   * subscribed); rejects after timeoutMs with the last connection error. The link keeps
+   * reconnecting by itself either way, until close().
+   */
+  async connect(opts: ConnectOptions = {}): Promise<void> {
+    if (this.phase !== 'open') throw new Error(`${this.label}: closed`);
+    if (!this.started) {
+      this.started = true;
+      this.main.connect().catch(() => undefined);
+      this.sub.connect().catch(() => undefined);
+    }
+    if (this.lastAvailable) return;
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+    await new Promise<void>((resolve, reject) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.availabilityWaiters.delete(check);
+      };
+      const check = (): void => {
+        if (this.lastAvailable) {
+          done();
+          resolve();
+        } else if (this.phase !== 'open') {
+          done();
+          reject(new Error(`${this.label}: closed while connecting`));
+        }
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(
+          new Error(
+            `${this.label}: Redis at ${redactUrl(this.opts.url)} not reachable within ${timeoutMs} ms ` +
+              `(last error: ${this.lastError ?? 'none'}); still retrying in the background`,
+          ),
+        );
+      }, timeoutMs);
+      this.availabilityWaiters.add(check);
+    });
+  }
+
+  /** Throws at once unless open and the commands connection is ready (no offline queue). */
+  ensureReady(): void {
+    this.check(false);
+  }
+
+  /** The commands connection, for plain commands; throws at once like ensureReady(). */
+  commands(): Redis {
+    this.check(false);
+    return this.main;
+  }
+
+  /** Runs a script (EVALSHA, EVAL on NOSCRIPT); throws at once like ensureReady(). */
+  run(script: LuaScript, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    return this.exec(script, keys, args, false);
+  }
+
+  subscribe(listener: (ev: E | AvailableEvent) => void): () => void {
+    if (this.phase !== 'open') return () => undefined;
+    // A wrapper, so that subscribing one function twice gives two independent subscriptions.
+    const l = (ev: E | AvailableEvent): void => listener(ev);
+    this.listeners.add(l);
+    return () => {
+      this.listeners.delete(l);
+    };
+  }
+
+  /**
+   * Runs `farewell` (best effort, if the commands connection is ready), then quits both
+   * connections; bounded in time. Every call after the first returns the first call's promise.
+   */
+  close(farewell?: Farewell): Promise<void> {
+    this.closing ??= this.doClose(farewell);
+    return this.closing;
+  }
+
+  /** The store's onLog, guarded: a logger must not break the store. */
+  log(level: 'info' | 'warn', msg: string, fields?: Record<string, unknown>): void {
+    try {
+      this.opts.onLog?.(level, msg, fields);
+    } catch {
+      // A logger must not break the store.
+    }
+  }
+
+  private async doClose(farewell: Farewell | undefined): Promise<void> {
+    this.phase = 'closing';
+    this.lastAvailable = false;
+    this.listeners.clear();
+    for (const w of [...this.availabilityWaiters]) w();
+    if (farewell && this.main.status === 'ready') {
+      try {
+        await this.exec(farewell.script, farewell.keys, farewell.args, true);
+      } catch (err) {
+        this.log('warn', `${this.label}: ${farewell.failure}`, { error: errorMessage(err) });
+      }
+    }
+    this.phase = 'closed';
+    await Promise.all([this.quit(this.main), this.quit(this.sub)]);
+  }
+
+  private async quit(conn: Redis): Promise<void> {
+    if (conn.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        conn.quit().catch(() => undefined),
+        new Promise<void>((resolve) => {
+          timer = setTimeout(resolve, this.opts.commandTimeoutMs);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
+    // Also clears a pending reconnect timer and closes a connection that is still being set up.
+    if (conn.status !== 'end') conn.disconnect();
+    // Wait (bounded) until the socket is closed, so that close() leaves nothing behind.
+    if (conn.status === 'connecting' || conn.status === 'connect' || conn.status === 'ready' || conn.status === 'close') {
+      let timer: NodeJS.Timeout | undefined;
+      await new Promise<void>((resolve) => {
+        conn.once('end', resolve);
+        timer = setTimeout(resolve, this.opts.commandTimeoutMs);
+      });
+      clearTimeout(timer);
+      conn.removeAllListeners('end');
+    }
+  }
+
+  /** `closing`: also allowed while closing (the farewell script). */
+  private check(closing: boolean): void {
+    if (this.phase !== 'open' && !(closing && this.phase === 'closing')) throw new Error(`${this.label}: closed`);
+    if (this.main.status !== 'ready') {
+      throw new Error(`${this.label}: Redis unavailable (connection ${this.main.status}${this.lastError ? `, last error: ${this.lastError}` : ''})`);
+    }
+  }
+
+  private async exec(script: LuaScript, keys: readonly string[], args: readonly string[], closing: boolean): Promise<unknown> {
+    this.check(closing);
+    try {
+      return await this.main.evalsha(script.sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!errorMessage(err).includes('NOSCRIPT')) throw err;
+      // Not cached (first use, Redis restarted, or SCRIPT FLUSH before our preload): EVAL loads it.
+      return await this.main.eval(script.lua, keys.length, ...keys, ...args);
+    }
+  }
+
+  private onMainReady(): void {
+    const preload = this.opts.preload ?? [];
+    if (preload.length > 0) {
+      // Best effort: run() still falls back to EVAL.
+      const p = this.main.pipeline();
+      for (const s of preload) p.script('LOAD', s.lua);
+      p.exec().catch(() => undefined);
+    }
+    this.updateAvailability();
+  }
+
+  private onConnError(label: string, err: unknown): void {
+    const msg = errorMessage(err);
+    // Logged once per outage rather than on every reconnect attempt.
+    if (this.lastError !== msg || this.lastAvailable) {
+      this.log('warn', `${this.label}: ${label} connection error`, { error: msg });
+    }
+    this.lastError = msg;
+  }
+
+  private onConnDown(conn: Redis, label: string): void {
+    if (conn === this.sub) this.subscribed = false;
+    if (this.lastAvailable && this.phase === 'open') this.log('warn', `${this.label}: ${label} connection lost`, { status: conn.status });
+    this.updateAvailability();
+  }
+
+  private onSubReady(): void {
+    const generation = ++this.subGeneration;
+    this.sub.subscribe(this.opts.channel).then(
+      () => {
+        if (generation !== this.subGeneration || this.sub.status !== 'ready') return;
+        this.subscribed = true;
+        this.updateAvailability();
+      },
+      (err: unknown) => {
+        if (generation !== this.subGeneration || this.phase !== 'open' || this.sub.status !== 'ready') return;
+        // Connected but not subscribed (e.g. SUBSCRIBE timed out): start over with a new connection.
+        this.log('warn', `${this.label}: subscribe failed, reconnecting`, { error: errorMessage(err) });
+        this.sub.disconnect(true);
+      },
+    );
+  }
+
+  private updateAvailability(): void {
+    const available = this.phase === 'open' && this.main.status === 'ready' && this.sub.status === 'ready' && this.subscribed;
+    if (available === this.lastAvailable) return;
+    this.lastAvailable = available;
+    this.opts.onAvailability?.(available);
+    if (available) {
+      this.lastError = undefined;
+      this.log('info', `${this.label}: available`, { url: redactUrl(this.opts.url) });
+    } else {
+      this.log('warn', `${this.label}: unavailable`, { url: redactUrl(this.opts.url) });
+    }
+    for (const w of [...this.availabilityWaiters]) w();
+    this.emit({ type: 'available', available });
+  }
+
+  private onMessage(channel: string, message: string): void {
+    if (channel !== this.opts.channel) return;
+    const ev = this.opts.parseEvent(message);
+    if (!ev) {
+      this.log('warn', `${this.label}: ignoring malformed event`, { message: message.slice(0, 200) });
+      return;
+    }
+    this.opts.onEvent?.(ev);
+    this.emit(ev);
+  }
+
+  private emit(ev: E | AvailableEvent): void {
+    for (const l of [...this.listeners]) {
+      try {
+        l(ev);
+      } catch (err) {
+        this.log('warn', `${this.label}: event listener threw`, { error: errorMessage(err), event: ev.type });
+      }
+    }
+  }
+}
