@@ -120,11 +120,15 @@ export class Gateway {
     });
     this.pool.setBackends(config.backends);
 
+    const redisConfigured = Boolean(config.redis.url) || config.redis.sentinels.length > 0 || config.redis.clusterNodes.length > 0;
     this.store =
       opts.store ??
-      (config.redis.url
+      (redisConfigured
         ? new RedisPlacementStore({
             url: config.redis.url,
+            sentinels: config.redis.sentinels,
+            sentinelName: config.redis.sentinelName,
+            clusterNodes: config.redis.clusterNodes,
             keyPrefix: config.redis.keyPrefix,
             gatewayId: this.id,
             timing: { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs },
@@ -133,9 +137,12 @@ export class Gateway {
           })
         : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
 
-    this.shared = config.redis.url
+    this.shared = redisConfigured
       ? new RedisSharedStore({
           url: config.redis.url,
+          sentinels: config.redis.sentinels,
+          sentinelName: config.redis.sentinelName,
+          clusterNodes: config.redis.clusterNodes,
           keyPrefix: config.redis.keyPrefix,
           gatewayId: this.id,
           presenceTtlMs: config.presence.ttlMs,

@@ -48,6 +48,9 @@ export const ENV_VARS = {
   ROOMGATE_ADMIN_TOKEN: 'admin.token',
   ROOMGATE_API_TOKENS: 'api.tokens: comma-separated bearer tokens for API writes',
   REDIS_URL: 'redis.url',
+  REDIS_SENTINELS: 'redis.sentinels: comma-separated host:port of the Redis Sentinels',
+  REDIS_SENTINEL_NAME: 'redis.sentinelName',
+  REDIS_CLUSTER_NODES: 'redis.clusterNodes: comma-separated host:port of Redis Cluster nodes',
 } as const;
 
 export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
@@ -118,6 +121,9 @@ function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
   if (env.ROOMGATE_LOG_LEVEL) section(raw, 'log').level = env.ROOMGATE_LOG_LEVEL;
   if (env.ROOMGATE_ADMIN_TOKEN) section(raw, 'admin').token = env.ROOMGATE_ADMIN_TOKEN;
   if (env.REDIS_URL) section(raw, 'redis').url = env.REDIS_URL;
+  if (env.REDIS_SENTINELS) section(raw, 'redis').sentinels = list(env.REDIS_SENTINELS);
+  if (env.REDIS_SENTINEL_NAME) section(raw, 'redis').sentinelName = env.REDIS_SENTINEL_NAME;
+  if (env.REDIS_CLUSTER_NODES) section(raw, 'redis').clusterNodes = list(env.REDIS_CLUSTER_NODES);
   if (env.ROOMGATE_API_TOKENS) section(raw, 'api').tokens = list(env.ROOMGATE_API_TOKENS);
 }
 
@@ -195,8 +201,42 @@ function resolve(c: Config): LoadedConfig {
   if (c.health.timeoutMs > c.health.intervalMs) {
     problems.push(`health.timeoutMs: got ${c.health.timeoutMs}; expected at most health.intervalMs (${c.health.intervalMs})`);
   }
+  problems.push(...redisProblems(c.redis));
   if (problems.length) throw new ConfigError(problems);
   return { ...c, backends };
+}
+
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;
+
+/** The Redis form: url alone, sentinels (+ url for credentials), or clusterNodes (+ url for credentials). */
+function redisProblems(r: Config['redis']): string[] {
+  const problems: string[] = [];
+  const lists = [
+    ['sentinels', r.sentinels],
+    ['clusterNodes', r.clusterNodes],
+  ] as const;
+  for (const [key, nodes] of lists) {
+    nodes.forEach((n, i) => {
+      const m = HOST_PORT.exec(n);
+      const port = m ? Number(m[2]) : 0;
+      if (!m || port < 1 || port > 65535) problems.push(`redis.${key}.${i}: got ${JSON.stringify(n)}; expected "host:port", e.g. "10.0.0.5:${key === 'sentinels' ? 26379 : 6379}"`);
+    });
+  }
+  if (r.sentinels.length > 0 && r.clusterNodes.length > 0) {
+    problems.push('redis.sentinels and redis.clusterNodes: both set; use one form only (Sentinel or Cluster), remove the other (env REDIS_SENTINELS / REDIS_CLUSTER_NODES)');
+  }
+  if (r.url && (r.sentinels.length > 0 || r.clusterNodes.length > 0)) {
+    let u: URL | undefined;
+    try {
+      u = new URL(r.url);
+    } catch {
+      problems.push('redis.url: not a valid URL (value not shown)');
+    }
+    if (u && r.clusterNodes.length > 0 && u.pathname !== '' && u.pathname !== '/' && u.pathname !== '/0') {
+      problems.push('redis.url: selects a db although redis.clusterNodes is set; Redis Cluster has only db 0: remove the "/N" from the url');
+    }
+  }
+  return problems;
 }
 
 export function isIpOrCidr(s: string): boolean {

@@ -109,6 +109,14 @@ export const configSchema = z.strictObject({
       // redis://[:password@]host:port/db, rediss:// for TLS. null: in-memory store (one gateway).
       // Prefer the REDIS_URL environment variable.
       url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').nullable().default(null),
+      // Sentinel form: "host:port" of each sentinel (env REDIS_SENTINELS, comma-separated) and the
+      // master group name. redis.url, if set, then only carries password, TLS (rediss://) and db
+      // (its host:port is not used).
+      sentinels: z.array(z.string()).default([]),
+      sentinelName: z.string().min(1).default('mymaster'),
+      // Cluster form: "host:port" of some cluster nodes (env REDIS_CLUSTER_NODES, comma-separated).
+      // redis.url, if set, then only carries password and TLS (rediss://; its host:port is not used).
+      clusterNodes: z.array(z.string()).default([]),
       // Every key starts with this, so several apps can share one Redis.
       keyPrefix: z.string().regex(/^[A-Za-z0-9_.:-]{0,64}$/, 'up to 64 characters from A-Z a-z 0-9 _ . : -').default('roomgate:'),
       // No Redis call waits longer than this (then the gateway runs degraded).

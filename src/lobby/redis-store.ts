@@ -68,7 +68,7 @@
 //
 // Data loss: Redis is the only copy of metadata and leaderboards: run it with persistence and
 // `maxmemory-policy noeviction`. Presence repairs itself with the next heartbeat of each gateway.
-import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions } from '../redis/link.js';
+import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions, type RedisTarget } from '../redis/link.js';
 import {
   PresenceAggregator,
   checkLobbyQuery,
@@ -98,9 +98,7 @@ import type {
   SharedStore,
 } from './store.js';
 
-export interface RedisSharedStoreOptions {
-  /** redis://, rediss:// (TLS), with password; ioredis parses it. */
-  url: string;
+export interface RedisSharedStoreOptions extends RedisTarget {
   /** e.g. "roomgate:"; every key this store writes starts with it (several apps share one Redis). */
   keyPrefix: string;
   /** Unique per gateway process. */
@@ -439,6 +437,9 @@ export class RedisSharedStore implements SharedStore {
     };
     this.link = new RedisLink<SharedEvent>({
       url: opts.url,
+      sentinels: opts.sentinels,
+      sentinelName: opts.sentinelName,
+      clusterNodes: opts.clusterNodes,
       label: LABEL,
       connectionName: `roomgate-lobby-${opts.gatewayId}`,
       channel: this.channel,

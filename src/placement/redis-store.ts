@@ -52,7 +52,7 @@
 // TTLs; a volatile-* policy would evict live placements). After Redis loses its data (restart
 // without persistence, failover to a lagging replica) each gateway's next heartbeat re-creates the
 // placements of its live rooms (epochs continue from the clock); idle rooms are placed anew.
-import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions } from '../redis/link.js';
+import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions, type RedisTarget } from '../redis/link.js';
 import type {
   AdminState,
   BackendAdminState,
@@ -65,9 +65,7 @@ import type {
   StoreTiming,
 } from './store.js';
 
-export interface RedisStoreOptions {
-  /** redis://, rediss:// (TLS), with password; ioredis parses it. */
-  url: string;
+export interface RedisStoreOptions extends RedisTarget {
   /** e.g. "roomgate:"; every key this store writes starts with it (several apps share one Redis). */
   keyPrefix: string;
   /** Unique per gateway process. */
@@ -327,6 +325,9 @@ export class RedisPlacementStore implements PlacementStore {
     };
     this.link = new RedisLink<StoreEvent>({
       url: opts.url,
+      sentinels: opts.sentinels,
+      sentinelName: opts.sentinelName,
+      clusterNodes: opts.clusterNodes,
       label: LABEL,
       connectionName: `roomgate-${opts.gatewayId}`,
       channel: this.channel,

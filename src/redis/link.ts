@@ -17,7 +17,7 @@
 // call is one round trip. Scripts given as `preload` are loaded on every (re)connect of the
 // commands connection, so that the first call of each is one round trip too.
 import { createHash } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
 
 /** The one hash tag of every key of the Redis stores (all keys in one Redis Cluster slot). */
 export const HASH_TAG = '{rg}';
@@ -69,9 +69,53 @@ export function storeKeyBase(label: string, opts: { readonly keyPrefix: string; 
   return `${opts.keyPrefix}${HASH_TAG}:`;
 }
 
-export interface RedisLinkOptions<E extends { readonly type: string }> {
-  /** redis://, rediss:// (TLS), with password; ioredis parses it. */
-  readonly url: string;
+/**
+ * Where Redis is, in one of three forms:
+ * - standalone: `url` (redis://[:password@]host:port/db, rediss:// for TLS);
+ * - Sentinel: `sentinels` ("host:port" of each sentinel) and `sentinelName` (the master group,
+ *   default "mymaster"); `url`, if given, only carries password, TLS (rediss://) and db;
+ * - Cluster: `clusterNodes` ("host:port" of some nodes); `url`, if given, only carries password
+ *   and TLS.
+ */
+export interface RedisTarget {
+  readonly url?: string | null | undefined;
+  readonly sentinels?: readonly string[] | undefined;
+  readonly sentinelName?: string | undefined;
+  readonly clusterNodes?: readonly string[] | undefined;
+}
+
+/** A Redis connection of either kind (standalone/Sentinel or Cluster). */
+export type RedisConn = Redis | Cluster;
+
+/** "host:port" as {host, port}; throws on anything else. */
+export function parseHostPort(s: string): { host: string; port: number } {
+  const m = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(s.trim());
+  const port = m ? Number(m[2]) : 0;
+  if (!m || !m[1] || port < 1 || port > 65535) throw new Error(`not a host:port: ${JSON.stringify(s)}`);
+  return { host: m[1], port };
+}
+
+/** The target for messages (no password). */
+export function describeTarget(t: RedisTarget): string {
+  if (t.clusterNodes && t.clusterNodes.length > 0) return `cluster ${t.clusterNodes.join(',')}`;
+  if (t.sentinels && t.sentinels.length > 0) return `sentinel ${t.sentinelName ?? 'mymaster'}@${t.sentinels.join(',')}`;
+  return t.url ? redactUrl(t.url) : '(no redis url)';
+}
+
+/** Password, username, TLS and db of a URL (for the Sentinel and Cluster forms). */
+function urlCredentials(url: string | null | undefined): { username?: string; password?: string; tls?: boolean; db?: number } {
+  if (!url) return {};
+  const u = new URL(url);
+  const out: { username?: string; password?: string; tls?: boolean; db?: number } = {};
+  if (u.username) out.username = decodeURIComponent(u.username);
+  if (u.password) out.password = decodeURIComponent(u.password);
+  if (u.protocol === 'rediss:') out.tls = true;
+  const db = u.pathname.replace(/^\//, '');
+  if (db) out.db = Number(db);
+  return out;
+}
+
+export interface RedisLinkOptions<E extends { readonly type: string }> extends RedisTarget {
   /** Prefix of every error message and log line, e.g. "redis placement store". */
   readonly label: string;
   /** CLIENT SETNAME of the commands connection (the subscriber's gets "-sub"); non-printable characters become '_'. */
@@ -103,8 +147,9 @@ export interface Farewell {
 /** The two connections of a Redis store, its channel subscription, availability and event listeners. */
 export class RedisLink<E extends { readonly type: string }> {
   private readonly label: string;
-  private readonly main: Redis;
-  private readonly sub: Redis;
+  private readonly main: RedisConn;
+  private readonly sub: RedisConn;
+  private readonly target: string;
   private readonly listeners = new Set<(ev: E | AvailableEvent) => void>();
   /** Waiters of connect(): called on every availability change. */
   private readonly availabilityWaiters = new Set<() => void>();
@@ -135,11 +180,57 @@ export class RedisLink<E extends { readonly type: string }> {
       autoResubscribe: false,
     };
     const name = opts.connectionName.replace(/[^\x21-\x7e]/g, '_');
-    this.main = new Redis(opts.url, { ...common, connectionName: name });
-    this.sub = new Redis(opts.url, { ...common, connectionName: `${name}-sub` });
+    this.target = describeTarget(opts);
+    const make = (connectionName: string): RedisConn => {
+      if (opts.clusterNodes && opts.clusterNodes.length > 0) {
+        const cred = urlCredentials(opts.url);
+        const redisOptions: RedisOptions = { ...common, connectionName };
+        if (cred.username) redisOptions.username = cred.username;
+        if (cred.password) redisOptions.password = cred.password;
+        if (cred.tls) redisOptions.tls = {};
+        const clusterOptions: ClusterOptions = {
+          lazyConnect: true,
+          // Fail fast, as above: no queue, bounded redirections, reconnect attempts never stop.
+          enableOfflineQueue: false,
+          enableReadyCheck: true,
+          maxRedirections: 4,
+          retryDelayOnFailover: 100,
+          retryDelayOnClusterDown: 100,
+          retryDelayOnTryAgain: 100,
+          slotsRefreshTimeout: Math.max(1000, 2 * opts.commandTimeoutMs),
+          clusterRetryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
+          redisOptions,
+        };
+        return new Cluster(opts.clusterNodes.map(parseHostPort), clusterOptions);
+      }
+      if (opts.sentinels && opts.sentinels.length > 0) {
+        const cred = urlCredentials(opts.url);
+        const o: RedisOptions = {
+          ...common,
+          connectionName,
+          sentinels: opts.sentinels.map(parseHostPort),
+          name: opts.sentinelName ?? 'mymaster',
+          sentinelRetryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
+        };
+        if (cred.username) o.username = cred.username;
+        if (cred.password) o.password = cred.password;
+        if (cred.db !== undefined) o.db = cred.db;
+        if (cred.tls) {
+          o.tls = {};
+          o.enableTLSForSentinelMode = true;
+        }
+        return new Redis(o);
+      }
+      if (!opts.url) throw new Error(`${opts.label}: no Redis url, sentinels or clusterNodes given`);
+      return new Redis(opts.url, { ...common, connectionName });
+    };
+    this.main = make(name);
+    this.sub = make(`${name}-sub`);
 
     for (const [conn, label] of [[this.main, 'commands'], [this.sub, 'subscriber']] as const) {
       conn.on('error', (err: unknown) => this.onConnError(label, err));
+      // A Cluster reports the errors of its node connections apart.
+      if (conn instanceof Cluster) conn.on('node error', (err: unknown) => this.onConnError(label, err));
       conn.on('close', () => this.onConnDown(conn, label));
       conn.on('end', () => this.onConnDown(conn, label));
     }
@@ -185,7 +276,7 @@ export class RedisLink<E extends { readonly type: string }> {
         done();
         reject(
           new Error(
-            `${this.label}: Redis at ${redactUrl(this.opts.url)} not reachable within ${timeoutMs} ms ` +
+            `${this.label}: Redis at ${this.target} not reachable within ${timeoutMs} ms ` +
               `(last error: ${this.lastError ?? 'none'}); still retrying in the background`,
           ),
         );
@@ -200,7 +291,7 @@ export class RedisLink<E extends { readonly type: string }> {
   }
 
   /** The commands connection, for plain commands; throws at once like ensureReady(). */
-  commands(): Redis {
+  commands(): RedisConn {
     this.check(false);
     return this.main;
   }
@@ -254,7 +345,7 @@ export class RedisLink<E extends { readonly type: string }> {
     await Promise.all([this.quit(this.main), this.quit(this.sub)]);
   }
 
-  private async quit(conn: Redis): Promise<void> {
+  private async quit(conn: RedisConn): Promise<void> {
     if (conn.status === 'ready') {
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([
@@ -300,7 +391,14 @@ export class RedisLink<E extends { readonly type: string }> {
 
   private onMainReady(): void {
     const preload = this.opts.preload ?? [];
-    if (preload.length > 0) {
+    if (preload.length > 0 && this.main instanceof Cluster) {
+      // Best effort, on every master (SCRIPT LOAD has no key to route by).
+      for (const node of this.main.nodes('master')) {
+        const p = node.pipeline();
+        for (const s of preload) p.script('LOAD', s.lua);
+        p.exec().catch(() => undefined);
+      }
+    } else if (preload.length > 0) {
       // Best effort: run() still falls back to EVAL.
       const p = this.main.pipeline();
       for (const s of preload) p.script('LOAD', s.lua);
@@ -318,7 +416,7 @@ export class RedisLink<E extends { readonly type: string }> {
     this.lastError = msg;
   }
 
-  private onConnDown(conn: Redis, label: string): void {
+  private onConnDown(conn: RedisConn, label: string): void {
     if (conn === this.sub) this.subscribed = false;
     if (this.lastAvailable && this.phase === 'open') this.log('warn', `${this.label}: ${label} connection lost`, { status: conn.status });
     this.updateAvailability();
@@ -348,9 +446,9 @@ export class RedisLink<E extends { readonly type: string }> {
     this.opts.onAvailability?.(available);
     if (available) {
       this.lastError = undefined;
-      this.log('info', `${this.label}: available`, { url: redactUrl(this.opts.url) });
+      this.log('info', `${this.label}: available`, { redis: this.target });
     } else {
-      this.log('warn', `${this.label}: unavailable`, { url: redactUrl(this.opts.url) });
+      this.log('warn', `${this.label}: unavailable`, { redis: this.target });
     }
     for (const w of [...this.availabilityWaiters]) w();
     this.emit({ type: 'available', available });

@@ -3,7 +3,7 @@
 // the test process exits); every wait has a timeout. Tests never skip when redis-server is
 // missing: they fail and say how to install it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -164,3 +164,117 @@ process.once('exit', () => {
   }
 });
 
+
+// --- Sentinel and Cluster ------------------------------------------------------------------------
+
+/** Spawns redis-server with `args`, tracked like startRedis(); resolves once it logs `ready`. */
+async function spawnTracked(args: (port: number, dir: string) => string[], ready: RegExp, name: string): Promise<{ port: number; dir: string }> {
+  const bin = findRedisServer();
+  const inst: Instance = { child: undefined, dir: mkdtempSync(join(tmpdir(), `roomgate-${name}-`)) };
+  instances.add(inst);
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    const child = spawn(bin, args(port, inst.dir), { cwd: inst.dir, stdio: ['ignore', 'pipe', 'pipe'] });
+    inst.child = child;
+    const err = await new Promise<Error | undefined>((resolve) => {
+      let output = '';
+      const timer = setTimeout(() => resolve(new Error(`${name} not ready within ${READY_TIMEOUT_MS} ms:\n${output}`)), READY_TIMEOUT_MS);
+      const onData = (chunk: Buffer): void => {
+        output += chunk.toString();
+        if (ready.test(output)) {
+          clearTimeout(timer);
+          resolve(undefined);
+        } else if (/Address already in use/i.test(output)) {
+          clearTimeout(timer);
+          resolve(new AddressInUse(`port ${port} in use`));
+        }
+      };
+      child.stdout?.on('data', onData);
+      child.stderr?.on('data', onData);
+      child.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ENOENT' ? new Error(INSTALL_HINT) : e));
+      child.once('exit', (code, signal) => resolve(new Error(`${name} exited early (${code ?? signal}):\n${output}`)));
+    });
+    if (!err) return { port, dir: inst.dir };
+    await kill(inst, 'SIGKILL');
+    if (!(err instanceof AddressInUse) || attempt >= 5) throw err;
+  }
+}
+
+export interface RedisSentinel {
+  /** "127.0.0.1:port" of the sentinel. */
+  readonly address: string;
+  readonly port: number;
+  /** The master group name ("mymaster"). */
+  readonly name: string;
+}
+
+/** A redis-server in sentinel mode monitoring the master at 127.0.0.1:masterPort as "mymaster" (quorum 1). */
+export async function startSentinel(masterPort: number): Promise<RedisSentinel> {
+  const { port } = await spawnTracked(
+    (p, dir) => {
+      const conf = join(dir, 'sentinel.conf');
+      writeFileSync(
+        conf,
+        [
+          `port ${p}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor mymaster 127.0.0.1 ${masterPort} 1`,
+          'sentinel down-after-milliseconds mymaster 1000',
+          'sentinel failover-timeout mymaster 2000',
+          '',
+        ].join('\n'),
+      );
+      return [conf, '--sentinel'];
+    },
+    /\+monitor master mymaster/,
+    'redis-sentinel',
+  );
+  return { address: `127.0.0.1:${port}`, port, name: 'mymaster' };
+}
+
+export interface RedisClusterServers {
+  /** "127.0.0.1:port" of every node (all masters). */
+  readonly nodes: readonly string[];
+}
+
+function redisCli(args: string[]): Promise<string> {
+  const bin = findRedisServer().replace(/redis-server$/, 'redis-cli');
+  return new Promise((resolve, reject) => {
+    const child = spawn(existsSync(bin) ? bin : 'redis-cli', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString()));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(out);
+      else reject(new Error(`redis-cli ${args.join(' ')} failed (${code}):\n${out}`));
+    });
+  });
+}
+
+/** A 3-master Redis Cluster (no replicas) on free ports; resolves once CLUSTER INFO says ok on every node. */
+export async function startCluster(): Promise<RedisClusterServers> {
+  const ports = await Promise.all(
+    [0, 1, 2].map(async () => {
+      const { port } = await spawnTracked(
+        (p, dir) => ['--port', String(p), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${p}.conf`), '--save', '', '--appendonly', 'no', '--dir', dir],
+        /Ready to accept connections/,
+        'redis-cluster',
+      );
+      return port;
+    }),
+  );
+  const nodes = ports.map((p) => `127.0.0.1:${p}`);
+  await redisCli(['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    const infos = await Promise.all(ports.map((p) => redisCli(['-p', String(p), 'cluster', 'info'])));
+    if (infos.every((i) => i.includes('cluster_state:ok'))) break;
+    if (Date.now() > deadline) throw new Error(`cluster not ok within ${READY_TIMEOUT_MS} ms:\n${infos.join('\n')}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { nodes };
+}
