@@ -6,17 +6,7 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
-import {
-  Client,
-  backendRooms,
-  runCli,
-  startBackends,
-  startGateway,
-  stopAll,
-  waitFor,
-  type BackendProc,
-  type GatewayProc,
-} from '../support/processes.js';
+import { Client, backendRooms, runCli, startBackends, startGateway, stopAll, waitFor, type BackendProc, type GatewayProc, withTimeout } from '../support/processes.js';
 
 afterAll(stopAll);
 
@@ -79,16 +69,6 @@ async function roomOf(gw: GatewayProc, room: string): Promise<RoomJson> {
   const r = await admin(gw, 'GET', `/rooms/${encodeURIComponent(room)}`);
   expect(r.status).toBe(200);
   return r.json as unknown as RoomJson;
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_r, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -18,18 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { buildRing } from '../../src/placement/ring.js';
 import { TestDnsServer } from '../support/dns-server.js';
-import {
-  Client,
-  backendRooms,
-  startBackend,
-  startBackends,
-  startGateway,
-  stop,
-  stopAll,
-  waitFor,
-  type BackendProc,
-  type GatewayProc,
-} from '../support/processes.js';
+import { Client, backendRooms, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc, pingPong } from '../support/processes.js';
 
 // --- shared state and teardown ---------------------------------------------------------------
 
@@ -96,13 +85,6 @@ async function join(gw: GatewayProc, room: string): Promise<{ client: Client; ba
 async function joinAll(gw: GatewayProc, rooms: readonly string[]): Promise<Map<string, { client: Client; backend: string }>> {
   const out = await Promise.all(rooms.map(async (r) => [r, await join(gw, r)] as const));
   return new Map(out);
-}
-
-/** Sends a ping and waits for one more pong than the client had: the socket is alive end to end. */
-async function pingPong(c: Client, timeoutMs = 5_000): Promise<void> {
-  const before = c.messages.filter((m) => m.type === 'pong').length;
-  c.send({ type: 'ping' });
-  await waitFor('pong', timeoutMs, () => c.messages.filter((m) => m.type === 'pong').length > before);
 }
 
 /** Which backend holds each room, according to the backends themselves (a room on two = split). */

@@ -3,20 +3,10 @@
 // The demo backends are the witness: /_backend/rooms says where a room really is.
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  Client,
-  backendRooms,
-  metricValue,
-  runCli,
-  startBackend,
-  startBackends,
-  startGateway,
-  stop,
-  stopAll,
-  waitFor,
-  type BackendProc,
-  type GatewayProc,
-} from '../support/processes.js';
+import { Client, backendRooms, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc, pingPong, withTimeout } from '../support/processes.js';
+
+// Polls an async check (the harness's waitFor awaits it).
+const poll = waitFor;
 
 afterAll(stopAll);
 
@@ -37,27 +27,7 @@ async function request(url: string, init: RequestInit = {}, timeoutMs = 5_000): 
   return { status: res.status, headers: res.headers, body, ms: performance.now() - t0 };
 }
 
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** waitFor for an async condition (the harness's waitFor takes a synchronous check). */
-async function poll(what: string, timeoutMs: number, check: () => Promise<boolean>, everyMs = 50): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 /** `roomgate where ROOM... --json` with the given backends (the same ids and URLs the gateway has). */
 async function where(rooms: readonly string[], backends: readonly BackendProc[]): Promise<Map<string, string>> {
@@ -96,17 +66,6 @@ async function backendsView(gw: GatewayProc): Promise<Record<string, { state: st
   const res = await fetch(`http://127.0.0.1:${gw.adminPort}/backends`, { signal: AbortSignal.timeout(5_000) });
   const body = (await res.json()) as { backends: { id: string; state: string; downUntil: string | null; sockets: number }[] };
   return Object.fromEntries(body.backends.map((b) => [b.id, b]));
-}
-
-function pongs(c: Client): number {
-  return c.messages.filter((m) => m.type === 'pong').length;
-}
-
-/** Sends a ping and waits for one more pong than before: the socket carries frames both ways. */
-async function pingPong(c: Client, timeoutMs = 3_000): Promise<void> {
-  const before = pongs(c);
-  c.send({ type: 'ping' });
-  await waitFor('pong', timeoutMs, () => pongs(c) > before);
 }
 
 // --- a backend killed under live sockets ----------------------------------------------------

@@ -2,18 +2,10 @@
 import { connect, createServer, type Server } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
-import {
-  Client,
-  runCli,
-  startBackends,
-  startGateway,
-  stop,
-  stopAll,
-  waitFor,
-  writeConfig,
-  type BackendProc,
-  type GatewayProc,
-} from '../support/processes.js';
+import { Client, runCli, startBackends, startGateway, stop, stopAll, waitFor, writeConfig, type BackendProc, type GatewayProc, pingPong, withTimeout } from '../support/processes.js';
+
+// Polls an async check (the harness's waitFor awaits it).
+const poll = waitFor;
 
 /** Demo backend pids started by a gateway (not tracked by the harness): killed here if still alive. */
 const demoPids: number[] = [];
@@ -32,25 +24,6 @@ afterAll(async () => {
 // --- helpers -------------------------------------------------------------------------------
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
-
-async function poll(what: string, timeoutMs: number, check: () => Promise<boolean>, everyMs = 25): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
 
 /** Status and time of a GET, bounded by timeoutMs; status 0 when it failed or timed out. */
 async function timedGet(url: string, timeoutMs = 1_000): Promise<{ status: number; ms: number; error?: string; backend?: string | null }> {
@@ -83,16 +56,6 @@ function tcpConnect(port: number, timeoutMs = 1_000): Promise<string> {
       resolve(err.code ?? 'error');
     });
   });
-}
-
-function pongs(c: Client): number {
-  return c.messages.filter((m) => m.type === 'pong').length;
-}
-
-async function pingPong(c: Client, timeoutMs = 2_000): Promise<void> {
-  const before = pongs(c);
-  c.send({ type: 'ping' });
-  await waitFor('pong', timeoutMs, () => pongs(c) > before);
 }
 
 function alive(pid: number): boolean {

@@ -77,6 +77,15 @@ export function waitFor<T>(
   });
 }
 
+/** p, or a rejection naming `what` after ms. */
+export function withTimeout<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const limit = new Promise<never>((_r, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
+  });
+  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
+}
+
 function failOnExit(proc: Proc, what: string): Promise<never> {
   return proc.exited.then((code) => {
     throw new Error(`${what} exited early (${code}); stderr/stdout:\n${proc.lines.join('\n')}`);
@@ -297,4 +306,12 @@ export async function metricValue(gw: GatewayProc, name: string, labels: Record<
     if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.split(' ').pop());
   }
   return sum;
+}
+
+/** Sends a ping and waits for one more pong than the client had: the socket carries frames both ways. */
+export async function pingPong(c: Client, timeoutMs = 5_000): Promise<void> {
+  const pongs = (): number => c.messages.filter((m) => m.type === 'pong').length;
+  const before = pongs();
+  c.send({ type: 'ping' });
+  await waitFor('pong', timeoutMs, () => pongs() > before);
 }

@@ -4,6 +4,8 @@
 import http from 'node:http';
 import { runCli, TEST_SECRET, type BackendProc } from './processes.js';
 
+export { withTimeout } from './processes.js';
+
 export interface HttpAnswer {
   status: number;
   headers: http.IncomingHttpHeaders;
@@ -45,15 +47,6 @@ export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (it
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
-}
-
-/** Rejects after timeoutMs (and clears its timer when p settles first). */
-export function withTimeout<T>(p: Promise<T>, timeoutMs: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const limit = new Promise<never>((_r, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} timed out after ${timeoutMs} ms`)), timeoutMs);
-  });
-  return Promise.race([p, limit]).finally(() => clearTimeout(timer));
 }
 
 /** Polls an async check until it returns a truthy value; rejects with the last value seen after timeoutMs. */
