@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what the test suite uses beyond npm packages:
-# Debian's python3-django (Django fixtures and live cross-checks of cookie signing) and
-# redis-server (the tests start their own on free ports; Redis >= 6.2).
+# Debian's python3-django (Django fixtures and live cross-checks of cookie signing),
+# redis-server (the tests start their own on free ports; Redis >= 6.2) and chromium (the page tests
+# in test/browser drive /usr/bin/chromium headless through playwright-core, which brings no browser).
 # As root with apt-get, installs what is missing; otherwise says what to install and fails.
 set -euo pipefail
 
 missing=()
 /usr/bin/python3 -c 'import django' >/dev/null 2>&1 || missing+=(python3-django)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 

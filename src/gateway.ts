@@ -28,13 +28,18 @@ import { TunnelRegistry } from './proxy/tunnels.js';
 import { UpgradeProxy } from './proxy/upgrade-proxy.js';
 import { createKeyExtractor } from './room/extract.js';
 import { createRoomSigner, type RoomSigner } from './room/signing.js';
+import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
 import { createPublicServer } from './server/public-server.js';
+import { Pages } from './pages/pages.js';
+import { StaticFiles } from './static/serve.js';
 
 export interface GatewayOptions {
   readonly logger: Logger;
-  /** Shared in-memory store state (several gateways in one process, for tests). */
+  /** Shared in-memory store state (several gateways in one process, for tests), or a cluster worker's IPC store. */
   readonly store?: PlacementStore;
+  /** Presence, lobby and leaderboards from elsewhere (a cluster worker's IPC store); default per the config. */
+  readonly shared?: SharedStore;
 }
 
 /** The cookie signer for a configuration; null when the cookie is a plain room key. */
@@ -59,6 +64,8 @@ export class Gateway {
   /** Presence, lobby and leaderboards. */
   readonly shared: SharedStore;
   readonly api: PublicApi | null;
+  /** Status and lobby pages (src/pages/). */
+  readonly pages: Pages;
   readonly placer: Placer;
   readonly health: HealthChecker;
   readonly admission: Admission;
@@ -137,19 +144,21 @@ export class Gateway {
           })
         : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
 
-    this.shared = redisConfigured
-      ? new RedisSharedStore({
-          url: config.redis.url,
-          sentinels: config.redis.sentinels,
-          sentinelName: config.redis.sentinelName,
-          clusterNodes: config.redis.clusterNodes,
-          keyPrefix: config.redis.keyPrefix,
-          gatewayId: this.id,
-          presenceTtlMs: config.presence.ttlMs,
-          commandTimeoutMs: config.redis.commandTimeoutMs,
-          onLog: (level, msg, fields) => logger[level](fields ?? {}, msg),
-        })
-      : new MemorySharedStore(this.id, { presenceTtlMs: config.presence.ttlMs });
+    this.shared =
+      opts.shared ??
+      (redisConfigured
+        ? new RedisSharedStore({
+            url: config.redis.url,
+            sentinels: config.redis.sentinels,
+            sentinelName: config.redis.sentinelName,
+            clusterNodes: config.redis.clusterNodes,
+            keyPrefix: config.redis.keyPrefix,
+            gatewayId: this.id,
+            presenceTtlMs: config.presence.ttlMs,
+            commandTimeoutMs: config.redis.commandTimeoutMs,
+            onLog: (level, msg, fields) => logger[level](fields ?? {}, msg),
+          })
+        : new MemorySharedStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
     const validateRoom = createRoomValidator(config.room.pattern);
     this.api = config.api.enabled
       ? new PublicApi({
@@ -161,6 +170,18 @@ export class Gateway {
           logger,
         })
       : null;
+
+    this.pages = new Pages({
+      view: this,
+      shared: this.shared,
+      statusPublic: config.status.public,
+      adminToken: config.admin.token,
+      lobby: config.api.enabled,
+      validateRoom,
+      roomPagePaths: config.room.pagePaths,
+      roomPathPrefix: config.room.pathPrefix,
+      logger,
+    });
 
     this.placer = new Placer({
       store: this.store,
@@ -205,7 +226,8 @@ export class Gateway {
         pathPrefix: config.room.pathPrefix,
         pagePaths: config.room.pagePaths,
         cookieName: config.cookie.name,
-        signer,
+        // Verified cookies are reused for a second: no HMAC per request of a known room.
+        signer: signer && withVerifyCache(signer, { maxEntries: 10_000, ttlMs: 1_000 }),
       }),
       placer: this.placer,
       roomHeader: config.room.header.toLowerCase(),
@@ -249,6 +271,17 @@ export class Gateway {
       metrics,
       logger,
     });
+    // Static mounts are served here, never proxied (the directories were checked at load).
+    const statics =
+      config.static.mounts.length > 0
+        ? new StaticFiles({
+            mounts: config.static.mounts,
+            maxAgeS: config.static.maxAgeS,
+            hashedNames: config.static.hashedNames,
+            onResponse: (status) => metrics.staticResponses.inc({ status: String(status) }),
+            logger,
+          })
+        : null;
     const isReady = (): boolean => this.ready;
     this.server = createPublicServer({
       maxHeaderBytes: config.listen.maxHeaderBytes,
@@ -256,10 +289,11 @@ export class Gateway {
       keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
       isReady,
       onRequest: (req, res) => {
-        // roomgate's own API is answered here; everything else is the app's.
+        // roomgate's own API and static mounts are answered here; everything else is the app's.
         const url = req.url ?? '/';
         if (this.api && url.startsWith('/_roomgate/api')) this.api.handle(req, res);
-        else this.httpProxy.handle(req, res);
+        else if (statics?.owns(url)) statics.handle(req, res);
+        else if (!this.pages.handlePublic(req, res)) this.httpProxy.handle(req, res);
       },
       onUpgrade: (req, socket, head) => upgradeProxy.handle(req, socket, head),
       metrics,
@@ -289,7 +323,8 @@ export class Gateway {
       const failed = (await Promise.allSettled(connects)).find((r) => r.status === 'rejected');
       if (failed) logger.error({ err: String((failed as PromiseRejectedResult).reason?.message ?? failed) }, 'Redis unreachable at start: degraded mode');
       await listenOn(this.server, listen.host, listen.port);
-      if (this.admin) await listenOn(this.admin, admin.host, admin.port);
+      // Exclusive: a cluster worker's admin listener is its own, never shared round-robin.
+      if (this.admin) await listenOn(this.admin, admin.host, admin.port, true);
     } catch (err) {
       // Half-started is not started: release whatever did bind, so the process can exit.
       await this.release();
@@ -401,6 +436,7 @@ export class Gateway {
     logger.info({ sockets: this.tunnels.size, readinessDelayMs, graceMs }, 'stopping: readiness is now false');
     if (readinessDelayMs > 0) await sleep(readinessDelayMs);
     this.api?.close(); // lobby streams would otherwise hold connections open
+    this.pages.close(); // and so would status streams
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     const deadline = Date.now() + graceMs;
@@ -422,6 +458,7 @@ export class Gateway {
     this.placer.close();
     this.httpProxy.close();
     this.api?.close();
+    this.pages.close();
     if (this.server.listening) this.server.close();
     // A clean stop removes this gateway's presence at once instead of waiting for it to expire.
     await this.shared.withdrawPresence().catch(() => undefined);
@@ -435,11 +472,11 @@ export class Gateway {
   }
 }
 
-function listenOn(server: Server, host: string, port: number): Promise<void> {
+function listenOn(server: Server, host: string, port: number, exclusive = false): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
     server.once('error', onError);
-    server.listen(port, host, () => {
+    server.listen({ port, host, exclusive }, () => {
       server.off('error', onError);
       resolve();
     });

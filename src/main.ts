@@ -2,6 +2,9 @@
 // The roomgate command: start, check-config, where, sign.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parseWorkers } from './cluster/count.js';
+import { runPrimary } from './cluster/primary.js';
+import { isClusterWorker, runWorker } from './cluster/worker.js';
 import { ConfigError, ENV_VARS, loadConfig, type ConfigOverrides, type LoadedConfig } from './config/load.js';
 import { demoBackendSpecs, startDemoBackends, stopDemoBackends, type DemoBackend } from './demo/demo-backends.js';
 import { Gateway, signerFor } from './gateway.js';
@@ -28,6 +31,8 @@ Options:
   --backend URL         a backend, repeatable ("http://host:port" or "id=http://host:port");
                         replaces the configured list
   --port N              public port (default 8080)
+  --workers N           start: N worker processes on the one port (1-64 or auto = one per
+                        CPU; default 1 = one process, or $ROOMGATE_WORKERS)
   --json                where: print JSON
   --deadline D          drain: 90s, 10m, 1h (default 10m)
   --admin URL           drain/undrain/maintenance/status: the gateway's admin URL
@@ -68,6 +73,14 @@ function withDemoBackends(config: LoadedConfig): LoadedConfig {
 
 async function start(config: LoadedConfig, opts: { file: string | undefined; overrides: ConfigOverrides }): Promise<void> {
   const logger = createLogger(config.log.level);
+  // A signal during start-up is held until start-up ends (every step of it has a timeout), then
+  // acted on: dying half-way would orphan the demo backends already started.
+  let early: string | null = null;
+  const holdSignal = (signal: string): void => {
+    early ??= signal;
+    logger.warn({ signal }, 'signal during start-up: stopping once start-up has finished');
+  };
+  process.on('SIGTERM', holdSignal).on('SIGINT', holdSignal);
   let demo: DemoBackend[] = [];
   if (isDemo(config)) {
     demo = await startDemoBackends(config.demo.backends, config.demo.basePort, logger);
@@ -80,7 +93,7 @@ async function start(config: LoadedConfig, opts: { file: string | undefined; ove
     await stopDemoBackends(demo);
     throw err;
   }
-  if (demo.length > 0) printDemoBanner(gateway, demo);
+  if (demo.length > 0) printDemoBanner(gateway.port, gateway.adminPort, demo);
 
   let signals = 0;
   const shutdown = (signal: string): void => {
@@ -105,8 +118,10 @@ async function start(config: LoadedConfig, opts: { file: string | undefined; ove
         },
       );
   };
+  process.off('SIGTERM', holdSignal).off('SIGINT', holdSignal);
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  if (early !== null) shutdown(early);
   // SIGHUP: re-read the configuration; the backend list is applied without dropping a socket.
   process.on('SIGHUP', () => {
     try {
@@ -118,8 +133,8 @@ async function start(config: LoadedConfig, opts: { file: string | undefined; ove
   });
 }
 
-function printDemoBanner(gateway: Gateway, demo: readonly DemoBackend[]): void {
-  const base = `http://localhost:${gateway.port}`;
+function printDemoBanner(port: number, adminPort: number | null, demo: readonly DemoBackend[]): void {
+  const base = `http://localhost:${port}`;
   const lines = [
     '',
     `roomgate demo: gateway on ${base} in front of ${demo.length} demo backends`,
@@ -127,8 +142,8 @@ function printDemoBanner(gateway: Gateway, demo: readonly DemoBackend[]): void {
     `  another room:           ${base}/game/blue/`,
     `  a per-tab room (path):  ${base}/r/green/game/green/`,
     `  which backend has it:   npx roomgate where lobby blue green`,
-    gateway.adminPort ? `  metrics:                http://127.0.0.1:${gateway.adminPort}/metrics` : '',
-    gateway.adminPort ? `  backends:               http://127.0.0.1:${gateway.adminPort}/backends` : '',
+    adminPort ? `  metrics:                http://127.0.0.1:${adminPort}/metrics` : '',
+    adminPort ? `  backends:               http://127.0.0.1:${adminPort}/backends` : '',
     ...demo.map((d) => `  backend ${d.id}:           ${d.url} (pid ${d.process.pid})`),
     '  Ctrl-C stops everything.',
     '',
@@ -235,6 +250,7 @@ async function main(argv: string[]): Promise<number> {
       config: { type: 'string' },
       backend: { type: 'string', multiple: true },
       port: { type: 'string' },
+      workers: { type: 'string' },
       json: { type: 'boolean' },
       deadline: { type: 'string' },
       admin: { type: 'string' },
@@ -255,12 +271,37 @@ async function main(argv: string[]): Promise<number> {
   if (command === undefined) throw new UsageError('no command given');
   if (!['start', 'check-config', 'where', 'sign', 'drain', 'undrain', 'maintenance', 'status'].includes(command)) throw new UsageError(`unknown command "${command}"`);
   if (['start', 'check-config', 'status'].includes(command) && args.length > 0) throw new UsageError(`${command} takes no arguments (got ${args.join(' ')})`);
+  if (values.workers !== undefined && command !== 'start') throw new UsageError(`--workers is for start only (got it with ${command})`);
   if (['drain', 'undrain', 'maintenance', 'status'].includes(command)) return adminCommand(command, args, values);
+  // A worker of `start --workers N` (forked by the primary, same arguments): it runs the
+  // configuration the primary sends it.
+  if (command === 'start' && isClusterWorker()) {
+    await runWorker();
+    return -1;
+  }
+  let workers = 1;
+  if (command === 'start') {
+    try {
+      workers = values.workers !== undefined ? parseWorkers(values.workers) : parseWorkers(process.env.ROOMGATE_WORKERS, 'ROOMGATE_WORKERS');
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  }
   const overrides: ConfigOverrides = { port: values.port, backends: values.backend };
   const config = loadConfig({ file: values.config, overrides });
   switch (command) {
     case 'start':
-      await start(config, { file: values.config, overrides });
+      if (workers > 1) {
+        await runPrimary(config, {
+          workers,
+          demo: isDemo(config),
+          withDemoBackends,
+          reloadConfig: () => loadConfig({ file: values.config, overrides }),
+          onListening: ({ port, adminPort, demo }) => {
+            if (demo.length > 0) printDemoBanner(port, adminPort, demo);
+          },
+        });
+      } else await start(config, { file: values.config, overrides });
       return -1; // keeps running until a signal
     case 'check-config':
       checkConfig(config);

@@ -64,6 +64,8 @@ const PAGE_SCRIPT = `
   var path = (meta && meta.getAttribute('content')) || '/ws/live/';
   var status = document.getElementById('status');
   var members = document.getElementById('members');
+  var pageBackend = document.getElementById('backend-id').textContent;
+  var wsBackend = document.getElementById('ws-backend');
   // Concatenate with location.host (never resolve the path as a URL) so a
   // path like "//elsewhere/..." cannot point the socket at another origin.
   var proto = location.protocol === 'https:' ? 'wss://' : 'ws://';
@@ -72,6 +74,9 @@ const PAGE_SCRIPT = `
     var msg;
     try { msg = JSON.parse(ev.data); } catch (e) { return; }
     if (msg.type === 'connect') {
+      wsBackend.textContent = String(msg.backend);
+      // The page and its socket must reach the same process: say so if they did not.
+      if (msg.backend !== pageBackend) wsBackend.textContent += ' (the page came from ' + pageBackend + ': the room is split)';
       status.textContent = 'Connected to backend ' + msg.backend + ', joining room';
       ws.send(JSON.stringify({ type: 'mount', url: location.pathname }));
     } else if (msg.type === 'mounted' || msg.type === 'presence') {
@@ -83,6 +88,27 @@ const PAGE_SCRIPT = `
 })();
 `;
 const PAGE_SCRIPT_CSP = `'sha256-${createHash('sha256').update(PAGE_SCRIPT).digest('base64')}'`;
+
+/** Banner colours (white text on each, 4.5:1 or more); a backend's id picks one, so tabs compare at a glance. */
+export const GAME_PAGE_TONES = ['#1d4ed8', '#047857', '#b91c1c', '#6d28d9', '#9a3412', '#0e7490'] as const;
+
+/** The page's only stylesheet: a constant, so its hash goes into the CSP like the script's. */
+const PAGE_STYLE = `
+body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1b1f24;background:#fff}
+main{max-width:40rem;margin:0 auto;padding:1rem}
+.backend{color:#fff;padding:1rem 1.5rem;text-align:center}
+.backend p{margin:0}
+.backend-label{font-size:1rem;text-transform:uppercase;letter-spacing:.08em}
+.backend-id{font-size:3rem;font-weight:700;font-family:ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere}
+a{color:#1d4ed8}
+a:focus-visible{outline:3px solid #1d4ed8;outline-offset:2px}
+${GAME_PAGE_TONES.map((c, i) => `.tone-${i}{background:${c}}`).join('\n')}
+`;
+const PAGE_STYLE_CSP = `'sha256-${createHash('sha256').update(PAGE_STYLE).digest('base64')}'`;
+
+function toneOf(id: string): number {
+  return (createHash('sha256').update(id).digest()[0] ?? 0) % GAME_PAGE_TONES.length;
+}
 
 function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -98,13 +124,20 @@ function renderGamePage(id: string, room: string, wsPath: string): string {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="djust-ws-path" content="${escapeHtml(wsPath)}">
 <title>Room ${r} - roomgate demo (${b})</title>
+<style>${PAGE_STYLE}</style>
 </head>
 <body>
+<header class="backend tone-${toneOf(id)}">
+<p class="backend-label">Backend</p>
+<p class="backend-id" id="backend-id">${b}</p>
+</header>
 <main>
 <h1>Room ${r}</h1>
 <p id="served-by">Served by backend <strong>${b}</strong> for room <strong>${r}</strong></p>
 <p>Members in this room: <output id="members" aria-live="polite">0</output></p>
+<p>Socket connected to backend: <strong id="ws-backend">not yet</strong></p>
 <p id="status" role="status">Connecting</p>
+<p><a href="/_roomgate/lobby">All rooms (the lobby, served by roomgate)</a></p>
 </main>
 <script>${PAGE_SCRIPT}</script>
 </body>
@@ -342,7 +375,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
         'Content-Type': 'text/html; charset=utf-8',
         'Content-Length': Buffer.byteLength(body),
         'Cache-Control': 'no-store',
-        'Content-Security-Policy': `default-src 'none'; script-src ${PAGE_SCRIPT_CSP}; connect-src 'self' ws: wss:`,
+        'Content-Security-Policy': `default-src 'none'; script-src ${PAGE_SCRIPT_CSP}; style-src ${PAGE_STYLE_CSP}; connect-src 'self' ws: wss:`,
       });
       res.end(body);
       return;

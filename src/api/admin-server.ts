@@ -38,6 +38,8 @@ export function createAdminServer(o: AdminServerOptions): http.Server {
   return http.createServer((req, res) => {
     const health = healthAnswer(req.url, o.isReady);
     if (health) return send(res, health.status, health.body, 'text/plain');
+    // The status page (HTML) and its stream; / leads there.
+    if (o.gateway.pages.handleAdmin(req, res)) return;
     handle(o, req, authorized).then(
       (r) => (typeof r === 'string' ? send(res, 200, r, o.gateway.metrics.registry.contentType) : sendJson(res, 200, r)),
       (err: Error) => sendJson(res, err instanceof HttpError ? err.status : 500, { error: err.message }),

@@ -1,7 +1,8 @@
 // Loads the configuration: schema defaults < YAML file < environment < command-line flags.
 // Every problem is reported at once, each naming the field, the bad value and what is allowed.
-import { readFileSync } from 'node:fs';
+import { accessSync, constants as fsConstants, readFileSync, statSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { resolve as pathResolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 import { configSchema, type Config } from './schema.js';
@@ -47,6 +48,7 @@ export const ENV_VARS = {
   ROOMGATE_LOG_LEVEL: 'log.level',
   ROOMGATE_ADMIN_TOKEN: 'admin.token',
   ROOMGATE_API_TOKENS: 'api.tokens: comma-separated bearer tokens for API writes',
+  ROOMGATE_WORKERS: 'start --workers: worker processes on the one port (1-64 or auto)',
   REDIS_URL: 'redis.url',
   REDIS_SENTINELS: 'redis.sentinels: comma-separated host:port of the Redis Sentinels',
   REDIS_SENTINEL_NAME: 'redis.sentinelName',
@@ -195,6 +197,9 @@ function resolve(c: Config): LoadedConfig {
   if (c.placement.gatewayTtlMs < 2 * c.placement.heartbeatMs) {
     problems.push(`placement.gatewayTtlMs: got ${c.placement.gatewayTtlMs}; expected at least 2 x placement.heartbeatMs (${2 * c.placement.heartbeatMs})`);
   }
+  if (c.status.public === 'token' && c.admin.token === '') {
+    problems.push('status.public: got "token" but admin.token is empty; set admin.token (or ROOMGATE_ADMIN_TOKEN), or use "off" or "open"');
+  }
   if (c.presence.ttlMs < 2 * c.placement.heartbeatMs) {
     problems.push(`presence.ttlMs: got ${c.presence.ttlMs}; expected at least 2 x placement.heartbeatMs (${2 * c.placement.heartbeatMs})`);
   }
@@ -202,8 +207,35 @@ function resolve(c: Config): LoadedConfig {
     problems.push(`health.timeoutMs: got ${c.health.timeoutMs}; expected at most health.intervalMs (${c.health.intervalMs})`);
   }
   problems.push(...redisProblems(c.redis));
+  const mounts = c.static.mounts.map((m) => ({ ...m, dir: pathResolve(m.dir) }));
+  problems.push(...staticProblems(mounts, c.room));
   if (problems.length) throw new ConfigError(problems);
-  return { ...c, backends };
+  return { ...c, backends, static: { ...c.static, mounts } };
+}
+
+/** Static mounts: distinct prefixes, not shadowing the per-tab room prefix, readable directories. */
+function staticProblems(mounts: Config['static']['mounts'], room: Config['room']): string[] {
+  const problems: string[] = [];
+  mounts.forEach((m, i) => {
+    const field = `static.mounts.${i}`;
+    const prev = mounts.findIndex((o) => o.prefix === m.prefix);
+    if (prev < i) problems.push(`${field}.prefix: ${JSON.stringify(m.prefix)} is also static.mounts.${prev}.prefix; each prefix at most once`);
+    if (room.sources.includes('path-prefix') && (m.prefix.startsWith(room.pathPrefix) || room.pathPrefix.startsWith(m.prefix))) {
+      problems.push(`${field}.prefix: ${JSON.stringify(m.prefix)} overlaps room.pathPrefix ${JSON.stringify(room.pathPrefix)} (per-tab room URLs); choose a prefix outside it, e.g. "/static/"`);
+    }
+    try {
+      if (!statSync(m.dir).isDirectory()) {
+        problems.push(`${field}.dir: ${JSON.stringify(m.dir)} is not a directory; expected the directory to serve (e.g. Django's STATIC_ROOT)`);
+        return;
+      }
+      accessSync(m.dir, fsConstants.R_OK | fsConstants.X_OK);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? String(err);
+      const fix = code === 'ENOENT' ? 'create it (e.g. python manage.py collectstatic) or fix the path' : 'make it readable by the roomgate user or fix the path';
+      problems.push(`${field}.dir: ${JSON.stringify(m.dir)} cannot be used (${code}); ${fix}`);
+    }
+  });
+  return problems;
 }
 
 const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;

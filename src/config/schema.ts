@@ -33,6 +33,19 @@ const backend = z.strictObject({
   weight: z.number().min(0).max(100).default(1),
 });
 
+// A static mount: URL prefix -> directory. The prefix is matched against the raw request path,
+// so it is limited to characters that are never percent-encoded; /_roomgate/ is roomgate's own.
+const staticMount = z.strictObject({
+  prefix: z
+    .string()
+    .regex(/^\/(?:[A-Za-z0-9_~!$&'()*+,;=:@.-]+\/)+$/, 'a URL path that starts and ends with "/", e.g. "/static/"')
+    .refine((p) => !p.split('/').some((s) => s === '.' || s === '..'), { message: 'a path without "." or ".." segments, e.g. "/static/"' })
+    .refine((p) => !p.startsWith('/_roomgate/'), { message: 'a prefix outside /_roomgate/ (reserved for roomgate\'s own API), e.g. "/static/"' }),
+  // Must exist and be a readable directory when the configuration is loaded; relative to the
+  // working directory.
+  dir: z.string().min(1),
+});
+
 export const configSchema = z.strictObject({
   listen: z
     .strictObject({
@@ -136,6 +149,13 @@ export const configSchema = z.strictObject({
       streamIntervalMs: z.number().int().min(50).max(60_000).default(500),
     })
     .prefault({}),
+  status: z
+    .strictObject({
+      // The status page (/_roomgate/) on the public port: 'off' (admin port only), 'token' (the
+      // admin token as HTTP Basic password or bearer token), 'open' (anyone). Always on the admin port.
+      public: z.enum(['off', 'token', 'open']).default('off'),
+    })
+    .prefault({}),
   presence: z
     .strictObject({
       // A gateway's presence counts vanish this long after its last heartbeat (crash, kill -9).
@@ -221,6 +241,18 @@ export const configSchema = z.strictObject({
       passiveDownMs: positiveMs.default(10_000),
       // Retry-After seconds sent with a 503 when no backend can take a request.
       retryAfterS: z.number().int().min(1).max(3600).default(2),
+    })
+    .prefault({}),
+  static: z
+    .strictObject({
+      // Directories roomgate serves itself (e.g. Django's collectstatic output); longest prefix wins.
+      // A path under a mount never reaches a backend (404 when the file is missing).
+      mounts: z.array(staticMount).default([]),
+      // Cache-Control max-age (s) of files whose name has no content hash; 0 = no-cache.
+      maxAgeS: z.number().int().min(0).max(31_536_000).default(60),
+      // Paths (under the mount) matching this are content-hashed: cached a year, immutable.
+      // The default matches "app.3f2a9c1b.js" and Django's "css/base.5af66c1b1797.css". null = none.
+      hashedNames: regex.nullable().default('[.-][0-9a-f]{8,64}\\.[A-Za-z0-9]+$'),
     })
     .prefault({}),
   shutdown: z

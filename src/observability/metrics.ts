@@ -12,6 +12,7 @@ export interface Metrics {
   readonly backendStateChanges: Counter<'backend' | 'state' | 'via'>;
   readonly clientErrors: Counter<'code'>;
   readonly placements: Counter<'kind'>;
+  readonly staticResponses: Counter<'status'>;
   readonly degraded: Gauge;
 }
 
@@ -73,10 +74,18 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
       labelNames: ['kind'],
       registers: [registry],
     }),
+    staticResponses: new Counter({
+      name: 'roomgate_static_responses_total',
+      help: 'Responses from static mounts (files served by roomgate itself), by status',
+      labelNames: ['status'],
+      registers: [registry],
+    }),
     degraded: new Gauge({
       name: 'roomgate_placement_degraded',
       help: '1 while the placement store (Redis) is unreachable and routing runs from the cache and the ring',
       registers: [registry],
+      // --workers: 1 when any worker is degraded (the primary sums the rest).
+      aggregator: 'max',
     }),
   };
 }

@@ -273,7 +273,9 @@ export class Placer {
         return { written, agreed, conflicts };
       }
     }
-    this.o.logger.warn({ written, agreed, conflicts }, 'reconciliation done');
+    // Nothing provisional (the usual start): not worth a warning.
+    const level = written + agreed + conflicts === 0 ? 'debug' : 'warn';
+    this.o.logger[level]({ written, agreed, conflicts }, 'reconciliation done');
     return { written, agreed, conflicts };
   }
 

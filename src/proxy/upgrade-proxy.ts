@@ -35,6 +35,9 @@ export interface UpgradeProxyOptions {
 
 // After one side has closed, how long the other may take to flush before it is destroyed.
 const HALF_CLOSE_LINGER_MS = 5_000;
+// Backend reads land in a buffer of this size per tunnel: game frames are a few hundred bytes,
+// a bigger message simply takes several reads. 16 KB per tunnel would be 160 MB at 10,000 sockets.
+const RELAY_BUFFER_BYTES = 4_096;
 
 export class UpgradeProxy {
   constructor(private readonly o: UpgradeProxyOptions) {}
@@ -102,7 +105,18 @@ export class UpgradeProxy {
     attempt: number,
   ): void {
     const { o } = this;
-    const upstream = connect({ host: backend.config.host, port: backend.config.port });
+    // The handshake text is built now, so no closure below needs the request object: after the
+    // 101 nothing of the HTTP layer stays reachable from a tunnel (memory per socket).
+    const handshake = this.handshake(req, key);
+    let request: IncomingMessage | null = req;
+    // Backend reads land in one small buffer per tunnel (no allocation per frame); see relay().
+    const readBuffer = Buffer.allocUnsafe(RELAY_BUFFER_BYTES);
+    let onUpstreamRead = (n: number, buf: Buffer): boolean => answer(n, buf);
+    const upstream = connect({
+      host: backend.config.host,
+      port: backend.config.port,
+      onread: { buffer: readBuffer, callback: (n: number, buf: Uint8Array) => onUpstreamRead(n, buf as Buffer) },
+    });
     const tunnel: Tunnel = { room: key.room, backend, client, upstream };
     let answered = false; // a byte of the backend's answer reached the client
     let connected = false;
@@ -118,17 +132,21 @@ export class UpgradeProxy {
     const onTimeout = (): void => {
       upstream.destroy(Object.assign(new Error('timeout'), { code: connected ? 'ERESPONSETIMEOUT' : 'ECONNTIMEOUT' }));
     };
-    let timer = setTimeout(onTimeout, o.connectTimeoutMs);
+    let timer: NodeJS.Timeout | null = setTimeout(onTimeout, o.connectTimeoutMs);
+    const stopTimer = (): void => {
+      if (timer !== null) clearTimeout(timer);
+      timer = null;
+    };
 
     const fail = (err: NodeJS.ErrnoException): void => {
       if (finished) return;
       finished = true;
-      clearTimeout(timer);
+      stopTimer();
       releaseAdmission();
       const kind: ErrorKind = classifyError(err);
       o.tunnels.remove(tunnel);
       upstream.destroy();
-      if (answered) {
+      if (answered || request === null) {
         // Inside a live WebSocket: close the client's socket, write nothing.
         o.metrics.proxyErrors.inc({ backend: backend.id, kind });
         o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind }, 'backend connection lost');
@@ -141,8 +159,9 @@ export class UpgradeProxy {
       o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'upgrade proxy error');
       o.metrics.proxyErrors.inc({ backend: backend.id, kind });
       if (retry) {
+        const again = request;
         o.router.decide(key.room, now).then(
-          (next) => this.dispatch(req, client, head, key, next, startedAt, attempt + 1),
+          (next) => this.dispatch(again, client, head, key, next, startedAt, attempt + 1),
           () => this.refuse(client, backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
         );
         return;
@@ -156,22 +175,24 @@ export class UpgradeProxy {
       connected = true;
       o.pool.markUp(backend.id);
       // Connected: now the backend has responseTimeoutMs to answer the handshake.
-      clearTimeout(timer);
+      stopTimer();
       timer = setTimeout(onTimeout, o.responseTimeoutMs);
       upstream.setNoDelay(true);
       client.setNoDelay(true);
       // Counted from here, not from the 101: a placement change while the handshake is in flight
       // must find (and close) this socket too, and the busy guard must see it.
       o.tunnels.add(tunnel);
-      upstream.write(this.handshake(req, key));
+      upstream.write(handshake);
       if (head.length > 0) upstream.write(head);
     });
 
-    upstream.once('data', (chunk: Buffer) => {
-      clearTimeout(timer);
+    // The first bytes of the backend's answer: the status line (and maybe frames behind it).
+    const answer = (n: number, buf: Buffer): boolean => {
+      stopTimer();
       answered = true;
       releaseAdmission();
-      const status = chunk.length >= 12 ? chunk.toString('latin1', 9, 12) : '???';
+      request = null;
+      const status = n >= 12 ? buf.toString('latin1', 9, 12) : '???';
       // The room may have been placed elsewhere (by another gateway) while this handshake was in
       // flight: then this socket would split it. Refuse it before any byte reaches the client.
       const now = key.room === null ? null : o.placementOf(key.room);
@@ -181,17 +202,17 @@ export class UpgradeProxy {
         upstream.destroy();
         o.logger.info({ room: key.room, backend: backend.id, placedOn: now }, 'room moved during the handshake: socket refused');
         this.refuse(client, backend.id, 503, 'room is moving, retry shortly\n', { 'Retry-After': '1' });
-        return;
+        return false;
       }
       o.metrics.upgrades.inc({ backend: backend.id, result: status });
-      o.logger.info(
-        { room: key.room, backend: backend.id, source: key.source, status, ms: Date.now() - startedAt, attempt },
-        'upgrade',
-      );
-      client.write(chunk);
-      // From here on: bytes only. pipe() handles back-pressure both ways.
-      upstream.pipe(client);
-      client.pipe(upstream);
+      o.logger.info({ room: key.room, backend: backend.id, source: key.source, status, ms: Date.now() - startedAt, attempt }, 'upgrade');
+      onUpstreamRead = relay(client, upstream);
+      client.on('data', (chunk: Buffer) => {
+        if (!upstream.write(chunk)) client.pause();
+      });
+      upstream.on('drain', () => client.resume());
+      client.on('end', () => upstream.end());
+      upstream.on('end', () => client.end());
       client.resume();
       if (o.idleTimeoutMs > 0) {
         client.setTimeout(o.idleTimeoutMs, () => {
@@ -201,10 +222,12 @@ export class UpgradeProxy {
       }
       client.setKeepAlive(true, 30_000);
       upstream.setKeepAlive(true, 30_000);
-    });
+      // The answer itself goes through the same path as every later read.
+      return onUpstreamRead(n, buf);
+    };
 
     // Either side closing closes the other, after letting what is already queued flush.
-    const close = (other: Socket) => (): void => {
+    const close = (other: Socket): void => {
       if (!answered) return;
       finished = true;
       o.tunnels.remove(tunnel);
@@ -216,19 +239,19 @@ export class UpgradeProxy {
     upstream.on('close', () => {
       // Closed before answering (backend died mid-handshake, or the room moved): a failure.
       if (!answered) fail(Object.assign(new Error('closed before answering'), { code: 'ECONNRESET' }));
-      else close(client)();
+      else close(client);
     });
     client.on('close', () => {
       if (!answered) {
         // The client gave up during the handshake.
         releaseAdmission();
         finished = true;
-        clearTimeout(timer);
+        stopTimer();
         o.tunnels.remove(tunnel);
         upstream.destroy();
         return;
       }
-      close(upstream)();
+      close(upstream);
     });
   }
 
@@ -244,6 +267,29 @@ export class UpgradeProxy {
     for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
     return `${text}\r\n`;
   }
+}
+
+/**
+ * Backend -> client after the 101, called by the socket's onread for every read, with the
+ * tunnel's own buffer: no Buffer allocated per read, no stream machinery on the read side, no
+ * closure per frame. The buffer is read into again as soon as this returns true, so a write that
+ * did not complete at once (the client is slow: bytes still queued, pointing into the buffer)
+ * pauses reading until the client drains; that is also the back-pressure.
+ */
+function relay(client: Socket, upstream: Socket): (n: number, buf: Buffer) => boolean {
+  let waiting = false;
+  client.on('drain', () => {
+    if (!waiting) return;
+    waiting = false;
+    upstream.resume();
+  });
+  return (n, buf) => {
+    if (client.destroyed) return false;
+    client.write(buf.subarray(0, n));
+    if (client.writableLength === 0) return true;
+    waiting = true;
+    return false;
+  };
 }
 
 function endWith(socket: Socket, response: string): void {

@@ -123,6 +123,8 @@ export interface GatewayOptions {
   config?: Record<string, unknown>;
   env?: Record<string, string>;
   args?: string[];
+  /** The log line that says the gateway listens (default: the first "listening" line). */
+  readyLine?: (line: string) => boolean;
 }
 
 export const TEST_SECRET = 'test-secret-0123456789abcdef';
@@ -165,7 +167,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc>
   const stderr: string[] = [];
   if (child.stderr) createInterface({ input: child.stderr }).on('line', (l) => stderr.push(l));
   const line = await Promise.race([
-    waitFor('gateway listening', 15_000, () => proc.lines.find((l) => l.includes('"msg":"listening"'))),
+    waitFor('gateway listening', 15_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
     proc.exited.then((code) => {
       throw new Error(`gateway exited early (${code}):\n${stderr.join('\n')}\n${proc.lines.join('\n')}`);
     }),

@@ -1,0 +1,55 @@
+# syntax=docker/dockerfile:1
+# roomgate image: the gateway, and the demo backend with another command.
+#
+#   docker build -t roomgate:local .
+#   docker run --rm -p 8080:8080 roomgate:local              # demo: 3 demo backends inside, open :8080/game/lobby/
+#   docker run --rm -p 8080:8080 -v "$PWD/roomgate.yaml:/etc/roomgate/roomgate.yaml:ro" \
+#     -e ROOMGATE_COOKIE_SECRETS=... -e REDIS_URL=redis://redis:6379 roomgate:local
+#   docker run --rm --entrypoint node roomgate:local \
+#     dist/examples/demo-backend/server.js --host 0.0.0.0 --port 8000 --id b1   # a demo backend
+#
+# Signals: no init process. Node is PID 1 (exec-form ENTRYPOINT, no shell in between), and roomgate
+# handles SIGTERM/SIGINT itself (readiness false, listener closed, live sockets get
+# shutdown.graceMs). `docker run --init` (tini) is not needed, but harmless.
+
+# ---- build: TypeScript with the dev dependencies ------------------------------------------------
+FROM node:24-bookworm-slim AS build
+WORKDIR /src
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json ./
+COPY src ./src
+COPY examples ./examples
+COPY config ./config
+# /out gets exactly what the npm package ships (package.json "files": dist/src, dist/examples,
+# config), so the image and the package never disagree about which files roomgate needs.
+RUN npx tsc -p tsconfig.json \
+ && npm pack --pack-destination /tmp \
+ && mkdir /out \
+ && tar -xzf /tmp/roomgate-*.tgz -C /out --strip-components=1
+
+# ---- runtime: production dependencies + dist only -----------------------------------------------
+# bookworm-slim rather than alpine: glibc's resolver behaves as expected with Kubernetes search
+# domains and ndots (the Redis host, backend host names); roomgate has no native modules.
+FROM node:24-bookworm-slim AS runtime
+ENV NODE_ENV=production \
+    ROOMGATE_CONFIG=/etc/roomgate/roomgate.yaml
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm cache clean --force
+COPY --from=build /out/ ./
+# The default config file: every key at its default (no backends: `start` runs demo backends).
+# Mount your own over it (-v ./roomgate.yaml:/etc/roomgate/roomgate.yaml:ro, a ConfigMap in
+# Kubernetes); environment variables (ROOMGATE_*, REDIS_URL) override the file.
+COPY --from=build /out/config/roomgate.example.yaml /etc/roomgate/roomgate.yaml
+
+# The node image's unprivileged user (uid 1000); the app files stay root-owned and read-only to it.
+USER node
+EXPOSE 8080
+# /healthz is answered by roomgate itself. A config file that moves listen.port must set
+# ROOMGATE_PORT too (or override the healthcheck).
+HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ROOMGATE_PORT||8080)+'/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+ENTRYPOINT ["node", "dist/src/main.js"]
+CMD ["start"]

@@ -1,0 +1,99 @@
+// The admin listener of a `--workers N` gateway, run by the primary (workers open no shared admin
+// port: cluster would hand each admin connection to a random worker). It answers /healthz and
+// /readyz itself, /metrics summed over all workers (metrics.ts), /workers (the primary's view), and
+// forwards every other request (/status, /backends, /rooms/ROOM, /events, drain/undrain/
+// maintenance, the status page) to one worker's own admin listener on a private loopback port:
+// the lowest-numbered ready worker, or the one named by an `X-Roomgate-Worker: N` request header.
+// The answer carries `X-Roomgate-Worker`. Placements, drain states, rooms placed and presence are
+// shared, so any worker answers those for all; socket counts and health histories are that worker's.
+import http from 'node:http';
+import type { Logger } from '../observability/logger.js';
+import { healthAnswer } from '../server/public-server.js';
+
+export interface ClusterAdminOptions {
+  readonly isReady: () => boolean;
+  /** The aggregated Prometheus text. */
+  readonly metrics: () => Promise<string>;
+  readonly metricsContentType: string;
+  /** GET /workers. */
+  readonly workers: () => unknown;
+  /**
+   * The admin port of the worker that answers: `wanted` (from X-Roomgate-Worker) or, when null,
+   * the lowest-numbered ready one. Null when that worker is not ready (or there is none).
+   */
+  readonly target: (wanted: number | null) => { readonly index: number; readonly port: number } | null;
+  readonly logger: Logger;
+}
+
+/** A forwarded request gets no more than this for the worker's response head (streams may last). */
+const FORWARD_HEAD_TIMEOUT_MS = 10_000;
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
+export const WORKER_HEADER = 'x-roomgate-worker';
+
+export function createClusterAdminServer(o: ClusterAdminOptions): http.Server {
+  return http.createServer((req, res) => {
+    const health = healthAnswer(req.url, o.isReady);
+    if (health) return send(res, health.status, health.body, 'text/plain');
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && path === '/metrics') {
+      o.metrics().then(
+        (text) => send(res, 200, text, o.metricsContentType),
+        (err: Error) => sendJson(res, 500, { error: `metrics: ${err.message}` }),
+      );
+      return;
+    }
+    if (req.method === 'GET' && path === '/workers') return sendJson(res, 200, o.workers());
+    forward(o, req, res);
+  });
+}
+
+function forward(o: ClusterAdminOptions, req: http.IncomingMessage, res: http.ServerResponse): void {
+  const raw = req.headers[WORKER_HEADER];
+  let wanted: number | null = null;
+  if (raw !== undefined) {
+    wanted = typeof raw === 'string' && /^\d{1,3}$/.test(raw.trim()) ? Number(raw) : NaN;
+    if (!Number.isInteger(wanted)) {
+      req.resume();
+      return sendJson(res, 400, { error: `${WORKER_HEADER} must be a worker number (see GET /workers)` });
+    }
+  }
+  const target = o.target(wanted);
+  if (!target) {
+    req.resume();
+    return sendJson(res, 503, { error: wanted === null ? 'no worker is ready yet' : `worker ${wanted} does not exist or is not ready (see GET /workers)` }, { 'Retry-After': '1' });
+  }
+  const headers: http.OutgoingHttpHeaders = {};
+  for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && k !== WORKER_HEADER) headers[k] = v;
+  const upstream = http.request({ host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers, agent: false });
+  const timer = setTimeout(() => upstream.destroy(new Error(`no answer within ${FORWARD_HEAD_TIMEOUT_MS} ms`)), FORWARD_HEAD_TIMEOUT_MS);
+  upstream.on('response', (up) => {
+    clearTimeout(timer);
+    const out: http.OutgoingHttpHeaders = { [WORKER_HEADER]: String(target.index) };
+    for (const [k, v] of Object.entries(up.headers)) if (!HOP_BY_HOP.has(k) && v !== undefined) out[k] = v;
+    res.writeHead(up.statusCode ?? 502, out);
+    up.pipe(res);
+    up.on('error', () => res.destroy());
+  });
+  upstream.on('error', (err) => {
+    clearTimeout(timer);
+    o.logger.warn({ worker: target.index, err: err.message, path: req.url }, 'admin request to a worker failed');
+    if (res.headersSent) res.destroy();
+    else sendJson(res, 502, { error: `worker ${target.index} did not answer: ${err.message}` }, { [WORKER_HEADER]: String(target.index) });
+  });
+  // The client went away: so does the forwarded request (a status stream, say).
+  res.on('close', () => {
+    clearTimeout(timer);
+    if (!upstream.destroyed) upstream.destroy();
+  });
+  req.pipe(upstream);
+}
+
+function send(res: http.ServerResponse, status: number, body: string, type: string, extra: http.OutgoingHttpHeaders = {}): void {
+  if (res.headersSent) return;
+  res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body), ...extra });
+  res.end(body);
+}
+
+function sendJson(res: http.ServerResponse, status: number, body: unknown, extra: http.OutgoingHttpHeaders = {}): void {
+  send(res, status, `${JSON.stringify(body, null, 2)}\n`, 'application/json', extra);
+}

@@ -1,0 +1,38 @@
+// /metrics of a `--workers N` gateway: every worker's registry (asked over IPC) summed by
+// prom-client's AggregatorRegistry (counters and socket gauges add up; event-loop lag is averaged,
+// roomgate_placement_degraded is the max), plus the primary's own figures: running workers,
+// restarts, and its process metrics prefixed roomgate_primary_ (it accepts every connection).
+import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+
+export class ClusterMetrics {
+  readonly registry = new Registry();
+  readonly restarts: Counter;
+
+  constructor(runningWorkers: () => number) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'roomgate_primary_', eventLoopMonitoringPrecision: 20 });
+    new Gauge({
+      name: 'roomgate_workers',
+      help: 'Worker processes running and listening (roomgate start --workers N)',
+      registers: [this.registry],
+      aggregator: 'max',
+      collect() {
+        this.set(runningWorkers());
+      },
+    });
+    this.restarts = new Counter({
+      name: 'roomgate_worker_restarts_total',
+      help: 'Workers that exited unexpectedly and were started again',
+      registers: [this.registry],
+    });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** The Prometheus text: the workers' metrics (as getMetricsAsJSON() gave them) summed, and the primary's. */
+  async render(workers: readonly object[][]): Promise<string> {
+    const own = await this.registry.getMetricsAsJSON();
+    return AggregatorRegistry.aggregate([...workers, own]).metrics();
+  }
+}

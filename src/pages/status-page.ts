@@ -1,0 +1,329 @@
+// The status page (/_roomgate/): backends with their state, rooms and sockets (a CSS bar each),
+// the placement store mode, recent membership and health events, the gateway id. The server-rendered
+// table is complete without JavaScript; the constant script below only replaces it with each
+// snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
+import type { BackendEvent } from '../backends/events.js';
+import type { Backend, BackendState } from '../backends/pool.js';
+import { html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
+
+export const STATUS_PATH = '/_roomgate/';
+export const STATUS_STREAM_PATH = '/_roomgate/status/stream';
+/** Events shown (newest first). */
+export const STATUS_EVENTS = 20;
+
+/** What the page reads from a gateway (the Gateway class has all of it). */
+export interface StatusView {
+  readonly id: string;
+  readonly isReady: boolean;
+  readonly store: { readonly kind: 'memory' | 'redis' };
+  readonly placer: { readonly isDegraded: boolean };
+  readonly pool: { readonly backends: readonly Backend[] };
+  readonly tunnels: { readonly size: number; readonly roomCount: number };
+  readonly events: { list(): readonly BackendEvent[] };
+}
+
+export interface StatusBackend {
+  readonly id: string;
+  /** null on the public port (internal addresses stay on the admin port). */
+  readonly url: string | null;
+  readonly weight: number;
+  readonly state: BackendState;
+  /** Drain deadline (ISO) while draining with one. */
+  readonly deadline: string | null;
+  readonly removed: boolean;
+  /** Rooms placed on it, all gateways. */
+  readonly rooms: number;
+  /** Live sockets through this gateway. */
+  readonly sockets: number;
+}
+
+export interface StatusEvent {
+  readonly at: string;
+  readonly kind: BackendEvent['kind'];
+  readonly backend: string;
+  readonly detail: string;
+  readonly roomsMoved: number;
+  readonly liveRoomsMoved: number;
+}
+
+export interface StatusSnapshot {
+  readonly gatewayId: string;
+  readonly store: 'memory' | 'redis';
+  readonly degraded: boolean;
+  readonly ready: boolean;
+  /** This gateway's live sockets and rooms. */
+  readonly sockets: number;
+  readonly rooms: number;
+  /** Sums over the backends (the bars' 100 %). */
+  readonly totalRooms: number;
+  readonly totalSockets: number;
+  readonly backends: readonly StatusBackend[];
+  /** Newest first. */
+  readonly events: readonly StatusEvent[];
+}
+
+export interface StatusOptions {
+  /** Backend URLs and event details naming them: admin port only. */
+  readonly internal: boolean;
+}
+
+export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now()): StatusSnapshot {
+  const backends = v.pool.backends.map(
+    (b): StatusBackend => ({
+      id: b.id,
+      url: o.internal ? b.config.url : null,
+      weight: b.config.weight,
+      state: b.state(nowMs),
+      deadline: b.admin?.state === 'draining' && b.admin.deadline !== null ? new Date(b.admin.deadline).toISOString() : null,
+      removed: b.removed,
+      rooms: b.rooms,
+      sockets: b.liveSockets,
+    }),
+  );
+  const events = v.events
+    .list()
+    .slice(-STATUS_EVENTS)
+    .reverse()
+    .map(
+      (e): StatusEvent => ({
+        at: e.at,
+        kind: e.kind,
+        backend: e.backend,
+        // joined/removed carry the backend URL.
+        detail: o.internal || (e.kind !== 'joined' && e.kind !== 'removed') ? e.detail : '',
+        roomsMoved: e.roomsMoved,
+        liveRoomsMoved: e.liveRoomsMoved,
+      }),
+    );
+  return {
+    gatewayId: v.id,
+    store: v.store.kind,
+    degraded: v.placer.isDegraded,
+    ready: v.isReady,
+    sockets: v.tunnels.size,
+    rooms: v.tunnels.roomCount,
+    totalRooms: backends.reduce((n, b) => n + b.rooms, 0),
+    totalSockets: backends.reduce((n, b) => n + b.sockets, 0),
+    backends,
+    events,
+  };
+}
+
+/** "Redis", "Redis: degraded (unreachable; routing from cache and ring)" or "in memory". */
+export function placementMode(s: Pick<StatusSnapshot, 'store' | 'degraded'>): string {
+  if (s.store === 'memory') return 'in memory (this gateway only)';
+  return s.degraded ? 'Redis: degraded (unreachable; routing from cache and ring)' : 'Redis (shared by every gateway)';
+}
+
+function stateCell(b: StatusBackend): SafeHtml {
+  const extra = b.removed ? ' (removed)' : b.deadline ? ` until ${shortTime(b.deadline)}` : '';
+  return html`<span class="state state-${b.state}">${b.state}</span><span class="state-extra">${extra}</span>`;
+}
+
+function meter(kind: 'rooms' | 'sockets', value: number, total: number): SafeHtml {
+  const pct = percent(value, total);
+  return html`<span class="meter"><span class="val">${value}</span><span class="bar" aria-hidden="true"><span class="fill ${kind} p${pct}"></span></span><span class="pct muted">${pct}%</span></span>`;
+}
+
+function backendRow(b: StatusBackend, s: StatusSnapshot, internal: boolean): SafeHtml {
+  return html`<tr data-backend="${b.id}">
+<th scope="row" class="mono">${b.id}</th>
+${internal ? html`<td class="mono">${b.url ?? ''}</td>` : ''}
+<td>${stateCell(b)}</td>
+<td class="num">${meter('rooms', b.rooms, s.totalRooms)}</td>
+<td class="num">${meter('sockets', b.sockets, s.totalSockets)}</td>
+<td class="num">${b.weight}</td>
+</tr>`;
+}
+
+function eventRow(e: StatusEvent): SafeHtml {
+  return html`<tr>
+<td class="mono"><time datetime="${e.at}">${shortTime(e.at)}</time></td>
+<td>${e.kind}</td>
+<th scope="row" class="mono">${e.backend}</th>
+<td>${e.detail}</td>
+<td class="num">${e.roomsMoved}</td>
+<td class="num">${e.liveRoomsMoved}</td>
+</tr>`;
+}
+
+export function renderStatusPage(s: StatusSnapshot, o: StatusOptions, nowMs = Date.now()): RenderedPage {
+  const body = html`<a class="skip" href="#backends-h">Skip to backends</a>
+<div class="wrap">
+<header class="top">
+<h1>roomgate status</h1>
+<p>Gateway <code id="gateway-id">${s.gatewayId}</code> <span class="muted">(read-only view${o.internal ? ', admin port' : ''})</span></p>
+</header>
+<main id="status" data-stream="${STATUS_STREAM_PATH}" data-internal="${String(o.internal)}">
+<section aria-labelledby="summary-h">
+<h2 id="summary-h">Summary</h2>
+<dl class="facts">
+<dt>Placement store</dt><dd id="placement-mode" data-degraded="${String(s.degraded)}">${placementMode(s)}</dd>
+<dt>Ready</dt><dd id="ready">${s.ready ? 'yes' : 'no (shutting down)'}</dd>
+<dt>Live sockets (this gateway)</dt><dd id="sockets">${s.sockets}</dd>
+<dt>Live rooms (this gateway)</dt><dd id="rooms">${s.rooms}</dd>
+<dt>Updated</dt><dd><time id="updated" datetime="${new Date(nowMs).toISOString()}">${shortTime(new Date(nowMs).toISOString())}</time></dd>
+</dl>
+<p id="live" role="status" class="muted">Static view: reload the page to refresh.</p>
+<p id="announce" class="sr-only" aria-live="polite"></p>
+</section>
+<section aria-labelledby="backends-h">
+<h2 id="backends-h">Backends</h2>
+<table id="backends">
+<caption>State of each backend; rooms placed on it (all gateways) and live sockets through this gateway, with each one's share.</caption>
+<thead><tr>
+<th scope="col">Backend</th>
+${o.internal ? html`<th scope="col">URL</th>` : ''}
+<th scope="col">State</th>
+<th scope="col" class="num">Rooms</th>
+<th scope="col" class="num">Sockets</th>
+<th scope="col" class="num">Weight</th>
+</tr></thead>
+<tbody>
+${s.backends.map((b) => backendRow(b, s, o.internal))}
+</tbody>
+</table>
+<p id="no-backends"${s.backends.length > 0 ? html` hidden` : ''}>No backends configured.</p>
+</section>
+<section aria-labelledby="events-h">
+<h2 id="events-h">Recent events</h2>
+<table id="events">
+<caption>Membership, health and drain events, newest first (last ${STATUS_EVENTS}), with the rooms each moved.</caption>
+<thead><tr>
+<th scope="col">Time (UTC)</th>
+<th scope="col">Event</th>
+<th scope="col">Backend</th>
+<th scope="col">Detail</th>
+<th scope="col" class="num">Rooms moved</th>
+<th scope="col" class="num">Live rooms moved</th>
+</tr></thead>
+<tbody>
+${s.events.map(eventRow)}
+</tbody>
+</table>
+<p id="no-events"${s.events.length > 0 ? html` hidden` : ''}>No events yet.</p>
+</section>
+</main>
+</div>`;
+  return renderPage({ title: `roomgate status: ${s.gatewayId}`, body, script: STATUS_SCRIPT });
+}
+
+/**
+ * Upgrades the page to live: each `status` event carries a whole StatusSnapshot; the tables are
+ * rebuilt from it with DOM calls (textContent, class names), never from markup. Constant, so its
+ * hash is in the page's CSP.
+ */
+export const STATUS_SCRIPT = `
+(function () {
+  'use strict';
+  var main = document.getElementById('status');
+  if (!main || typeof EventSource === 'undefined') return;
+  var live = document.getElementById('live');
+  var announce = document.getElementById('announce');
+  var internal = main.getAttribute('data-internal') === 'true';
+  var previous = null;
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function short(iso) { return String(iso).replace('T', ' ').replace(/\\.\\d+Z$/, 'Z'); }
+  function pct(v, total) { return total > 0 && v > 0 ? Math.max(0, Math.min(100, Math.round(v / total * 100))) : 0; }
+  function text(id, value) { var e = document.getElementById(id); if (e && e.textContent !== String(value)) e.textContent = String(value); }
+  function mode(s) {
+    if (s.store === 'memory') return 'in memory (this gateway only)';
+    return s.degraded ? 'Redis: degraded (unreachable; routing from cache and ring)' : 'Redis (shared by every gateway)';
+  }
+  function meter(kind, value, total) {
+    var p = pct(value, total);
+    var m = el('span', 'meter');
+    m.appendChild(el('span', 'val', value));
+    var bar = el('span', 'bar');
+    bar.setAttribute('aria-hidden', 'true');
+    bar.appendChild(el('span', 'fill ' + kind + ' p' + p));
+    m.appendChild(bar);
+    m.appendChild(el('span', 'pct muted', p + '%'));
+    return m;
+  }
+  function cell(tr, tag, cls, child) {
+    var c = el(tag, cls);
+    if (tag === 'th') c.setAttribute('scope', 'row');
+    if (child !== undefined) { if (typeof child === 'object') c.appendChild(child); else c.textContent = String(child); }
+    tr.appendChild(c);
+    return c;
+  }
+  function backendRow(b, s) {
+    var tr = el('tr');
+    tr.setAttribute('data-backend', b.id);
+    cell(tr, 'th', 'mono', b.id);
+    if (internal) cell(tr, 'td', 'mono', b.url || '');
+    var st = cell(tr, 'td');
+    st.appendChild(el('span', 'state state-' + b.state, b.state));
+    st.appendChild(el('span', 'state-extra', b.removed ? ' (removed)' : b.deadline ? ' until ' + short(b.deadline) : ''));
+    cell(tr, 'td', 'num', meter('rooms', b.rooms, s.totalRooms));
+    cell(tr, 'td', 'num', meter('sockets', b.sockets, s.totalSockets));
+    cell(tr, 'td', 'num', b.weight);
+    return tr;
+  }
+  function eventRow(e) {
+    var tr = el('tr');
+    var t = el('time', null, short(e.at));
+    t.setAttribute('datetime', e.at);
+    cell(tr, 'td', 'mono', t);
+    cell(tr, 'td', null, e.kind);
+    cell(tr, 'th', 'mono', e.backend);
+    cell(tr, 'td', null, e.detail);
+    cell(tr, 'td', 'num', e.roomsMoved);
+    cell(tr, 'td', 'num', e.liveRoomsMoved);
+    return tr;
+  }
+  function replace(tbody, rows) {
+    var f = document.createDocumentFragment();
+    rows.forEach(function (r) { f.appendChild(r); });
+    while (tbody.firstChild) tbody.removeChild(tbody.firstChild);
+    tbody.appendChild(f);
+  }
+  function changes(s) {
+    if (!previous) return [];
+    var out = [];
+    var before = {};
+    previous.backends.forEach(function (b) { before[' ' + b.id] = b.state; });
+    s.backends.forEach(function (b) {
+      var was = before[' ' + b.id];
+      if (was === undefined) out.push('Backend ' + b.id + ' joined (' + b.state + ')');
+      else if (was !== b.state) out.push('Backend ' + b.id + ' is now ' + b.state + ' (was ' + was + ')');
+    });
+    if (previous.degraded !== s.degraded) out.push('Placement store: ' + mode(s));
+    return out;
+  }
+  function render(s) {
+    text('gateway-id', s.gatewayId);
+    var pm = document.getElementById('placement-mode');
+    pm.setAttribute('data-degraded', String(s.degraded));
+    text('placement-mode', mode(s));
+    text('ready', s.ready ? 'yes' : 'no (shutting down)');
+    text('sockets', s.sockets);
+    text('rooms', s.rooms);
+    var up = document.getElementById('updated');
+    var now = new Date().toISOString();
+    up.setAttribute('datetime', now);
+    up.textContent = short(now);
+    replace(document.querySelector('#backends tbody'), s.backends.map(function (b) { return backendRow(b, s); }));
+    replace(document.querySelector('#events tbody'), s.events.map(eventRow));
+    document.getElementById('no-backends').hidden = s.backends.length > 0;
+    document.getElementById('no-events').hidden = s.events.length > 0;
+    var said = changes(s);
+    if (said.length) announce.textContent = said.join('. ');
+    previous = s;
+  }
+  var es = new EventSource(main.getAttribute('data-stream'));
+  es.addEventListener('status', function (ev) {
+    var s;
+    try { s = JSON.parse(ev.data); } catch (e) { return; }
+    render(s);
+    live.textContent = 'Live: updates as they happen.';
+  });
+  es.onerror = function () { live.textContent = 'Live updates interrupted; reconnecting.'; };
+})();
+`;

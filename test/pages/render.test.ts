@@ -1,0 +1,246 @@
+// The page modules without processes: escaping, the CSP of each page matches its inline blocks,
+// colour contrast, rendering of hostile values, room links and names, credentials, the stream.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
+import { EventLog } from '../../src/backends/events.js';
+import { BackendPool } from '../../src/backends/pool.js';
+import type { LobbyRoom } from '../../src/lobby/store.js';
+import { BASE_CSS, CONTRAST_PAIRS, PALETTE, cspHash, escapeHtml, html, percent, trusted } from '../../src/pages/html.js';
+import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
+import { credential } from '../../src/pages/pages.js';
+import { STATUS_SCRIPT, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
+import { StatusStream } from '../../src/pages/status-stream.js';
+import { createRoomValidator } from '../../src/room/validate.js';
+
+const XSS = '<img src=x onerror=alert(1)>';
+
+/** WCAG 2 relative luminance and contrast ratio of two #rrggbb colours. */
+function contrast(a: string, b: string): number {
+  const lum = (hex: string): number => {
+    const [r, g, bl] = [1, 3, 5].map((i) => {
+      const c = parseInt(hex.slice(i, i + 2), 16) / 255;
+      return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    }) as [number, number, number];
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [lum(a), lum(b)].sort((x, y) => y - x) as [number, number];
+  return (hi + 0.05) / (lo + 0.05);
+}
+
+/** The inline <style> and <script> bodies of a document. */
+function inline(doc: string, tag: 'style' | 'script'): string[] {
+  return [...doc.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1] as string);
+}
+
+function fakeView(): StatusView {
+  const events = new EventLog();
+  const pool = new BackendPool(
+    [
+      { id: 'b1', url: 'http://10.0.0.1:8000', host: '10.0.0.1', port: 8000, weight: 1 },
+      { id: 'b2', url: 'http://10.0.0.2:8000', host: '10.0.0.2', port: 8000, weight: 2 },
+    ],
+    10_000,
+    { onMembership: (added) => added.forEach((b) => events.add('joined', b.id, b.config.url)) },
+  );
+  const [b1, b2] = pool.backends as [(typeof pool.backends)[number], (typeof pool.backends)[number]];
+  b1.rooms = 3;
+  b1.liveSockets = 6;
+  b2.rooms = 1;
+  b2.liveSockets = 0;
+  b2.admin = { state: 'draining', deadline: Date.parse('2030-01-01T00:00:00Z'), since: Date.now() };
+  events.add('down', 'b1', `detail ${XSS}`);
+  return { id: `gw-${XSS}`, isReady: true, store: { kind: 'redis' }, placer: { isDegraded: true }, pool, tunnels: { size: 6, roomCount: 3 }, events };
+}
+
+describe('html template', () => {
+  it('escapes every interpolated value, keeps SafeHtml, joins arrays, drops null/false', () => {
+    expect(escapeHtml(`<a href="x" title='y'>&</a>`)).toBe('&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;&lt;/a&gt;');
+    const v = html`<p title="${'"><script>'}">${XSS}${[XSS, html`<b>ok</b>`]}${null}${false}${undefined}${0}</p>`;
+    expect(v.value).toBe('<p title="&quot;&gt;&lt;script&gt;">&lt;img src=x onerror=alert(1)&gt;&lt;img src=x onerror=alert(1)&gt;<b>ok</b>0</p>');
+    expect(html`${trusted('<i>')}`.value).toBe('<i>');
+  });
+
+  it('bars: a width class for every whole percent', () => {
+    expect(percent(1, 3)).toBe(33);
+    expect(percent(0, 0)).toBe(0);
+    expect(percent(5, 0)).toBe(0);
+    expect(percent(3, 3)).toBe(100);
+    for (const p of [0, 33, 100]) expect(BASE_CSS).toContain(`.p${p}{width:${p}%}`);
+  });
+
+  it('colours have enough contrast (text 4.5:1, bars 3:1), the demo banner tones too', () => {
+    for (const [what, fg, bg, min] of CONTRAST_PAIRS) {
+      expect(contrast(PALETTE[fg], PALETTE[bg]), what).toBeGreaterThanOrEqual(min);
+    }
+    for (const tone of GAME_PAGE_TONES) expect(contrast('#ffffff', tone), tone).toBeGreaterThanOrEqual(4.5);
+  });
+});
+
+describe('status page', () => {
+  it('renders every backend with state and bars, events, placement mode; escapes; CSP hashes match', () => {
+    const view = fakeView();
+    const snap = collectStatus(view, { internal: true });
+    expect(snap.totalRooms).toBe(4);
+    expect(snap.backends.map((b) => [b.id, b.state, b.rooms, b.sockets])).toEqual([
+      ['b1', 'up', 3, 6],
+      ['b2', 'draining', 1, 0],
+    ]);
+    expect(snap.events[0]?.kind).toBe('down'); // newest first
+    const page = renderStatusPage(snap, { internal: true });
+    const doc = page.html;
+    expect(doc).toContain('<html lang="en">');
+    expect(doc).toContain('<th scope="row" class="mono">b1</th>');
+    expect(doc).toContain('http://10.0.0.1:8000');
+    expect(doc).toContain('<span class="fill rooms p75">');
+    expect(doc).toContain('<span class="fill rooms p25">');
+    expect(doc).toContain('<span class="fill sockets p100">');
+    expect(doc).toContain('state-draining');
+    expect(doc).toContain('until 2030-01-01 00:00:00Z');
+    expect(doc).toContain('Redis: degraded');
+    expect(doc).not.toContain(XSS);
+    expect(doc).toContain('gw-&lt;img src=x onerror=alert(1)&gt;');
+    expect(doc).toContain('detail &lt;img');
+    const ths = doc.match(/<th[\s>][^>]*>/g) ?? [];
+    expect(ths.length).toBeGreaterThan(10);
+    for (const th of ths) expect(th).toMatch(/scope="(col|row)"/);
+    const [style] = inline(doc, 'style');
+    const [script] = inline(doc, 'script');
+    expect(script).toBe(STATUS_SCRIPT);
+    expect(page.csp).toContain(`style-src ${cspHash(style as string)}`);
+    expect(page.csp).toContain(`script-src ${cspHash(script as string)}`);
+    expect(page.csp).toMatch(/default-src 'none'/);
+    expect(page.csp).not.toMatch(/unsafe/);
+  });
+
+  it('the public view has no backend URLs and no joined/removed details', () => {
+    const snap = collectStatus(fakeView(), { internal: false });
+    expect(snap.backends.every((b) => b.url === null)).toBe(true);
+    expect(snap.events.filter((e) => e.kind === 'joined').every((e) => e.detail === '')).toBe(true);
+    const doc = renderStatusPage(snap, { internal: false }).html;
+    expect(doc).not.toContain('10.0.0.');
+    expect(doc).not.toContain('>URL<');
+  });
+
+  it('the script never builds markup from data', () => {
+    for (const s of [STATUS_SCRIPT, LOBBY_SCRIPT]) {
+      expect(s).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
+    }
+  });
+});
+
+describe('lobby page', () => {
+  const room = (name: string, sockets: number, meta: LobbyRoom['meta'] = null): LobbyRoom => ({ room: name, backend: 'b1', sockets, since: new Date(0).toISOString(), meta, pinned: false });
+
+  it('renders rooms with links, counts, metadata and a leaderboard; escapes user data', () => {
+    const page = renderLobbyPage(
+      {
+        rooms: [room('blue', 2, { title: XSS, status: '"><svg onload=alert(2)>', capacity: 4, tags: ['a', '</script>'] }), room(XSS, 1)],
+        total: 2,
+        online: { total: 3, rooms: 2, byBackend: { b1: 3 } },
+        board: 'global',
+        scores: [{ member: XSS, score: 10, rank: 1 }],
+      },
+      { roomPath: '/game/{room}/', apiPrefix: '/_roomgate/api' },
+    );
+    const doc = page.html;
+    expect(doc).toContain('<a href="/game/blue/">blue</a>');
+    expect(doc).toContain('<td class="num" data-col="sockets">2</td>');
+    expect(doc).toContain('<p class="big" id="online-total" aria-labelledby="online-label">3</p>');
+    expect(doc).toContain('capacity: 4, tags: [&quot;a&quot;,&quot;&lt;/script&gt;&quot;]');
+    expect(doc).toContain(`<a href="/game/${encodeURIComponent(XSS)}/">&lt;img src=x onerror=alert(1)&gt;</a>`);
+    expect(doc).not.toMatch(/<img|<svg|onerror=alert\(1\)>|<\/script>",/);
+    expect(doc).toContain('<form class="card action" method="get" action="/_roomgate/lobby/new" target="_blank">');
+    expect(inline(doc, 'script')).toEqual([LOBBY_SCRIPT]);
+    expect(page.csp).toContain(`script-src ${cspHash(LOBBY_SCRIPT)}`);
+    expect(page.csp).toContain(`style-src ${cspHash(BASE_CSS)}`);
+    expect(page.csp).toContain("connect-src 'self'");
+  });
+
+  it('says when the store is unavailable instead of failing', () => {
+    const doc = renderLobbyPage({ rooms: null, total: 0, online: null, board: 'global', scores: null }, { roomPath: '/game/{room}/', apiPrefix: '/_roomgate/api' }).html;
+    expect(doc).toContain('id="unavailable"');
+    expect(doc).toContain('Scores are unavailable right now.');
+  });
+
+  it('room links: encoded, no dot segments, never protocol-relative', () => {
+    expect(roomHref('/game/{room}/', 'a/b?c#d')).toBe('/game/a%2Fb%3Fc%23d/');
+    expect(roomHref('/game/{room}/', '$&')).toBe('/game/%24%26/');
+    expect(roomHref('/game/{room}/', '..')).toBeNull();
+    expect(roomPathTemplate(['/game/{room}/'], '/r/')).toBe('/game/{room}/');
+    expect(roomPathTemplate(['//{room}/', '/play/{room}'], '/r/')).toBe('/play/{room}');
+    expect(roomPathTemplate([], '/r/')).toBe('/r/{room}/');
+  });
+
+  it('new room names pass the room validator, or none is made', () => {
+    const valid = createRoomValidator('^[A-Za-z0-9_.:-]{1,128}$');
+    for (let i = 0; i < 50; i++) expect(valid(newRoomName(valid) as string)).toBe(true);
+    expect(newRoomName(createRoomValidator('^[0-9]+$'))).toMatch(/^[0-9]{10}$/);
+    expect(newRoomName(() => false)).toBeNull();
+  });
+
+  it('metadata as title, status and the rest', () => {
+    expect(metaParts(null)).toEqual({ title: '', status: '', details: '' });
+    expect(metaParts({ title: 3, status: 'open', a: { b: 1 } })).toEqual({ title: '3', status: 'open', details: 'a: {"b":1}' });
+    expect(metaParts({ long: 'x'.repeat(500) }).details).toHaveLength(160);
+  });
+});
+
+describe('credentials', () => {
+  it('reads a bearer token or a Basic password, nothing else', () => {
+    const basic = (s: string): string => `Basic ${Buffer.from(s).toString('base64')}`;
+    expect(credential('Bearer abc')).toBe('abc');
+    expect(credential(basic('admin:s3cret:with:colons'))).toBe('s3cret:with:colons');
+    expect(credential(basic(':tok'))).toBe('tok');
+    expect(credential(basic('nocolon'))).toBeNull();
+    expect(credential('Digest x')).toBeNull();
+    expect(credential(undefined)).toBeNull();
+    expect(credential('Basic !!!')).toBeNull();
+  });
+});
+
+describe('status stream', () => {
+  let server: http.Server | undefined;
+  afterEach(async () => {
+    server?.closeAllConnections();
+    await new Promise<void>((r) => (server ? server.close(() => r()) : r()));
+    server = undefined;
+  });
+
+  it('sends a snapshot at once, then only changes; refuses past maxClients; close() ends streams', async () => {
+    let value = { n: 1 };
+    const stream = new StatusStream({ snapshot: () => value, intervalMs: 20, pingMs: 60_000, retryMs: 2000, maxClients: 1, maxBufferedBytes: 1 << 20 });
+    server = http.createServer((req, res) => {
+      if (!stream.open(req, res)) {
+        res.writeHead(503);
+        res.end();
+      }
+    });
+    await new Promise<void>((r) => server?.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader();
+    let text = '';
+    const until = async (pattern: RegExp): Promise<void> => {
+      const deadline = Date.now() + 5_000;
+      while (!pattern.test(text)) {
+        if (Date.now() > deadline) throw new Error(`timed out waiting for ${pattern} in ${text}`);
+        const { value: chunk, done } = await reader.read();
+        if (done) throw new Error(`stream ended: ${text}`);
+        text += Buffer.from(chunk).toString();
+      }
+    };
+    await until(/event: status\ndata: \{"n":1\}\n\n/);
+    expect((await fetch(url, { signal: AbortSignal.timeout(5_000) })).status).toBe(503);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(text.match(/event: status/g)).toHaveLength(1); // unchanged: nothing more sent
+    value = { n: 2 };
+    await until(/data: \{"n":2\}/);
+    stream.close();
+    const rest = await reader.read();
+    expect(rest.done).toBe(true);
+    expect(stream.size).toBe(0);
+  });
+});
