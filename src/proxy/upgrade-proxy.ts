@@ -36,8 +36,9 @@ export interface UpgradeProxyOptions {
 // After one side has closed, how long the other may take to flush before it is destroyed.
 const HALF_CLOSE_LINGER_MS = 5_000;
 // Backend reads land in a buffer of this size per tunnel: game frames are a few hundred bytes,
-// a bigger message simply takes several reads. 16 KB per tunnel would be 160 MB at 10,000 sockets.
-const RELAY_BUFFER_BYTES = 4_096;
+// a bigger message simply takes several reads. Memory per socket is a target (10 KB), and the
+// buffer is held for the socket's whole life: 16 KB would be 160 MB at 10,000 sockets.
+const RELAY_BUFFER_BYTES = 1_024;
 
 export class UpgradeProxy {
   constructor(private readonly o: UpgradeProxyOptions) {}
@@ -45,7 +46,9 @@ export class UpgradeProxy {
   handle(req: IncomingMessage, client: Socket, head: Buffer): void {
     // Hold client bytes (if any arrive early) until the backend connection is ready.
     client.pause();
-    client.on('error', () => client.destroy());
+    // Not an arrow: a closure made here would share this call's context, which holds `req`, and
+    // keep the whole request (headers and all) alive for as long as the socket lives.
+    client.on('error', destroySelf);
     const refusal = this.refusal(req);
     if (refusal) return this.refuse(client, 'none', refusal.status, refusal.body);
     const now = Date.now();
@@ -107,7 +110,7 @@ export class UpgradeProxy {
     const { o } = this;
     // The handshake text is built now, so no closure below needs the request object: after the
     // 101 nothing of the HTTP layer stays reachable from a tunnel (memory per socket).
-    const handshake = this.handshake(req, key);
+    let handshake: string | null = this.handshake(req, key);
     let request: IncomingMessage | null = req;
     // Backend reads land in one small buffer per tunnel (no allocation per frame); see relay().
     const readBuffer = Buffer.allocUnsafe(RELAY_BUFFER_BYTES);
@@ -182,7 +185,9 @@ export class UpgradeProxy {
       // Counted from here, not from the 101: a placement change while the handshake is in flight
       // must find (and close) this socket too, and the busy guard must see it.
       o.tunnels.add(tunnel);
-      upstream.write(handshake);
+      if (handshake !== null) upstream.write(handshake);
+      // Sent: the tunnel's closures outlive the handshake, its text (a kilobyte of headers) need not.
+      handshake = null;
       if (head.length > 0) upstream.write(head);
     });
 
@@ -220,8 +225,9 @@ export class UpgradeProxy {
           client.destroy();
         });
       }
+      // A client that vanished without a FIN is found by TCP keep-alive; a dead backend is found
+      // by the health checks (which close its sockets), so the backend side skips the syscalls.
       client.setKeepAlive(true, 30_000);
-      upstream.setKeepAlive(true, 30_000);
       // The answer itself goes through the same path as every later read.
       return onUpstreamRead(n, buf);
     };
@@ -290,6 +296,10 @@ function relay(client: Socket, upstream: Socket): (n: number, buf: Buffer) => bo
     waiting = true;
     return false;
   };
+}
+
+function destroySelf(this: Socket): void {
+  this.destroy();
 }
 
 function endWith(socket: Socket, response: string): void {
