@@ -128,36 +128,27 @@ export class Gateway {
     this.pool.setBackends(config.backends);
 
     const redisConfigured = Boolean(config.redis.url) || config.redis.sentinels.length > 0 || config.redis.clusterNodes.length > 0;
+    // What both Redis stores share: where Redis is, the key prefix, fail-fast timing, logging.
+    const redis = {
+      url: config.redis.url,
+      sentinels: config.redis.sentinels,
+      sentinelName: config.redis.sentinelName,
+      clusterNodes: config.redis.clusterNodes,
+      keyPrefix: config.redis.keyPrefix,
+      gatewayId: this.id,
+      commandTimeoutMs: config.redis.commandTimeoutMs,
+      onLog: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => logger[level](fields ?? {}, msg),
+    };
     this.store =
       opts.store ??
       (redisConfigured
-        ? new RedisPlacementStore({
-            url: config.redis.url,
-            sentinels: config.redis.sentinels,
-            sentinelName: config.redis.sentinelName,
-            clusterNodes: config.redis.clusterNodes,
-            keyPrefix: config.redis.keyPrefix,
-            gatewayId: this.id,
-            timing: { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs },
-            commandTimeoutMs: config.redis.commandTimeoutMs,
-            onLog: (level, msg, fields) => logger[level](fields ?? {}, msg),
-          })
+        ? new RedisPlacementStore({ ...redis, timing: { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs } })
         : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
 
     this.shared =
       opts.shared ??
       (redisConfigured
-        ? new RedisSharedStore({
-            url: config.redis.url,
-            sentinels: config.redis.sentinels,
-            sentinelName: config.redis.sentinelName,
-            clusterNodes: config.redis.clusterNodes,
-            keyPrefix: config.redis.keyPrefix,
-            gatewayId: this.id,
-            presenceTtlMs: config.presence.ttlMs,
-            commandTimeoutMs: config.redis.commandTimeoutMs,
-            onLog: (level, msg, fields) => logger[level](fields ?? {}, msg),
-          })
+        ? new RedisSharedStore({ ...redis, presenceTtlMs: config.presence.ttlMs })
         : new MemorySharedStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
     const validateRoom = createRoomValidator(config.room.pattern);
     this.api = config.api.enabled
