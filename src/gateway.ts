@@ -101,9 +101,17 @@ export class Gateway {
         logger.warn({ backend: ev.id, state: ev.state, reason: ev.reason }, `backend ${ev.state}`);
         // A backend that fails its checks is dead or hung for this gateway: its sockets carry
         // nothing useful; closing them lets their clients reconnect once the room is re-placed.
+        // Panic guard: with no other backend routable, the fault is likelier on this side (this
+        // gateway overloaded, its network) than in every backend at once, and closed clients could
+        // only reconnect into 503s: the sockets are kept until a backend is routable again.
         if (ev.state === 'down') {
-          const closed = this.tunnels.closeBackend(ev.id);
-          if (closed > 0) logger.warn({ backend: ev.id, closed }, 'closed sockets of a down backend');
+          const now = Date.now();
+          if (!this.pool.backends.some((o) => o.id !== ev.id && o.routable(now))) {
+            if (b.liveSockets > 0) logger.warn({ backend: ev.id, sockets: b.liveSockets }, 'backend down but no other backend is up: its live sockets are kept');
+          } else {
+            const closed = this.tunnels.closeBackend(ev.id);
+            if (closed > 0) logger.warn({ backend: ev.id, closed }, 'closed sockets of a down backend');
+          }
         }
       },
     );

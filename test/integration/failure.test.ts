@@ -68,6 +68,50 @@ async function backendsView(gw: GatewayProc): Promise<Record<string, { state: st
   return Object.fromEntries(body.backends.map((b) => [b.id, b]));
 }
 
+// --- a backend that stops answering (SIGSTOP): hung, not dead ---------------------------------
+
+describe('a backend that stops answering its health checks', () => {
+  const health = { health: { intervalMs: 200, timeoutMs: 200, rise: 1, fall: 2 } };
+  /** Whether a socket is still open after ms (its `closed` promise has not settled). */
+  const stillOpen = async (c: Client, ms: number): Promise<boolean> =>
+    (await Promise.race([c.closed.then(() => false), sleep(ms).then(() => true)]));
+  const downInView = async (gw: GatewayProc, id: string): Promise<boolean> => (await backendsView(gw))[id]?.state === 'down';
+
+  it('has its sockets closed when another backend can take its rooms', async () => {
+    const [h1, h2] = (await startBackends(['h1', 'h2'])) as [BackendProc, BackendProc];
+    const gw = await startGateway({ backends: [h1, h2], config: health });
+    const { rooms } = await roomsOwnedBy('h1', [h1, h2], 1, 'hung');
+    const c = new Client(`${gw.wsUrl}/ws/live/?room=${rooms[0]}`);
+    expect(await c.join(rooms[0]!)).toBe('h1');
+    h1.child.kill('SIGSTOP');
+    try {
+      await poll('h1 down in the gateway view', 10_000, () => downInView(gw, 'h1'));
+      expect(await withTimeout(c.closed, 5_000, 'the hung backend socket to close')).toBe(1006);
+    } finally {
+      h1.child.kill('SIGCONT');
+    }
+  });
+
+  it('keeps its live sockets when no other backend is up (panic guard), and they carry traffic again once it answers', async () => {
+    const [only] = (await startBackends(['only'])) as [BackendProc];
+    const gw = await startGateway({ backends: [only], config: health });
+    const c = new Client(`${gw.wsUrl}/ws/live/?room=panic-room`);
+    expect(await c.join('panic-room')).toBe('only');
+    only.child.kill('SIGSTOP');
+    try {
+      await poll('the only backend down in the gateway view', 10_000, () => downInView(gw, 'only'));
+      // Several more failed checks: the socket stays.
+      expect(await stillOpen(c, 1_000)).toBe(true);
+      expect(gw.logs().some((l) => l.msg === 'backend down but no other backend is up: its live sockets are kept')).toBe(true);
+    } finally {
+      only.child.kill('SIGCONT');
+    }
+    await poll('the backend up again', 10_000, async () => !(await downInView(gw, 'only')));
+    await pingPong(c);
+    await c.close();
+  });
+});
+
 // --- a backend killed under live sockets ----------------------------------------------------
 
 describe('a backend killed with kill -9', () => {
