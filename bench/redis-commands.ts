@@ -25,14 +25,19 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
+import { stopChild, type Child } from '../src/demo/child.js';
+import { startRedisServer } from '../src/demo/redis-server.js';
+
+// Report lines go to stdout, problems to stderr: this is a command-line report, not the gateway's log.
+const say = (line = ''): boolean => process.stdout.write(`${line}\n`);
+const complain = (line: string): boolean => process.stderr.write(`${line}\n`);
 
 // dist/bench/redis-commands.js -> the package root.
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -49,8 +54,8 @@ interface Options {
 }
 
 function usage(msg: string): never {
-  console.error(`redis-commands bench: ${msg}`);
-  console.error('usage: node dist/bench/redis-commands.js [sockets] [--heartbeat-ms N] [--sample-s N] [--room-size N] [--concurrency N]');
+  complain(`redis-commands bench: ${msg}`);
+  complain('usage: node dist/bench/redis-commands.js [sockets] [--heartbeat-ms N] [--sample-s N] [--room-size N] [--concurrency N]');
   process.exit(2);
 }
 
@@ -113,18 +118,18 @@ async function ensureOpenFiles(need: number, sockets: number): Promise<boolean> 
     `${sockets} sockets need about ${need} open files (the gateway holds 2 per socket, this process 1); ` +
     `the limit is ${lim.soft} (hard ${lim.hard === Number.POSITIVE_INFINITY ? 'unlimited' : lim.hard})`;
   if (process.env[REEXEC_ENV]) {
-    console.error(`redis-commands bench: ${advice} even after ulimit -n ${need}: giving up.`);
+    complain(`redis-commands bench: ${advice} even after ulimit -n ${need}: giving up.`);
     process.exit(1);
   }
   const probe = spawnSync('/bin/sh', ['-c', `ulimit -n ${need}`], { stdio: 'ignore' });
   if (probe.status !== 0) {
-    console.error(
+    complain(
       `redis-commands bench: ${advice}, and \`ulimit -n ${need}\` is refused here (raising the hard limit needs root with CAP_SYS_RESOURCE).\n` +
         `  Raise it (ulimit -n, LimitNOFILE in systemd, --ulimit nofile=... in docker) or run at most ${maxSocketsFor(lim.soft)} sockets: node dist/bench/redis-commands.js ${maxSocketsFor(lim.soft)}`,
     );
     process.exit(1);
   }
-  console.log(`(open files limit ${lim.soft} is too low for ${sockets} sockets: re-running under ulimit -n ${need})`);
+  say(`(open files limit ${lim.soft} is too low for ${sockets} sockets: re-running under ulimit -n ${need})`);
   const child = spawn('/bin/sh', ['-c', `ulimit -n ${need} && exec "$0" "$@"`, process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
     stdio: 'inherit',
     env: { ...process.env, [REEXEC_ENV]: String(need) },
@@ -155,6 +160,8 @@ interface Proc {
 const procs: Proc[] = [];
 const clients: WebSocket[] = [];
 let workDir: string | undefined;
+/** The bench's redis-server (started by the project's own helper, also used by demo:cluster). */
+let redisChild: Child | undefined;
 
 function track(name: string, child: ChildProcess): Proc {
   const output: string[] = [];
@@ -203,45 +210,6 @@ function waitLine(p: Proc, what: string, match: (line: string) => boolean, timeo
   });
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => (port ? resolve(port) : reject(new Error('no free port'))));
-    });
-  });
-}
-
-function findRedisServer(): string {
-  const candidates = [process.env.REDIS_SERVER, '/usr/bin/redis-server', ...(process.env.PATH ?? '').split(delimiter).map((d) => join(d, 'redis-server'))];
-  for (const c of candidates) if (c && existsSync(c)) return c;
-  throw new Error('redis-server is not installed (apt-get install -y redis-server, or set REDIS_SERVER)');
-}
-
-async function startRedis(dir: string): Promise<{ url: string; port: number }> {
-  const bin = findRedisServer();
-  for (let attempt = 1; ; attempt++) {
-    const port = await freePort();
-    const child = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--daemonize', 'no'], {
-      cwd: dir,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    const p = track('redis-server', child);
-    try {
-      await waitLine(p, 'readiness', (l) => l.includes('Ready to accept connections'), 10_000);
-      return { url: `redis://127.0.0.1:${port}`, port };
-    } catch (err) {
-      child.kill('SIGKILL');
-      await p.exited;
-      if (attempt >= 5 || !p.output.some((l) => /Address already in use/i.test(l))) throw err;
-    }
-  }
-}
-
 async function startBackend(id: string): Promise<string> {
   const p = track(`backend ${id}`, spawn(process.execPath, [BACKEND, '--port', '0', '--id', id], { stdio: ['ignore', 'pipe', 'pipe'] }));
   const line = await waitLine(p, 'listening line', (l) => l.includes('"listening"'), 15_000);
@@ -288,6 +256,8 @@ async function cleanup(): Promise<void> {
       clearTimeout(timer);
     }),
   );
+  if (redisChild) await stopChild(redisChild, 'SIGKILL');
+  redisChild = undefined;
   if (workDir) rmSync(workDir, { recursive: true, force: true });
   workDir = undefined;
 }
@@ -365,7 +335,7 @@ async function openClients(wsBase: string, o: Options): Promise<void> {
       opened++;
       if (opened - reported >= 2_000) {
         reported = opened;
-        console.log(`  ${opened} sockets open`);
+        say(`  ${opened} sockets open`);
       }
     }
   };
@@ -404,17 +374,18 @@ async function main(o: Options): Promise<void> {
 
   workDir = mkdtempSync(join(tmpdir(), 'roomgate-bench-redis-'));
   const started = performance.now();
-  const redis = await startRedis(workDir);
+  const redis = await startRedisServer(0);
+  redisChild = redis.child;
   const backends = await Promise.all(['b1', 'b2', 'b3'].map((id) => startBackend(id)));
   const port = await startGateway(workDir, redis.url, backends, o.heartbeatMs);
   const rooms = Math.ceil(o.sockets / o.roomSize);
-  console.log(`redis ${redis.url}, 3 demo backends, gateway on 127.0.0.1:${port} (placement.heartbeatMs ${o.heartbeatMs}), ready after ${((performance.now() - started) / 1000).toFixed(1)} s`);
-  console.log(`opening ${o.sockets} sockets in ${rooms} rooms of ${o.roomSize} (${o.concurrency} at a time)`);
+  say(`redis ${redis.url}, 3 demo backends, gateway on 127.0.0.1:${port} (placement.heartbeatMs ${o.heartbeatMs}), ready after ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  say(`opening ${o.sockets} sockets in ${rooms} rooms of ${o.roomSize} (${o.concurrency} at a time)`);
 
   const openStart = performance.now();
   await openClients(`ws://127.0.0.1:${port}`, o);
   const openS = (performance.now() - openStart) / 1000;
-  console.log(`  ${o.sockets} sockets open and mounted in ${openS.toFixed(1)} s`);
+  say(`  ${o.sockets} sockets open and mounted in ${openS.toFixed(1)} s`);
 
   // Steady state: the gateway's own presence counts every socket, then a few quiet heartbeats.
   const deadline = performance.now() + 60_000;
@@ -424,7 +395,7 @@ async function main(o: Options): Promise<void> {
     await new Promise((r) => setTimeout(r, 250));
   }
   const settleMs = 3 * o.heartbeatMs + 1_000;
-  console.log(`steady state: the gateway reports ${online} sockets; waiting ${settleMs} ms (3 heartbeats + 1 s) before sampling`);
+  say(`steady state: the gateway reports ${online} sockets; waiting ${settleMs} ms (3 heartbeats + 1 s) before sampling`);
   await new Promise((r) => setTimeout(r, settleMs));
 
   const probe = new Redis(redis.url, { lazyConnect: true, enableReadyCheck: false, maxRetriesPerRequest: 1, connectionName: 'bench-probe' });
@@ -462,11 +433,11 @@ async function main(o: Options): Promise<void> {
     perSample.push((b.total - a.total - 1) / ((b.at - a.at) / 1000));
   }
 
-  console.log('');
-  console.log(`Redis commands per second at steady state: ${perSecond.toFixed(1)}/s`);
-  console.log(`  ${o.sockets} sockets, ${rooms} rooms of ${o.roomSize}, 1 gateway, 3 backends, placement.heartbeatMs ${o.heartbeatMs} (${(1000 / o.heartbeatMs).toFixed(2)} heartbeats/s)`);
-  console.log(`  ${commands} commands in ${seconds.toFixed(2)} s (INFO total_commands_processed, Lua-internal commands included, ${own} own INFO calls subtracted)`);
-  console.log(`  per heartbeat: ${(perSecond * (o.heartbeatMs / 1000)).toFixed(1)} commands; per-second readings: ${perSample.map((x) => x.toFixed(0)).join(' ')}`);
+  say('');
+  say(`Redis commands per second at steady state: ${perSecond.toFixed(1)}/s`);
+  say(`  ${o.sockets} sockets, ${rooms} rooms of ${o.roomSize}, 1 gateway, 3 backends, placement.heartbeatMs ${o.heartbeatMs} (${(1000 / o.heartbeatMs).toFixed(2)} heartbeats/s)`);
+  say(`  ${commands} commands in ${seconds.toFixed(2)} s (INFO total_commands_processed, Lua-internal commands included, ${own} own INFO calls subtracted)`);
+  say(`  per heartbeat: ${(perSecond * (o.heartbeatMs / 1000)).toFixed(1)} commands; per-second readings: ${perSample.map((x) => x.toFixed(0)).join(' ')}`);
   if (first.calls.size > 0) {
     const rows: [string, number][] = [];
     for (const [cmd, n] of last.calls) {
@@ -474,9 +445,9 @@ async function main(o: Options): Promise<void> {
       if (d > 0) rows.push([cmd, d / seconds]);
     }
     rows.sort((a, b) => b[1] - a[1]);
-    console.log(`  by command (/s): ${rows.map(([c, r]) => `${c} ${r.toFixed(1)}`).join(', ')}`);
+    say(`  by command (/s): ${rows.map(([c, r]) => `${c} ${r.toFixed(1)}`).join(', ')}`);
     const scripts = rows.filter(([c]) => c === 'evalsha' || c === 'eval').reduce((s, [, r]) => s + r, 0);
-    console.log(`  script calls (EVALSHA + EVAL, one round trip each): ${scripts.toFixed(1)}/s`);
+    say(`  script calls (EVALSHA + EVAL, one round trip each): ${scripts.toFixed(1)}/s`);
   }
 }
 
@@ -485,7 +456,7 @@ const options = parseArgs(process.argv.slice(2));
 if (await ensureOpenFiles(filesFor(options.sockets), options.sockets)) {
   let failed = false;
   const onSignal = (sig: NodeJS.Signals): void => {
-    console.error(`redis-commands bench: ${sig}, cleaning up`);
+    complain(`redis-commands bench: ${sig}, cleaning up`);
     void cleanup().finally(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
@@ -494,7 +465,7 @@ if (await ensureOpenFiles(filesFor(options.sockets), options.sockets)) {
     await main(options);
   } catch (err) {
     failed = true;
-    console.error(`redis-commands bench failed: ${err instanceof Error ? err.message : String(err)}`);
+    complain(`redis-commands bench failed: ${err instanceof Error ? err.message : String(err)}`);
   } finally {
     await cleanup();
   }

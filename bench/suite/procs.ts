@@ -13,10 +13,11 @@
  */
 import { spawn, spawnSync, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+// A port bound and released: the same helper demo:cluster uses.
+export { freePort } from '../../src/demo/redis-server.js';
 
 export interface Proc {
   readonly name: string;
@@ -179,19 +180,6 @@ export function waitLine(p: Proc, what: string, match: (line: string) => boolean
     p.watchers.add(watcher);
     void p.exited.then(() => setTimeout(() => finish(new Error(`${p.name} exited before ${what}:\n  ${p.output.slice(-15).join('\n  ')}`)), 50));
     const timer = setTimeout(() => finish(new Error(`${p.name}: no ${what} within ${timeoutMs} ms:\n  ${p.output.slice(-15).join('\n  ')}`)), timeoutMs);
-  });
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => (port ? resolve(port) : reject(new Error('no free port'))));
-    });
   });
 }
 

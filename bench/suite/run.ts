@@ -26,6 +26,10 @@ import { ROOMGATE_MAIN, ROOT, TARGETS, ensureTools, versions, type BackendAddr, 
 import { derive, markdown, svg, targetRows, type Meta } from './report.js';
 import { runWorkload, type Context, type Options, type RunRecord, type Workload, type WorkloadKind } from './workloads.js';
 
+// Report lines go to stdout, problems to stderr: this is a command-line report, not the gateway's log.
+const say = (line = ''): boolean => process.stdout.write(`${line}\n`);
+const complain = (line: string): boolean => process.stderr.write(`${line}\n`);
+
 const BACKEND = join(import.meta.dirname, 'backend.js');
 const REEXEC_ENV = 'ROOMGATE_BENCH_SUITE_NOFILE';
 const KINDS: readonly WorkloadKind[] = ['game', 'burst', 'page', 'scale'];
@@ -51,7 +55,7 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/suite/ru
   -h, --help`;
 
 function fail(msg: string): never {
-  console.error(`bench: ${msg}`);
+  complain(`bench: ${msg}`);
   process.exit(2);
 }
 
@@ -80,7 +84,7 @@ function parse(argv: string[]): { roomgateConfig: string | undefined; fromJson: 
     },
   });
   if (values.help) {
-    console.log(USAGE);
+    say(USAGE);
     process.exit(0);
   }
   const num = (name: string, v: string, lo: number, hi: number): number => {

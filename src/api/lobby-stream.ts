@@ -15,6 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.js';
 import type { LobbyPage, LobbyQuery, LobbyRoom, Online, SharedEvent, SharedStore } from '../lobby/store.js';
+import { openEventStream } from '../server/sse.js';
 
 export const STORE_UNAVAILABLE_MESSAGE =
   'the shared data store is unavailable (lobby, presence and leaderboards); routing is unaffected, retry shortly';
@@ -78,14 +79,7 @@ export class LobbyStream {
 
   /** Takes over the response: headers, then frames until close() or the client goes away. */
   open(req: IncomingMessage, res: ServerResponse, query: LobbyQuery): void {
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store',
-      'X-Content-Type-Options': 'nosniff',
-      // nginx and similar proxies: do not buffer the stream.
-      'X-Accel-Buffering': 'no',
-    });
-    req.socket.setNoDelay(true);
+    openEventStream(req, res);
     res.write(`retry: ${this.o.retryMs}\n\n`);
     const client: Client = { res, query, snapSeq: 0, ready: false, queued: [], unavailableSent: false, lastOnline: '' };
     this.clients.add(client);

@@ -21,7 +21,7 @@ import type { Readable } from 'node:stream';
 import { pino } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
 import { startDemoBackends, stopDemoBackends, type DemoBackend } from '../demo/demo-backends.js';
-import { createLogger, type Logger } from '../observability/logger.js';
+import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { createClusterAdminServer } from './admin.js';
 import { channelToChild, RpcPeer } from './ipc-rpc.js';
 import { ClusterMetrics } from './metrics.js';
@@ -392,14 +392,7 @@ class ClusterPrimary {
   }
 
   private exit(code: number): void {
-    let done = false;
-    const go = (): void => {
-      if (done) return;
-      done = true;
-      process.exit(code);
-    };
-    setTimeout(go, 1_000).unref();
-    this.out.flush(() => go());
+    exitAfterFlush(this.out, code);
   }
 }
 

@@ -11,7 +11,7 @@
 import cluster from 'node:cluster';
 import type { LoadedConfig } from '../config/load.js';
 import { Gateway } from '../gateway.js';
-import { createLogger, type Logger } from '../observability/logger.js';
+import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { channelToParent, RpcPeer } from './ipc-rpc.js';
 import { IpcPlacementStore } from './ipc-placement-store.js';
 import { IpcSharedStore } from './ipc-shared-store.js';
@@ -43,16 +43,7 @@ export async function runWorker(): Promise<void> {
   const log = logger;
 
   let stopping = false;
-  const exit = (code: number): void => {
-    let done = false;
-    const go = (): void => {
-      if (done) return;
-      done = true;
-      process.exit(code);
-    };
-    setTimeout(go, 1_000).unref();
-    log.flush(() => go());
-  };
+  const exit = (code: number): void => exitAfterFlush(log, code);
   const stop = (why: string): void => {
     if (stopping) return;
     stopping = true;

@@ -6,6 +6,7 @@
 //   retry: 2000
 //   event: status    data: {gatewayId, store, degraded, ready, sockets, rooms, backends, events, ...}
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { openEventStream } from '../server/sse.js';
 
 export interface StatusStreamOptions {
   /** The current snapshot; called once per interval while clients are connected. */
@@ -38,13 +39,7 @@ export class StatusStream {
   /** Takes over the response; false (nothing written) when closed or at maxClients. */
   open(req: IncomingMessage, res: ServerResponse): boolean {
     if (this.closed || this.clients.size >= this.o.maxClients) return false;
-    res.writeHead(200, {
-      'Content-Type': 'text/event-stream; charset=utf-8',
-      'Cache-Control': 'no-store',
-      'X-Content-Type-Options': 'nosniff',
-      'X-Accel-Buffering': 'no',
-    });
-    req.socket.setNoDelay(true);
+    openEventStream(req, res);
     this.clients.add(res);
     res.on('close', () => this.drop(res));
     if (!this.timer) {

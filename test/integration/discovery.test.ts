@@ -16,6 +16,7 @@ import { createServer, type Server } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { freePort } from '../../src/demo/redis-server.js';
 import { buildRing } from '../../src/placement/ring.js';
 import { TestDnsServer } from '../support/dns-server.js';
 import { Client, backendRooms, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc, pingPong } from '../support/processes.js';
@@ -138,15 +139,6 @@ async function reloadWith(gw: GatewayProc, content: Record<string, unknown> | st
   writeFileSync(configPath(gw), typeof content === 'string' ? content : stringifyYaml(content));
   gw.child.kill('SIGHUP');
   return waitFor(`log "${expectMsg}" after SIGHUP`, 10_000, () => logsWith(gw, expectMsg)[before]);
-}
-
-/** A port nobody listens on right now (bound and released). */
-async function freePort(): Promise<number> {
-  const s = createServer();
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
-  const port = (s.address() as { port: number }).port;
-  await new Promise<void>((r) => s.close(() => r()));
-  return port;
 }
 
 /** A port held open on 127.0.0.1 until afterAll: anything else binding it gets EADDRINUSE. */

@@ -15,13 +15,13 @@
 //   6. B cannot reach b1 (a forwarder B uses is cut), A can: a. live rooms, b. rooms A has just
 //      placed on b1, c. b1 back for B
 //   7. Redis killed and restarted under a stream of visitors; b. the drain outlives the restart
-// Measured figures are printed at the end (for the README). PLACEMENT_TEST_LOGS=DIR keeps both
+// Measured figures are written to test-output/figures/placement.txt at the end (for the README). PLACEMENT_TEST_LOGS=DIR keeps both
 // gateways' logs and every split sample there, for investigating a failure.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { Client, backendRooms, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { Client, backendRooms, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, writeFigures, type BackendProc, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 import {
   RoomFleet,
@@ -62,7 +62,7 @@ let B: GatewayTarget;
 let forwarder: TcpForwarder;
 let watcher: SplitWatcher;
 const fleet = new RoomFleet();
-/** Lines printed at the end: the measured figures. */
+/** Lines written at the end: the measured figures. */
 const figures: string[] = [];
 const suiteStart = Date.now();
 
@@ -276,7 +276,7 @@ describe('sticky placements: live rooms never split or move (2 gateways, Redis, 
       if (watcher.suspects.length > 0) note(`suspects:\n${watcher.describe(watcher.suspects.slice(0, 10), suiteStart)}`);
     }
     note(`whole file: ${((Date.now() - suiteStart) / 1000).toFixed(1)} s`);
-    console.log(`\n=== placement.test.ts: measured figures ===\n${figures.join('\n')}\n`);
+    writeFigures('placement', figures);
     // For investigating a failure: PLACEMENT_TEST_LOGS=/some/dir keeps both gateways' logs there.
     const keep = process.env.PLACEMENT_TEST_LOGS;
     if (keep) {

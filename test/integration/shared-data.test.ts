@@ -18,7 +18,7 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LobbyPage, LobbyRoom, Online, Ranked } from '../../src/lobby/store.js';
-import { Client, backendRooms, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { Client, backendRooms, startBackends, startGateway, stop, stopAll, waitFor, writeFigures, type BackendProc, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 
 const TOKEN = 'shared-data-test-token-0123456789';
@@ -378,7 +378,7 @@ afterAll(async () => {
   await stopAll();
   await stopAllRedis();
   figures.push(`whole file: ${((Date.now() - suiteStart) / 1000).toFixed(1)} s`);
-  console.log(`\nshared data, measured figures (heartbeat ${HEARTBEAT_MS} ms, presence.ttlMs ${PRESENCE_TTL_MS} ms, streamIntervalMs ${STREAM_INTERVAL_MS} ms):\n  ${figures.join('\n  ')}\n`);
+  writeFigures('shared-data', [`heartbeat ${HEARTBEAT_MS} ms, presence.ttlMs ${PRESENCE_TTL_MS} ms, streamIntervalMs ${STREAM_INTERVAL_MS} ms`, ...figures]);
 });
 
 describe('shared data over Redis: two gateways, one redis-server, three demo backends', () => {

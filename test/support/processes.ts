@@ -2,7 +2,7 @@
 // WebSocket clients. Everything started here is tracked and torn down by stopAll(); every wait
 // has a timeout.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -316,4 +316,17 @@ export async function pingPong(c: Client, timeoutMs = 5_000): Promise<void> {
   const before = pongs();
   c.send({ type: 'ping' });
   await waitFor('pong', timeoutMs, () => pongs() > before);
+}
+
+/**
+ * Measured figures of a test file (the README quotes them): written to
+ * test-output/figures/NAME.txt (gitignored) instead of the console, which stays for failures.
+ * Returns the file's path.
+ */
+export function writeFigures(name: string, lines: readonly string[]): string {
+  const dir = join(ROOT, 'test-output', 'figures');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${name}.txt`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
 }

@@ -4,9 +4,9 @@
 // missing: they fail and say how to install it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { freePort } from '../../src/demo/redis-server.js';
 
 export interface RedisServer {
   readonly port: number;
@@ -33,19 +33,6 @@ function findRedisServer(): string {
   const candidates = [process.env.REDIS_SERVER, '/usr/bin/redis-server', ...(process.env.PATH ?? '').split(delimiter).map((d) => join(d, 'redis-server'))];
   for (const c of candidates) if (c && existsSync(c)) return c;
   throw new Error(INSTALL_HINT);
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.unref();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => (port ? resolve(port) : reject(new Error('could not find a free port'))));
-    });
-  });
 }
 
 function exited(child: ChildProcess): Promise<void> {
