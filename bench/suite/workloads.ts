@@ -168,23 +168,41 @@ export async function runWorkload(ctx: Context, w: Workload, target: TargetName,
   return rec;
 }
 
-async function game(ctx: Context, w: Workload, run: Running, rec: RunRecord): Promise<void> {
+type OpenOptions = Parameters<Context['loadgen']['open']>[1];
+
+/**
+ * What game and scale share: open the sockets, settle, then one measured window with the proxy's
+ * CPU and RSS around it. Notes sockets that failed or closed; throws when none opened.
+ */
+async function openAndMeasure(ctx: Context, w: Workload, run: Running, rec: RunRecord, query: string, open: OpenOptions, settleMs: number) {
   const rss0 = rss(run);
   phase('target up');
-  const opened = await ctx.loadgen.open(clientSpecs(ctx, run, w.size, ''), { concurrency: ctx.opts.openConcurrency, mode: 'game' });
+  const opened = await ctx.loadgen.open(clientSpecs(ctx, run, w.size, query), open);
   phase('sockets open');
   if (opened.failed > 0) rec.notes.push(`${opened.failed} of ${w.size} sockets failed to open: ${opened.errors.join('; ')}`);
   if (opened.opened === 0) throw new Error(`no socket opened: ${opened.errors.join('; ')}`);
-  await sleep(ctx.opts.warmupS * 1000);
+  await sleep(settleMs);
   const a = sample(run.pid, ctx.loadPids);
   await ctx.loadgen.windowStart();
   await sleep(ctx.opts.durationS * 1000);
   const win = await ctx.loadgen.windowEnd();
   const b = sample(run.pid, ctx.loadPids);
   const rss1 = rss(run);
-  const cpuMs = b.proxyCpuMs - a.proxyCpuMs;
-  const s = win.elapsedMs / 1000;
   rec.cond = cond(ctx, rec.cond.load1, a, b);
+  if (win.closed > 0) rec.notes.push(`${win.closed} sockets closed during the window`);
+  if (win.alive + win.closed < opened.opened) rec.notes.push(`${opened.opened - win.alive - win.closed} sockets closed before the window`);
+  return {
+    opened,
+    win,
+    cpuMs: b.proxyCpuMs - a.proxyCpuMs,
+    s: win.elapsedMs / 1000,
+    kbPerSocket: run.pid ? (rss1 - rss0) / opened.opened : Number.NaN,
+    rssMb: run.pid ? rss1 / 1024 : Number.NaN,
+  };
+}
+
+async function game(ctx: Context, w: Workload, run: Running, rec: RunRecord): Promise<void> {
+  const { opened, win, cpuMs, s, kbPerSocket, rssMb } = await openAndMeasure(ctx, w, run, rec, '', { concurrency: ctx.opts.openConcurrency, mode: 'game' }, ctx.opts.warmupS * 1000);
   rec.m = {
     sockets: opened.opened,
     failed: opened.failed,
@@ -197,15 +215,13 @@ async function game(ctx: Context, w: Workload, run: Running, rec: RunRecord): Pr
     max: win.hist.max,
     cpuUsPerFrame: run.pid ? (cpuMs * 1000) / win.frames : Number.NaN,
     proxyCpuPct: run.pid ? (100 * cpuMs) / 1000 / s : Number.NaN,
-    kbPerSocket: run.pid ? (rss1 - rss0) / opened.opened : Number.NaN,
-    rssMb: run.pid ? rss1 / 1024 : Number.NaN,
+    kbPerSocket,
+    rssMb,
     splits: splits(opened.welcome),
     closed: win.closed,
     openS: opened.elapsedMs / 1000,
     open99: new Histogram().merge(opened.openHist).percentile(99),
   };
-  if (win.closed > 0) rec.notes.push(`${win.closed} sockets closed during the window`);
-  if (win.alive + win.closed < opened.opened) rec.notes.push(`${opened.opened - win.alive - win.closed} sockets closed before the window`);
   if (win.frames === 0) throw new Error(`no frame delivered in the window (${win.alive} of ${opened.opened} sockets open)`);
 }
 
@@ -322,33 +338,17 @@ async function page(ctx: Context, run: Running, rec: RunRecord): Promise<void> {
 }
 
 async function scale(ctx: Context, w: Workload, run: Running, rec: RunRecord): Promise<void> {
-  const rss0 = rss(run);
-  phase('target up');
-  const opened = await ctx.loadgen.open(clientSpecs(ctx, run, w.size, '?idle=1'), { concurrency: ctx.opts.openConcurrency, mode: 'idle', pingMs: ctx.opts.pingMs });
-  phase('sockets open');
-  if (opened.failed > 0) rec.notes.push(`${opened.failed} of ${w.size} sockets failed to open: ${opened.errors.join('; ')}`);
-  if (opened.opened === 0) throw new Error(`no socket opened: ${opened.errors.join('; ')}`);
-  await sleep(1000);
-  const a = sample(run.pid, ctx.loadPids);
-  await ctx.loadgen.windowStart();
-  await sleep(ctx.opts.durationS * 1000);
-  const win = await ctx.loadgen.windowEnd();
-  const b = sample(run.pid, ctx.loadPids);
-  const rss1 = rss(run);
-  const cpuMs = b.proxyCpuMs - a.proxyCpuMs;
-  const s = win.elapsedMs / 1000;
-  rec.cond = cond(ctx, rec.cond.load1, a, b);
+  const open: OpenOptions = { concurrency: ctx.opts.openConcurrency, mode: 'idle', pingMs: ctx.opts.pingMs };
+  const { opened, win, cpuMs, s, kbPerSocket, rssMb } = await openAndMeasure(ctx, w, run, rec, '?idle=1', open, 1000);
   rec.m = {
     sockets: opened.opened,
     failed: opened.failed,
-    kbPerSocket: run.pid ? (rss1 - rss0) / opened.opened : Number.NaN,
-    rssMb: run.pid ? rss1 / 1024 : Number.NaN,
+    kbPerSocket,
+    rssMb,
     cpuMsPerS: run.pid ? cpuMs / s : Number.NaN,
     pongsPerS: win.pongs / s,
     openS: opened.elapsedMs / 1000,
     splits: splits(opened.welcome),
     closed: win.closed,
   };
-  if (win.closed > 0) rec.notes.push(`${win.closed} sockets closed during the window`);
-  if (win.alive + win.closed < opened.opened) rec.notes.push(`${opened.opened - win.alive - win.closed} sockets closed before the window`);
 }
