@@ -284,7 +284,9 @@ export class Gateway {
     const isReady = (): boolean => this.ready;
     this.server = createPublicServer({
       maxHeaderBytes: config.listen.maxHeaderBytes,
+      maxHeaders: config.listen.maxHeaders,
       headersTimeoutMs: config.listen.headersTimeoutMs,
+      requestTimeoutMs: config.listen.requestTimeoutMs,
       keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
       isReady,
       onRequest: (req, res) => {

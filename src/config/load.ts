@@ -203,10 +203,14 @@ function resolve(c: Config): LoadedConfig {
   if (c.presence.ttlMs < 2 * c.placement.heartbeatMs) {
     problems.push(`presence.ttlMs: got ${c.presence.ttlMs}; expected at least 2 x placement.heartbeatMs (${2 * c.placement.heartbeatMs})`);
   }
+  if (c.listen.requestTimeoutMs !== 0 && c.listen.requestTimeoutMs < c.listen.headersTimeoutMs) {
+    problems.push(`listen.requestTimeoutMs: got ${c.listen.requestTimeoutMs}; expected 0 (no limit) or at least listen.headersTimeoutMs (${c.listen.headersTimeoutMs}): the whole request cannot take less time than its head`);
+  }
   if (c.health.timeoutMs > c.health.intervalMs) {
     problems.push(`health.timeoutMs: got ${c.health.timeoutMs}; expected at most health.intervalMs (${c.health.intervalMs})`);
   }
   problems.push(...redisProblems(c.redis));
+  problems.push(...cookieSigningProblems(c.cookie));
   const mounts = c.static.mounts.map((m) => ({ ...m, dir: pathResolve(m.dir) }));
   problems.push(...staticProblems(mounts, c.room));
   if (problems.length) throw new ConfigError(problems);
@@ -236,6 +240,27 @@ function staticProblems(mounts: Config['static']['mounts'], room: Config['room']
     }
   });
   return problems;
+}
+
+// The salts Django itself signs under when none is given (django.core.signing): a value roomgate
+// signs under one of them, the app accepts as if it had signed it.
+const DJANGO_DEFAULT_SALTS = new Set(['django.core.signing.Signer', 'django.core.signing.TimestampSigner', 'django.core.signing', 'django.http.cookies']);
+
+/**
+ * With a Django format roomgate holds the app's SECRET_KEY. If it also sets the room cookie on
+ * pages, it signs room keys that clients choose (query, path, header): under Django's default salt
+ * that makes roomgate a signing oracle for anything the app verifies with Signer(). It may only
+ * sign under a salt of its own; otherwise the app sets the cookie and roomgate only verifies.
+ */
+function cookieSigningProblems(c: Config['cookie']): string[] {
+  if (c.format === 'roomgate' || !c.signed || !c.setOnPages) return [];
+  // django-cookie signs under cookie name + salt: the salt alone must still be roomgate's own.
+  if (c.salt === '' || DJANGO_DEFAULT_SALTS.has(c.salt)) {
+    return [
+      `cookie.salt: got ${JSON.stringify(c.salt)} with cookie.format "${c.format}" and cookie.setOnPages true; roomgate would sign any room key a client sends with your app's SECRET_KEY under a salt your app trusts. Set cookie.salt to a salt only roomgate uses (e.g. "roomgate.room", never one your app passes to Signer or set_signed_cookie), or set cookie.setOnPages: false and let the app set the cookie (roomgate then only verifies it)`,
+    ];
+  }
+  return [];
 }
 
 const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;

@@ -53,8 +53,13 @@ export const configSchema = z.strictObject({
       port: port.default(8080),
       // Bigger request heads are refused with 431 before any routing (Node's parser enforces it).
       maxHeaderBytes: z.number().int().min(1024).max(1_048_576).default(16_384),
+      // More request header lines than this get 431 (Apache's LimitRequestFields is 100 too).
+      maxHeaders: z.number().int().min(16).max(10_000).default(100),
       // Time a client has to send a complete request head (slowloris guard).
       headersTimeoutMs: positiveMs.default(20_000),
+      // Time for a whole request, head and body, to arrive (a body trickled byte by byte is cut
+      // with 408). 0 = no limit. WebSocket sockets are not affected.
+      requestTimeoutMs: optionalMs.default(300_000),
       // How long an idle keep-alive client connection stays open.
       keepAliveTimeoutMs: positiveMs.default(5_000),
     })

@@ -16,6 +16,10 @@ export interface ForwardContext {
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 // Headers that claim something about the client: dropped when the peer is not trusted.
 const CLIENT_CLAIMS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-prefix', 'forwarded', 'x-real-ip']);
+// Names a Connection header may not take away: the body's framing (dropping Content-Length while
+// the body is still sent lets the backend read the body as a further request: smuggling), Host,
+// and what roomgate itself sets. A Connection token naming one of them is ignored.
+const NEVER_HOP_BY_HOP = new Set(['content-length', 'host', ...CLIENT_CLAIMS]);
 
 /** "::ffff:10.0.0.1" -> "10.0.0.1": logs, XFF and trust checks use the plain IPv4 form. */
 export function normalizeAddress(addr: string | undefined): string {
@@ -74,6 +78,9 @@ export class Forwarding {
       const name = rawHeaders[i] as string;
       const value = rawHeaders[i + 1] as string;
       const lower = name.toLowerCase();
+      // "X_Forwarded_For" reaches a WSGI/ASGI app as HTTP_X_FORWARDED_FOR, the same variable as
+      // the real header (Django merges them): underscore spellings of a claim are never passed on.
+      if (lower.includes('_') && CLIENT_CLAIMS.has(lower.replaceAll('_', '-'))) continue;
       if (CLIENT_CLAIMS.has(lower)) {
         if (!trusted) continue;
         if (lower === 'x-forwarded-for') xff = xff ? `${xff}, ${value}` : value;
@@ -108,7 +115,7 @@ function connectionTokens(rawHeaders: readonly string[]): Set<string> | null {
     if ((rawHeaders[i] as string).toLowerCase() !== 'connection') continue;
     for (const t of (rawHeaders[i + 1] as string).split(',')) {
       const token = t.trim().toLowerCase();
-      if (token !== '') (tokens ??= new Set()).add(token);
+      if (token !== '' && !NEVER_HOP_BY_HOP.has(token)) (tokens ??= new Set()).add(token);
     }
   }
   return tokens;

@@ -8,6 +8,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeyResult } from '../room/extract.js';
 import { serializeRoomCookie } from '../room/cookie.js';
+import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import type { Forwarding } from './forwarded.js';
 import { classifyError, isConnectFailure, plainResponse } from './errors.js';
 import type { Router } from './router.js';
@@ -28,6 +29,17 @@ export interface HttpProxyOptions {
 // Response headers the backend's connection framing owns; Node writes its own.
 const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'trailer', 'upgrade', 'te']);
 const COOKIE_SOURCES = new Set(['query', 'path-prefix', 'page-path', 'header']);
+// RFC 9110 9.2.2: a request of these methods may be sent again when a reused keep-alive
+// connection was closed under it (the backend may or may not have seen it).
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
+/** How a failed attempt may be retried on another connection. */
+interface Replay {
+  /** No body: nothing was consumed, so a refused connection can be tried on the next backend. */
+  readonly bodyless: boolean;
+  /** Bodyless and idempotent: may also be resent after a reset of a reused connection. */
+  readonly afterReset: boolean;
+}
 
 export class HttpProxy {
   private readonly agents = new Map<string, http.Agent>();
@@ -47,9 +59,8 @@ export class HttpProxy {
   handle(req: IncomingMessage, res: ServerResponse): void {
     const now = Date.now();
     const key = this.o.router.key(req, now);
-    // Without a body nothing is consumed before the backend answers, so a refused connection
-    // can be retried on the next backend of the ring.
-    const replayable = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
+    const bodyless = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
+    const replayable: Replay = { bodyless, afterReset: bodyless && IDEMPOTENT.has(req.method ?? '') };
     this.o.router.decide(key.room, now).then(
       (decision) => this.dispatch(req, res, key, decision, replayable, 1),
       (err: Error) => {
@@ -59,7 +70,7 @@ export class HttpProxy {
     );
   }
 
-  private dispatch(req: IncomingMessage, res: ServerResponse, key: KeyResult, decision: Decision, replayable: boolean, attempt: number): void {
+  private dispatch(req: IncomingMessage, res: ServerResponse, key: KeyResult, decision: Decision, replayable: Replay, attempt: number): void {
     if (res.destroyed) return;
     if ('reject' in decision) {
       if (decision.reject === 400) return this.refuse(res, 'none', 400, 'this request needs a room key\n');
@@ -77,7 +88,7 @@ export class HttpProxy {
     this.reply(res, status, body, headers);
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, key: KeyResult, backend: Backend, replayable: boolean, attempt: number): void {
+  private forward(req: IncomingMessage, res: ServerResponse, key: KeyResult, backend: Backend, replayable: Replay, attempt: number): void {
     const { o } = this;
     const socket = req.socket;
     const ctx = { peer: socket.remoteAddress, encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix };
@@ -105,6 +116,8 @@ export class HttpProxy {
       agent: this.agent(backend.id),
       timeout: o.responseTimeoutMs,
     });
+    // One more than relayed: Node drops lines past its limit silently; this way the check sees them.
+    proxyReq.maxHeadersCount = MAX_RESPONSE_HEADERS + 1;
 
     let connectTimer: NodeJS.Timeout | null = null;
     proxyReq.on('socket', (s: Socket) => {
@@ -117,10 +130,22 @@ export class HttpProxy {
     });
     proxyReq.on('timeout', () => proxyReq.destroy(Object.assign(new Error('response timeout'), { code: 'ERESPONSETIMEOUT' })));
 
+    // A 101 to a request that asked for no upgrade: nothing sane can be relayed.
+    proxyReq.on('upgrade', (_res: IncomingMessage, upSocket: Socket) => {
+      upSocket.destroy();
+      this.badAnswer(req, res, key, backend, 'a 101 to a request without Upgrade', done);
+    });
+
     proxyReq.on('response', (proxyRes) => {
       if (connectTimer) clearTimeout(connectTimer);
       // The head arrived: a slow or long-lived body (downloads, server-sent events) is not cut.
       proxyReq.setTimeout(0);
+      const problem = responseHeadProblem(proxyRes);
+      if (problem !== null) {
+        // Never back into the keep-alive pool: the rest of that stream cannot be trusted.
+        proxyRes.socket.destroy();
+        return this.badAnswer(req, res, key, backend, problem, done);
+      }
       const headers: string[] = [];
       const raw = proxyRes.rawHeaders;
       for (let i = 0; i + 1 < raw.length; i += 2) {
@@ -129,7 +154,13 @@ export class HttpProxy {
       const cookie = this.roomCookieFor(req, key, o.forwarding.proto(req.rawHeaders, ctx) === 'https');
       if (cookie) headers.push('Set-Cookie', cookie);
       const status = proxyRes.statusCode ?? 502;
-      res.writeHead(status, proxyRes.statusMessage, headers);
+      try {
+        res.writeHead(status, proxyRes.statusMessage, headers);
+      } catch (err) {
+        // Whatever Node's own checks refuse beyond the rules above: a 502, not a dead process.
+        proxyRes.socket.destroy();
+        return this.badAnswer(req, res, key, backend, (err as Error).message, done);
+      }
       proxyRes.pipe(res);
       proxyRes.on('error', () => res.destroy());
       proxyRes.on('aborted', () => res.destroy());
@@ -141,6 +172,9 @@ export class HttpProxy {
 
     proxyReq.on('error', (err: NodeJS.ErrnoException) => {
       if (connectTimer) clearTimeout(connectTimer);
+      // The client already has its whole answer (a 502 of ours, or the backend's complete one):
+      // a late error of the backend connection must not cut the client's connection under it.
+      if (res.writableEnded) return;
       const kind = classifyError(err);
       o.metrics.proxyErrors.inc({ backend: backend.id, kind });
       const now = Date.now();
@@ -155,10 +189,10 @@ export class HttpProxy {
       // Nothing reached the backend (connect failed), or a reused keep-alive socket was closed
       // under us: safe to try again for requests without a body.
       const retry =
-        replayable &&
+        replayable.bodyless &&
         !req.destroyed &&
         attempt <= o.pool.backends.length &&
-        (isConnectFailure(kind) || (kind === 'reset' && proxyReq.reusedSocket));
+        (isConnectFailure(kind) || (kind === 'reset' && proxyReq.reusedSocket && replayable.afterReset));
       o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'proxy error');
       if (retry) {
         done(null);
@@ -178,8 +212,16 @@ export class HttpProxy {
       if (!res.writableFinished) proxyReq.destroy();
     });
 
-    if (replayable) proxyReq.end();
+    if (replayable.bodyless) proxyReq.end();
     else req.pipe(proxyReq);
+  }
+
+  /** A backend answer that cannot be relayed: 502 to the client, a warning in the log. */
+  private badAnswer(req: IncomingMessage, res: ServerResponse, key: KeyResult, backend: Backend, problem: string, done: (status: number) => void): void {
+    this.o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
+    this.o.logger.warn({ room: key.room, backend: backend.id, method: req.method, problem }, 'backend sent an answer that cannot be relayed: 502');
+    done(502);
+    this.reply(res, 502, 'the backend sent an invalid response\n');
   }
 
   /** The Set-Cookie value for a page response, or null when none is due. */

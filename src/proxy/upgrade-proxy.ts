@@ -1,13 +1,22 @@
 // Proxies WebSocket upgrades: picks the room's backend, replays the handshake on a fresh TCP
-// connection, and after that only moves bytes. No frame is parsed. Until the first byte of the
-// backend's answer reaches the client, roomgate may still answer 502/503 itself; after it,
-// a failure only closes the socket (never an HTTP response inside a live WebSocket stream).
+// connection, reads the backend's answer head itself (strict, bounded), and only a complete 101
+// with `Upgrade: websocket` opens a tunnel that from then on only moves bytes (no frame is
+// parsed). Any other answer is relayed as one HTTP response and both connections are closed, so a
+// backend that keeps its connection after a 200 or 404 never receives what the client sends next.
+// Until the tunnel opens roomgate may still answer 502/503/504 itself; after it, a failure only
+// closes the socket (never an HTTP response inside a live WebSocket stream).
+//
+// Each attempt is an UpgradeTunnel with one named state and one cleanup path (finish()). Socket
+// listeners are module functions that reach their tunnel through a symbol: no closure per
+// socket keeps the request (or anything else of the handshake) alive for the socket's life.
 import { connect, type Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { Backend, BackendPool } from '../backends/pool.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeyResult } from '../room/extract.js';
+import { BodyEnd } from '../http/body-end.js';
+import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { classifyError, isConnectFailure, rawResponse, type ErrorKind } from './errors.js';
 import type { Forwarding } from './forwarded.js';
 import type { Admission } from './admission.js';
@@ -25,7 +34,7 @@ export interface UpgradeProxyOptions {
   readonly placementOf: (room: string) => string | null;
   readonly websocketPaths: readonly string[];
   readonly connectTimeoutMs: number;
-  /** Time for the backend to answer the handshake. */
+  /** Time for the backend to answer the handshake (and, for a refusal, to send its body). */
   readonly responseTimeoutMs: number;
   /** 0 = never close an idle socket. */
   readonly idleTimeoutMs: number;
@@ -39,22 +48,37 @@ const HALF_CLOSE_LINGER_MS = 5_000;
 // a bigger message simply takes several reads. Memory per socket is a target (10 KB), and the
 // buffer is held for the socket's whole life: 16 KB would be 160 MB at 10,000 sockets.
 const RELAY_BUFFER_BYTES = 1_024;
+// The backend's answer head is read whole before anything reaches the client.
+const MAX_ANSWER_HEAD_BYTES = 16_384;
+// 1xx interim answers (100, 102, 103) before the final one, skipped; more is a broken backend.
+const MAX_INTERIM_ANSWERS = 8;
+// Response headers a refusal must not pass on: its connection is closed after it.
+const REFUSAL_HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'te']);
+
+/** Where an attempt is. Every transition goes through UpgradeTunnel's methods. */
+export type TunnelState =
+  | 'connecting' // TCP connect to the backend in progress
+  | 'awaiting-answer' // handshake sent; reading the backend's answer head
+  | 'refusing' // the backend answered with something other than 101: relaying it, then closing
+  | 'open' // 101 relayed: bytes flow both ways
+  | 'closed';
 
 export class UpgradeProxy {
-  constructor(private readonly o: UpgradeProxyOptions) {}
+  constructor(readonly o: UpgradeProxyOptions) {}
 
   handle(req: IncomingMessage, client: Socket, head: Buffer): void {
-    // Hold client bytes (if any arrive early) until the backend connection is ready.
+    // Hold client bytes (if any arrive early) until the backend's 101.
     client.pause();
-    // Not an arrow: a closure made here would share this call's context, which holds `req`, and
-    // keep the whole request (headers and all) alive for as long as the socket lives.
     client.on('error', destroySelf);
-    const refusal = this.refusal(req);
-    if (refusal) return this.refuse(client, 'none', refusal.status, refusal.body);
     const now = Date.now();
     const key = this.o.router.key(req, now);
+    const refusal = this.refusal(req, key);
+    if (refusal) return this.refuse(client, 'none', refusal.status, refusal.body);
+    // Built now: after this line nothing needs the request object (memory per socket).
+    const handshake = this.handshake(req, key);
+    const pending = head.length > 0 ? Buffer.from(head) : null;
     this.o.router.decide(key.room, now).then(
-      (decision) => this.dispatch(req, client, head, key, decision, now, 1),
+      (decision) => this.dispatch({ key, handshake, pending, client, startedAt: now }, decision, 1),
       (err: Error) => {
         this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
         this.refuse(client, 'none', 500, 'internal error\n');
@@ -62,207 +86,55 @@ export class UpgradeProxy {
     );
   }
 
-  private dispatch(req: IncomingMessage, client: Socket, head: Buffer, key: KeyResult, decision: Decision, startedAt: number, attempt: number): void {
-    if (client.destroyed) return;
+  /** Routes an attempt (again, after a refused connection) and starts it. */
+  dispatch(a: Attempt, decision: Decision, attempt: number): void {
+    if (a.client.destroyed) return;
     if ('reject' in decision) {
-      if (decision.reject === 400) return this.refuse(client, 'none', 400, 'this socket needs a room key\n');
+      if (decision.reject === 400) return this.refuse(a.client, 'none', 400, 'this socket needs a room key\n');
       const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : 'no backend available\n';
-      return this.refuse(client, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
+      return this.refuse(a.client, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
     }
     const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(client, 'none', 503, 'no backend available\n', { 'Retry-After': '1' });
+    if (!backend) return this.refuse(a.client, 'none', 503, 'no backend available\n', { 'Retry-After': '1' });
     // Admission: a reconnect wave after a failover queues at the clients (they back off on 503)
     // instead of melting the survivor.
     if (!this.o.admission.tryAcquire(backend.id, Date.now())) {
-      this.o.logger.warn({ room: key.room, backend: backend.id, source: key.source }, 'upgrade refused by admission limits');
-      return this.refuse(client, backend.id, 503, 'backend busy, retry shortly\n', { 'Retry-After': String(this.o.admission.retryAfterS) });
+      this.o.logger.warn({ room: a.key.room, backend: backend.id, source: a.key.source }, 'upgrade refused by admission limits');
+      return this.refuse(a.client, backend.id, 503, 'backend busy, retry shortly\n', { 'Retry-After': String(this.o.admission.retryAfterS) });
     }
-    this.connect(req, client, head, key, backend, startedAt, attempt);
+    new UpgradeTunnel(this, a, backend, attempt);
   }
 
   /** roomgate's own answer before any 101, counted under its status. */
-  private refuse(client: Socket, backend: string, status: number, body: string, headers?: Record<string, string>): void {
+  refuse(client: Socket, backend: string, status: number, body: string, headers?: Record<string, string>): void {
     this.o.metrics.upgrades.inc({ backend, result: String(status) });
     endWith(client, rawResponse(status, body, headers));
   }
 
   /** Requests that are not WebSocket handshakes roomgate will carry. */
-  private refusal(req: IncomingMessage): { status: number; body: string } | null {
+  private refusal(req: IncomingMessage, key: KeyResult): { status: number; body: string } | null {
     if (req.method !== 'GET') return { status: 400, body: 'WebSocket upgrades must use GET\n' };
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return { status: 400, body: 'only WebSocket upgrades are proxied\n' };
     if (!req.headers['sec-websocket-key'] || !req.headers['sec-websocket-version']) {
       return { status: 400, body: 'missing Sec-WebSocket-Key or Sec-WebSocket-Version\n' };
     }
-    const url = req.url ?? '/';
-    if (!this.o.websocketPaths.some((p) => url.startsWith(p))) return { status: 404, body: 'no WebSocket route here\n' };
+    // A handshake has no body (RFC 6455 4.1); bytes after its head are WebSocket frames, which a
+    // body's framing would otherwise hide from the checks above.
+    const cl = req.headers['content-length'];
+    if (req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0')) {
+      return { status: 400, body: 'a WebSocket handshake has no body\n' };
+    }
+    // Matched on what the backend will see: after the room prefix is stripped, and never with
+    // dot-segments a backend would resolve to some other path.
+    const q = key.forwardUrl.indexOf('?');
+    const path = q === -1 ? key.forwardUrl : key.forwardUrl.slice(0, q);
+    if (hasDotSegment(path)) return { status: 400, body: 'no "." or ".." segments in a WebSocket path\n' };
+    if (!this.o.websocketPaths.some((p) => path.startsWith(p))) return { status: 404, body: 'no WebSocket route here\n' };
     return null;
   }
 
-  private connect(
-    req: IncomingMessage,
-    client: Socket,
-    head: Buffer,
-    key: KeyResult,
-    backend: Backend,
-    startedAt: number,
-    attempt: number,
-  ): void {
-    const { o } = this;
-    // The handshake text is built now, so no closure below needs the request object: after the
-    // 101 nothing of the HTTP layer stays reachable from a tunnel (memory per socket).
-    let handshake: string | null = this.handshake(req, key);
-    let request: IncomingMessage | null = req;
-    // Backend reads land in one small buffer per tunnel (no allocation per frame); see relay().
-    const readBuffer = Buffer.allocUnsafe(RELAY_BUFFER_BYTES);
-    let onUpstreamRead = (n: number, buf: Buffer): boolean => answer(n, buf);
-    const upstream = connect({
-      host: backend.config.host,
-      port: backend.config.port,
-      onread: { buffer: readBuffer, callback: (n: number, buf: Uint8Array) => onUpstreamRead(n, buf as Buffer) },
-    });
-    const tunnel: Tunnel = { room: key.room, backend, client, upstream };
-    let answered = false; // a byte of the backend's answer reached the client
-    let connected = false;
-    let finished = false;
-    // The admission slot taken in dispatch() is held until the backend answers or the attempt ends.
-    let admitted = true;
-    const releaseAdmission = (): void => {
-      if (!admitted) return;
-      admitted = false;
-      o.admission.release(backend.id);
-    };
-
-    const onTimeout = (): void => {
-      upstream.destroy(Object.assign(new Error('timeout'), { code: connected ? 'ERESPONSETIMEOUT' : 'ECONNTIMEOUT' }));
-    };
-    let timer: NodeJS.Timeout | null = setTimeout(onTimeout, o.connectTimeoutMs);
-    const stopTimer = (): void => {
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
-    };
-
-    const fail = (err: NodeJS.ErrnoException): void => {
-      if (finished) return;
-      finished = true;
-      stopTimer();
-      releaseAdmission();
-      const kind: ErrorKind = classifyError(err);
-      o.tunnels.remove(tunnel);
-      upstream.destroy();
-      if (answered || request === null) {
-        // Inside a live WebSocket: close the client's socket, write nothing.
-        o.metrics.proxyErrors.inc({ backend: backend.id, kind });
-        o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind }, 'backend connection lost');
-        client.destroy();
-        return;
-      }
-      const now = Date.now();
-      if (isConnectFailure(kind)) o.pool.markDown(backend.id, now, kind);
-      const retry = isConnectFailure(kind) && !client.destroyed && attempt <= o.pool.backends.length;
-      o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'upgrade proxy error');
-      o.metrics.proxyErrors.inc({ backend: backend.id, kind });
-      if (retry) {
-        const again = request;
-        o.router.decide(key.room, now).then(
-          (next) => this.dispatch(again, client, head, key, next, startedAt, attempt + 1),
-          () => this.refuse(client, backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
-        );
-        return;
-      }
-      const status = kind === 'timeout' ? 504 : 502;
-      this.refuse(client, backend.id, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
-    };
-
-    upstream.on('error', fail);
-    upstream.once('connect', () => {
-      connected = true;
-      o.pool.markUp(backend.id);
-      // Connected: now the backend has responseTimeoutMs to answer the handshake.
-      stopTimer();
-      timer = setTimeout(onTimeout, o.responseTimeoutMs);
-      upstream.setNoDelay(true);
-      client.setNoDelay(true);
-      // Counted from here, not from the 101: a placement change while the handshake is in flight
-      // must find (and close) this socket too, and the busy guard must see it.
-      o.tunnels.add(tunnel);
-      if (handshake !== null) upstream.write(handshake);
-      // Sent: the tunnel's closures outlive the handshake, its text (a kilobyte of headers) need not.
-      handshake = null;
-      if (head.length > 0) upstream.write(head);
-    });
-
-    // The first bytes of the backend's answer: the status line (and maybe frames behind it).
-    const answer = (n: number, buf: Buffer): boolean => {
-      stopTimer();
-      answered = true;
-      releaseAdmission();
-      request = null;
-      const status = n >= 12 ? buf.toString('latin1', 9, 12) : '???';
-      // The room may have been placed elsewhere (by another gateway) while this handshake was in
-      // flight: then this socket would split it. Refuse it before any byte reaches the client.
-      const now = key.room === null ? null : o.placementOf(key.room);
-      if (now !== null && now !== backend.id) {
-        finished = true;
-        o.tunnels.remove(tunnel);
-        upstream.destroy();
-        o.logger.info({ room: key.room, backend: backend.id, placedOn: now }, 'room moved during the handshake: socket refused');
-        this.refuse(client, backend.id, 503, 'room is moving, retry shortly\n', { 'Retry-After': '1' });
-        return false;
-      }
-      o.metrics.upgrades.inc({ backend: backend.id, result: status });
-      o.logger.info({ room: key.room, backend: backend.id, source: key.source, status, ms: Date.now() - startedAt, attempt }, 'upgrade');
-      onUpstreamRead = relay(client, upstream);
-      client.on('data', (chunk: Buffer) => {
-        if (!upstream.write(chunk)) client.pause();
-      });
-      upstream.on('drain', () => client.resume());
-      client.on('end', () => upstream.end());
-      upstream.on('end', () => client.end());
-      client.resume();
-      if (o.idleTimeoutMs > 0) {
-        client.setTimeout(o.idleTimeoutMs, () => {
-          o.logger.info({ room: key.room, backend: backend.id }, 'idle socket closed');
-          client.destroy();
-        });
-      }
-      // A client that vanished without a FIN is found by TCP keep-alive; a dead backend is found
-      // by the health checks (which close its sockets), so the backend side skips the syscalls.
-      client.setKeepAlive(true, 30_000);
-      // The answer itself goes through the same path as every later read.
-      return onUpstreamRead(n, buf);
-    };
-
-    // Either side closing closes the other, after letting what is already queued flush.
-    const close = (other: Socket): void => {
-      if (!answered) return;
-      finished = true;
-      o.tunnels.remove(tunnel);
-      if (!other.destroyed) {
-        other.end();
-        setTimeout(() => other.destroy(), HALF_CLOSE_LINGER_MS).unref();
-      }
-    };
-    upstream.on('close', () => {
-      // Closed before answering (backend died mid-handshake, or the room moved): a failure.
-      if (!answered) fail(Object.assign(new Error('closed before answering'), { code: 'ECONNRESET' }));
-      else close(client);
-    });
-    client.on('close', () => {
-      if (!answered) {
-        // The client gave up during the handshake.
-        releaseAdmission();
-        finished = true;
-        stopTimer();
-        o.tunnels.remove(tunnel);
-        upstream.destroy();
-        return;
-      }
-      close(upstream);
-    });
-  }
-
   /** The client's handshake as the backend must see it: target rewritten, X-Forwarded-* set. */
-  private handshake(req: IncomingMessage, key: KeyResult): string {
+  private handshake(req: IncomingMessage, key: KeyResult): Buffer {
     const socket = req.socket;
     const headers = this.o.forwarding.headers(
       req.rawHeaders,
@@ -271,39 +143,409 @@ export class UpgradeProxy {
     );
     let text = `GET ${key.forwardUrl} HTTP/1.1\r\n`;
     for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
-    return `${text}\r\n`;
+    // latin1: Node decoded each header byte to one char; this writes the same bytes back.
+    return Buffer.from(`${text}\r\n`, 'latin1');
   }
 }
 
-/**
- * Backend -> client after the 101, called by the socket's onread for every read, with the
- * tunnel's own buffer: no Buffer allocated per read, no stream machinery on the read side, no
- * closure per frame. The buffer is read into again as soon as this returns true, so a write that
- * did not complete at once (the client is slow: bytes still queued, pointing into the buffer)
- * pauses reading until the client drains; that is also the back-pressure.
- */
-function relay(client: Socket, upstream: Socket): (n: number, buf: Buffer) => boolean {
-  let waiting = false;
-  client.on('drain', () => {
-    if (!waiting) return;
-    waiting = false;
-    upstream.resume();
-  });
-  return (n, buf) => {
-    if (client.destroyed) return false;
-    client.write(buf.subarray(0, n));
-    if (client.writableLength === 0) return true;
-    waiting = true;
+/** What an attempt carries from the request: no IncomingMessage. */
+interface Attempt {
+  readonly key: KeyResult;
+  readonly handshake: Buffer;
+  /** Client bytes that came right behind the handshake: sent to the backend only after its 101. */
+  readonly pending: Buffer | null;
+  readonly client: Socket;
+  readonly startedAt: number;
+}
+
+const kTunnel = Symbol('roomgate.tunnel');
+type TunnelSocket = Socket & { [kTunnel]?: UpgradeTunnel };
+
+/** One attempt to join a client to a backend, and then the tunnel between them. */
+class UpgradeTunnel implements Tunnel {
+  state: TunnelState = 'connecting';
+  readonly room: string | null;
+  readonly client: Socket;
+  readonly upstream: Socket;
+  private readonly o: UpgradeProxyOptions;
+  private admitted = true;
+  private timer: NodeJS.Timeout | null = null;
+  /** The backend's answer so far, until its head is complete. */
+  private answer: Buffer | null = null;
+  private interims = 0;
+  /** While refusing: where the relayed answer's body ends. */
+  private bodyEnd: BodyEnd | null = null;
+  /** A relayed read is still queued at the client: backend reads wait for its drain. */
+  private waiting = false;
+
+  constructor(
+    private readonly proxy: UpgradeProxy,
+    private readonly a: Attempt,
+    readonly backend: Backend,
+    private readonly attempt: number,
+  ) {
+    this.o = proxy.o;
+    this.room = a.key.room;
+    this.client = a.client;
+    this.upstream = connect({
+      host: backend.config.host,
+      port: backend.config.port,
+      // Backend reads land in one small buffer per tunnel (no allocation per frame).
+      onread: { buffer: Buffer.allocUnsafe(RELAY_BUFFER_BYTES), callback: onUpstreamRead },
+    });
+    (this.upstream as TunnelSocket)[kTunnel] = this;
+    (this.client as TunnelSocket)[kTunnel] = this;
+    this.upstream.on('error', onUpstreamError);
+    this.upstream.once('connect', onUpstreamConnect);
+    this.upstream.on('close', onUpstreamClose);
+    this.client.on('close', onClientClose);
+    this.setTimer(this.o.connectTimeoutMs);
+  }
+
+  connected(): void {
+    const { o } = this;
+    this.state = 'awaiting-answer';
+    o.pool.markUp(this.backend.id);
+    // Connected: now the backend has responseTimeoutMs to answer the handshake.
+    this.setTimer(o.responseTimeoutMs);
+    this.upstream.setNoDelay(true);
+    this.client.setNoDelay(true);
+    // Counted from here, not from the 101: a placement change while the handshake is in flight
+    // must find (and close) this socket too, and the busy guard must see it.
+    o.tunnels.add(this);
+    this.upstream.write(this.a.handshake);
+  }
+
+  /** Every read of the backend connection; false pauses reading until the client drains. */
+  read(n: number, buf: Buffer): boolean {
+    switch (this.state) {
+      case 'open':
+        return this.relay(buf, 0, n);
+      case 'awaiting-answer':
+        this.answer = this.answer === null ? Buffer.from(buf.subarray(0, n)) : Buffer.concat([this.answer, buf.subarray(0, n)]);
+        return this.readAnswer();
+      case 'refusing':
+        return this.relayRefusal(buf, 0, n);
+      default:
+        return false;
+    }
+  }
+
+  private readAnswer(): boolean {
+    for (;;) {
+      const answer = this.answer as Buffer;
+      const parsed = parseResponseHead(answer, MAX_ANSWER_HEAD_BYTES);
+      if (parsed === null) return true;
+      if (!parsed.ok) return this.badAnswer(parsed.error);
+      const head = parsed.head;
+      if (head.status === 101) return this.open(head);
+      if (head.status >= 200) return this.refuseWith(head);
+      // 100, 102, 103: interim, not for the client (it asked for an upgrade, not a resource).
+      if (++this.interims > MAX_INTERIM_ANSWERS) return this.badAnswer('too many interim answers');
+      this.answer = answer.subarray(head.end);
+      if (this.answer.length === 0) {
+        this.answer = null;
+        return true;
+      }
+    }
+  }
+
+  /** A complete 101: the tunnel opens, unless it is no WebSocket answer or the room moved. */
+  private open(head: ResponseHead): boolean {
+    const { o, a } = this;
+    if ((headerValue(head, 'upgrade') ?? '').toLowerCase() !== 'websocket') return this.badAnswer('a 101 without Upgrade: websocket');
+    // The room may have been placed elsewhere (by another gateway) while this handshake was in
+    // flight: then this socket would split it. Refuse it before any byte reaches the client.
+    const placedOn = this.room === null ? null : o.placementOf(this.room);
+    if (placedOn !== null && placedOn !== this.backend.id) {
+      o.logger.info({ room: this.room, backend: this.backend.id, placedOn }, 'room moved during the handshake: socket refused');
+      this.finish('gone');
+      this.proxy.refuse(this.client, this.backend.id, 503, 'room is moving, retry shortly\n', { 'Retry-After': '1' });
+      return false;
+    }
+    this.answered(head.status);
+    this.state = 'open';
+    const answer = this.answer as Buffer;
+    this.answer = null;
+    // The 101 head and whatever frames came behind it; a copy, so no back-pressure wait is needed.
+    this.client.write(answer);
+    if (a.pending !== null) this.upstream.write(a.pending);
+    this.client.on('data', onClientData);
+    this.client.on('end', onClientEnd);
+    this.client.on('drain', onClientDrain);
+    this.upstream.on('drain', onUpstreamDrain);
+    this.upstream.on('end', onUpstreamEnd);
+    this.client.resume();
+    if (o.idleTimeoutMs > 0) this.client.setTimeout(o.idleTimeoutMs, onClientIdle);
+    // A client that vanished without a FIN is found by TCP keep-alive; a dead backend is found
+    // by the health checks, so the backend side skips the syscalls.
+    this.client.setKeepAlive(true, 30_000);
+    return true;
+  }
+
+  /** Any final answer but 101: relayed as one response, then both connections close. */
+  private refuseWith(head: ResponseHead): boolean {
+    this.answered(head.status);
+    this.state = 'refusing';
+    // The backend has responseTimeoutMs of silence to finish the body.
+    this.setTimer(this.o.responseTimeoutMs);
+    let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
+    for (const [name, value] of head.headers) {
+      if (!REFUSAL_HOP_BY_HOP.has(name.toLowerCase())) text += `${name}: ${value}\r\n`;
+    }
+    this.client.write(Buffer.from(`${text}Connection: close\r\n\r\n`, 'latin1'));
+    const answer = this.answer as Buffer;
+    this.answer = null;
+    this.bodyEnd = new BodyEnd(head.body);
+    this.client.on('drain', onClientDrain);
+    return this.relayRefusal(answer, head.end, answer.length);
+  }
+
+  private relayRefusal(buf: Buffer, from: number, to: number): boolean {
+    const bodyEnd = this.bodyEnd as BodyEnd;
+    let end: number;
+    try {
+      end = bodyEnd.feed(buf, from, to);
+    } catch (err) {
+      // Broken chunked framing after the head went out: the client can only be cut off.
+      this.o.logger.warn({ room: this.room, backend: this.backend.id, err: (err as Error).message }, 'backend answer to an upgrade broke its framing');
+      this.finish('destroy');
+      return false;
+    }
+    if (end === -1) return this.relay(buf, from, to);
+    if (end > from) this.client.write(buf.subarray(from, end));
+    // Complete: whatever the backend sends next is not for anyone.
+    this.finish('end');
     return false;
-  };
+  }
+
+  /** Backend -> client: written straight from the read buffer; reading pauses until it is flushed. */
+  private relay(buf: Buffer, from: number, to: number): boolean {
+    if (this.client.destroyed) return false;
+    this.client.write(buf.subarray(from, to));
+    if (this.client.writableLength === 0) return true;
+    this.waiting = true;
+    return false;
+  }
+
+  clientDrained(): void {
+    if (!this.waiting) return;
+    this.waiting = false;
+    this.upstream.resume();
+  }
+
+  private answered(status: number): void {
+    const { o } = this;
+    this.releaseAdmission();
+    this.clearTimer();
+    o.metrics.upgrades.inc({ backend: this.backend.id, result: String(status) });
+    o.logger.info(
+      { room: this.room, backend: this.backend.id, source: this.a.key.source, status, ms: Date.now() - this.a.startedAt, attempt: this.attempt },
+      'upgrade',
+    );
+  }
+
+  /** An answer roomgate will not relay: 502 while the client has had nothing yet. */
+  private badAnswer(problem: string): boolean {
+    const { o } = this;
+    o.metrics.proxyErrors.inc({ backend: this.backend.id, kind: 'bad-response' });
+    o.logger.warn({ room: this.room, backend: this.backend.id, problem }, 'backend sent an invalid answer to an upgrade: 502');
+    this.finish('gone');
+    this.proxy.refuse(this.client, this.backend.id, 502, 'the backend sent an invalid response\n');
+    return false;
+  }
+
+  /** The backend connection failed or closed. */
+  upstreamFailed(err: NodeJS.ErrnoException): void {
+    const { o } = this;
+    switch (this.state) {
+      case 'closed':
+        return;
+      case 'open':
+        // Inside a live WebSocket: close the client's socket, write nothing.
+        o.metrics.proxyErrors.inc({ backend: this.backend.id, kind: classifyError(err) });
+        o.logger.warn({ room: this.room, backend: this.backend.id, source: this.a.key.source, err: classifyError(err) }, 'backend connection lost');
+        this.finish('destroy');
+        return;
+      case 'refusing':
+        // A close-delimited body ends here, complete; any other is cut.
+        this.finish(this.bodyEnd?.closeDelimited ? 'end' : 'destroy');
+        return;
+      default:
+        this.failBeforeAnswer(err);
+    }
+  }
+
+  private failBeforeAnswer(err: NodeJS.ErrnoException): void {
+    const { o, a } = this;
+    const kind: ErrorKind = classifyError(err);
+    this.finish('gone');
+    const now = Date.now();
+    if (isConnectFailure(kind)) o.pool.markDown(this.backend.id, now, kind);
+    const retry = isConnectFailure(kind) && !this.client.destroyed && this.attempt <= o.pool.backends.length;
+    o.logger.warn({ room: this.room, backend: this.backend.id, source: a.key.source, err: kind, retry }, 'upgrade proxy error');
+    o.metrics.proxyErrors.inc({ backend: this.backend.id, kind });
+    if (retry) {
+      o.router.decide(a.key.room, now).then(
+        (next) => this.proxy.dispatch(a, next, this.attempt + 1),
+        () => this.proxy.refuse(this.client, this.backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
+      );
+      return;
+    }
+    const status = kind === 'timeout' ? 504 : 502;
+    this.proxy.refuse(this.client, this.backend.id, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
+  }
+
+  clientClosed(): void {
+    if (this.state === 'closed') return;
+    // Open: the backend may still flush what it has; otherwise nothing more is wanted of it.
+    this.finish(this.state === 'open' ? 'linger' : 'destroy');
+  }
+
+  /** One side of an open tunnel ended: the other ends too, after flushing. */
+  halfClosed(other: Socket): void {
+    if (this.state !== 'open' || other.destroyed) return;
+    other.end();
+  }
+
+  idle(): void {
+    this.o.logger.info({ room: this.room, backend: this.backend.id }, 'idle socket closed');
+  }
+
+  timedOut(): void {
+    this.timer = null;
+    if (this.state === 'refusing') return this.finish('destroy');
+    this.upstream.destroy(Object.assign(new Error('timeout'), { code: this.state === 'connecting' ? 'ECONNTIMEOUT' : 'ERESPONSETIMEOUT' }));
+  }
+
+  /**
+   * The one way out. 'gone': the attempt ends and the client is answered by the caller (or
+   * retried); 'end': the client gets a clean end after what was written; 'destroy': both are cut;
+   * 'linger': the client left, the backend gets an end and a few seconds to flush.
+   */
+  private finish(how: 'gone' | 'end' | 'destroy' | 'linger'): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.clearTimer();
+    this.releaseAdmission();
+    this.o.tunnels.remove(this);
+    this.answer = null;
+    this.bodyEnd = null;
+    switch (how) {
+      case 'gone':
+        this.upstream.destroy();
+        break;
+      case 'end':
+        this.upstream.destroy();
+        endWith(this.client, null);
+        break;
+      case 'destroy':
+        this.upstream.destroy();
+        this.client.destroy();
+        break;
+      case 'linger':
+        if (!this.upstream.destroyed) {
+          this.upstream.end();
+          setTimeout(destroySocket, HALF_CLOSE_LINGER_MS, this.upstream).unref();
+        }
+        break;
+    }
+  }
+
+  /** The open tunnel's backend side closed: the client gets an end and time to flush. */
+  upstreamClosed(): void {
+    if (this.state !== 'open') return this.upstreamFailed(Object.assign(new Error('closed before answering'), { code: 'ECONNRESET' }));
+    this.state = 'closed';
+    this.o.tunnels.remove(this);
+    if (!this.client.destroyed) {
+      this.client.end();
+      setTimeout(destroySocket, HALF_CLOSE_LINGER_MS, this.client).unref();
+    }
+  }
+
+  private releaseAdmission(): void {
+    if (!this.admitted) return;
+    this.admitted = false;
+    this.o.admission.release(this.backend.id);
+  }
+
+  private setTimer(ms: number): void {
+    this.clearTimer();
+    this.timer = setTimeout(onTunnelTimeout, ms, this);
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+}
+
+// Socket listeners: module functions (one copy for all sockets), reaching the tunnel by symbol.
+function tunnelOf(s: Socket): UpgradeTunnel | undefined {
+  return (s as TunnelSocket)[kTunnel];
+}
+function onUpstreamRead(this: Socket, n: number, buf: Uint8Array): boolean {
+  return tunnelOf(this)?.read(n, buf as Buffer) ?? false;
+}
+function onUpstreamConnect(this: Socket): void {
+  tunnelOf(this)?.connected();
+}
+function onUpstreamError(this: Socket, err: NodeJS.ErrnoException): void {
+  tunnelOf(this)?.upstreamFailed(err);
+}
+function onUpstreamClose(this: Socket): void {
+  tunnelOf(this)?.upstreamClosed();
+}
+function onUpstreamEnd(this: Socket): void {
+  const t = tunnelOf(this);
+  if (t) t.halfClosed(t.client);
+}
+function onUpstreamDrain(this: Socket): void {
+  tunnelOf(this)?.client.resume();
+}
+function onClientData(this: Socket, chunk: Buffer): void {
+  const t = tunnelOf(this);
+  if (t && !t.upstream.write(chunk)) this.pause();
+}
+function onClientEnd(this: Socket): void {
+  const t = tunnelOf(this);
+  if (t) t.halfClosed(t.upstream);
+}
+function onClientDrain(this: Socket): void {
+  tunnelOf(this)?.clientDrained();
+}
+function onClientClose(this: Socket): void {
+  tunnelOf(this)?.clientClosed();
+}
+function onClientIdle(this: Socket): void {
+  tunnelOf(this)?.idle();
+  this.destroy();
+}
+function onTunnelTimeout(t: UpgradeTunnel): void {
+  t.timedOut();
 }
 
 function destroySelf(this: Socket): void {
   this.destroy();
 }
 
-function endWith(socket: Socket, response: string): void {
+function destroySocket(s: Socket): void {
+  s.destroy();
+}
+
+/** Ends a socket (with a last response, or after what was written) and destroys it soon after. */
+function endWith(socket: Socket, response: string | null): void {
   if (socket.destroyed) return;
-  socket.end(response);
-  setTimeout(() => socket.destroy(), 1_000).unref();
+  if (response === null) socket.end();
+  else socket.end(response);
+  setTimeout(destroySocket, 1_000, socket).unref();
+}
+
+/** "." or ".." as a path segment, raw or percent-encoded (a backend may decode before resolving). */
+function hasDotSegment(path: string): boolean {
+  for (const seg of path.split('/')) {
+    if (seg === '.' || seg === '..') return true;
+    if (seg.includes('%') && /^(?:\.|%2e){1,2}$/i.test(seg)) return true;
+  }
+  return false;
 }

@@ -1,15 +1,21 @@
-// The public listener. Health checks are answered first, before any routing, and never touch
+// The public listener. Every request head is checked and brought to canonical form first
+// (src/http/request-head.ts); then health checks are answered, before any routing, never touching
 // a backend; everything else goes to the proxies. Proxied traffic does not go through a web
 // framework: no body parsing, no routing tables on the hot path.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { ALLOWED_METHODS, checkRequestHead, type HeadRefusal } from '../http/request-head.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { rawResponse } from '../proxy/errors.js';
+import { plainResponse, rawResponse } from '../proxy/errors.js';
 
 export interface PublicServerOptions {
   readonly maxHeaderBytes: number;
+  /** Request header lines accepted; more get 431. */
+  readonly maxHeaders: number;
   readonly headersTimeoutMs: number;
+  /** Time for a whole request (head and body) to arrive; 0 = no limit. */
+  readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
   readonly isReady: () => boolean;
   readonly onRequest: (req: IncomingMessage, res: ServerResponse) => void;
@@ -33,19 +39,48 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     maxHeaderSize: o.maxHeaderBytes,
     headersTimeout: o.headersTimeoutMs,
     keepAliveTimeout: o.keepAliveTimeoutMs,
-    // Long uploads and slow pages are bounded by proxy timeouts, not by a whole-request timer.
-    requestTimeout: 0,
+    // A body that trickles in forever is cut after this (408); upgrades are not affected.
+    requestTimeout: o.requestTimeoutMs,
+    // Both timeouts are enforced by a sweep this often (Node's default, 30 s, would let a 20 s
+    // limit run to 50 s); upgraded sockets are not in the swept list.
+    connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.floor(Math.min(o.headersTimeoutMs, o.requestTimeoutMs || Infinity) / 4))),
   });
+  // One more than the limit: Node silently drops lines past maxHeadersCount, so the head check
+  // sees "more than allowed" instead of a truncated list (which would lose our X-Forwarded-For
+  // behind the app's own limit).
+  server.maxHeadersCount = o.maxHeaders + 1;
+  const limits = { maxHeaders: o.maxHeaders };
+
+  const refused = (r: HeadRefusal, req: IncomingMessage): void => {
+    o.metrics.clientErrors.inc({ code: String(r.status) });
+    o.logger.debug({ code: r.status, method: req.method, reason: r.body.trim() }, 'request head refused');
+  };
+
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const health = healthAnswer(req.url, o.isReady);
-    if (health) {
-      res.writeHead(health.status, { 'Content-Type': 'text/plain', 'Cache-Control': 'no-store', 'Content-Length': health.body.length });
-      res.end(health.body);
-      return;
+    const verdict = checkRequestHead(req, limits);
+    if (!verdict.ok) {
+      refused(verdict.refusal, req);
+      return reply(res, verdict.refusal.status, verdict.refusal.body, { ...verdict.refusal.headers, Connection: 'close' });
     }
+    if (verdict.asterisk) return reply(res, 200, '', { Allow: ALLOWED_METHODS });
+    const health = healthAnswer(req.url, o.isReady);
+    if (health) return reply(res, health.status, health.body, { 'Content-Type': 'text/plain' });
     o.onRequest(req, res);
   });
-  server.on('upgrade', o.onUpgrade);
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    const verdict = checkRequestHead(req, limits);
+    if (!verdict.ok) {
+      refused(verdict.refusal, req);
+      endSocket(socket, rawResponse(verdict.refusal.status, verdict.refusal.body, verdict.refusal.headers));
+      return;
+    }
+    o.onUpgrade(req, socket, head);
+  });
+  // roomgate is no forward proxy: CONNECT gets a plain answer instead of a silently closed socket.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    o.metrics.clientErrors.inc({ code: '405' });
+    endSocket(socket, rawResponse(405, 'CONNECT is not supported\n', { Allow: ALLOWED_METHODS }));
+  });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     // Only sockets still parsed as HTTP reach here, never an upgraded one.
     const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
@@ -59,4 +94,17 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     socket.end(rawResponse(code, body));
   });
   return server;
+}
+
+function reply(res: ServerResponse, status: number, body: string, headers: Record<string, string>): void {
+  const r = plainResponse(status, body, headers);
+  res.writeHead(status, r.headers);
+  res.end(r.body);
+}
+
+/** Ends a socket Node no longer parses (upgrade, CONNECT) with one response, destroyed soon after. */
+function endSocket(socket: Socket, response: string): void {
+  socket.on('error', () => socket.destroy());
+  socket.end(response);
+  setTimeout(() => socket.destroy(), 1_000).unref();
 }

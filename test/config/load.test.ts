@@ -98,3 +98,35 @@ describe('configuration', () => {
     expect(problems(() => loadConfig({ env: {}, file: writeConfig({}).replace(/roomgate\.yaml$/, 'nope.yaml') }))[0]).toMatch(/ENOENT/);
   });
 });
+
+describe('cookie signing is never an oracle for the app', () => {
+  const env = { ROOMGATE_COOKIE_SECRETS: 'django-secret-key-0123456789' };
+  const load = (cookie: Record<string, unknown>) => loadConfig({ file: writeConfig({ cookie }), env });
+
+  it('refuses a Django format that would set cookies under an empty or a Django default salt', () => {
+    for (const format of ['django-signer', 'django-cookie']) {
+      for (const salt of ['', 'django.core.signing.Signer', 'django.core.signing.TimestampSigner']) {
+        const p = problems(() => load({ format, salt }));
+        expect(p).toHaveLength(1);
+        expect(p[0]).toMatch(/^cookie\.salt: got .* cookie\.setOnPages true; .*Set cookie\.salt to a salt only roomgate uses .*or set cookie\.setOnPages: false/);
+      }
+    }
+  });
+
+  it('accepts verify-only Django cookies, a salt of roomgate its own, and its own format with any salt', () => {
+    expect(load({ format: 'django-signer', salt: '', setOnPages: false }).cookie.salt).toBe('');
+    expect(load({ format: 'django-cookie', salt: 'roomgate.room' }).cookie.setOnPages).toBe(true);
+    expect(load({ format: 'roomgate', salt: '' }).cookie.format).toBe('roomgate');
+    expect(load({ format: 'django-signer', salt: '', signed: false }).cookie.signed).toBe(false);
+  });
+});
+
+describe('request timeouts', () => {
+  it('refuses a whole-request limit shorter than the head limit, and accepts 0 (no limit)', () => {
+    const p = problems(() => loadConfig({ file: writeConfig({ listen: { requestTimeoutMs: 1_000, headersTimeoutMs: 5_000 } }) }));
+    expect(p).toEqual([
+      'listen.requestTimeoutMs: got 1000; expected 0 (no limit) or at least listen.headersTimeoutMs (5000): the whole request cannot take less time than its head',
+    ]);
+    expect(loadConfig({ file: writeConfig({ listen: { requestTimeoutMs: 0 } }) }).listen.requestTimeoutMs).toBe(0);
+  });
+});

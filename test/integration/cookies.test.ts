@@ -137,7 +137,7 @@ describe('room cookies (room.noRoom: reject)', () => {
   let backendArgs: string[];
   let gwMain: GatewayProc; // roomgate format, ROOMGATE_COOKIE_SECRETS="NEW,OLD" (mid-rotation), maxAgeS 86400
   let gwDjCookie: GatewayProc; // django-cookie, salt "roomgate", maxAgeS 3600
-  let gwDjCookieNoAge: GatewayProc; // django-cookie, salt "", maxAgeS 0
+  let gwDjCookieNoAge: GatewayProc; // django-cookie, salt "", maxAgeS 0, verify only (setOnPages false)
   let gwDjSigner: GatewayProc; // django-signer, salt "roomgate"
   let gwPlain: GatewayProc; // cookie.signed: false
   const owners = new Map<string, string>();
@@ -166,7 +166,7 @@ describe('room cookies (room.noRoom: reject)', () => {
     [gwMain, gwDjCookie, gwDjCookieNoAge, gwDjSigner, gwPlain] = await Promise.all([
       startGateway({ backends, config: { room: reject }, env: { ROOMGATE_COOKIE_SECRETS: `${NEW_SECRET},${OLD_SECRET}` } }),
       startGateway({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-cookie', name: DJ_COOKIE, salt: 'roomgate', maxAgeS: 3600 } } }),
-      startGateway({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-cookie', name: DJ_COOKIE, salt: '', maxAgeS: 0 } } }),
+      startGateway({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-cookie', name: DJ_COOKIE, salt: '', maxAgeS: 0, setOnPages: false } } }),
       startGateway({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-signer', name: DJ_COOKIE, salt: 'roomgate' } } }),
       startGateway({ backends, config: { room: reject, cookie: { signed: false } } }),
       // Every room used below, in one `roomgate where` run.

@@ -49,6 +49,36 @@ describe('forwarded headers', () => {
     expect(pairs(two).map(([k]) => k)).toEqual(['x-other', 'x-forwarded-for', 'x-forwarded-proto']);
   });
 
+  it('never lets Connection take away framing, Host or the forwarding headers roomgate sets', () => {
+    const f = new Forwarding([]);
+    const h = f.headers(
+      ['Host', 'x', 'Connection', 'Content-Length, Host, X-Forwarded-For, x-forwarded-proto, X-Other', 'Content-Length', '35', 'X-Other', '1'],
+      ctx('127.0.0.1'),
+      false,
+    );
+    expect(get(h, 'content-length')).toEqual(['35']);
+    expect(get(h, 'host')).toEqual(['x']);
+    expect(get(h, 'x-forwarded-for')).toEqual(['127.0.0.1']);
+    expect(get(h, 'x-forwarded-proto')).toEqual(['http']);
+    expect(get(h, 'x-other')).toEqual([]);
+  });
+
+  it('drops underscore spellings of forwarding headers, which WSGI and ASGI apps read as the real ones', () => {
+    for (const trusted of [[], ['127.0.0.1']]) {
+      const f = new Forwarding(trusted);
+      const h = f.headers(
+        ['X_Forwarded_For', '6.6.6.6', 'x_forwarded_proto', 'https', 'X-Forwarded_Host', 'evil', 'X_REAL_IP', '6.6.6.6', 'X_Other', 'kept'],
+        ctx('127.0.0.1'),
+        false,
+      );
+      expect(pairs(h)).toEqual([
+        ['x_other', 'kept'],
+        ['x-forwarded-for', '127.0.0.1'],
+        ['x-forwarded-proto', 'http'],
+      ]);
+    }
+  });
+
   it('announces a stripped prefix', () => {
     const f = new Forwarding(['127.0.0.1']);
     expect(get(f.headers([], ctx('127.0.0.1', { strippedPrefix: '/r/42' }), false), 'x-forwarded-prefix')).toEqual(['/r/42']);

@@ -1,0 +1,87 @@
+// The rules a request head must pass before anything routes it, applied once at the public
+// listener to what Node's parser accepted. Node's parser (llhttp, strict mode) already refuses
+// bad framing syntax, bare CR/LF, obs-fold, control bytes and conflicting Content-Length; these
+// are the rules it leaves to the server (RFC 9112 3.2, 6.1, 7; RFC 9110 7.2), and the
+// canonical form every later step reads: an origin-form target and exactly one Host.
+import type { IncomingMessage } from 'node:http';
+import { isHostValue } from './syntax.js';
+
+export interface HeadLimits {
+  /** More header lines than this: 431 (Node would silently drop those past its own limit). */
+  readonly maxHeaders: number;
+}
+
+/** roomgate's own answer to a request head it will not route. */
+export interface HeadRefusal {
+  readonly status: 400 | 405 | 431 | 505;
+  readonly body: string;
+  readonly headers?: Record<string, string>;
+}
+
+/** What `OPTIONS *` is told: the methods roomgate forwards. */
+export const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+
+export type HeadVerdict = { readonly ok: true; readonly asterisk: boolean } | { readonly ok: false; readonly refusal: HeadRefusal };
+
+const OK: HeadVerdict = { ok: true, asterisk: false };
+const OK_ASTERISK: HeadVerdict = { ok: true, asterisk: true };
+
+function refuse(status: HeadRefusal['status'], body: string, headers?: Record<string, string>): HeadVerdict {
+  return { ok: false, refusal: headers ? { status, body, headers } : { status, body } };
+}
+
+/**
+ * Checks a request head and brings it to canonical form in place: an absolute-form target
+ * (`GET http://host/path`) becomes origin-form (`/path`) with its authority as the one Host
+ * (RFC 9112 3.2.2: the target's authority wins over a Host header). Everything downstream
+ * (health answers, roomgate's own paths, static mounts, room keys, forwarding) then sees the
+ * same target and Host the backend will see.
+ */
+export function checkRequestHead(req: IncomingMessage, limits: HeadLimits): HeadVerdict {
+  if (req.httpVersionMajor !== 1 || (req.httpVersionMinor !== 0 && req.httpVersionMinor !== 1)) {
+    return refuse(505, 'only HTTP/1.0 and HTTP/1.1 are spoken here\n');
+  }
+  const raw = req.rawHeaders;
+  if (raw.length > limits.maxHeaders * 2) {
+    return refuse(431, `more than ${limits.maxHeaders} request header lines\n`);
+  }
+  let hosts = 0;
+  let hostIndex = -1;
+  let te: string | null = null;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    // Only names of 4 or 17 letters can matter here: skip the rest without lower-casing them.
+    if (name.length === 4 && name.toLowerCase() === 'host') {
+      hosts++;
+      hostIndex = i + 1;
+    } else if (name.length === 17 && name.toLowerCase() === 'transfer-encoding') {
+      te = te === null ? (raw[i + 1] as string) : `${te},${raw[i + 1] as string}`;
+    }
+  }
+  // A body is framed by exactly "chunked" or by Content-Length; any other coding list (which
+  // Node lets through for some spellings) is refused, as RFC 9112 6.3 asks of a server.
+  if (te !== null && te.trim().toLowerCase() !== 'chunked') {
+    return refuse(400, 'Transfer-Encoding other than "chunked" is not accepted\n');
+  }
+  if (hosts > 1) return refuse(400, 'more than one Host header\n');
+
+  const url = req.url ?? '';
+  if (url.charCodeAt(0) !== 0x2f /* '/' */) {
+    if (url === '*') {
+      return req.method === 'OPTIONS' ? OK_ASTERISK : refuse(400, 'the "*" target is only for OPTIONS\n');
+    }
+    const abs = /^(https?):\/\/([^/?#@]+)([^#]*)$/i.exec(url);
+    if (!abs) return refuse(400, 'the request target must be a path (or an absolute http(s) URL)\n');
+    const authority = abs[2] as string;
+    if (!isHostValue(authority)) return refuse(400, 'invalid host in the request target\n');
+    const rest = abs[3] as string;
+    req.url = rest === '' ? '/' : rest.charCodeAt(0) === 0x3f /* '?' */ ? `/${rest}` : rest;
+    if (hostIndex === -1) raw.push('Host', authority);
+    else raw[hostIndex] = authority;
+    req.headers.host = authority;
+    return OK;
+  }
+  if (hosts === 0) return refuse(400, 'a Host header is required\n');
+  if (!isHostValue(raw[hostIndex] as string)) return refuse(400, 'invalid Host header\n');
+  return OK;
+}

@@ -1,0 +1,288 @@
+// The edge's confirmed defects, each as an attacker would try it: raw bytes into the real gateway
+// (a child process), real backends that log what they parsed. Every case here failed before its
+// fix; the conformance corpus (test/conformance) covers the classes around them.
+import http, { type IncomingMessage } from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+
+interface Seen {
+  method: string;
+  url: string;
+  host: string | undefined;
+  rawHeaders: string[];
+  body: Buffer;
+  /** The n-th request on its backend connection (1-based). */
+  onConnection: number;
+}
+
+/** A node:http backend (no upgrade listener unless given) that logs every request it parsed. */
+async function loggingBackend(
+  answer: (req: IncomingMessage, res: http.ServerResponse, seen: Seen) => void = (_q, res) => res.end('ok'),
+): Promise<{ url: string; seen: Seen[]; server: http.Server }> {
+  const seen: Seen[] = [];
+  const perSocket = new WeakMap<net.Socket, number>();
+  const server = http.createServer((req, res) => {
+    const n = (perSocket.get(req.socket) ?? 0) + 1;
+    perSocket.set(req.socket, n);
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const s: Seen = { method: req.method ?? '', url: req.url ?? '', host: req.headers.host, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks), onConnection: n };
+      seen.push(s);
+      answer(req, res, s);
+    });
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server };
+}
+
+/** A TCP backend that answers the first bytes of each connection with scripted bytes. */
+async function scriptedBackend(): Promise<{ url: string; answer: { bytes: Buffer } }> {
+  const answer = { bytes: Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok') };
+  const server = net.createServer((s) => {
+    s.on('error', () => s.destroy());
+    s.once('data', () => s.write(answer.bytes));
+  });
+  servers.push(server);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, answer };
+}
+
+const servers: (net.Server | http.Server)[] = [];
+
+/** Writes bytes (latin1 text or chunks with pauses between), reads until close or the timeout. */
+function exchange(port: number, parts: (string | Buffer)[], opts: { gapMs?: number; timeoutMs?: number } = {}): Promise<{ text: string; closed: boolean }> {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    const got: Buffer[] = [];
+    let closed = false;
+    const done = (): void => resolve({ text: Buffer.concat(got).toString('latin1'), closed });
+    const timer = setTimeout(() => {
+      sock.destroy();
+      done();
+    }, opts.timeoutMs ?? 1_500);
+    sock.on('data', (d: Buffer) => got.push(d));
+    sock.on('error', () => undefined);
+    sock.on('close', () => {
+      closed = true;
+      clearTimeout(timer);
+      done();
+    });
+    sock.on('connect', () => {
+      let i = 0;
+      const next = (): void => {
+        if (i >= parts.length || sock.destroyed) return;
+        const p = parts[i++] as string | Buffer;
+        sock.write(typeof p === 'string' ? Buffer.from(p, 'latin1') : p);
+        setTimeout(next, opts.gapMs ?? 0);
+      };
+      next();
+    });
+  });
+}
+
+const statuses = (text: string): number[] => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+const HANDSHAKE = (path: string, extra = ''): string =>
+  `GET ${path} HTTP/1.1\r\nHost: game.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`;
+
+async function alive(gw: GatewayProc): Promise<void> {
+  expect(gw.child.exitCode).toBeNull();
+  const res = await fetch(`${gw.url}/healthz`, { signal: AbortSignal.timeout(5_000) });
+  expect(res.status).toBe(200);
+}
+
+afterAll(async () => {
+  await stopAll();
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+});
+
+describe('request smuggling and request-head rules', () => {
+  let gw: GatewayProc;
+  let be: Awaited<ReturnType<typeof loggingBackend>>;
+  beforeAll(async () => {
+    be = await loggingBackend();
+    gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null }, listen: { requestTimeoutMs: 1_000, headersTimeoutMs: 1_000 } } });
+  });
+
+  it('a Connection header naming Content-Length does not unframe the body (the issue\'s repro)', async () => {
+    const before = be.seen.length;
+    const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
+    const r = await exchange(gw.port, [`GET /a HTTP/1.1\r\nHost: x\r\nConnection: Content-Length\r\nContent-Length: ${smuggled.length}\r\n\r\n${smuggled}`]);
+    expect(statuses(r.text)).toEqual([200]);
+    await waitFor('the request at the backend', 5_000, () => be.seen.length > before);
+    // A later request on the same pooled connection shows whether anything else was parsed there.
+    await fetch(`${gw.url}/after`, { signal: AbortSignal.timeout(5_000) });
+    const got = be.seen.slice(before).map((s) => [s.method, s.url, s.body.toString()]);
+    expect(got).toEqual([
+      ['GET', '/a', smuggled],
+      ['GET', '/after', ''],
+    ]);
+  });
+
+  it('Connection: Host or X-Forwarded-For cannot strip them; underscore spellings are dropped', async () => {
+    const before = be.seen.length;
+    const r = await exchange(gw.port, ['GET /h HTTP/1.1\r\nHost: game.example\r\nConnection: Host, X-Forwarded-For\r\nX_Forwarded_For: 6.6.6.6\r\n\r\n']);
+    expect(statuses(r.text)).toEqual([200]);
+    await waitFor('the request', 5_000, () => be.seen.length > before);
+    const s = be.seen[before] as Seen;
+    expect(s.host).toBe('game.example');
+    const names = s.rawHeaders.filter((_v, i) => i % 2 === 0).map((n) => n.toLowerCase());
+    expect(names.filter((n) => n.replaceAll('_', '-') === 'x-forwarded-for')).toEqual(['x-forwarded-for']);
+    expect(s.rawHeaders[s.rawHeaders.findIndex((n) => n === 'X-Forwarded-For') + 1]).toBe('127.0.0.1');
+  });
+
+  it('refuses two Host headers, HTTP/1.0 without Host, HTTP/2.0 in a request line, CONNECT, and 2,100 tiny headers', async () => {
+    const before = be.seen.length;
+    expect(statuses((await exchange(gw.port, ['GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'])).text)).toEqual([400]);
+    expect(statuses((await exchange(gw.port, ['GET / HTTP/1.0\r\n\r\n'])).text)).toEqual([400]);
+    expect(statuses((await exchange(gw.port, ['GET / HTTP/2.0\r\nHost: a\r\n\r\n'])).text)).toEqual([505]);
+    const connect = await exchange(gw.port, ['CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n']);
+    expect(statuses(connect.text)).toEqual([405]);
+    expect(connect.text).toMatch(/\r\nAllow: GET, HEAD/);
+    const many = Array.from({ length: 2_100 }, () => 'a:b\r\n').join('');
+    expect(statuses((await exchange(gw.port, [`GET / HTTP/1.1\r\nHost: a\r\n${many}\r\n`])).text)).toEqual([431]);
+    expect(be.seen.length).toBe(before);
+    await alive(gw);
+  });
+
+  it('rewrites an absolute-form target to origin form, its authority as Host, before health and own paths', async () => {
+    const before = be.seen.length;
+    const r = await exchange(gw.port, ['GET http://app.example/a?x=1 HTTP/1.1\r\nHost: other.example\r\n\r\n']);
+    expect(statuses(r.text)).toEqual([200]);
+    await waitFor('the request', 5_000, () => be.seen.length > before);
+    expect(be.seen[before]).toMatchObject({ url: '/a?x=1', host: 'app.example' });
+    const health = await exchange(gw.port, ['GET http://app.example/healthz HTTP/1.1\r\nHost: app.example\r\nConnection: close\r\n\r\n']);
+    expect(health.text).toMatch(/^HTTP\/1\.1 200 [^]*\r\n\r\nok\n$/);
+    expect(statuses((await exchange(gw.port, ['GET ftp://app.example/a HTTP/1.1\r\nHost: a\r\n\r\n'])).text)).toEqual([400]);
+    const options = await exchange(gw.port, ['OPTIONS * HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n']);
+    expect(statuses(options.text)).toEqual([200]);
+    expect(options.text).toMatch(/\r\nAllow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r\n/);
+    expect(be.seen.length).toBe(before + 1);
+  });
+
+  it('a body that trickles in is cut with 408 after listen.requestTimeoutMs', async () => {
+    const parts = ['POST /slow HTTP/1.1\r\nHost: a\r\nContent-Length: 40\r\n\r\n', ...Array.from({ length: 40 }, () => 'x')];
+    const started = Date.now();
+    const r = await exchange(gw.port, parts, { gapMs: 200, timeoutMs: 7_000 });
+    expect(r.closed).toBe(true);
+    expect(r.text).toMatch(/^HTTP\/1\.1 408 /);
+    expect(Date.now() - started).toBeLessThan(6_000);
+  });
+});
+
+describe('the backend answers an upgrade with something other than 101', () => {
+  it('the client gets that answer and a close; nothing it sends later reaches the backend', async () => {
+    // A node:http server with no upgrade listener answers a handshake like any request and keeps
+    // the connection: before the fix, roomgate then piped the client's next bytes into it.
+    const be = await loggingBackend((_req, res) => {
+      res.writeHead(404, { 'Content-Type': 'text/plain' });
+      res.end('no websockets here');
+    });
+    const gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
+    const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
+    const r = await exchange(gw.port, [HANDSHAKE('/ws/live/') + smuggled, smuggled], { gapMs: 300, timeoutMs: 3_000 });
+    expect(statuses(r.text)).toEqual([404]);
+    expect(r.text).toContain('no websockets here');
+    expect(r.text).toMatch(/\r\nConnection: close\r\n/i);
+    expect(r.closed).toBe(true);
+    await new Promise((res) => setTimeout(res, 300));
+    expect(be.seen.map((s) => s.url)).toEqual(['/ws/live/']);
+    await alive(gw);
+  });
+});
+
+describe('malformed backend answers', () => {
+  let gw: GatewayProc;
+  let be: Awaited<ReturnType<typeof scriptedBackend>>;
+  beforeAll(async () => {
+    be = await scriptedBackend();
+    gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
+  });
+
+  const cases: [string, string][] = [
+    ['status 000', 'HTTP/1.1 000 X\r\nContent-Length: 2\r\n\r\nhi'],
+    ['status 099', 'HTTP/1.1 099 X\r\nContent-Length: 2\r\n\r\nhi'],
+    ['status 600', 'HTTP/1.1 600 X\r\nContent-Length: 2\r\n\r\nhi'],
+    ['control byte in the reason', 'HTTP/1.1 200 O\x01K\r\nContent-Length: 2\r\n\r\nhi'],
+    ['DEL in the reason', 'HTTP/1.1 200 O\x7fK\r\nContent-Length: 2\r\n\r\nhi'],
+    ['HTTP/2.0 status line', 'HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nhi'],
+    ['101 to a plain GET', 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'],
+    ['gzip transfer coding', 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nhi'],
+    ['300 header lines', `HTTP/1.1 200 OK\r\n${'a: b\r\n'.repeat(300)}Content-Length: 2\r\n\r\nhi`],
+  ];
+  for (const [name, bytes] of cases) {
+    it(`${name}: 502, and the gateway lives`, async () => {
+      be.answer.bytes = Buffer.from(bytes, 'latin1');
+      const r = await exchange(gw.port, ['GET /page HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'], { timeoutMs: 5_000 });
+      expect(statuses(r.text)).toEqual([502]);
+      await alive(gw);
+    });
+  }
+});
+
+describe('upgrade handshakes', () => {
+  let gw: GatewayProc;
+  let upgrades: { url: string; rawHeaders: string[] }[];
+  beforeAll(async () => {
+    upgrades = [];
+    const be = await loggingBackend();
+    be.server.on('upgrade', (req: IncomingMessage, socket: net.Socket) => {
+      upgrades.push({ url: req.url ?? '', rawHeaders: req.rawHeaders });
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n');
+    });
+    gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null }, proxy: { websocketPaths: ['/ws/live/'] } } });
+  });
+
+  it('passes non-ASCII header bytes on exactly (latin1, not re-encoded as UTF-8)', async () => {
+    const r = await exchange(gw.port, [HANDSHAKE('/ws/live/', 'X-Player: caf\xe9\r\n')]);
+    expect(statuses(r.text)).toEqual([101]);
+    const last = upgrades.at(-1) as { rawHeaders: string[] };
+    expect(last.rawHeaders[last.rawHeaders.indexOf('X-Player') + 1]).toBe('caf\xe9');
+  });
+
+  it('refuses a handshake with a body (chunked or Content-Length)', async () => {
+    const before = upgrades.length;
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/', 'Transfer-Encoding: chunked\r\n') + '5\r\nhello\r\n0\r\n\r\n'])).text)).toEqual([400]);
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/', 'Content-Length: 5\r\n') + 'hello'])).text)).toEqual([400]);
+    expect(upgrades.length).toBe(before);
+  });
+
+  it('matches websocketPaths after the room prefix is stripped, and refuses dot-segments', async () => {
+    const before = upgrades.length;
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/r/42/ws/live/')])).text)).toEqual([101]);
+    expect(upgrades.at(-1)?.url).toBe('/ws/live/');
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/../../admin')])).text)).toEqual([400]);
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/%2e%2E/admin')])).text)).toEqual([400]);
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/admin/')])).text)).toEqual([404]);
+    expect(upgrades.length).toBe(before + 1);
+  });
+});
+
+describe('retries after a reset of a reused backend connection', () => {
+  it('GET is sent again on a fresh connection; a body-less POST is not (502, seen once)', async () => {
+    // Answers the first request of each connection and resets the connection on the second.
+    const be = await loggingBackend((req, res, seen) => {
+      if (seen.onConnection > 1) req.socket.destroy();
+      else res.end('ok');
+    });
+    const gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
+    const request = (method: string, path: string): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = http.request({ host: '127.0.0.1', port: gw.port, method, path, agent: false, timeout: 5_000 }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await request('GET', '/warm-1')).toBe(200);
+    expect(await request('GET', '/get')).toBe(200);
+    expect(be.seen.filter((s) => s.url === '/get').length).toBe(2);
+    expect(await request('GET', '/warm-2')).toBe(200);
+    expect(await request('POST', '/post')).toBe(502);
+    await new Promise((r) => setTimeout(r, 200));
+    expect(be.seen.filter((s) => s.url === '/post').length).toBe(1);
+  });
+});
