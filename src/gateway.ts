@@ -91,11 +91,13 @@ export class Gateway {
         timeoutMs: config.health.timeoutMs,
         rise: config.health.rise,
         fall: config.health.fall,
+        hostHeader: config.health.host ?? undefined,
       },
       (ev) => {
         const b = this.pool.get(ev.id);
         if (!b) return;
         b.health = ev.state;
+        b.healthReason = ev.reason;
         metrics.backendStateChanges.inc({ backend: ev.id, state: ev.state, via: 'active' });
         this.events.add(ev.state, ev.id, ev.reason);
         logger.warn({ backend: ev.id, state: ev.state, reason: ev.reason }, `backend ${ev.state}`);

@@ -203,6 +203,9 @@ function resolve(c: Config): LoadedConfig {
   if (c.presence.ttlMs < 2 * c.placement.heartbeatMs) {
     problems.push(`presence.ttlMs: got ${c.presence.ttlMs}; expected at least 2 x placement.heartbeatMs (${2 * c.placement.heartbeatMs})`);
   }
+  if (c.health.host !== null && c.health.path === null) {
+    problems.push(`health.host: got ${JSON.stringify(c.health.host)} but health.path is null (a TCP check sends no Host); set health.path (e.g. "/healthz") or remove health.host`);
+  }
   if (c.health.timeoutMs > c.health.intervalMs) {
     problems.push(`health.timeoutMs: got ${c.health.timeoutMs}; expected at most health.intervalMs (${c.health.intervalMs})`);
   }
