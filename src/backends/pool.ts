@@ -49,6 +49,11 @@ export class Backend {
     return this.health === 'up' && this.downUntil <= nowMs && !this.gone(nowMs);
   }
 
+  /** Not routable only because its active health checks failed (no passive mark, not gone). */
+  checksDownOnly(nowMs: number): boolean {
+    return this.health === 'down' && this.downUntil <= nowMs && !this.gone(nowMs);
+  }
+
   /** May be given new rooms. */
   acceptsNew(nowMs: number): boolean {
     return this.config.weight > 0 && this.admin?.state !== 'draining' && this.routable(nowMs);
@@ -194,6 +199,7 @@ export class BackendPool {
       routable: b.routable(nowMs),
       acceptsNew: b.acceptsNew(nowMs),
       gone: b.gone(nowMs),
+      checksDownOnly: b.checksDownOnly(nowMs),
       weight: b.config.weight,
       load: loadMetric === 'rooms' ? b.rooms : b.liveSockets,
       busy: b.liveSockets + b.inflight,

@@ -107,6 +107,12 @@ export const configSchema = z.strictObject({
       // Consecutive passes to go down -> up, failures to go up -> down.
       rise: z.number().int().min(1).max(100).default(2),
       fall: z.number().int().min(1).max(100).default(3),
+      // A backend marked down by its checks gets no new rooms. 'keep': its live sockets stay until
+      // they end by themselves (a failed check is weaker evidence than sockets carrying frames),
+      // and its rooms' new sockets and pages still go there while this gateway holds live sockets
+      // of them, so no room is split. 'close': its sockets are closed at once (unless no other
+      // backend is up), as HAProxy's on-marked-down shutdown-sessions.
+      onDown: z.enum(['keep', 'close']).default('keep'),
     })
     .prefault({}),
   placement: z
