@@ -91,27 +91,36 @@ export class Gateway {
         timeoutMs: config.health.timeoutMs,
         rise: config.health.rise,
         fall: config.health.fall,
+        hostHeader: config.health.host ?? undefined,
       },
       (ev) => {
         const b = this.pool.get(ev.id);
         if (!b) return;
         b.health = ev.state;
+        b.healthReason = ev.reason;
         metrics.backendStateChanges.inc({ backend: ev.id, state: ev.state, via: 'active' });
         this.events.add(ev.state, ev.id, ev.reason);
         logger.warn({ backend: ev.id, state: ev.state, reason: ev.reason }, `backend ${ev.state}`);
-        // A backend that fails its checks is dead or hung for this gateway: its sockets carry
-        // nothing useful; closing them lets their clients reconnect once the room is re-placed.
+        if (ev.state !== 'down' || b.liveSockets === 0) return;
+        // health.onDown 'keep' (default): a failed check is weaker evidence than sockets that carry
+        // frames; they live until they end by themselves (a dead backend's connections fail and
+        // close at once) or the operator drains the backend, and decide() keeps their rooms' new
+        // sockets with them.
+        if (config.health.onDown === 'keep') {
+          logger.warn({ backend: ev.id, sockets: b.liveSockets }, 'backend down by its health checks: no new rooms; its live sockets are kept (health.onDown: keep)');
+          return;
+        }
+        // 'close': a backend that fails its checks is dead or hung for this gateway: closing its
+        // sockets lets their clients reconnect once the room is re-placed.
         // Panic guard: with no other backend routable, the fault is likelier on this side (this
         // gateway overloaded, its network) than in every backend at once, and closed clients could
         // only reconnect into 503s: the sockets are kept until a backend is routable again.
-        if (ev.state === 'down') {
-          const now = Date.now();
-          if (!this.pool.backends.some((o) => o.id !== ev.id && o.routable(now))) {
-            if (b.liveSockets > 0) logger.warn({ backend: ev.id, sockets: b.liveSockets }, 'backend down but no other backend is up: its live sockets are kept');
-          } else {
-            const closed = this.tunnels.closeBackend(ev.id);
-            if (closed > 0) logger.warn({ backend: ev.id, closed }, 'closed sockets of a down backend');
-          }
+        const now = Date.now();
+        if (!this.pool.backends.some((o) => o.id !== ev.id && o.routable(now))) {
+          logger.warn({ backend: ev.id, sockets: b.liveSockets }, 'backend down but no other backend is up: its live sockets are kept');
+        } else {
+          const closed = this.tunnels.closeBackend(ev.id);
+          logger.warn({ backend: ev.id, closed }, 'closed sockets of a down backend');
         }
       },
     );
@@ -191,6 +200,7 @@ export class Gateway {
       boundFactor: config.placement.boundedLoadFactor,
       loadMetric: config.placement.loadMetric,
       retryAfterS: config.proxy.retryAfterS,
+      onDown: config.health.onDown,
       cacheTtlMs: config.placement.cacheTtlMs,
       idleTtlMs: config.placement.idleTtlMs,
       onPlaced: (room, from, to, forced, liveMoved) => {

@@ -9,6 +9,9 @@ import type { BackendAdminState } from '../placement/store.js';
 
 export type BackendState = 'up' | 'down' | 'draining' | 'maintenance';
 
+/** Backends named in BackendPool.unavailableReason; the rest are counted, so the line stays short. */
+const REASON_DETAILS = 4;
+
 export class Backend {
   /** Upgraded sockets currently piped to this backend through this gateway. */
   liveSockets = 0;
@@ -18,6 +21,10 @@ export class Backend {
   downUntil = 0;
   /** Active health checks' verdict. */
   health: 'up' | 'down' = 'up';
+  /** Why the checks last changed the verdict, e.g. "3 failed checks: ECONNREFUSED". */
+  healthReason = '';
+  /** Why it was last passively marked down, e.g. "refused". */
+  passiveReason = '';
   /** Draining / maintenance, as set through the admin API on any gateway. */
   admin: BackendAdminState | null = null;
   /** Gone from the configured or discovered list; kept while sockets still use it. */
@@ -42,9 +49,26 @@ export class Backend {
     return this.health === 'up' && this.downUntil <= nowMs && !this.gone(nowMs);
   }
 
+  /** Not routable only because its active health checks failed (no passive mark, not gone). */
+  checksDownOnly(nowMs: number): boolean {
+    return this.health === 'down' && this.downUntil <= nowMs && !this.gone(nowMs);
+  }
+
   /** May be given new rooms. */
   acceptsNew(nowMs: number): boolean {
     return this.config.weight > 0 && this.admin?.state !== 'draining' && this.routable(nowMs);
+  }
+
+  /** Why it takes no new rooms now, in a few words; null when it does. */
+  unavailableReason(nowMs: number): string | null {
+    if (this.removed) return 'removed from the list';
+    if (this.admin?.state === 'maintenance') return 'maintenance';
+    if (this.gone(nowMs)) return 'drain deadline passed';
+    if (this.downUntil > nowMs) return `failed a connection (${this.passiveReason || 'refused'}), no new traffic for ${Math.ceil((this.downUntil - nowMs) / 1000)} s`;
+    if (this.health === 'down') return this.healthReason || 'failed its health checks';
+    if (this.admin?.state === 'draining') return 'draining';
+    if (this.config.weight === 0) return 'weight 0';
+    return null;
   }
 
   state(nowMs: number): BackendState {
@@ -134,6 +158,7 @@ export class BackendPool {
     if (!b) return;
     const wasRoutable = b.downUntil <= nowMs;
     b.downUntil = nowMs + this.passiveDownMs;
+    b.passiveReason = reason;
     if (wasRoutable) this.events.onPassive?.(b, 'down', reason);
   }
 
@@ -145,12 +170,36 @@ export class BackendPool {
     this.events.onPassive?.(b, 'up', 'connected');
   }
 
+  /**
+   * One short line saying why no backend can take a request now (for 503 bodies and logs), e.g.
+   * "all 3 backends are down (b1: 3 failed checks: ECONNREFUSED; b2: ...)". Names at most
+   * REASON_DETAILS backends; the rest are counted.
+   */
+  unavailableReason(nowMs: number): string {
+    const listed = this.backends.filter((b) => !b.removed);
+    if (listed.length === 0) return 'no backends configured';
+    const open = listed.filter((b) => b.acceptsNew(nowMs));
+    if (open.length > 0) {
+      const ids = open.map((b) => b.id);
+      const named = `${ids.slice(0, REASON_DETAILS).join(', ')}${ids.length > REASON_DETAILS ? ` and ${ids.length - REASON_DETAILS} more` : ''}`;
+      return `${named} ${ids.length === 1 ? 'takes' : 'take'} new rooms again (${ids.length} of ${listed.length} backends)`;
+    }
+    const why = listed.map((b) => `${b.id}: ${b.unavailableReason(nowMs) ?? 'unknown'}`);
+    const more = why.length > REASON_DETAILS ? `; and ${why.length - REASON_DETAILS} more` : '';
+    const details = `(${why.slice(0, REASON_DETAILS).join('; ')}${more})`;
+    const n = listed.length;
+    if (listed.every((b) => b.state(nowMs) === 'down')) return n === 1 ? `the only backend is down ${details}` : `all ${n} backends are down ${details}`;
+    if (listed.every((b) => b.admin !== null)) return `every backend is draining or in maintenance ${details}`;
+    return `no backend takes new rooms ${details}`;
+  }
+
   views(nowMs: number, loadMetric: 'rooms' | 'sockets'): BackendView[] {
     return this.backends.map((b) => ({
       id: b.id,
       routable: b.routable(nowMs),
       acceptsNew: b.acceptsNew(nowMs),
       gone: b.gone(nowMs),
+      checksDownOnly: b.checksDownOnly(nowMs),
       weight: b.config.weight,
       load: loadMetric === 'rooms' ? b.rooms : b.liveSockets,
       busy: b.liveSockets + b.inflight,

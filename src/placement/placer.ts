@@ -17,6 +17,8 @@ export interface PlacerOptions {
   readonly boundFactor: number;
   readonly loadMetric: 'rooms' | 'sockets';
   readonly retryAfterS: number;
+  /** health.onDown: with 'keep', a room with live sockets here stays on its health-checks-down backend. */
+  readonly onDown: 'keep' | 'close';
   /** A cached placement is trusted this long before it is read again from the store. */
   readonly cacheTtlMs: number;
   /** Cached placements of rooms without live sockets here are forgotten after this long. */
@@ -119,6 +121,8 @@ export class Placer {
       ring: this.o.pool.ring,
       backends: this.o.pool.views(nowMs, this.o.loadMetric),
       placement,
+      liveOnPlacement: room !== null && placement !== null && this.o.tunnels.socketsInRoom(room, placement.backend) > 0,
+      onDown: this.o.onDown,
       noRoom: this.o.noRoom,
       // With the store down every gateway must reach the same answer from the ring alone;
       // load figures differ between gateways, so bounded loads are off until it is back.

@@ -161,7 +161,7 @@ afterEach(async () => {
 function gateway(
   state: MemoryPlacementState,
   id: string,
-  o: { backends?: readonly ResolvedBackend[]; boundFactor?: number } = {},
+  o: { backends?: readonly ResolvedBackend[]; boundFactor?: number; onDown?: 'keep' | 'close' } = {},
 ): TestGateway {
   const pool = new BackendPool(o.backends ?? THREE, PASSIVE_DOWN_MS);
   const tunnels = new TunnelRegistry();
@@ -177,6 +177,7 @@ function gateway(
     boundFactor: o.boundFactor ?? 0,
     loadMetric: 'rooms',
     retryAfterS: 2,
+    onDown: o.onDown ?? 'keep',
     cacheTtlMs: CACHE_TTL_MS,
     idleTtlMs: TIMING.idleTtlMs,
     onPlaced: (room, from, to, forced, liveMoved) => placed.push({ room, from, to, forced, liveMoved }),
@@ -423,6 +424,37 @@ describe('Placer: backends that are down for one gateway', () => {
     expect(a.placed.at(-1)).toEqual({ room, from: 'b3', to: next, forced: true, liveMoved: true });
     expect(a.tunnels.socketsInRoom(room!)).toBe(0);
     expect(t.client.destroyed).toBe(true);
+  });
+});
+
+describe('Placer: a backend down by its health checks (health.onDown)', () => {
+  it('keep: a room with live sockets here stays on it (no write); a room without goes elsewhere; close: the busy guard refuses', async () => {
+    const state = new MemoryPlacementState();
+    const keep = gateway(state, 'gw-keep');
+    const [live, idle] = roomsOwnedBy(keep, 'b2', 2, 'checks');
+    for (const r of [live!, idle!]) expect(route(await keep.resolve(r))).toBe('b2');
+    advance(TIMING.gatewayTtlMs); // old enough to be moved unforced
+    openTunnel(keep, live!, 'b2');
+    keep.pool.get('b2')!.health = 'down';
+    const writes = keep.store.places.length;
+
+    expect(await keep.resolve(live!)).toEqual({ route: 'b2', reason: 'sticky-live' });
+    advance(CACHE_TTL_MS + 1); // and from a fresh store read
+    expect(await keep.resolve(live!)).toEqual({ route: 'b2', reason: 'sticky-live' });
+    expect(keep.store.places).toHaveLength(writes);
+    expect(await keep.resolve(idle!)).toMatchObject({ route: walk(keep, idle!)[1], place: { from: 'b2', force: false } });
+
+    // Passively marked down as well (a refused connection): no longer kept; our live socket there
+    // makes the Placer refuse the move instead (the room is never split).
+    keep.pool.markDown('b2', clock, 'test: refused');
+    expect(await keep.resolve(live!)).toEqual({ reject: 503, reason: 'room-busy', retryAfterS: 2 });
+
+    const close = gateway(new MemoryPlacementState(), 'gw-close', { onDown: 'close' });
+    expect(route(await close.resolve(live!))).toBe('b2');
+    advance(TIMING.gatewayTtlMs);
+    openTunnel(close, live!, 'b2');
+    close.pool.get('b2')!.health = 'down';
+    expect(await close.resolve(live!)).toEqual({ reject: 503, reason: 'room-busy', retryAfterS: 2 });
   });
 });
 
