@@ -239,6 +239,7 @@ export class Gateway {
         signer: signer && withVerifyCache(signer, { maxEntries: 10_000, ttlMs: 1_000 }),
       }),
       placer: this.placer,
+      pool: this.pool,
       roomHeader: config.room.header.toLowerCase(),
       metrics,
       logger,

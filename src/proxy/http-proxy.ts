@@ -74,11 +74,11 @@ export class HttpProxy {
     if (res.destroyed) return;
     if ('reject' in decision) {
       if (decision.reject === 400) return this.refuse(res, 'none', 400, 'this request needs a room key\n');
-      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : 'no backend available\n';
+      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
       return this.refuse(res, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
     }
     const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(res, 'none', 503, 'no backend available\n', { 'Retry-After': '1' });
+    if (!backend) return this.refuse(res, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
     this.forward(req, res, key, backend, replayable, attempt);
   }
 

@@ -91,11 +91,11 @@ export class UpgradeProxy {
     if (a.client.destroyed) return;
     if ('reject' in decision) {
       if (decision.reject === 400) return this.refuse(a.client, 'none', 400, 'this socket needs a room key\n');
-      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : 'no backend available\n';
+      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
       return this.refuse(a.client, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
     }
     const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(a.client, 'none', 503, 'no backend available\n', { 'Retry-After': '1' });
+    if (!backend) return this.refuse(a.client, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
     // Admission: a reconnect wave after a failover queues at the clients (they back off on 503)
     // instead of melting the survivor.
     if (!this.o.admission.tryAcquire(backend.id, Date.now())) {
