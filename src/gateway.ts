@@ -308,7 +308,9 @@ export class Gateway {
       metrics,
       logger,
     });
-    this.admin = config.admin.enabled ? createAdminServer({ gateway: this, token: config.admin.token, isReady }) : null;
+    this.admin = config.admin.enabled
+      ? createAdminServer({ gateway: this, token: config.admin.token, isReady, allowedHosts: config.admin.allowedHosts })
+      : null;
     const dns = config.discovery.dns;
     this.discovery = dns
       ? new DnsDiscovery(

@@ -3,6 +3,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Gateway } from '../gateway.js';
+import { adminHostAllowed, allowedHostSet, sendMisdirected } from '../http/host-check.js';
 import type { AdminState } from '../placement/store.js';
 import { healthAnswer } from '../server/public-server.js';
 
@@ -11,6 +12,8 @@ export interface AdminServerOptions {
   /** Bearer token for writes; '' refuses every write. */
   readonly token: string;
   readonly isReady: () => boolean;
+  /** admin.allowedHosts: names accepted in Host besides IP literals and localhost. */
+  readonly allowedHosts: readonly string[];
 }
 
 const MAX_BODY = 4096;
@@ -35,7 +38,10 @@ export function createAdminServer(o: AdminServerOptions): http.Server {
     if (!timingSafeEqual(createHash('sha256').update(given).digest(), tokenDigest)) throw new HttpError(401, 'missing or wrong bearer token');
   };
 
+  const allowedHosts = allowedHostSet(o.allowedHosts);
   return http.createServer((req, res) => {
+    // Before anything else, the status page included: a rebound name never reads a byte.
+    if (!adminHostAllowed(req.headers.host, allowedHosts)) return sendMisdirected(res, req.headers.host ?? '');
     const health = healthAnswer(req.url, o.isReady);
     if (health) return send(res, health.status, health.body, 'text/plain');
     // The status page (HTML) and its stream; / leads there.

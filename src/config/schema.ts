@@ -68,6 +68,12 @@ export const configSchema = z.strictObject({
       // Bearer token for admin writes (drain, undrain, maintenance). Empty: writes are refused.
       // Prefer the ROOMGATE_ADMIN_TOKEN environment variable.
       token: z.string().refine((t) => t === '' || t.length >= 16, { message: 'empty (writes off) or at least 16 characters' }).default(''),
+      // Host names (no port) the admin port answers besides IP addresses and localhost; other
+      // Hosts get 421, a guard against DNS rebinding (a web page re-pointing its own name at the
+      // admin port). E.g. the name Prometheus scrapes it by.
+      allowedHosts: z
+        .array(z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'a host name without port, e.g. "roomgate-admin"'))
+        .default([]),
     })
     .prefault({}),
   backends: z.array(backend).default([]),
