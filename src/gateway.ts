@@ -309,7 +309,14 @@ export class Gateway {
       logger,
     });
     this.admin = config.admin.enabled
-      ? createAdminServer({ gateway: this, token: config.admin.token, isReady, allowedHosts: config.admin.allowedHosts })
+      ? createAdminServer({
+          gateway: this,
+          token: config.admin.token,
+          isReady,
+          allowedHosts: config.admin.allowedHosts,
+          validateRoom,
+          roomPattern: config.room.pattern,
+        })
       : null;
     const dns = config.discovery.dns;
     this.discovery = dns

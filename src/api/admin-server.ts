@@ -5,6 +5,7 @@ import http from 'node:http';
 import type { Gateway } from '../gateway.js';
 import { adminHostAllowed, allowedHostSet, sendMisdirected } from '../http/host-check.js';
 import type { AdminState } from '../placement/store.js';
+import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../room/validate.js';
 import { healthAnswer } from '../server/public-server.js';
 
 export interface AdminServerOptions {
@@ -14,6 +15,10 @@ export interface AdminServerOptions {
   readonly isReady: () => boolean;
   /** admin.allowedHosts: names accepted in Host besides IP literals and localhost. */
   readonly allowedHosts: readonly string[];
+  /** The gateway's room key validator (room.pattern): /rooms/KEY answers only for valid keys. */
+  readonly validateRoom: RoomValidator;
+  /** room.pattern, to say in the 400 what a key must match. */
+  readonly roomPattern: string;
 }
 
 const MAX_BODY = 4096;
@@ -23,6 +28,8 @@ class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** More fields of the JSON error body. */
+    readonly detail: Readonly<Record<string, unknown>> = {},
   ) {
     super(message);
   }
@@ -48,7 +55,7 @@ export function createAdminServer(o: AdminServerOptions): http.Server {
     if (o.gateway.pages.handleAdmin(req, res)) return;
     handle(o, req, authorized).then(
       (r) => (typeof r === 'string' ? send(res, 200, r, o.gateway.metrics.registry.contentType) : sendJson(res, 200, r)),
-      (err: Error) => sendJson(res, err instanceof HttpError ? err.status : 500, { error: err.message }),
+      (err: Error) => sendJson(res, err instanceof HttpError ? err.status : 500, { error: err.message, ...(err instanceof HttpError ? err.detail : {}) }),
     );
   });
 }
@@ -109,6 +116,13 @@ async function handle(o: AdminServerOptions, req: http.IncomingMessage, authoriz
   }
   if (parts[0] === 'rooms' && parts.length === 2 && method === 'GET') {
     const room = parts[1] as string;
+    // The same check as routing: a key the gateway would never route is not looked up (nor sent to the store).
+    if (!o.validateRoom(room)) {
+      throw new HttpError(400, `invalid room key: it must match room.pattern ${o.roomPattern} and be 1 to ${MAX_ROOM_KEY_LENGTH} characters`, {
+        pattern: o.roomPattern,
+        maxLength: MAX_ROOM_KEY_LENGTH,
+      });
+    }
     const e = await gw.placer.explain(room, now, false);
     const d = e.decision;
     return {

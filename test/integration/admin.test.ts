@@ -14,6 +14,8 @@ const TOKEN = 'admin-token-for-tests-0123456789';
 const WRONG = 'admin-token-for-tests-012345678X';
 /** In gw's admin.allowedHosts. */
 const ALLOWED_NAME = 'roomgate-admin.internal';
+/** readOnly's room.pattern (gw has the default, ^[A-Za-z0-9_.:-]{1,128}$). */
+const NARROW_PATTERN = '^game-[0-9]{1,6}$';
 
 // --- helpers -------------------------------------------------------------------------------
 
@@ -149,7 +151,7 @@ let owners: Map<string, string>;
 
 beforeAll(async () => {
   backends = await startBackends(['b1', 'b2', 'b3']);
-  [gw, readOnly] = await Promise.all([startGateway({ backends, config: { admin: { token: TOKEN, allowedHosts: [ALLOWED_NAME] } } }), startGateway({ backends })]);
+  [gw, readOnly] = await Promise.all([startGateway({ backends, config: { admin: { token: TOKEN, allowedHosts: [ALLOWED_NAME] } } }), startGateway({ backends, config: { room: { pattern: NARROW_PATTERN } } })]);
   const candidates = ['adm-live', 'adm-never-seen', ...Array.from({ length: 120 }, (_, i) => `adm-${i}`)];
   ({ owners, without: withoutB1 } = ringPlaces(candidates, backends, 'b1'));
   // The CLI agrees with that ring (one spot check through `roomgate where`).
@@ -225,6 +227,27 @@ describe('admin API: read routes', () => {
     for (const b of backends) {
       expect(events.filter((x) => x.kind === 'joined' && x.backend === b.id), b.id).toEqual([expect.objectContaining({ detail: b.url, at: expect.any(String) })]);
     }
+  });
+
+  it('GET /rooms/R with a key that fails room.pattern: 400 saying the key is invalid and what the pattern is', async () => {
+    const DEFAULT_PATTERN = '^[A-Za-z0-9_.:-]{1,128}$';
+    const invalid = ['has space', 'a/b', '<img src=x>', 'caf\u00e9', 'x'.repeat(129), 'x'.repeat(2000), '\u0000'];
+    for (const room of invalid) {
+      const r = await admin(gw, 'GET', `/rooms/${encodeURIComponent(room)}`);
+      expect(r.status, room).toBe(400);
+      expect(r.json, room).toEqual({
+        error: `invalid room key: it must match room.pattern ${DEFAULT_PATTERN} and be 1 to 1024 characters`,
+        pattern: DEFAULT_PATTERN,
+        maxLength: 1024,
+      });
+    }
+    // The pattern is the gateway's own: a key the default accepts, refused by a narrower pattern.
+    const narrow = await admin(readOnly, 'GET', '/rooms/adm-live');
+    expect(narrow.status).toBe(400);
+    expect(narrow.json).toMatchObject({ error: expect.stringContaining(NARROW_PATTERN), pattern: NARROW_PATTERN });
+    expect(await roomOf(readOnly, 'game-42')).toMatchObject({ room: 'game-42', reason: 'ring', placement: null });
+    // Nothing was placed, and valid keys still answer.
+    expect(await roomOf(gw, 'x'.repeat(128))).toMatchObject({ placement: null, wouldPlace: true });
   });
 
   it('a malformed percent-encoding in the path is a client error (400), not a 500', async () => {
