@@ -1,8 +1,8 @@
 // The admin listener (loopback by default): metrics, backends, where-is-room, events, and the
 // drain / maintenance controls (bearer token). Never on the public port.
-import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Gateway } from '../gateway.js';
+import { TokenCheck } from '../http/auth.js';
 import { adminHostAllowed, allowedHostSet, sendMisdirected } from '../http/host-check.js';
 import type { AdminState } from '../placement/store.js';
 import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../room/validate.js';
@@ -10,7 +10,7 @@ import { healthAnswer } from '../server/public-server.js';
 
 export interface AdminServerOptions {
   readonly gateway: Gateway;
-  /** Bearer token for writes; '' refuses every write. */
+  /** Token for writes (Bearer, or Basic password; see src/http/auth.ts); '' refuses every write. */
   readonly token: string;
   readonly isReady: () => boolean;
   /** admin.allowedHosts: names accepted in Host besides IP literals and localhost. */
@@ -30,19 +30,19 @@ class HttpError extends Error {
     message: string,
     /** More fields of the JSON error body. */
     readonly detail: Readonly<Record<string, unknown>> = {},
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }
 }
 
 export function createAdminServer(o: AdminServerOptions): http.Server {
-  const tokenDigest = o.token ? createHash('sha256').update(o.token).digest() : null;
+  const tokens = new TokenCheck([o.token]);
   const authorized = (req: http.IncomingMessage): void => {
-    if (!tokenDigest) throw new HttpError(403, 'admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
-    const h = req.headers.authorization ?? '';
-    const given = h.startsWith('Bearer ') ? h.slice(7) : '';
-    // Compare digests: equal length whatever was sent, constant time.
-    if (!timingSafeEqual(createHash('sha256').update(given).digest(), tokenDigest)) throw new HttpError(401, 'missing or wrong bearer token');
+    if (!tokens.configured) throw new HttpError(403, 'admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
+    if (!tokens.accepts(req.headers.authorization)) {
+      throw new HttpError(401, 'missing or wrong bearer token: send Authorization: Bearer <admin.token>', {}, { 'WWW-Authenticate': 'Bearer realm="roomgate admin"' });
+    }
   };
 
   const allowedHosts = allowedHostSet(o.allowedHosts);
@@ -55,7 +55,8 @@ export function createAdminServer(o: AdminServerOptions): http.Server {
     if (o.gateway.pages.handleAdmin(req, res)) return;
     handle(o, req, authorized).then(
       (r) => (typeof r === 'string' ? send(res, 200, r, o.gateway.metrics.registry.contentType) : sendJson(res, 200, r)),
-      (err: Error) => sendJson(res, err instanceof HttpError ? err.status : 500, { error: err.message, ...(err instanceof HttpError ? err.detail : {}) }),
+      (err: Error) =>
+        err instanceof HttpError ? sendJson(res, err.status, { error: err.message, ...err.detail }, err.headers) : sendJson(res, 500, { error: err.message }),
     );
   });
 }
@@ -183,12 +184,12 @@ function readJson(req: http.IncomingMessage): Promise<unknown> {
   });
 }
 
-function send(res: http.ServerResponse, status: number, body: string, type: string): void {
+function send(res: http.ServerResponse, status: number, body: string, type: string, headers: Readonly<Record<string, string>> = {}): void {
   if (res.headersSent) return;
-  res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  send(res, status, `${JSON.stringify(body, null, 2)}\n`, 'application/json');
+function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
+  send(res, status, `${JSON.stringify(body, null, 2)}\n`, 'application/json', headers);
 }

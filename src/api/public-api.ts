@@ -5,8 +5,8 @@
 // Nothing here touches routing: when the shared store fails, these routes answer 503 and the
 // gateway keeps proxying. Room keys go through the gateway's validator before any store call.
 // The routes, parameters and bodies are described in ./openapi.ts (GET .../openapi.json).
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TokenCheck } from '../http/auth.js';
 import type { Logger } from '../observability/logger.js';
 import type { LobbyQuery, Ranked, RoomMeta, ScoreMode, SharedStore } from '../lobby/store.js';
 import { LobbyStream, STORE_UNAVAILABLE_MESSAGE } from './lobby-stream.js';
@@ -16,7 +16,7 @@ export const API_PREFIX = '/_roomgate/api';
 
 export interface PublicApiOptions {
   store: SharedStore;
-  /** Bearer tokens allowed to write (metadata, scores); compared in constant time. Empty list: writes refused (403, `api.tokens`). */
+  /** Tokens allowed to write (metadata, scores), as Bearer or Basic password (src/http/auth.ts). Empty list: writes refused (403, `api.tokens`). */
   tokens: readonly string[];
   /** The gateway's room key validator. */
   validateRoom: (room: string) => boolean;
@@ -111,7 +111,7 @@ async function inGroups<T, R>(items: readonly T[], size: number, fn: (item: T) =
 }
 
 export class PublicApi {
-  private readonly tokenDigests: readonly Buffer[];
+  private readonly tokens: TokenCheck;
   private readonly stream: LobbyStream;
   private readonly routes: readonly Route[];
   private readonly openapiJson: string;
@@ -120,7 +120,7 @@ export class PublicApi {
   private lastStoreLog = 0;
 
   constructor(private readonly o: PublicApiOptions) {
-    this.tokenDigests = o.tokens.filter((t) => t.length > 0).map(sha256);
+    this.tokens = new TokenCheck(o.tokens);
     this.stream = new LobbyStream({
       store: o.store,
       intervalMs: o.streamIntervalMs,
@@ -272,19 +272,14 @@ export class PublicApi {
 
   /** Throws 403 (no tokens configured) or 401 (missing or wrong token). Constant time in the token. */
   private authorize(req: IncomingMessage): void {
-    if (this.tokenDigests.length === 0) {
+    if (!this.tokens.configured) {
       throw new ApiError(403, 'forbidden', 'writes through the public API are disabled: no token is configured (set api.tokens, or ROOMGATE_API_TOKENS)');
     }
-    const h = req.headers.authorization;
-    if (h === undefined || h === '') {
+    const verdict = this.tokens.verdict(req.headers.authorization);
+    if (verdict === 'missing') {
       throw new ApiError(401, 'unauthorized', 'missing bearer token: send Authorization: Bearer <token>', { 'WWW-Authenticate': 'Bearer realm="roomgate"' });
     }
-    const m = /^Bearer[ \t]+(.*)$/i.exec(h);
-    const given = sha256(m ? (m[1] as string).trim() : '');
-    let ok = false;
-    // Every configured token is compared (no early exit), digests of equal length.
-    for (const d of this.tokenDigests) ok = timingSafeEqual(given, d) || ok;
-    if (!m || !ok) {
+    if (verdict === 'wrong') {
       throw new ApiError(401, 'unauthorized', 'wrong bearer token', { 'WWW-Authenticate': 'Bearer realm="roomgate", error="invalid_token"' });
     }
   }
@@ -596,10 +591,6 @@ function sendJson(res: ServerResponse, status: number, text: string | undefined,
 
 function notFound(message: string): ApiError {
   return new ApiError(404, 'not_found', message);
-}
-
-function sha256(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
 }
 
 function clip(s: string): string {

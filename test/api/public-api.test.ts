@@ -543,18 +543,19 @@ describe('room metadata (token)', () => {
     expect((await call(h, 'GET', '/lobby?status=open')).json.rooms.map((r: LobbyRoom) => r.room)).toEqual(['m1']);
   });
 
-  it('token checks: every configured token works; near misses fail; scheme is case-insensitive', async () => {
+  it('token checks: every configured token works, as Bearer or Basic password; near misses fail; scheme is case-insensitive', async () => {
     const put = (auth: string): Promise<Answer> => call(h, 'PUT', '/rooms/m2/meta', { body: { v: 1 }, auth });
     expect((await put(`Bearer ${TOKEN2}`)).status).toBe(200);
     expect((await put(`bearer ${TOKEN}`)).status).toBe(200);
     expect((await put(`Bearer   ${TOKEN}  `)).status).toBe(200);
+    expect((await put(`Basic ${Buffer.from(`u:${TOKEN}`).toString('base64')}`)).status).toBe(200);
     const wrong = [
       `Bearer ${TOKEN.slice(0, -1)}`, // prefix
       `Bearer ${TOKEN}x`, // longer
       `Bearer ${TOKEN.slice(0, -1)}${TOKEN.endsWith('f') ? 'e' : 'f'}`, // same length, last byte differs
       `Bearer x${TOKEN.slice(1)}`, // same length, first byte differs
       `Bearer ${TOKEN.toUpperCase()}`,
-      `Basic ${Buffer.from(`u:${TOKEN}`).toString('base64')}`,
+      `Basic ${Buffer.from(TOKEN).toString('base64')}`, // no user:password
       TOKEN, // no scheme
       'Bearer ',
       'Bearer',
@@ -1230,7 +1231,7 @@ describe('OpenAPI document', () => {
       }
       if (['put', 'post'].includes(method)) {
         expect(op.requestBody.required).toBe(true);
-        expect(op.security).toEqual([{ bearer: [] }]);
+        expect(op.security).toEqual([{ bearer: [] }, { basic: [] }]);
         expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '413', '503']));
       }
       if (path !== '/openapi.json') expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['400', '503']));
@@ -1238,5 +1239,6 @@ describe('OpenAPI document', () => {
     expect(doc.components.responses.StoreUnavailable.headers['Retry-After']).toBeDefined();
     expect(doc.components.responses.MethodNotAllowed.headers.Allow).toBeDefined();
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.basic).toMatchObject({ type: 'http', scheme: 'basic' });
   });
 });

@@ -9,7 +9,6 @@ import { BackendPool } from '../../src/backends/pool.js';
 import type { LobbyRoom } from '../../src/lobby/store.js';
 import { BASE_CSS, CONTRAST_PAIRS, PALETTE, cspHash, escapeHtml, html, percent, trusted } from '../../src/pages/html.js';
 import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
-import { credential } from '../../src/pages/pages.js';
 import { STATUS_SCRIPT, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
 import { StatusStream } from '../../src/pages/status-stream.js';
 import { createRoomValidator } from '../../src/room/validate.js';
@@ -184,19 +183,6 @@ describe('lobby page', () => {
     expect(metaParts(null)).toEqual({ title: '', status: '', details: '' });
     expect(metaParts({ title: 3, status: 'open', a: { b: 1 } })).toEqual({ title: '3', status: 'open', details: 'a: {"b":1}' });
     expect(metaParts({ long: 'x'.repeat(500) }).details).toHaveLength(160);
-  });
-});
-
-describe('credentials', () => {
-  it('reads a bearer token or a Basic password, nothing else', () => {
-    const basic = (s: string): string => `Basic ${Buffer.from(s).toString('base64')}`;
-    expect(credential('Bearer abc')).toBe('abc');
-    expect(credential(basic('admin:s3cret:with:colons'))).toBe('s3cret:with:colons');
-    expect(credential(basic(':tok'))).toBe('tok');
-    expect(credential(basic('nocolon'))).toBeNull();
-    expect(credential('Digest x')).toBeNull();
-    expect(credential(undefined)).toBeNull();
-    expect(credential('Basic !!!')).toBeNull();
   });
 });
 
