@@ -10,6 +10,7 @@ const errorCodes = [
   'payload_too_large',
   'method_not_allowed',
   'store_unavailable',
+  'too_many_streams',
   'internal',
 ] as const;
 
@@ -120,7 +121,7 @@ export const OPENAPI_DOCUMENT = {
           },
           '400': resp('BadRequest'),
           '405': resp('MethodNotAllowed'),
-          '503': resp('StoreUnavailable'),
+          '503': resp('StreamUnavailable'),
         },
         'x-events': {
           snapshot: ref('LobbySnapshot'),
@@ -326,6 +327,11 @@ export const OPENAPI_DOCUMENT = {
       StoreUnavailable: json(ref('Error'), 'The shared data store is unavailable (code store_unavailable); routing is unaffected.', {
         headers: { 'Retry-After': { description: 'Seconds.', schema: { type: 'integer', const: 2 } } },
       }),
+      StreamUnavailable: json(
+        ref('Error'),
+        'No stream now: every event stream slot of this port is taken (code too_many_streams, `api.maxStreams`, Retry-After: 5; a slot frees when a stream closes), or the gateway is shutting down (code store_unavailable, Retry-After: 2).',
+        { headers: { 'Retry-After': { description: 'Seconds.', schema: { type: 'integer', enum: [2, 5] } } } },
+      ),
       Internal: json(ref('Error'), 'A bug (code internal).'),
     },
     schemas: {

@@ -7,6 +7,7 @@
 // The routes, parameters and bodies are described in ./openapi.ts (GET .../openapi.json).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TokenCheck } from '../http/auth.js';
+import { streamsFullError, type StreamSlots } from '../http/stream-slots.js';
 import type { Logger } from '../observability/logger.js';
 import type { LobbyQuery, Ranked, RoomMeta, ScoreMode, SharedStore } from '../lobby/store.js';
 import { LobbyStream, STORE_UNAVAILABLE_MESSAGE } from './lobby-stream.js';
@@ -24,6 +25,8 @@ export interface PublicApiOptions {
   maxMetaBytes: number;
   /** SSE: changes are pushed at most this often. */
   streamIntervalMs: number;
+  /** The public port's event stream slots (api.maxStreams, shared with the public status stream). */
+  streamSlots: StreamSlots;
   logger: Logger;
   /** SSE `: ping` comment period (default 15 s; tests shorten it). */
   streamPingMs?: number;
@@ -39,6 +42,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'method_not_allowed'
   | 'store_unavailable'
+  | 'too_many_streams'
   | 'internal';
 
 export class ApiError extends Error {
@@ -307,6 +311,10 @@ export class PublicApi {
       c.res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' });
       c.res.end();
       return null;
+    }
+    if (!this.o.streamSlots.take(c.res)) {
+      const full = streamsFullError(this.o.streamSlots.max);
+      throw new ApiError(503, full.code, full.message, full.headers);
     }
     this.stream.open(c.req, c.res, q);
     return null;

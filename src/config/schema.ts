@@ -169,6 +169,11 @@ export const configSchema = z.strictObject({
       maxMetaBytes: z.number().int().min(64).max(1_048_576).default(4_096),
       // The lobby stream pushes changes at most this often.
       streamIntervalMs: z.number().int().min(50).max(60_000).default(500),
+      // Concurrent Server-Sent Event streams per port (a count): on the public port the lobby
+      // streams and the public status streams together, on the admin port the status streams.
+      // Each holds a connection and up to 1 MiB of unread frames, so this bounds what anyone who
+      // reaches the port can hold open; past it: 503 with Retry-After. Per worker with --workers.
+      maxStreams: z.number().int().min(1).max(10_000).default(64),
     })
     .prefault({}),
   status: z

@@ -5,6 +5,7 @@
 // The lobby page is on the public port while api.enabled. Read-only: GET and HEAD only.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TokenCheck } from '../http/auth.js';
+import { sendStreamsFull, type StreamSlots } from '../http/stream-slots.js';
 import type { SharedStore } from '../lobby/store.js';
 import type { Logger } from '../observability/logger.js';
 import { API_PREFIX, BOARD_PATTERN } from '../api/public-api.js';
@@ -32,8 +33,10 @@ export interface PagesOptions {
   readonly logger: Logger;
   /** Status stream: how often the snapshot is compared (default 1000 ms). */
   readonly statusIntervalMs?: number;
-  /** Concurrent status streams per port (default 64). */
-  readonly maxStatusStreams?: number;
+  /** The public port's event stream slots (api.maxStreams, shared with the lobby streams). */
+  readonly publicStreams: StreamSlots;
+  /** The admin port's event stream slots (api.maxStreams of its own). */
+  readonly adminStreams: StreamSlots;
 }
 
 const STATUS_PATHS = new Set(['/_roomgate', STATUS_PATH]);
@@ -54,7 +57,6 @@ export class Pages {
         intervalMs: o.statusIntervalMs ?? 1000,
         pingMs: 15_000,
         retryMs: 2_000,
-        maxClients: o.maxStatusStreams ?? 64,
         maxBufferedBytes: 1 << 20,
       });
     this.adminStream = stream(true);
@@ -111,8 +113,10 @@ export class Pages {
     if (!readOnly(req, res)) return;
     if (path === STATUS_STREAM_PATH) {
       if (req.method === 'HEAD') return sendText(res, 200, '', { 'Content-Type': 'text/event-stream; charset=utf-8' });
+      const slots = internal ? this.o.adminStreams : this.o.publicStreams;
+      if (!slots.take(res)) return sendStreamsFull(res, slots.max);
       const stream = internal ? this.adminStream : this.publicStream;
-      if (!stream.open(req, res)) sendText(res, 503, 'too many status streams open, or shutting down; retry later\n', { 'Retry-After': '5' });
+      if (!stream.open(req, res)) sendText(res, 503, 'shutting down\n', { 'Retry-After': '5' });
       return;
     }
     try {

@@ -13,6 +13,7 @@ import { MemorySharedState, MemorySharedStore } from '../../src/lobby/memory-sto
 import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedEvent, SharedStore } from '../../src/lobby/store.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createRoomValidator } from '../../src/room/validate.js';
+import { StreamSlots } from '../../src/http/stream-slots.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 const TOKEN2 = 'second-token-ABCDEFGHIJKLMNOP';
@@ -50,6 +51,7 @@ async function startApi(store: SharedStore, over: Partial<PublicApiOptions> = {}
     validateRoom,
     maxMetaBytes: 512,
     streamIntervalMs: 150,
+    streamSlots: new StreamSlots(64),
     logger,
     streamPingMs: 15_000,
     ...over,
@@ -1218,8 +1220,10 @@ describe('OpenAPI document', () => {
       'payload_too_large',
       'method_not_allowed',
       'store_unavailable',
+      'too_many_streams',
       'internal',
     ]);
+    expect(doc.paths['/lobby/stream'].get.responses['503']).toEqual({ $ref: '#/components/responses/StreamUnavailable' });
     for (const [method, path] of ROUTES) {
       const op = doc.paths[path][method];
       expect(op.operationId, `${method} ${path}`).toEqual(expect.any(String));
