@@ -30,6 +30,7 @@ import { createKeyExtractor } from './room/extract.js';
 import { createRoomSigner, type RoomSigner } from './room/signing.js';
 import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
+import { StreamSlots } from './http/stream-slots.js';
 import { createPublicServer } from './server/public-server.js';
 import { Pages } from './pages/pages.js';
 import { StaticFiles } from './static/serve.js';
@@ -168,6 +169,8 @@ export class Gateway {
         ? new RedisSharedStore({ ...redis, presenceTtlMs: config.presence.ttlMs })
         : new MemorySharedStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
     const validateRoom = createRoomValidator(config.room.pattern);
+    // api.maxStreams per port: the public port's lobby and status streams share one set of slots.
+    const publicStreams = new StreamSlots(config.api.maxStreams);
     this.api = config.api.enabled
       ? new PublicApi({
           store: this.shared,
@@ -175,6 +178,7 @@ export class Gateway {
           validateRoom,
           maxMetaBytes: config.api.maxMetaBytes,
           streamIntervalMs: config.api.streamIntervalMs,
+          streamSlots: publicStreams,
           logger,
         })
       : null;
@@ -188,6 +192,8 @@ export class Gateway {
       validateRoom,
       roomPagePaths: config.room.pagePaths,
       roomPathPrefix: config.room.pathPrefix,
+      publicStreams,
+      adminStreams: new StreamSlots(config.api.maxStreams),
       logger,
     });
 
@@ -311,7 +317,16 @@ export class Gateway {
       metrics,
       logger,
     });
-    this.admin = config.admin.enabled ? createAdminServer({ gateway: this, token: config.admin.token, isReady }) : null;
+    this.admin = config.admin.enabled
+      ? createAdminServer({
+          gateway: this,
+          token: config.admin.token,
+          isReady,
+          allowedHosts: config.admin.allowedHosts,
+          validateRoom,
+          roomPattern: config.room.pattern,
+        })
+      : null;
     const dns = config.discovery.dns;
     this.discovery = dns
       ? new DnsDiscovery(

@@ -73,6 +73,12 @@ export const configSchema = z.strictObject({
       // Bearer token for admin writes (drain, undrain, maintenance). Empty: writes are refused.
       // Prefer the ROOMGATE_ADMIN_TOKEN environment variable.
       token: z.string().refine((t) => t === '' || t.length >= 16, { message: 'empty (writes off) or at least 16 characters' }).default(''),
+      // Host names (no port) the admin port answers besides IP addresses and localhost; other
+      // Hosts get 421, a guard against DNS rebinding (a web page re-pointing its own name at the
+      // admin port). E.g. the name Prometheus scrapes it by.
+      allowedHosts: z
+        .array(z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'a host name without port, e.g. "roomgate-admin"'))
+        .default([]),
     })
     .prefault({}),
   backends: z.array(backend).default([]),
@@ -168,6 +174,11 @@ export const configSchema = z.strictObject({
       maxMetaBytes: z.number().int().min(64).max(1_048_576).default(4_096),
       // The lobby stream pushes changes at most this often.
       streamIntervalMs: z.number().int().min(50).max(60_000).default(500),
+      // Concurrent Server-Sent Event streams per port (a count): on the public port the lobby
+      // streams and the public status streams together, on the admin port the status streams.
+      // Each holds a connection and up to 1 MiB of unread frames, so this bounds what anyone who
+      // reaches the port can hold open; past it: 503 with Retry-After. Per worker with --workers.
+      maxStreams: z.number().int().min(1).max(10_000).default(64),
     })
     .prefault({}),
   status: z

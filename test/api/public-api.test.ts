@@ -13,6 +13,7 @@ import { MemorySharedState, MemorySharedStore } from '../../src/lobby/memory-sto
 import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedEvent, SharedStore } from '../../src/lobby/store.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createRoomValidator } from '../../src/room/validate.js';
+import { StreamSlots } from '../../src/http/stream-slots.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 const TOKEN2 = 'second-token-ABCDEFGHIJKLMNOP';
@@ -50,6 +51,7 @@ async function startApi(store: SharedStore, over: Partial<PublicApiOptions> = {}
     validateRoom,
     maxMetaBytes: 512,
     streamIntervalMs: 150,
+    streamSlots: new StreamSlots(64),
     logger,
     streamPingMs: 15_000,
     ...over,
@@ -543,18 +545,19 @@ describe('room metadata (token)', () => {
     expect((await call(h, 'GET', '/lobby?status=open')).json.rooms.map((r: LobbyRoom) => r.room)).toEqual(['m1']);
   });
 
-  it('token checks: every configured token works; near misses fail; scheme is case-insensitive', async () => {
+  it('token checks: every configured token works, as Bearer or Basic password; near misses fail; scheme is case-insensitive', async () => {
     const put = (auth: string): Promise<Answer> => call(h, 'PUT', '/rooms/m2/meta', { body: { v: 1 }, auth });
     expect((await put(`Bearer ${TOKEN2}`)).status).toBe(200);
     expect((await put(`bearer ${TOKEN}`)).status).toBe(200);
     expect((await put(`Bearer   ${TOKEN}  `)).status).toBe(200);
+    expect((await put(`Basic ${Buffer.from(`u:${TOKEN}`).toString('base64')}`)).status).toBe(200);
     const wrong = [
       `Bearer ${TOKEN.slice(0, -1)}`, // prefix
       `Bearer ${TOKEN}x`, // longer
       `Bearer ${TOKEN.slice(0, -1)}${TOKEN.endsWith('f') ? 'e' : 'f'}`, // same length, last byte differs
       `Bearer x${TOKEN.slice(1)}`, // same length, first byte differs
       `Bearer ${TOKEN.toUpperCase()}`,
-      `Basic ${Buffer.from(`u:${TOKEN}`).toString('base64')}`,
+      `Basic ${Buffer.from(TOKEN).toString('base64')}`, // no user:password
       TOKEN, // no scheme
       'Bearer ',
       'Bearer',
@@ -1217,8 +1220,10 @@ describe('OpenAPI document', () => {
       'payload_too_large',
       'method_not_allowed',
       'store_unavailable',
+      'too_many_streams',
       'internal',
     ]);
+    expect(doc.paths['/lobby/stream'].get.responses['503']).toEqual({ $ref: '#/components/responses/StreamUnavailable' });
     for (const [method, path] of ROUTES) {
       const op = doc.paths[path][method];
       expect(op.operationId, `${method} ${path}`).toEqual(expect.any(String));
@@ -1230,7 +1235,7 @@ describe('OpenAPI document', () => {
       }
       if (['put', 'post'].includes(method)) {
         expect(op.requestBody.required).toBe(true);
-        expect(op.security).toEqual([{ bearer: [] }]);
+        expect(op.security).toEqual([{ bearer: [] }, { basic: [] }]);
         expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '413', '503']));
       }
       if (path !== '/openapi.json') expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['400', '503']));
@@ -1238,5 +1243,6 @@ describe('OpenAPI document', () => {
     expect(doc.components.responses.StoreUnavailable.headers['Retry-After']).toBeDefined();
     expect(doc.components.responses.MethodNotAllowed.headers.Allow).toBeDefined();
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.basic).toMatchObject({ type: 'http', scheme: 'basic' });
   });
 });

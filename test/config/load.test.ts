@@ -101,6 +101,14 @@ describe('configuration', () => {
     }
   });
 
+  it('admin.allowedHosts: none by default; host names only, a port or URL is named as the problem', () => {
+    expect(loadConfig({ env: {} }).admin.allowedHosts).toEqual([]);
+    expect(loadConfig({ env: {}, file: writeConfig({ admin: { allowedHosts: ['roomgate-admin', 'admin.example.com'] } }) }).admin.allowedHosts).toEqual(['roomgate-admin', 'admin.example.com']);
+    for (const bad of ['roomgate-admin:9090', 'http://roomgate-admin', '*.example.com', '']) {
+      expect(problems(() => loadConfig({ env: {}, file: writeConfig({ admin: { allowedHosts: [bad] } }) }))[0], bad).toMatch(/^admin\.allowedHosts\.0: got .*; expected a host name without port, e\.g\. "roomgate-admin"/);
+    }
+  });
+
   it('never prints a secret back', () => {
     const p = problems(() => loadConfig({ env: { ROOMGATE_COOKIE_SECRETS: 'short-secret' } }));
     expect(p[0]).toMatch(/cookie\.secrets\.0: got <redacted>; expected .*16/);

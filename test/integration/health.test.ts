@@ -4,10 +4,9 @@
 // checks does to live rooms (health.onDown). The demo backend plays those apps (--healthz-status,
 // --allowed-hosts, SIGUSR2 to fail its checks while it serves) and is the witness of where a
 // request or a socket went.
-import http from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
-import { Client, backendRooms, pingPong, startBackend, startGateway, stopAll, waitFor, withTimeout, type GatewayProc } from '../support/processes.js';
+import { Client, backendRooms, httpRequest, pingPong, startBackend, startGateway, stopAll, waitFor, withTimeout, type GatewayProc } from '../support/processes.js';
 
 afterAll(stopAll);
 
@@ -35,17 +34,10 @@ function afterChecks(gw: GatewayProc, id: string, n: number): Promise<BackendJso
   });
 }
 
-/** A GET through the gateway over node:http (fetch will not send another Host); bounded by 5 s. */
-function page(gw: GatewayProc, path: string, headers: Record<string, string> = {}): Promise<{ status: number; backend: string | null }> {
-  return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port: gw.port, path, headers, agent: false, timeout: 5_000 }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, backend: (res.headers['x-backend-id'] as string | undefined) ?? null }));
-      res.on('error', reject);
-    });
-    req.on('timeout', () => req.destroy(new Error(`GET ${path}: no answer within 5000 ms`)));
-    req.on('error', reject);
-  });
+/** A page GET through the gateway (with any Host): its status and the backend that answered. */
+async function page(gw: GatewayProc, path: string, headers: Record<string, string> = {}): Promise<{ status: number; backend: string | null }> {
+  const res = await httpRequest(gw.port, path, { headers });
+  return { status: res.status, backend: (res.headers['x-backend-id'] as string | undefined) ?? null };
 }
 
 describe('health checks: the default and the opt-in HTTP check', () => {
