@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { createAdminServer } from './api/admin-server.js';
 import { PublicApi } from './api/public-api.js';
-import { MemorySharedStore } from './lobby/memory-store.js';
-import { RedisSharedStore } from './lobby/redis-store.js';
-import type { SharedStore } from './lobby/store.js';
+import { MemorySharedDataStore } from './shared-data/memory-store.js';
+import { RedisSharedDataStore } from './shared-data/redis-store.js';
+import type { SharedDataStore } from './shared-data/store.js';
 import { DnsDiscovery } from './backends/discovery.js';
 import { EventLog } from './backends/events.js';
 import { HealthChecker } from './backends/health.js';
@@ -40,7 +40,7 @@ export interface GatewayOptions {
   /** Shared in-memory store state (several gateways in one process, for tests), or a cluster worker's IPC store. */
   readonly store?: PlacementStore;
   /** Presence, lobby and leaderboards from elsewhere (a cluster worker's IPC store); default per the config. */
-  readonly shared?: SharedStore;
+  readonly sharedData?: SharedDataStore;
 }
 
 /** The cookie signer for a configuration; null when the cookie is a plain room key. */
@@ -63,7 +63,7 @@ export class Gateway {
   readonly events = new EventLog();
   readonly store: PlacementStore;
   /** Presence, lobby and leaderboards. */
-  readonly shared: SharedStore;
+  readonly sharedData: SharedDataStore;
   readonly api: PublicApi | null;
   /** Status and lobby pages (src/pages/). */
   readonly pages: Pages;
@@ -163,17 +163,17 @@ export class Gateway {
         ? new RedisPlacementStore({ ...redis, timing: { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs } })
         : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
 
-    this.shared =
-      opts.shared ??
+    this.sharedData =
+      opts.sharedData ??
       (redisConfigured
-        ? new RedisSharedStore({ ...redis, presenceTtlMs: config.presence.ttlMs })
-        : new MemorySharedStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
+        ? new RedisSharedDataStore({ ...redis, presenceTtlMs: config.presence.ttlMs })
+        : new MemorySharedDataStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
     const validateRoom = createRoomValidator(config.room.pattern);
     // api.maxStreams per port: the public port's lobby and status streams share one set of slots.
     const publicStreams = new StreamSlots(config.api.maxStreams);
     this.api = config.api.enabled
       ? new PublicApi({
-          store: this.shared,
+          store: this.sharedData,
           tokens: config.api.tokens,
           validateRoom,
           maxMetaBytes: config.api.maxMetaBytes,
@@ -185,7 +185,7 @@ export class Gateway {
 
     this.pages = new Pages({
       view: this,
-      shared: this.shared,
+      sharedData: this.sharedData,
       statusPublic: config.status.public,
       adminToken: config.admin.token,
       lobby: config.api.enabled,
@@ -346,7 +346,7 @@ export class Gateway {
       // 503, and both stores keep reconnecting by themselves.
       const connects: Promise<void>[] = [];
       if (this.store instanceof RedisPlacementStore) connects.push(this.store.connect());
-      if (this.shared instanceof RedisSharedStore) connects.push(this.shared.connect());
+      if (this.sharedData instanceof RedisSharedDataStore) connects.push(this.sharedData.connect());
       const failed = (await Promise.allSettled(connects)).find((r) => r.status === 'rejected');
       if (failed) logger.error({ err: String((failed as PromiseRejectedResult).reason?.message ?? failed) }, 'Redis unreachable at start: degraded mode');
       await listenOn(this.server, listen.host, listen.port);
@@ -390,7 +390,7 @@ export class Gateway {
    */
   private async publishPresence(live: ReturnType<TunnelRegistry['liveRooms']>): Promise<void> {
     try {
-      await this.shared.publishPresence(live, this.config.presence.ttlMs);
+      await this.sharedData.publishPresence(live, this.config.presence.ttlMs);
       if (this.presenceFailing) this.opts.logger.warn('presence published again: shared data store reachable');
       this.presenceFailing = false;
     } catch (err) {
@@ -488,8 +488,8 @@ export class Gateway {
     this.pages.close();
     if (this.server.listening) this.server.close();
     // A clean stop removes this gateway's presence at once instead of waiting for it to expire.
-    await this.shared.withdrawPresence().catch(() => undefined);
-    await Promise.all([this.store.close().catch(() => undefined), this.shared.close().catch(() => undefined)]);
+    await this.sharedData.withdrawPresence().catch(() => undefined);
+    await Promise.all([this.store.close().catch(() => undefined), this.sharedData.close().catch(() => undefined)]);
     if (this.admin?.listening) {
       await new Promise<void>((resolve) => {
         this.admin?.close(() => resolve());

@@ -9,14 +9,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TokenCheck } from '../http/auth.js';
 import { streamsFullError, type StreamSlots } from '../http/stream-slots.js';
 import type { Logger } from '../observability/logger.js';
-import type { LobbyQuery, Ranked, RoomMeta, ScoreMode, SharedStore } from '../lobby/store.js';
+import type { LobbyQuery, Ranked, RoomMeta, ScoreMode, SharedDataStore } from '../shared-data/store.js';
 import { LobbyStream, STORE_UNAVAILABLE_MESSAGE } from './lobby-stream.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 
 export const API_PREFIX = '/_roomgate/api';
 
 export interface PublicApiOptions {
-  store: SharedStore;
+  store: SharedDataStore;
   /** Tokens allowed to write (metadata, scores), as Bearer or Basic password (src/http/auth.ts). Empty list: writes refused (403, `api.tokens`). */
   tokens: readonly string[];
   /** The gateway's room key validator. */
@@ -265,7 +265,7 @@ export class PublicApi {
   }
 
   /** Runs a store call; any rejection (or a store that says it is down) becomes a 503. */
-  private async call<T>(f: (s: SharedStore) => Promise<T>): Promise<T> {
+  private async call<T>(f: (s: SharedDataStore) => Promise<T>): Promise<T> {
     if (!this.o.store.available) throw new StoreError('store reports unavailable');
     try {
       return await f(this.o.store);

@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { TokenCheck } from '../http/auth.js';
 import { sendStreamsFull, type StreamSlots } from '../http/stream-slots.js';
-import type { SharedStore } from '../lobby/store.js';
+import type { SharedDataStore } from '../shared-data/store.js';
 import type { Logger } from '../observability/logger.js';
 import { API_PREFIX, BOARD_PATTERN } from '../api/public-api.js';
 import { sendPage, sendText } from './html.js';
@@ -18,7 +18,7 @@ export type StatusAccess = 'off' | 'token' | 'open';
 
 export interface PagesOptions {
   readonly view: StatusView;
-  readonly shared: SharedStore;
+  readonly sharedData: SharedDataStore;
   /** status.public */
   readonly statusPublic: StatusAccess;
   /** admin.token ('' = nobody passes the 'token' check). */
@@ -134,7 +134,7 @@ export class Pages {
     if (boards.length > 1 || !BOARD_PATTERN.test(board)) {
       return sendText(res, 400, 'board: one leaderboard name of 1 to 64 characters from A-Z a-z 0-9 _ . : -\n');
     }
-    const data = await loadLobby(this.o.shared, board);
+    const data = await loadLobby(this.o.sharedData, board);
     sendPage(res, 200, renderLobbyPage(data, { roomPath: this.roomPath, apiPrefix: API_PREFIX }), req.method === 'HEAD');
   }
 

@@ -9,8 +9,8 @@ import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { API_PREFIX, PublicApi, type PublicApiOptions } from '../../src/api/public-api.js';
 import { OPENAPI_DOCUMENT } from '../../src/api/openapi.js';
-import { MemorySharedState, MemorySharedStore } from '../../src/lobby/memory-store.js';
-import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedEvent, SharedStore } from '../../src/lobby/store.js';
+import { MemorySharedDataState, MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
+import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createRoomValidator } from '../../src/room/validate.js';
 import { StreamSlots } from '../../src/http/stream-slots.js';
@@ -44,7 +44,7 @@ interface Harness {
 
 const harnesses: Harness[] = [];
 
-async function startApi(store: SharedStore, over: Partial<PublicApiOptions> = {}): Promise<Harness> {
+async function startApi(store: SharedDataStore, over: Partial<PublicApiOptions> = {}): Promise<Harness> {
   const api = new PublicApi({
     store,
     tokens: [TOKEN, TOKEN2],
@@ -139,17 +139,17 @@ function presence(room: string, backend: string, sockets: number, since = Date.n
 }
 
 /** A store wrapper: counts calls, and can reject every call and/or report itself down. */
-class FlakyStore implements SharedStore {
+class FlakyStore implements SharedDataStore {
   readonly kind = 'memory' as const;
   rejecting = false;
   reportDown = false;
   /** Resolve online() with something JSON cannot serialize (an internal error). */
   poisonOnline = false;
   readonly calls: string[] = [];
-  private readonly listeners = new Set<(ev: SharedEvent) => void>();
+  private readonly listeners = new Set<(ev: SharedDataEvent) => void>();
   private readonly unsub: () => void;
 
-  constructor(readonly inner: SharedStore) {
+  constructor(readonly inner: SharedDataStore) {
     this.unsub = inner.subscribe((ev) => this.emit(ev));
   }
 
@@ -164,7 +164,7 @@ class FlakyStore implements SharedStore {
     this.emit({ type: 'available', available: !down });
   }
 
-  private emit(ev: SharedEvent): void {
+  private emit(ev: SharedDataEvent): void {
     for (const l of [...this.listeners]) l(ev);
   }
 
@@ -214,7 +214,7 @@ class FlakyStore implements SharedStore {
   boardSize(board: string): Promise<number> {
     return this.go('boardSize', () => this.inner.boardSize(board));
   }
-  subscribe(listener: (ev: SharedEvent) => void): () => void {
+  subscribe(listener: (ev: SharedDataEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -228,12 +228,12 @@ class FlakyStore implements SharedStore {
 }
 
 /** Two gateways on one in-memory state: the API's own handle and another gateway's. */
-function memoryStores(): { state: MemorySharedState; mine: MemorySharedStore; other: MemorySharedStore } {
-  const state = new MemorySharedState();
+function memoryStores(): { state: MemorySharedDataState; mine: MemorySharedDataStore; other: MemorySharedDataStore } {
+  const state = new MemorySharedDataState();
   return {
     state,
-    mine: new MemorySharedStore('gw-api', { presenceTtlMs: TTL }, state),
-    other: new MemorySharedStore('gw-other', { presenceTtlMs: TTL }, state),
+    mine: new MemorySharedDataStore('gw-api', { presenceTtlMs: TTL }, state),
+    other: new MemorySharedDataStore('gw-other', { presenceTtlMs: TTL }, state),
   };
 }
 
@@ -348,8 +348,8 @@ afterAll(async () => {
 
 describe('reads: online, lobby, one room', () => {
   let h: Harness;
-  let other: MemorySharedStore;
-  let mine: MemorySharedStore;
+  let other: MemorySharedDataStore;
+  let mine: MemorySharedDataStore;
   const t0 = Date.parse('2025-01-01T00:00:00Z');
 
   beforeAll(async () => {
@@ -525,7 +525,7 @@ describe('invalid room keys never reach the store', () => {
 
 describe('room metadata (token)', () => {
   let h: Harness;
-  let mine: MemorySharedStore;
+  let mine: MemorySharedDataStore;
 
   beforeAll(async () => {
     ({ mine } = memoryStores());
@@ -967,7 +967,7 @@ describe('lobby stream (SSE)', () => {
   const p = (room: string, backend: string, sockets: number): RoomPresence => presence(room, backend, sockets, T);
   let h: Harness;
   let store: FlakyStore;
-  let other: MemorySharedStore;
+  let other: MemorySharedDataStore;
 
   beforeAll(async () => {
     const s = memoryStores();

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
 import { EventLog } from '../../src/backends/events.js';
 import { BackendPool } from '../../src/backends/pool.js';
-import type { LobbyRoom } from '../../src/lobby/store.js';
+import type { LobbyRoom } from '../../src/shared-data/store.js';
 import { BASE_CSS, CONTRAST_PAIRS, PALETTE, cspHash, escapeHtml, html, percent, trusted } from '../../src/pages/html.js';
 import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
 import { STATUS_SCRIPT, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';

@@ -66,12 +66,12 @@ export interface Ranked {
   readonly rank: number;
 }
 
-export type SharedEvent =
+export type SharedDataEvent =
   /** Presence or metadata of these rooms changed (any gateway): the lobby stream pushes them. */
   | { readonly type: 'lobby'; readonly rooms: readonly string[] }
   | { readonly type: 'available'; readonly available: boolean };
 
-export interface SharedStore {
+export interface SharedDataStore {
   readonly kind: 'memory' | 'redis';
   /** False while the store cannot be reached; every call then rejects fast. */
   readonly available: boolean;
@@ -100,6 +100,6 @@ export interface SharedStore {
   boardExists(board: string): Promise<boolean>;
   boardSize(board: string): Promise<number>;
 
-  subscribe(listener: (ev: SharedEvent) => void): () => void;
+  subscribe(listener: (ev: SharedDataEvent) => void): () => void;
   close(): Promise<void>;
 }
