@@ -32,6 +32,7 @@ import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
 import { StreamSlots } from './http/stream-slots.js';
 import { createPublicServer } from './server/public-server.js';
+import type { BackendSnapshot, RuntimeView } from './runtime/views.js';
 import { Pages } from './pages/pages.js';
 import { StaticFiles } from './static/serve.js';
 
@@ -70,6 +71,8 @@ export class Gateway {
   readonly placer: Placer;
   readonly health: HealthChecker;
   readonly admission: Admission;
+  /** What the control plane (admin API, pages) sees and may ask. */
+  readonly view: RuntimeView;
   private readonly discovery: DnsDiscovery | null;
   private readonly server: Server;
   private readonly admin: Server | null;
@@ -84,6 +87,7 @@ export class Gateway {
     private readonly opts: GatewayOptions,
   ) {
     const { logger } = opts;
+    this.view = this.makeView();
     const metrics = (this.metrics = createMetrics(() => this.pool.backends.map((b) => [b.id, b.liveSockets] as [string, number])));
     this.health = new HealthChecker(
       {
@@ -335,6 +339,55 @@ export class Gateway {
           (err) => logger.warn({ err: err.message }, 'DNS discovery failed; keeping the last backend list'),
         )
       : null;
+  }
+
+  private makeView(): RuntimeView {
+    const snapshot = (id: string, now: number): BackendSnapshot | null => {
+      const b = this.pool.get(id);
+      if (!b) return null;
+      return {
+        id: b.id,
+        url: b.config.url,
+        weight: b.config.weight,
+        state: b.state(now),
+        health: b.health,
+        passiveDownUntil: b.downUntil > now ? b.downUntil : null,
+        admin: b.admin,
+        removed: b.removed,
+        rooms: b.rooms,
+        sockets: b.liveSockets,
+        inflight: b.inflight,
+        healthHistory: this.health.history(b.id),
+      };
+    };
+    return {
+      gateway: () => ({
+        gatewayId: this.id,
+        store: this.store.kind,
+        degraded: this.placer.isDegraded,
+        ready: this.ready,
+        sockets: this.tunnels.size,
+        rooms: this.tunnels.roomCount,
+      }),
+      backends: (now) => this.pool.backends.map((b) => snapshot(b.id, now) as BackendSnapshot),
+      backend: snapshot,
+      events: () => this.events.list(),
+      explainRoom: async (room, now) => {
+        const e = await this.placer.explain(room, now, false);
+        const d = e.decision;
+        return {
+          room,
+          placement: e.placement,
+          cached: e.cached,
+          backend: 'route' in d ? d.route : null,
+          reason: d.reason,
+          wouldPlace: 'route' in d && d.place !== undefined,
+          socketsHere: this.tunnels.socketsInRoom(room),
+        };
+      },
+      setAdminState: (id, state) => this.setAdminState(id, state),
+      metrics: async () => ({ contentType: this.metrics.registry.contentType, text: await this.metrics.registry.metrics() }),
+    };
   }
 
   async start(): Promise<void> {
