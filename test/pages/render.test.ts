@@ -4,8 +4,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
-import { EventLog } from '../../src/backends/events.js';
-import { BackendPool } from '../../src/backends/pool.js';
+import { EventLog } from '../../src/runtime/events.js';
+import { BackendPool } from '../../src/runtime/pool.js';
 import type { LobbyRoom } from '../../src/shared-data/store.js';
 import { BASE_CSS, CONTRAST_PAIRS, PALETTE, cspHash, escapeHtml, html, percent, trusted } from '../../src/pages/html.js';
 import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
@@ -45,12 +45,15 @@ function fakeView(): StatusView {
     10_000,
     { onMembership: (added) => added.forEach((b) => events.add('joined', b.id, b.config.url)) },
   );
-  const [b1, b2] = pool.backends as [(typeof pool.backends)[number], (typeof pool.backends)[number]];
-  b1.rooms = 3;
-  b1.liveSockets = 6;
-  b2.rooms = 1;
-  b2.liveSockets = 0;
-  b2.admin = { state: 'draining', deadline: Date.parse('2030-01-01T00:00:00Z'), since: Date.now() };
+  pool.applyLoads(
+    new Map([
+      ['b1', 3],
+      ['b2', 1],
+    ]),
+    pool.loadMark(),
+  );
+  for (let i = 0; i < 6; i++) pool.socketOpened('b1');
+  pool.setAdmin('b2', { state: 'draining', deadline: Date.parse('2030-01-01T00:00:00Z'), since: Date.now() });
   events.add('down', 'b1', `detail ${XSS}`);
   return { id: `gw-${XSS}`, isReady: true, store: { kind: 'redis' }, placer: { isDegraded: true }, pool, tunnels: { size: 6, roomCount: 3 }, events };
 }
