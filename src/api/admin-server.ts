@@ -6,7 +6,7 @@ import { TokenCheck } from '../http/auth.js';
 import { adminHostAllowed, allowedHostSet, sendMisdirected } from '../http/host-check.js';
 import type { AdminState } from '../placement/store.js';
 import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../room/validate.js';
-import { healthAnswer } from '../server/public-server.js';
+import { healthAnswer } from '../http/health-answer.js';
 
 export interface AdminServerOptions {
   readonly gateway: Gateway;

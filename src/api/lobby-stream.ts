@@ -15,7 +15,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.js';
 import type { LobbyPage, LobbyQuery, LobbyRoom, Online, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
-import { openEventStream } from '../server/sse.js';
+import { openEventStream } from '../http/sse.js';
 
 export const STORE_UNAVAILABLE_MESSAGE =
   'the shared data store is unavailable (lobby, presence and leaderboards); routing is unaffected, retry shortly';

@@ -9,7 +9,7 @@
 import http from 'node:http';
 import { adminHostAllowed, allowedHostSet, sendMisdirected } from '../http/host-check.js';
 import type { Logger } from '../observability/logger.js';
-import { healthAnswer } from '../server/public-server.js';
+import { healthAnswer } from '../http/health-answer.js';
 
 export interface ClusterAdminOptions {
   readonly isReady: () => boolean;

@@ -4,6 +4,7 @@
 // framework: no body parsing, no routing tables on the hot path.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { healthAnswer } from '../http/health-answer.js';
 import { ALLOWED_METHODS, checkRequestHead, type HeadRefusal } from '../http/request-head.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -22,16 +23,6 @@ export interface PublicServerOptions {
   readonly onUpgrade: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
   readonly metrics: Metrics;
   readonly logger: Logger;
-}
-
-/** /healthz and /readyz: answered by the gateway itself, with or without a query string. */
-export function healthAnswer(url: string | undefined, isReady: () => boolean): { status: number; body: string } | null {
-  if (url === undefined) return null;
-  if (url === '/healthz' || url.startsWith('/healthz?')) return { status: 200, body: 'ok\n' };
-  if (url === '/readyz' || url.startsWith('/readyz?')) {
-    return isReady() ? { status: 200, body: 'ready\n' } : { status: 503, body: 'shutting down\n' };
-  }
-  return null;
 }
 
 export function createPublicServer(o: PublicServerOptions): http.Server {
