@@ -24,6 +24,9 @@ export interface ExchangeOptions {
   end?: boolean;
   /** Stop waiting this long after the last byte received, once something came back. */
   idleMs?: number;
+  /** Stop waiting graceMs after what was received satisfies this (extra bytes still count). */
+  until?: (received: Buffer) => boolean;
+  graceMs?: number;
 }
 
 /** Writes bytes (latin1 text or buffers, with pauses between), reads until close or the timeout. */
@@ -44,8 +47,13 @@ export function exchange(port: number, parts: readonly (string | Buffer)[], opts
       resolve({ bytes, text: bytes.toString('latin1'), closed });
     };
     const timer = setTimeout(done, opts.timeoutMs ?? 1_500);
+    let satisfied = false;
     sock.on('data', (d: Buffer) => {
       got.push(d);
+      if (opts.until && !satisfied && opts.until(Buffer.concat(got))) {
+        satisfied = true;
+        setTimeout(done, opts.graceMs ?? 100);
+      }
       if (opts.idleMs !== undefined) {
         clearTimeout(idle);
         idle = setTimeout(done, opts.idleMs);

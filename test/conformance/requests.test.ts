@@ -1,0 +1,70 @@
+// The request corpus against the real gateway (a child process) in front of the byte-logging
+// backend. Each case: exact bytes from its own loopback address; the client's statuses and close;
+// exactly the requests the backend parsed for that address; exactly one X-Forwarded-For equal to
+// that address on each; the gateway alive afterwards. Finally: nothing reached the backend that no
+// client can claim (a smuggled request carries no X-Forwarded-For of ours).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stopAll, type GatewayProc } from '../support/processes.js';
+import { startRawBackend, type RawBackend } from './backend.js';
+import { aliveProblem } from './raw.js';
+import { GATEWAY_CONFIGS, REQUEST_CASES, SPLIT_CASE } from './request-cases.js';
+import { addressFor, requestProblems, runRequestCase, unclaimed } from './runner.js';
+
+let gw: GatewayProc;
+let be: RawBackend;
+const clients = new Set<string>();
+let nextClient = 0;
+const newClient = (): string => {
+  const a = addressFor(10_000 + nextClient++);
+  clients.add(a);
+  return a;
+};
+
+beforeAll(async () => {
+  be = await startRawBackend();
+  gw = await startGateway({ backends: [`b1=${be.url}`], config: GATEWAY_CONFIGS.base });
+});
+
+afterAll(async () => {
+  await stopAll();
+  await be.close();
+});
+
+describe.concurrent('request corpus', () => {
+  for (const c of REQUEST_CASES) {
+    it(`${c.cls}: ${c.name}`, async ({ expect }) => {
+      const o = await runRequestCase(gw.port, be, c, newClient());
+      const problems = requestProblems(c, o);
+      const dead = await aliveProblem(gw);
+      if (dead) problems.push(dead);
+      expect(problems).toEqual([]);
+    });
+  }
+});
+
+describe('a pipeline split at every byte boundary', () => {
+  it('gives the same answers and the same backend requests for every split', async () => {
+    const bytes = SPLIT_CASE.parts.join('');
+    const failures: string[] = [];
+    const splits = Array.from({ length: bytes.length - 1 }, (_v, i) => i + 1);
+    // A few at a time: each split is its own connection from its own address.
+    for (let i = 0; i < splits.length; i += 12) {
+      await Promise.all(
+        splits.slice(i, i + 12).map(async (k) => {
+          const o = await runRequestCase(gw.port, be, SPLIT_CASE, newClient(), { parts: [bytes.slice(0, k), bytes.slice(k)], gapMs: 15 });
+          for (const p of requestProblems(SPLIT_CASE, o)) failures.push(`split at ${k}: ${p}`);
+        }),
+      );
+    }
+    expect(failures).toEqual([]);
+    expect(await aliveProblem(gw)).toBeNull();
+  });
+});
+
+describe('after the corpus', () => {
+  it('the backend parsed no request that no client can claim', async () => {
+    await new Promise((r) => setTimeout(r, 300));
+    expect(unclaimed(be, clients).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`)).toEqual([]);
+    expect(be.errors()).toEqual([]);
+  });
+});

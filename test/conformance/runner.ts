@@ -1,0 +1,127 @@
+// Runs a corpus case against a proxy in front of the byte-logging backend and judges it: what the
+// client read (statuses, close), what the backend parsed for that client (attributed by the
+// client's own loopback source address in X-Forwarded-For), and the invariants that hold for every
+// case. Shared by the vitest corpora and bench/conformance (where the proxy is nginx, HAProxy or
+// the http-proxy-3 reference instead of roomgate).
+import type { BackendRequest, RawBackend } from './backend.js';
+import { exchange, statuses } from './raw.js';
+import type { ExpectedRequest, RequestCase } from './request-cases.js';
+
+/** A distinct loopback source address per n (127.1.0.1 ... ), never 127.0.0.1. */
+export function addressFor(n: number): string {
+  const i = n % (250 * 250 * 120);
+  return `127.${1 + Math.floor(i / 62_500)}.${1 + (Math.floor(i / 250) % 250)}.${1 + (i % 250)}`;
+}
+
+/** The client address a backend request claims: the last X-Forwarded-For element. */
+export function claimedClient(r: BackendRequest): string | null {
+  const last = r.xff.at(-1);
+  if (last === undefined) return null;
+  return last.split(',').at(-1)?.trim() ?? null;
+}
+
+export interface RequestOutcome {
+  readonly address: string;
+  readonly statuses: number[];
+  readonly closed: boolean;
+  readonly text: string;
+  /** Backend requests whose X-Forwarded-For names this client. */
+  readonly forwarded: BackendRequest[];
+}
+
+export interface RunOptions {
+  readonly timeoutMs?: number;
+  readonly gapMs?: number;
+  /** Override the case's parts (split runs). */
+  readonly parts?: readonly string[];
+}
+
+/** Statuses complete, close seen when due, tunnel echo read: nothing more to wait for. */
+function satisfied(c: RequestCase, received: Buffer): boolean {
+  const text = received.toString('latin1');
+  if (statuses(text).length < c.expect.statuses.length) return false;
+  if (c.expect.tunnelEcho !== undefined && !text.includes(c.expect.tunnelEcho)) return false;
+  return true;
+}
+
+export function expectedClosed(c: RequestCase): boolean {
+  return c.expect.closed ?? (c.expect.statuses.at(-1) ?? 400) >= 400;
+}
+
+export async function runRequestCase(port: number, backend: RawBackend, c: RequestCase, address: string, o: RunOptions = {}): Promise<RequestOutcome> {
+  const before = backend.requests.length;
+  const wantClose = expectedClosed(c);
+  const r = await exchange(port, o.parts ?? c.parts, {
+    localAddress: address,
+    timeoutMs: o.timeoutMs ?? 4_000,
+    gapMs: o.gapMs ?? 0,
+    // A case that should stay open is done a moment after its answers; one that should close
+    // waits for the close (or the timeout).
+    ...(wantClose ? {} : { until: (b: Buffer) => satisfied(c, b), graceMs: 150 }),
+  });
+  const forwarded = backend.requests.slice(before).filter((q) => claimedClient(q) === address);
+  // Requests of this client that arrived before `before` cannot exist (the address is new).
+  return { address, statuses: statuses(r.text), closed: r.closed, text: r.text, forwarded };
+}
+
+function matchRequest(e: ExpectedRequest, got: BackendRequest): string[] {
+  const p: string[] = [];
+  if (got.method !== e.method) p.push(`method ${got.method}, expected ${e.method}`);
+  if (got.target !== e.target) p.push(`target ${got.target}, expected ${e.target}`);
+  const host = e.host ?? 'a.example';
+  if (got.host.length !== 1 || got.host[0] !== host) p.push(`Host ${JSON.stringify(got.host)}, expected ["${host}"]`);
+  const body = e.body ?? '';
+  const framing = e.framing ?? (body === '' ? 'none' : 'length');
+  // A forwarded body may be framed either way; an empty body may also arrive as chunked "0".
+  if (got.body.toString('latin1') !== body) p.push(`body ${JSON.stringify(got.body.toString('latin1'))}, expected ${JSON.stringify(body)}`);
+  if (framing === 'none' && got.framing !== 'none' && got.body.length > 0) p.push(`framing ${got.framing}, expected none`);
+  for (const [n, v] of e.headers ?? []) {
+    if (!got.headers.some(([gn, gv]) => gn.toLowerCase() === n.toLowerCase() && gv === v)) p.push(`header ${n}: ${JSON.stringify(v)} missing`);
+  }
+  for (const n of e.absent ?? []) {
+    if (got.headers.some(([gn]) => gn.toLowerCase() === n.toLowerCase())) p.push(`header ${n} must not be forwarded`);
+  }
+  return p;
+}
+
+/** Every way the outcome differs from the case's expectation and from the invariants. */
+export function requestProblems(c: RequestCase, o: RequestOutcome): string[] {
+  const p: string[] = [];
+  if (o.statuses.join(',') !== c.expect.statuses.join(',')) p.push(`client got [${o.statuses.join(', ')}], expected [${c.expect.statuses.join(', ')}]`);
+  const wantClose = expectedClosed(c);
+  if (o.closed !== wantClose) p.push(wantClose ? 'connection left open, expected closed' : 'connection closed, expected open');
+  if (c.expect.lastBody !== undefined && !o.text.endsWith(c.expect.lastBody)) p.push(`last body is not ${JSON.stringify(c.expect.lastBody)}`);
+  if (c.expect.responseHeader && !c.expect.responseHeader.test(o.text)) p.push(`response lacks ${c.expect.responseHeader}`);
+  if (c.expect.tunnelEcho !== undefined && !o.text.includes(c.expect.tunnelEcho)) p.push('tunnel bytes not echoed back');
+  p.push(...invariantProblems(o));
+  const want = c.expect.forwarded;
+  if (o.forwarded.length > want.length) p.push(`SMUGGLED: backend parsed ${o.forwarded.length} requests, expected ${want.length}: ${o.forwarded.map((r) => `${r.method} ${r.target}`).join('; ')}`);
+  else if (o.forwarded.length < want.length) p.push(`backend parsed ${o.forwarded.length} requests, expected ${want.length}`);
+  for (let i = 0; i < Math.min(want.length, o.forwarded.length); i++) {
+    for (const m of matchRequest(want[i] as ExpectedRequest, o.forwarded[i] as BackendRequest)) p.push(`request ${i + 1}: ${m}`);
+  }
+  return p;
+}
+
+/** Exactly one X-Forwarded-For, equal to the client's address, on every request of this client. */
+export function invariantProblems(o: RequestOutcome): string[] {
+  return o.forwarded.filter((r) => r.xff.length !== 1 || r.xff[0] !== o.address).map((r) => `XFF ${JSON.stringify(r.xff)} on ${r.method} ${r.target}, expected ["${o.address}"]`);
+}
+
+/** Requests no client of this run can claim: no X-Forwarded-For, or one naming nobody we know. */
+export function unclaimed(backend: RawBackend, clients: ReadonlySet<string>): BackendRequest[] {
+  return backend.requests.filter((r) => {
+    const c = claimedClient(r);
+    return c === null || !clients.has(c);
+  });
+}
+
+/** A short cell for the side-by-side table: what the client got and what the backend parsed. */
+export function summarize(o: RequestOutcome, problems: readonly string[]): string {
+  const st = o.statuses.length === 0 ? (o.closed ? 'closed' : 'no answer') : o.statuses.join(' ');
+  const fwd = o.forwarded.length > 0 ? `, fwd ${o.forwarded.length}` : '';
+  const marks: string[] = [];
+  if (problems.some((x) => x.startsWith('SMUGGLED'))) marks.push('SMUGGLED');
+  if (problems.some((x) => x.startsWith('XFF'))) marks.push('XFF');
+  return `${st}${fwd}${marks.length ? ` **${marks.join(' ')}**` : ''}`;
+}
