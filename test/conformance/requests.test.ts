@@ -8,7 +8,7 @@ import { startGateway, stopAll, type GatewayProc } from '../support/processes.js
 import { startRawBackend, type RawBackend } from './backend.js';
 import { aliveProblem } from './raw.js';
 import { GATEWAY_CONFIGS, REQUEST_CASES, SPLIT_CASE } from './request-cases.js';
-import { addressFor, requestProblems, runRequestCase, unclaimed } from './runner.js';
+import { addressFor, judgeRequest, runRequestCase, unclaimed } from './runner.js';
 
 let gw: GatewayProc;
 let be: RawBackend;
@@ -34,7 +34,7 @@ describe.concurrent('request corpus', () => {
   for (const c of REQUEST_CASES) {
     it(`${c.cls}: ${c.name}`, async ({ expect }) => {
       const o = await runRequestCase(gw.port, be, c, newClient());
-      const problems = requestProblems(c, o);
+      const { problems } = judgeRequest(c, o);
       const dead = await aliveProblem(gw);
       if (dead) problems.push(dead);
       expect(problems).toEqual([]);
@@ -52,7 +52,7 @@ describe('a pipeline split at every byte boundary', () => {
       await Promise.all(
         splits.slice(i, i + 12).map(async (k) => {
           const o = await runRequestCase(gw.port, be, SPLIT_CASE, newClient(), { parts: [bytes.slice(0, k), bytes.slice(k)], gapMs: 15 });
-          for (const p of requestProblems(SPLIT_CASE, o)) failures.push(`split at ${k}: ${p}`);
+          for (const p of judgeRequest(SPLIT_CASE, o).problems) failures.push(`split at ${k}: ${p}`);
         }),
       );
     }

@@ -5,7 +5,7 @@
 // the http-proxy-3 reference instead of roomgate).
 import type { BackendRequest, RawBackend } from './backend.js';
 import { exchange, statuses } from './raw.js';
-import type { ExpectedRequest, RequestCase } from './request-cases.js';
+import type { Expectation, ExpectedRequest, RequestCase } from './request-cases.js';
 
 /** A distinct loopback source address per n (127.1.0.1 ... ), never 127.0.0.1. */
 export function addressFor(n: number): string {
@@ -44,13 +44,13 @@ function satisfied(c: RequestCase, received: Buffer): boolean {
   return true;
 }
 
-export function expectedClosed(c: RequestCase): boolean {
-  return c.expect.closed ?? (c.expect.statuses.at(-1) ?? 400) >= 400;
+export function expectedClosed(e: Expectation): boolean {
+  return e.closed ?? (e.statuses.at(-1) ?? 400) >= 400;
 }
 
 export async function runRequestCase(port: number, backend: RawBackend, c: RequestCase, address: string, o: RunOptions = {}): Promise<RequestOutcome> {
   const before = backend.requests.length;
-  const wantClose = expectedClosed(c);
+  const wantClose = expectedClosed(c.expect);
   const r = await exchange(port, o.parts ?? c.parts, {
     localAddress: address,
     timeoutMs: o.timeoutMs ?? 4_000,
@@ -84,23 +84,51 @@ function matchRequest(e: ExpectedRequest, got: BackendRequest): string[] {
   return p;
 }
 
-/** Every way the outcome differs from the case's expectation and from the invariants. */
-export function requestProblems(c: RequestCase, o: RequestOutcome): string[] {
+/** Every way the outcome differs from an expectation (invariants not included). */
+function expectationProblems(e: Expectation, o: RequestOutcome): string[] {
   const p: string[] = [];
-  if (o.statuses.join(',') !== c.expect.statuses.join(',')) p.push(`client got [${o.statuses.join(', ')}], expected [${c.expect.statuses.join(', ')}]`);
-  const wantClose = expectedClosed(c);
+  if (o.statuses.join(',') !== e.statuses.join(',')) p.push(`client got [${o.statuses.join(', ')}], expected [${e.statuses.join(', ')}]: ${JSON.stringify(o.text.slice(0, 600))}`);
+  const wantClose = expectedClosed(e);
   if (o.closed !== wantClose) p.push(wantClose ? 'connection left open, expected closed' : 'connection closed, expected open');
-  if (c.expect.lastBody !== undefined && !o.text.endsWith(c.expect.lastBody)) p.push(`last body is not ${JSON.stringify(c.expect.lastBody)}`);
-  if (c.expect.responseHeader && !c.expect.responseHeader.test(o.text)) p.push(`response lacks ${c.expect.responseHeader}`);
-  if (c.expect.tunnelEcho !== undefined && !o.text.includes(c.expect.tunnelEcho)) p.push('tunnel bytes not echoed back');
-  p.push(...invariantProblems(o));
-  const want = c.expect.forwarded;
-  if (o.forwarded.length > want.length) p.push(`SMUGGLED: backend parsed ${o.forwarded.length} requests, expected ${want.length}: ${o.forwarded.map((r) => `${r.method} ${r.target}`).join('; ')}`);
-  else if (o.forwarded.length < want.length) p.push(`backend parsed ${o.forwarded.length} requests, expected ${want.length}`);
-  for (let i = 0; i < Math.min(want.length, o.forwarded.length); i++) {
-    for (const m of matchRequest(want[i] as ExpectedRequest, o.forwarded[i] as BackendRequest)) p.push(`request ${i + 1}: ${m}`);
+  if (e.lastBody !== undefined && !o.text.endsWith(e.lastBody)) p.push(`last body is not ${JSON.stringify(e.lastBody)}`);
+  if (e.responseHeader && !e.responseHeader.test(o.text)) p.push(`response lacks ${e.responseHeader}`);
+  if (e.tunnelEcho !== undefined && !o.text.includes(e.tunnelEcho)) p.push('tunnel bytes not echoed back');
+  // Requests of one client may reach the backend over several pooled connections: pair them
+  // by method and target, not by arrival order.
+  const left = [...o.forwarded];
+  const missing: ExpectedRequest[] = [];
+  for (const want of e.forwarded) {
+    const i = left.findIndex((r) => r.method === want.method && r.target === want.target);
+    const j = i === -1 ? (left.length > 0 && missing.length === 0 && e.forwarded.length === 1 ? 0 : -1) : i;
+    if (j === -1) {
+      missing.push(want);
+      continue;
+    }
+    const [got] = left.splice(j, 1) as [BackendRequest];
+    for (const m of matchRequest(want, got)) p.push(`${want.method} ${want.target}: ${m}`);
   }
+  for (const m of missing) p.push(`backend never parsed ${m.method} ${m.target}`);
+  const smuggled = left.filter((r) => r.target.includes('/smuggled'));
+  if (smuggled.length > 0) p.push(`SMUGGLED: the backend parsed ${smuggled.map((r) => `${r.method} ${r.target}`).join('; ')}`);
+  const extra = left.filter((r) => !r.target.includes('/smuggled'));
+  if (extra.length > 0) p.push(`backend parsed unexpected ${extra.map((r) => `${r.method} ${r.target}`).join('; ')}`);
   return p;
+}
+
+export interface Verdict {
+  /** Empty: the case holds. */
+  readonly problems: string[];
+  /** The case's declared Node variant ("lenient: ..." or "stricter: ..."), when that is what happened. */
+  readonly variant: string | null;
+}
+
+/** Judges an outcome: the case's expectation (or its declared leniency) and the invariants. */
+export function judgeRequest(c: RequestCase, o: RequestOutcome): Verdict {
+  const inv = invariantProblems(o);
+  const p = expectationProblems(c.expect, o);
+  const v = c.nodeVariant;
+  if (p.length > 0 && v && expectationProblems(v, o).length === 0) return { problems: inv, variant: `${v.kind}: ${v.note}` };
+  return { problems: [...p, ...inv], variant: null };
 }
 
 /** Exactly one X-Forwarded-For, equal to the client's address, on every request of this client. */
@@ -121,7 +149,8 @@ export function summarize(o: RequestOutcome, problems: readonly string[]): strin
   const st = o.statuses.length === 0 ? (o.closed ? 'closed' : 'no answer') : o.statuses.join(' ');
   const fwd = o.forwarded.length > 0 ? `, fwd ${o.forwarded.length}` : '';
   const marks: string[] = [];
-  if (problems.some((x) => x.startsWith('SMUGGLED'))) marks.push('SMUGGLED');
+  if (problems.some((x) => x.includes('SMUGGLED'))) marks.push('SMUGGLED');
   if (problems.some((x) => x.startsWith('XFF'))) marks.push('XFF');
+  if (problems.some((x) => x.includes('unexpected'))) marks.push('EXTRA');
   return `${st}${fwd}${marks.length ? ` **${marks.join(' ')}**` : ''}`;
 }
