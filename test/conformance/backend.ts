@@ -152,7 +152,7 @@ export async function startRawBackend(o: { answer?: Answerer; upgrade?: Answerer
         if (m.upgrade) {
           const a = be.upgrade(req, conn);
           // Only a 101 turns the connection into a tunnel; any other answer keeps it HTTP.
-          tunnel = a !== null && /^HTTP\/1\.[01] 101 /.test(latin1(a.bytes).toString('latin1', 0, 13));
+          tunnel = a !== null && /(?:^|\r\n\r\n)HTTP\/1\.[01] 101 /.test(latin1(a.bytes).toString('latin1'));
           send(a, true);
           if (tunnel) return;
         } else send(be.answer(req, conn), false);

@@ -4,7 +4,9 @@
 // case. Shared by the vitest corpora and bench/conformance (where the proxy is nginx, HAProxy or
 // the http-proxy-3 reference instead of roomgate).
 import type { BackendRequest, RawBackend } from './backend.js';
-import { exchange, statuses } from './raw.js';
+import { exchange, HANDSHAKE, statuses } from './raw.js';
+import type { ResponseCase } from './response-cases.js';
+import { fieldValues, parseResponses, type ParsedResponse, type StreamParse } from './strict-parser.js';
 import type { Expectation, ExpectedRequest, RequestCase } from './request-cases.js';
 
 /** A distinct loopback source address per n (127.1.0.1 ... ), never 127.0.0.1. */
@@ -153,4 +155,69 @@ export function summarize(o: RequestOutcome, problems: readonly string[]): strin
   if (problems.some((x) => x.startsWith('XFF'))) marks.push('XFF');
   if (problems.some((x) => x.includes('unexpected'))) marks.push('EXTRA');
   return `${st}${fwd}${marks.length ? ` **${marks.join(' ')}**` : ''}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The response corpus
+
+export interface ResponseOutcome {
+  readonly statuses: number[];
+  readonly closed: boolean;
+  readonly text: string;
+  /** The referee's reading of the client's stream. */
+  readonly parsed: StreamParse<ParsedResponse>;
+  /** Problems of the follow-up request from a second client (empty: it got its own answer). */
+  readonly followUp: string[];
+}
+
+export function responseRequest(c: ResponseCase): string {
+  if (c.request === 'upgrade') return HANDSHAKE('/ws/live/').replace('game.example', 'a.example') + SMUGGLED_REQUEST;
+  return `${c.request ?? 'GET'} /r HTTP/1.1\r\nHost: a.example\r\n\r\n`;
+}
+
+/** A request a client slips behind its handshake: it must never reach a backend as a request. */
+export const SMUGGLED_REQUEST = 'GET /smuggled HTTP/1.1\r\nHost: a.example\r\n\r\n';
+
+/** One GET from a second client: it must get exactly its own echo (nothing left over from another answer). */
+export async function followUp(port: number, address: string): Promise<string[]> {
+  const r = await exchange(port, ['GET /follow HTTP/1.1\r\nHost: a.example\r\nConnection: close\r\n\r\n'], { localAddress: address, timeoutMs: 4_000 });
+  const parsed = parseResponses(r.bytes, ['GET'], r.closed);
+  const p: string[] = [];
+  if (parsed.error || parsed.messages.length !== 1 || parsed.messages[0]?.status !== 200) p.push(`follow-up got ${JSON.stringify(r.text.slice(0, 300))}`);
+  else if (fieldValues(parsed.messages[0], 'x-echo-for').join() !== address) p.push(`follow-up got someone else's answer: ${JSON.stringify(r.text.slice(0, 300))}`);
+  return p;
+}
+
+export async function runResponseCase(port: number, c: ResponseCase, address: string, followAddress: string): Promise<ResponseOutcome> {
+  const method = c.request === 'HEAD' ? 'HEAD' : 'GET';
+  const waitClose = c.expect.closed === true || c.expect.cut === true;
+  const r = await exchange(port, [responseRequest(c)], {
+    localAddress: address,
+    timeoutMs: 4_000,
+    ...(waitClose ? {} : { until: (b: Buffer) => statuses(b.toString('latin1')).length >= c.expect.statuses.length, graceMs: 200 }),
+  });
+  const parsed = parseResponses(r.bytes, [method], r.closed);
+  return { statuses: statuses(r.text), closed: r.closed, text: r.text, parsed, followUp: await followUp(port, followAddress) };
+}
+
+export function responseProblems(c: ResponseCase, o: ResponseOutcome): string[] {
+  const e = c.expect;
+  const p: string[] = [];
+  const statusesOk = o.statuses.join(',') === e.statuses.join(',') || (e.cut === true && o.statuses.length === 0);
+  if (!statusesOk) p.push(`client got [${o.statuses.join(', ')}], expected [${e.statuses.join(', ')}]: ${JSON.stringify(o.text.slice(0, 400))}`);
+  if (e.closed !== undefined && o.closed !== e.closed) p.push(e.closed ? 'connection left open, expected closed' : 'connection closed, expected open');
+  const finals = o.parsed.messages.filter((m) => m.status >= 200 || m.status === 101);
+  if (e.cut) {
+    if (!o.closed) p.push('a cut body left the client connection open');
+    if (finals.length > 0) p.push(`a cut body reached the client as a complete response: ${JSON.stringify(o.text.slice(0, 300))}`);
+  } else if (o.parsed.error) p.push(`the client's stream breaks the referee's rules: ${o.parsed.error.reason}`);
+  if (e.body !== undefined) {
+    const last = finals.at(-1);
+    if (!last) p.push(`no complete final response: ${JSON.stringify(o.text.slice(0, 300))}`);
+    else if (last.body.toString('latin1') !== e.body) p.push(`body ${JSON.stringify(last.body.toString('latin1'))}, expected ${JSON.stringify(e.body)}`);
+  }
+  for (const s of e.contains ?? []) if (!o.text.includes(s)) p.push(`client stream lacks ${JSON.stringify(s)}`);
+  for (const s of e.lacks ?? []) if (o.text.includes(s)) p.push(`client stream contains ${JSON.stringify(s)}`);
+  p.push(...o.followUp);
+  return p;
 }

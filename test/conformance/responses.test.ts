@@ -1,0 +1,68 @@
+// The response corpus against the real gateway: the byte-logging backend answers each client's
+// request with that case's scripted bytes (chosen by the client's source address, which reaches
+// the backend as X-Forwarded-For). One case at a time and one idle backend connection, so a
+// follow-up request from a second client rides the connection the scripted answer left behind:
+// whatever that answer left over must never reach it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { echoAnswer, startRawBackend, type Answer, type RawBackend } from './backend.js';
+import { aliveProblem } from './raw.js';
+import { RESPONSE_CASES } from './response-cases.js';
+import { addressFor, claimedClient, responseProblems, runResponseCase, unclaimed } from './runner.js';
+
+let gw: GatewayProc;
+let be: RawBackend;
+const scripts = new Map<string, Answer>();
+const clients = new Set<string>();
+let nextClient = 0;
+const newClient = (): string => {
+  const a = addressFor(20_000 + nextClient++);
+  clients.add(a);
+  return a;
+};
+
+beforeAll(async () => {
+  const byClient = (req: Parameters<typeof echoAnswer>[0]): Answer => scripts.get(claimedClient(req) ?? '') ?? echoAnswer(req);
+  be = await startRawBackend({ answer: byClient, upgrade: byClient });
+  gw = await startGateway({
+    backends: [`b1=${be.url}`],
+    config: { health: { path: null }, proxy: { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000 } },
+  });
+});
+
+afterAll(async () => {
+  await stopAll();
+  await be.close();
+});
+
+const warnings = (): number => gw.logs().filter((l) => l.level === 'warn').length;
+
+describe('response corpus', () => {
+  for (const c of RESPONSE_CASES) {
+    it(`${c.cls}: ${c.name}`, async () => {
+      const address = newClient();
+      scripts.set(address, c.answer);
+      const warnedBefore = warnings();
+      const o = await runResponseCase(gw.port, c, address, newClient());
+      const problems = responseProblems(c, o);
+      if (c.expect.logged) {
+        await waitFor('the warning', 3_000, () => warnings() > warnedBefore).catch(() => problems.push('no warning logged'));
+      }
+      if (c.request === 'upgrade') {
+        // The backend connection that got the handshake parsed nothing after it.
+        const handshake = be.requests.find((r) => claimedClient(r) === address);
+        const conn = be.conns.find((k) => k.id === handshake?.conn);
+        if (!conn) problems.push('the handshake never reached the backend');
+        else if (conn.requests.length !== 1) problems.push(`SMUGGLED: the handshake's backend connection parsed ${conn.requests.map((r) => `${r.method} ${r.target}`).join('; ')}`);
+      }
+      const dead = await aliveProblem(gw);
+      if (dead) problems.push(dead);
+      expect(problems).toEqual([]);
+    });
+  }
+
+  it('the backend parsed no request that no client can claim', async () => {
+    await new Promise((r) => setTimeout(r, 200));
+    expect(unclaimed(be, clients).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`)).toEqual([]);
+  });
+});
