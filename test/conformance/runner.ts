@@ -204,7 +204,7 @@ export function responseProblems(c: ResponseCase, o: ResponseOutcome): string[] 
   const e = c.expect;
   const p: string[] = [];
   const statusesOk = o.statuses.join(',') === e.statuses.join(',') || (e.cut === true && o.statuses.length === 0);
-  if (!statusesOk) p.push(`client got [${o.statuses.join(', ')}], expected [${e.statuses.join(', ')}]: ${JSON.stringify(o.text.slice(0, 400))}`);
+  if (!statusesOk) p.push(`client got [${o.statuses.join(', ')}]${o.closed ? ' and a close' : ''}, expected [${e.statuses.join(', ')}]: ${JSON.stringify(o.text.slice(0, 400))}`);
   if (e.closed !== undefined && o.closed !== e.closed) p.push(e.closed ? 'connection left open, expected closed' : 'connection closed, expected open');
   const finals = o.parsed.messages.filter((m) => m.status >= 200 || m.status === 101);
   if (e.cut) {
