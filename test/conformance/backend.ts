@@ -56,6 +56,8 @@ export interface RawBackend {
   upgrade: Answerer;
   /** Connections whose bytes broke the referee's rules. */
   errors(): string[];
+  /** Drops what was recorded so far (requests, closed connections, raw bytes): long fuzz runs. */
+  forget(): void;
   close(): Promise<void>;
 }
 
@@ -77,11 +79,12 @@ export function accept101(req: BackendRequest): Answer {
   return { bytes: `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\n\r\n\x81\x02hi` };
 }
 
-export async function startRawBackend(o: { answer?: Answerer; upgrade?: Answerer } = {}): Promise<RawBackend> {
+export async function startRawBackend(o: { answer?: Answerer; upgrade?: Answerer; /** Keep each connection's raw bytes (default true). */ keepBytes?: boolean } = {}): Promise<RawBackend> {
   const conns: BackendConn[] = [];
   const requests: BackendRequest[] = [];
   const sockets = new Set<net.Socket>();
   let nextId = 1;
+  let nextConn = 1;
   const be = {
     answer: o.answer ?? echoAnswer,
     upgrade: o.upgrade ?? accept101,
@@ -89,7 +92,7 @@ export async function startRawBackend(o: { answer?: Answerer; upgrade?: Answerer
 
   const server = net.createServer((socket) => {
     sockets.add(socket);
-    const conn: BackendConn = { id: conns.length + 1, chunks: [], requests: [], error: null, tunnel: [], closed: false };
+    const conn: BackendConn = { id: nextConn++, chunks: [], requests: [], error: null, tunnel: [], closed: false };
     conns.push(conn);
     let buf: Buffer = Buffer.alloc(0);
     let tunnel = false;
@@ -116,9 +119,9 @@ export async function startRawBackend(o: { answer?: Answerer; upgrade?: Answerer
       });
     };
     socket.on('data', (chunk: Buffer) => {
-      conn.chunks.push(chunk);
+      if (o.keepBytes !== false) conn.chunks.push(chunk);
       if (tunnel) {
-        conn.tunnel.push(chunk);
+        if (o.keepBytes !== false) conn.tunnel.push(chunk);
         if (!socket.destroyed) socket.write(chunk);
         return;
       }
@@ -180,6 +183,18 @@ export async function startRawBackend(o: { answer?: Answerer; upgrade?: Answerer
       be.upgrade = f;
     },
     errors: () => conns.flatMap((c) => (c.error === null ? [] : [c.error])),
+    forget: () => {
+      requests.length = 0;
+      for (let i = conns.length - 1; i >= 0; i--) {
+        const c = conns[i] as BackendConn;
+        if (c.closed) conns.splice(i, 1);
+        else {
+          c.requests.length = 0;
+          c.chunks.length = 0;
+          c.tunnel.length = 0;
+        }
+      }
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
