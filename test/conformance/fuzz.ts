@@ -284,6 +284,8 @@ export interface FuzzOptions {
   /** Stop after this many failures (default 10). */
   readonly maxFailures?: number;
   readonly onBatch?: (done: number, failures: number) => void;
+  /** Each case as it finishes, with what its client read (replays print it). */
+  readonly onCase?: (c: FuzzCase, received: string) => void;
 }
 
 export interface FuzzFailure {
@@ -301,11 +303,6 @@ export interface FuzzReport {
   readonly failures: FuzzFailure[];
   /** Referee refusal reason -> how often the proxy forwarded such bytes anyway, and one case. */
   readonly leniencies: Map<string, { count: number; example: number }>;
-}
-
-interface Ran {
-  readonly c: FuzzCase;
-  readonly received: string;
 }
 
 /** Whether a forwarded target can have come from the client's bytes (absolute-form and room prefixes are rewritten). */
@@ -332,13 +329,18 @@ function crossedProblems(c: FuzzCase, received: string): string[] {
 function expectedAnswers(c: FuzzCase): number | null {
   if (c.kind === 'response') return 1;
   const parsed = parseRequests(Buffer.from(c.parts.join(''), 'latin1'));
-  if (parsed.error || parsed.incomplete || parsed.messages.some((m) => m.upgrade)) return null;
+  if (parsed.error) return null;
+  // After an upgrade the rest is the tunnel's: the answers up to the 101 are all there is to wait for.
+  if (parsed.messages.at(-1)?.upgrade) return parsed.messages.length;
+  if (parsed.incomplete) return null;
   return parsed.messages.length;
 }
 
-const finals = (text: string): number => [...text.matchAll(/HTTP\/1\.[01] (\d{3}) /g)].filter((m) => Number(m[1]) >= 200).length;
+/** Final answers in a client's stream (a 101 is final too). */
+const finals = (text: string): number => [...text.matchAll(/HTTP\/1\.[01] (\d{3}) /g)].filter((m) => Number(m[1]) >= 200 || m[1] === '101').length;
 
-async function runCase(port: number, c: FuzzCase): Promise<Ran> {
+/** Plays one case: the client writes its bytes from its address and reads until done. */
+export async function runCase(port: number, c: FuzzCase): Promise<{ received: string }> {
   const want = expectedAnswers(c);
   const r = await exchange(port, c.parts, {
     localAddress: c.address,
@@ -346,11 +348,11 @@ async function runCase(port: number, c: FuzzCase): Promise<Ran> {
     timeoutMs: 3_000,
     ...(want !== null && want > 0 ? { until: (b: Buffer) => finals(b.toString('latin1')) >= want, graceMs: 30 } : {}),
   });
-  return { c, received: r.text };
+  return { received: r.text };
 }
 
 /** Waits until the backend's request count holds still for `quietMs` (at most `maxMs`). */
-async function settle(backend: RawBackend, quietMs = 120, maxMs = 3_000): Promise<void> {
+async function settle(backend: RawBackend, quietMs = 150, maxMs = 3_000): Promise<void> {
   const deadline = Date.now() + maxMs;
   let last = -1;
   while (Date.now() < deadline) {
@@ -364,10 +366,13 @@ async function settle(backend: RawBackend, quietMs = 120, maxMs = 3_000): Promis
 /**
  * Runs cases [from, from + cases) of `seed` against `target`, which proxies to `backend`
  * (its answers are replaced for the run: echo, or a case's scripted bytes by client address).
+ * Clients run continuously; every `batch` finished cases the backend's requests so far are
+ * attributed and checked, and the proxy's health is asked.
  */
 export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOptions): Promise<FuzzReport> {
   const started = Date.now();
   const from = o.from ?? 0;
+  const total = o.cases;
   const concurrency = o.concurrency ?? 24;
   const batchSize = o.batch ?? 400;
   const maxFailures = o.maxFailures ?? 10;
@@ -375,43 +380,24 @@ export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOp
   const leniencies = new Map<string, { count: number; example: number }>();
   let backendRequests = 0;
 
+  // Cases by address, from generation until their backend requests have surely arrived.
+  const live = new Map<string, FuzzCase>();
   const scripts = new Map<string, Answer>();
+  const forwardedTo = new Map<string, number>();
+  const lastOnConn = new Map<number, FuzzCase>();
   backend.answer = (req) => scripts.get(claimedClient(req) ?? '') ?? echoAnswer(req);
   backend.upgrade = (req) => scripts.get(claimedClient(req) ?? '') ?? accept101(req);
+  backend.forget();
 
-  // The previous batch's cases too: a request of theirs that arrives late is still theirs.
-  let previous: FuzzCase[] = [];
-  for (let b = from; b < from + o.cases && failures.length < maxFailures; b += batchSize) {
-    const end = Math.min(from + o.cases, b + batchSize);
-    const cases: FuzzCase[] = [];
-    for (let i = b; i < end; i++) cases.push(generateCase(o.seed, i));
-    const byAddress = new Map([...previous, ...cases].map((c) => [c.address, c]));
-    previous = cases;
-    scripts.clear();
-    for (const c of cases) if (c.answer !== null) scripts.set(c.address, { bytes: c.answer, close: c.closeAfterAnswer });
-    backend.forget();
+  const fail = (c: FuzzCase | null, invariant: FuzzFailure['invariant'], detail: string): void => {
+    if (failures.length < maxFailures) failures.push({ caseIndex: c?.index ?? null, invariant, detail, replay: c ? describeCase(o.seed, c) : '' });
+  };
 
-    const ran: Ran[] = [];
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: Math.min(concurrency, cases.length) }, async () => {
-        while (next < cases.length) {
-          const c = cases[next++] as FuzzCase;
-          ran.push(await runCase(target.port, c));
-        }
-      }),
-    );
-    await settle(backend);
-
-    const fail = (c: FuzzCase | null, invariant: FuzzFailure['invariant'], detail: string): void => {
-      if (failures.length < maxFailures) failures.push({ caseIndex: c?.index ?? null, invariant, detail, replay: c ? describeCase(o.seed, c) : '' });
-    };
-    // (a) every backend request belongs to the client its X-Forwarded-For names, from its bytes.
-    const perCase = new Map<string, BackendRequest[]>();
-    const lastOnConn = new Map<number, FuzzCase>();
+  // (a) every backend request belongs to the client its X-Forwarded-For names, from its bytes.
+  const attribute = (): void => {
     for (const r of backend.requests) {
       backendRequests++;
-      const owner = byAddress.get(claimedClient(r) ?? '');
+      const owner = live.get(claimedClient(r) ?? '');
       if (!owner) {
         const blame = lastOnConn.get(r.conn) ?? null;
         fail(blame, 'a', `SMUGGLED: the backend parsed ${r.method} ${JSON.stringify(r.target)} with X-Forwarded-For ${JSON.stringify(r.xff)}${blame ? `, after case ${blame.index}'s request on the same backend connection` : ''}`);
@@ -420,32 +406,71 @@ export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOp
       lastOnConn.set(r.conn, owner);
       if (r.xff.length !== 1 || r.xff[0] !== owner.address) fail(owner, 'a', `X-Forwarded-For ${JSON.stringify(r.xff)} on ${r.method} ${r.target}, expected ["${owner.address}"]`);
       else if (!targetFrom(r.target, owner.parts.join(''))) fail(owner, 'a', `SMUGGLED: ${r.method} ${JSON.stringify(r.target)} is not in the client's bytes`);
-      const list = perCase.get(owner.address) ?? [];
-      list.push(r);
-      perCase.set(owner.address, list);
+      forwardedTo.set(owner.address, (forwardedTo.get(owner.address) ?? 0) + 1);
     }
-    for (const { c, received } of ran) {
-      // (b) no client reads another's bytes.
-      for (const p of crossedProblems(c, received)) fail(c, 'b', p);
-      // Differential: forwarded although the referee refused.
+    backend.forget();
+  };
+
+  // A finished case is retired one checkpoint later (its late requests have arrived by then):
+  // the differential is counted, its address forgotten.
+  let finished: FuzzCase[] = [];
+  let retiring: FuzzCase[] = [];
+  const retire = (cases: readonly FuzzCase[]): void => {
+    for (const c of cases) {
       if (c.kind === 'request') {
-        const forwarded = perCase.get(c.address)?.length ?? 0;
         const ref = parseRequests(Buffer.from(c.parts.join(''), 'latin1'));
-        if (ref.error && forwarded > ref.messages.length) {
+        if (ref.error && (forwardedTo.get(c.address) ?? 0) > ref.messages.length) {
           const l = leniencies.get(ref.error.reason) ?? { count: 0, example: c.index };
           l.count++;
           leniencies.set(ref.error.reason, l);
         }
       }
+      live.delete(c.address);
+      scripts.delete(c.address);
+      forwardedTo.delete(c.address);
     }
-    // (c) the proxy lives.
-    const dead = await target.alive();
-    if (dead) {
-      fail(null, 'c', `after cases ${b}-${end - 1}: ${dead}`);
-      break;
-    }
-    o.onBatch?.(end - from, failures.length);
+  };
+
+  let dead: string | null = null;
+  const checkpoint = async (): Promise<void> => {
+    attribute();
+    retire(retiring);
+    retiring = finished;
+    finished = [];
+    dead = await target.alive();
+    if (dead) fail(null, 'c', `after ${done} cases: ${dead}`);
+    o.onBatch?.(done, failures.length);
+  };
+
+  let next = from;
+  let done = 0;
+  let checking: Promise<void> = Promise.resolve();
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, total) }, async () => {
+      while (next < from + total && failures.length < maxFailures && dead === null) {
+        const c = generateCase(o.seed, next++);
+        live.set(c.address, c);
+        if (c.answer !== null) scripts.set(c.address, { bytes: c.answer, close: c.closeAfterAnswer });
+        const { received } = await runCase(target.port, c);
+        o.onCase?.(c, received);
+        // (b) no client reads another's bytes.
+        for (const p of crossedProblems(c, received)) fail(c, 'b', p);
+        finished.push(c);
+        if (++done % batchSize === 0) {
+          checking = checking.then(checkpoint);
+          await checking;
+        }
+      }
+    }),
+  );
+  await checking;
+  await settle(backend);
+  attribute();
+  retire([...retiring, ...finished]);
+  if (dead === null) {
+    dead = await target.alive();
+    if (dead) fail(null, 'c', `at the end: ${dead}`);
   }
   backend.forget();
-  return { cases: o.cases, ms: Date.now() - started, backendRequests, failures, leniencies };
+  return { cases: done, ms: Date.now() - started, backendRequests, failures, leniencies };
 }

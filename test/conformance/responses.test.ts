@@ -5,10 +5,10 @@
 // whatever that answer left over must never reach it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
-import { echoAnswer, startRawBackend, type Answer, type RawBackend } from './backend.js';
+import { startRawBackend, type Answer, type RawBackend } from './backend.js';
 import { aliveProblem } from './raw.js';
 import { RESPONSE_CASES } from './response-cases.js';
-import { addressFor, claimedClient, responseProblems, runResponseCase, unclaimed } from './runner.js';
+import { addressFor, handshakeConnProblems, responseProblems, runResponseCase, scriptedByClient, unclaimed } from './runner.js';
 
 let gw: GatewayProc;
 let be: RawBackend;
@@ -22,7 +22,7 @@ const newClient = (): string => {
 };
 
 beforeAll(async () => {
-  const byClient = (req: Parameters<typeof echoAnswer>[0]): Answer => scripts.get(claimedClient(req) ?? '') ?? echoAnswer(req);
+  const byClient = scriptedByClient(scripts);
   be = await startRawBackend({ answer: byClient, upgrade: byClient });
   gw = await startGateway({
     backends: [`b1=${be.url}`],
@@ -48,13 +48,7 @@ describe('response corpus', () => {
       if (c.expect.logged) {
         await waitFor('the warning', 3_000, () => warnings() > warnedBefore).catch(() => problems.push('no warning logged'));
       }
-      if (c.request === 'upgrade') {
-        // The backend connection that got the handshake parsed nothing after it.
-        const handshake = be.requests.find((r) => claimedClient(r) === address);
-        const conn = be.conns.find((k) => k.id === handshake?.conn);
-        if (!conn) problems.push('the handshake never reached the backend');
-        else if (conn.requests.length !== 1) problems.push(`SMUGGLED: the handshake's backend connection parsed ${conn.requests.map((r) => `${r.method} ${r.target}`).join('; ')}`);
-      }
+      if (c.request === 'upgrade') problems.push(...handshakeConnProblems(be, address));
       const dead = await aliveProblem(gw);
       if (dead) problems.push(dead);
       expect(problems).toEqual([]);

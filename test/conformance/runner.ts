@@ -3,7 +3,8 @@
 // client's own loopback source address in X-Forwarded-For), and the invariants that hold for every
 // case. Shared by the vitest corpora and bench/conformance (where the proxy is nginx, HAProxy or
 // the http-proxy-3 reference instead of roomgate).
-import type { BackendRequest, RawBackend } from './backend.js';
+import type { Answer, BackendRequest, RawBackend } from './backend.js';
+import { echoAnswer } from './backend.js';
 import { exchange, HANDSHAKE, statuses } from './raw.js';
 import type { ResponseCase } from './response-cases.js';
 import { fieldValues, parseResponses, type ParsedResponse, type StreamParse } from './strict-parser.js';
@@ -220,4 +221,29 @@ export function responseProblems(c: ResponseCase, o: ResponseOutcome): string[] 
   for (const s of e.lacks ?? []) if (o.text.includes(s)) p.push(`client stream contains ${JSON.stringify(s)}`);
   p.push(...o.followUp);
   return p;
+}
+
+/** After a refused handshake: the backend connection that got it parsed nothing else. */
+export function handshakeConnProblems(backend: RawBackend, address: string): string[] {
+  const handshake = backend.requests.find((r) => claimedClient(r) === address);
+  const conn = backend.conns.find((k) => k.id === handshake?.conn);
+  if (!conn) return ['the handshake never reached the backend'];
+  if (conn.requests.length !== 1) return [`SMUGGLED: the handshake's backend connection parsed ${conn.requests.map((r) => `${r.method} ${r.target}`).join('; ')}`];
+  return [];
+}
+
+/** Backend answerers that play each client's scripted answer (by its address), else the echo. */
+export function scriptedByClient(scripts: ReadonlyMap<string, Answer>): (req: BackendRequest) => Answer {
+  return (req) => scripts.get(claimedClient(req) ?? '') ?? echoAnswer(req);
+}
+
+/** A short cell for a response case: what the client got, and markers for broken invariants. */
+export function summarizeResponse(o: ResponseOutcome, problems: readonly string[]): string {
+  const st = o.statuses.length === 0 ? (o.closed ? 'closed' : 'no answer') : `${o.statuses.join(' ')}${o.closed ? ' close' : ''}`;
+  const marks: string[] = [];
+  if (problems.some((x) => x.includes('SMUGGLED'))) marks.push('SMUGGLED');
+  if (problems.some((x) => x.includes("someone else's answer"))) marks.push('CROSSED');
+  if (problems.some((x) => x.includes('complete response'))) marks.push('CUT-LOOKS-COMPLETE');
+  if (problems.some((x) => x.startsWith('client stream contains'))) marks.push('BODY-LEAK');
+  return `${st}${marks.length ? ` **${marks.join(' ')}**` : ''}`;
 }
