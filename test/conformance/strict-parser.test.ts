@@ -66,6 +66,8 @@ describe('strict request parser', () => {
     const two = parseRequests(b(`GET /1 HTTP/1.1\r\n${H}\r\nPOST /2 HTTP/1.1\r\n${H}Content-Length: 2\r\n\r\nhiGET /3 HTTP/1.1\r\n`));
     expect(two.messages.map((m) => m.target)).toEqual(['/1', '/2']);
     expect(two.incomplete).toBe(true);
+    // RFC 9112 2.2: an empty line before a request-line is skipped.
+    expect(parseRequests(b(`GET /1 HTTP/1.1\r\n${H}\r\n\r\nGET /2 HTTP/1.1\r\n${H}\r\n`)).messages.map((m) => m.target)).toEqual(['/1', '/2']);
     const up = parseRequests(b(`GET /ws HTTP/1.1\r\n${H}Upgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x00`));
     expect(up.messages.length).toBe(1);
     expect(up.messages[0]?.upgrade).toBe(true);

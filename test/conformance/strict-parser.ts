@@ -292,6 +292,9 @@ function run<T>(f: () => T): Step<T> {
 /** One request starting at offset `start` of buf. */
 export function parseRequest(buf: Buffer, start = 0): Step<ParsedRequest> {
   return run(() => {
+    // RFC 9112 2.2: empty lines (CRLF) before a request-line are ignored.
+    while (buf[start] === CR && buf[start + 1] === LF) start += 2;
+    if (start >= buf.length || (buf[start] === CR && start + 1 >= buf.length)) throw INCOMPLETE;
     const [line, afterLine] = readLine(buf, start);
     const sp1 = line.indexOf(' ');
     const sp2 = sp1 === -1 ? -1 : line.indexOf(' ', sp1 + 1);
