@@ -13,11 +13,11 @@
 // Differential, reported but not failing: the referee (strict-parser.ts) refused a client's bytes
 // and the proxy still forwarded more requests than the referee read (a leniency, by reason).
 import type { Answer, BackendRequest, RawBackend } from './backend.js';
-import { accept101, echoAnswer } from './backend.js';
+import { accept101 } from './backend.js';
 import { exchange } from './raw.js';
 import { REQUEST_CASES, SPLIT_CASE } from './request-cases.js';
 import { RESPONSE_CASES } from './response-cases.js';
-import { addressFor, claimedClient, responseRequest } from './runner.js';
+import { addressFor, claimedClient, responseRequest, scriptedByClient } from './runner.js';
 import { parseRequests } from './strict-parser.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -385,8 +385,8 @@ export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOp
   const scripts = new Map<string, Answer>();
   const forwardedTo = new Map<string, number>();
   const lastOnConn = new Map<number, FuzzCase>();
-  backend.answer = (req) => scripts.get(claimedClient(req) ?? '') ?? echoAnswer(req);
-  backend.upgrade = (req) => scripts.get(claimedClient(req) ?? '') ?? accept101(req);
+  backend.answer = scriptedByClient(scripts);
+  backend.upgrade = scriptedByClient(scripts, accept101);
   backend.forget();
 
   const fail = (c: FuzzCase | null, invariant: FuzzFailure['invariant'], detail: string): void => {

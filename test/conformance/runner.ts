@@ -232,9 +232,9 @@ export function handshakeConnProblems(backend: RawBackend, address: string): str
   return [];
 }
 
-/** Backend answerers that play each client's scripted answer (by its address), else the echo. */
-export function scriptedByClient(scripts: ReadonlyMap<string, Answer>): (req: BackendRequest) => Answer {
-  return (req) => scripts.get(claimedClient(req) ?? '') ?? echoAnswer(req);
+/** A backend answerer that plays each client's scripted answer (by its address), else `fallback`. */
+export function scriptedByClient(scripts: ReadonlyMap<string, Answer>, fallback: (req: BackendRequest) => Answer = echoAnswer): (req: BackendRequest) => Answer {
+  return (req) => scripts.get(claimedClient(req) ?? '') ?? fallback(req);
 }
 
 /** A short cell for a response case: what the client got, and markers for broken invariants. */

@@ -1,0 +1,187 @@
+/**
+ * `npm run conformance:compare`: the request and response corpora and a short fuzz run against
+ * roomgate, nginx, HAProxy and the http-proxy-3 reference, each in front of a fresh byte-logging
+ * backend, side by side. Writes bench/results/conformance.md: by class (what the client got, how
+ * many cases went as roomgate intends, markers where an invariant broke), the fuzz run, and every
+ * case. Not part of `npm test`; proxies that are not installed are left out.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { accept101, startRawBackend, type Answer } from '../../test/conformance/backend.js';
+import { FUZZ_GATEWAY_CONFIG, runFuzz } from '../../test/conformance/fuzz.js';
+import { GATEWAY_CONFIGS, REQUEST_CASES, type RequestCase } from '../../test/conformance/request-cases.js';
+import { RESPONSE_CASES, type ResponseCase } from '../../test/conformance/response-cases.js';
+import {
+  addressFor,
+  handshakeConnProblems,
+  judgeRequest,
+  responseProblems,
+  runRequestCase,
+  runResponseCase,
+  scriptedByClient,
+  summarize,
+  summarizeResponse,
+  unclaimed,
+} from '../../test/conformance/runner.js';
+import { cleanupAll } from '../suite/procs.js';
+import { merge, ROOT, versions } from '../suite/proxies.js';
+import { installed, PROXIES, startConformanceTarget, type ProxyName } from './targets.js';
+
+const { values } = parseArgs({ options: { 'fuzz-cases': { type: 'string', default: '3000' }, out: { type: 'string', default: join(ROOT, 'bench/results/conformance.md') } } });
+const say = (s: string): void => void process.stdout.write(`${s}\n`);
+
+interface Cell {
+  readonly text: string;
+  /** As roomgate intends (README "Routing and proxying"). */
+  readonly intended: boolean;
+}
+
+interface ProxyResult {
+  readonly requests: Map<string, Cell>;
+  readonly responses: Map<string, Cell>;
+  readonly notes: string[];
+  fuzz: string[];
+}
+
+const ROOMGATE_CONFIG = merge(GATEWAY_CONFIGS.base, { proxy: { maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000 } });
+
+async function measure(name: ProxyName): Promise<ProxyResult> {
+  const result: ProxyResult = { requests: new Map(), responses: new Map(), notes: [], fuzz: [] };
+  const scripts = new Map<string, Answer>();
+  const backend = await startRawBackend({ answer: scriptedByClient(scripts), upgrade: scriptedByClient(scripts, accept101) });
+  const target = await startConformanceTarget(name, backend.port, ROOMGATE_CONFIG);
+  const clients = new Set<string>();
+  let n = 0;
+  const client = (): string => {
+    const a = addressFor(500_000 + n++);
+    clients.add(a);
+    return a;
+  };
+  try {
+    for (const c of REQUEST_CASES) {
+      const o = await runRequestCase(target.port, backend, c, client());
+      const v = judgeRequest(c, o);
+      result.requests.set(c.name, { text: summarize(o, v.problems) + (v.variant ? ' (Node variant)' : ''), intended: v.problems.length === 0 });
+      const dead = await target.alive();
+      if (dead) {
+        result.notes.push(`died after request case ${c.name}: ${dead}`);
+        return result;
+      }
+    }
+    for (const c of RESPONSE_CASES) {
+      const address = client();
+      scripts.set(address, c.answer);
+      const o = await runResponseCase(target.port, c, address, client());
+      const problems = responseProblems(c, o);
+      if (c.request === 'upgrade') problems.push(...handshakeConnProblems(backend, address));
+      result.responses.set(c.name, { text: summarizeResponse(o, problems), intended: problems.length === 0 });
+      const dead = await target.alive();
+      if (dead) {
+        result.notes.push(`died after response case ${c.name}: ${dead}`);
+        return result;
+      }
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const stray = unclaimed(backend, clients);
+    if (stray.length > 0) result.notes.push(`the backend parsed ${stray.length} request(s) no client can claim: ${stray.map((r) => `${r.method} ${r.target}`).join('; ')}`);
+    // The fuzzer swaps the backend's answers for its own.
+    const report = await runFuzz(target, backend, { seed: 1, cases: Number(values['fuzz-cases']), maxFailures: 50 });
+    const by = (inv: string): number => report.failures.filter((f) => f.invariant === inv).length;
+    const lenient = [...report.leniencies.values()].reduce((s, l) => s + l.count, 0);
+    result.fuzz = [
+      String(report.cases),
+      String(report.backendRequests),
+      by('a') ? `**${by('a')}${report.failures.length >= 50 ? '+' : ''}**` : '0',
+      by('b') ? `**${by('b')}**` : '0',
+      by('c') ? '**died**' : 'lived',
+      String(lenient),
+    ];
+    for (const f of report.failures.slice(0, 3)) result.notes.push(`fuzz (${f.invariant}): ${f.detail}`);
+  } finally {
+    await target.stop();
+    await backend.close();
+  }
+  return result;
+}
+
+function intendedRequest(c: RequestCase): string {
+  const e = c.expect;
+  return `${e.statuses.join(' ') || 'closed'}${e.forwarded.length ? `, fwd ${e.forwarded.length}` : ''}`;
+}
+function intendedResponse(c: ResponseCase): string {
+  return `${c.expect.statuses.join(' ')}${c.expect.cut ? ' cut' : ''}`;
+}
+
+/** One cell per class: the distinct outcomes with counts, and how many cases went as intended. */
+function classCell(names: readonly string[], cells: Map<string, Cell> | undefined): string {
+  if (!cells) return 'n/a';
+  const counts = new Map<string, number>();
+  let ok = 0;
+  for (const name of names) {
+    const cell = cells.get(name);
+    if (!cell) continue;
+    if (cell.intended) ok++;
+    counts.set(cell.text, (counts.get(cell.text) ?? 0) + 1);
+  }
+  const outcomes = [...counts].map(([t, k]) => (k > 1 ? `${t} ×${k}` : t)).join('; ');
+  return `${ok}/${names.length} · ${outcomes}`;
+}
+
+function classes<T extends { cls: string; name: string }>(cases: readonly T[]): Map<string, string[]> {
+  const m = new Map<string, string[]>();
+  for (const c of cases) m.set(c.cls, [...(m.get(c.cls) ?? []), c.name]);
+  return m;
+}
+
+const esc = (s: string): string => s.replaceAll('|', '\\|');
+
+async function main(): Promise<void> {
+  const proxies = PROXIES.filter(installed);
+  const results = new Map<ProxyName, ProxyResult>();
+  for (const p of proxies) {
+    say(`${p}...`);
+    results.set(p, await measure(p));
+  }
+  const v = versions();
+  const hp3 = (JSON.parse(readFileSync(join(ROOT, 'node_modules/http-proxy-3/package.json'), 'utf8')) as { version: string }).version;
+  const head = `| class (cases) | ${proxies.join(' | ')} |\n|---|${proxies.map(() => '---').join('|')}|`;
+  const out: string[] = [
+    '# HTTP/1.1 conformance, side by side',
+    '',
+    `Generated by \`npm run conformance:compare\` (bench/conformance/compare.ts). roomgate ${v.roomgate} on Node ${v.node}; ${v.nginx}; ${v.haproxy}; http-proxy-3 ${hp3} (bench/conformance/reference-proxy.ts).`,
+    'nginx and HAProxy are configured as in `npm run bench` (bench/suite/proxies.ts: nginx 1 worker, `proxy_http_version 1.1`, keep-alive upstream; HAProxy `mode http`, `option forwardfor`).',
+    '',
+    'Each cell: how many cases of the class went as roomgate intends (README, "Routing and proxying"), then the distinct outcomes:',
+    'the statuses the client read (`closed`: the connection closed with no answer), `fwd N`: requests the backend parsed for that client.',
+    'Markers: **SMUGGLED** the backend parsed a request hidden in the client\'s bytes; **XFF** not exactly one X-Forwarded-For equal to the client\'s address;',
+    '**EXTRA** an unexpected request reached the backend; **CROSSED** a client read an answer meant for another; **BODY-LEAK** a body that must not be relayed was; **CUT-LOOKS-COMPLETE** a cut body reached the client as a complete response.',
+    'Not every departure from roomgate\'s intent is a defect of the other proxies (nginx and HAProxy trust a client\'s X-Forwarded-For by appending to it, for example); the markers are what matters.',
+    '',
+    '## Requests',
+    '',
+    head,
+  ];
+  for (const [cls, names] of classes(REQUEST_CASES)) out.push(`| ${cls} (${names.length}) | ${proxies.map((p) => esc(classCell(names, results.get(p)?.requests))).join(' | ')} |`);
+  out.push('', '## Backend answers', '', head);
+  for (const [cls, names] of classes(RESPONSE_CASES)) out.push(`| ${cls} (${names.length}) | ${proxies.map((p) => esc(classCell(names, results.get(p)?.responses))).join(' | ')} |`);
+  out.push('', `## Fuzz run (seed 1, ${values['fuzz-cases']} cases)`, '', `| | ${proxies.join(' | ')} |`, `|---|${proxies.map(() => '---').join('|')}|`);
+  const rows = ['cases', 'requests the backend parsed', '(a) smuggled or foreign/missing XFF', '(b) crossed answers', '(c) proxy', 'forwarded although the referee refused'];
+  rows.forEach((r, i) => out.push(`| ${r} | ${proxies.map((p) => results.get(p)?.fuzz[i] ?? 'n/a').join(' | ')} |`));
+  out.push('', '## Notes', '');
+  for (const p of proxies) for (const note of results.get(p)?.notes ?? []) out.push(`- ${p}: ${esc(note)}`);
+  out.push('', '## Every case', '', `| case | class | intended | ${proxies.join(' | ')} |`, `|---|---|---|${proxies.map(() => '---').join('|')}|`);
+  const mark = (c: Cell | undefined): string => (c ? `${c.intended ? '✓ ' : ''}${esc(c.text)}` : 'n/a');
+  for (const c of REQUEST_CASES) out.push(`| ${c.name} | ${c.cls} | ${intendedRequest(c)} | ${proxies.map((p) => mark(results.get(p)?.requests.get(c.name))).join(' | ')} |`);
+  for (const c of RESPONSE_CASES) out.push(`| answer: ${c.name} | ${c.cls} | ${intendedResponse(c)} | ${proxies.map((p) => mark(results.get(p)?.responses.get(c.name))).join(' | ')} |`);
+  writeFileSync(values.out, `${out.join('\n')}\n`);
+  say(`wrote ${values.out}`);
+}
+
+try {
+  await main();
+} finally {
+  await cleanupAll();
+}
+// Keep-alive agents of the fetches may hold the loop open.
+process.exit(0);
