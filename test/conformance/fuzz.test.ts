@@ -33,10 +33,18 @@ describe('differential fuzzer, bounded run', () => {
 
 describe('the fuzzer can fail', () => {
   it('catches a pass-through TCP proxy: the backend parses requests without the client\'s X-Forwarded-For', async () => {
+    const open = new Set<net.Socket>();
     const relay = net.createServer((client) => {
       const upstream = net.connect(be.port, '127.0.0.1');
-      client.on('error', () => upstream.destroy());
-      upstream.on('error', () => client.destroy());
+      for (const s of [client, upstream]) {
+        open.add(s);
+        s.on('close', () => {
+          open.delete(s);
+          client.destroy();
+          upstream.destroy();
+        });
+        s.on('error', () => s.destroy());
+      }
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
@@ -47,6 +55,7 @@ describe('the fuzzer can fail', () => {
       expect(report.failures.filter((f) => f.invariant === 'a' && /SMUGGLED/.test(f.detail)).length).toBeGreaterThan(0);
       expect(report.failures.filter((f) => f.invariant === 'b').length).toBeGreaterThan(0);
     } finally {
+      for (const s of open) s.destroy();
       await new Promise((r) => relay.close(r));
     }
   });
