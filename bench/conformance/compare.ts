@@ -13,7 +13,7 @@ import { FUZZ_GATEWAY_CONFIG, runFuzz } from '../../test/conformance/fuzz.js';
 import { GATEWAY_CONFIGS, REQUEST_CASES, type RequestCase } from '../../test/conformance/request-cases.js';
 import { RESPONSE_CASES, type ResponseCase } from '../../test/conformance/response-cases.js';
 import {
-  addressFor,
+  ClientAddresses,
   handshakeConnProblems,
   judgeRequest,
   responseProblems,
@@ -51,13 +51,8 @@ async function measure(name: ProxyName): Promise<ProxyResult> {
   const scripts = new Map<string, Answer>();
   const backend = await startRawBackend({ answer: scriptedByClient(scripts), upgrade: scriptedByClient(scripts, accept101) });
   const target = await startConformanceTarget(name, backend.port, ROOMGATE_CONFIG);
-  const clients = new Set<string>();
-  let n = 0;
-  const client = (): string => {
-    const a = addressFor(500_000 + n++);
-    clients.add(a);
-    return a;
-  };
+  const clients = new ClientAddresses(500_000);
+  const client = (): string => clients.next();
   try {
     for (const c of REQUEST_CASES) {
       const o = await runRequestCase(target.port, backend, c, client());
@@ -83,7 +78,7 @@ async function measure(name: ProxyName): Promise<ProxyResult> {
       }
     }
     await new Promise((r) => setTimeout(r, 300));
-    const stray = unclaimed(backend, clients);
+    const stray = unclaimed(backend, clients.all);
     if (stray.length > 0) result.notes.push(`the backend parsed ${stray.length} request(s) no client can claim: ${stray.map((r) => `${r.method} ${r.target}`).join('; ')}`);
     // The fuzzer swaps the backend's answers for its own.
     const report = await runFuzz(target, backend, { seed: 1, cases: Number(values['fuzz-cases']), maxFailures: 50 });

@@ -8,17 +8,12 @@ import { startGateway, stopAll, type GatewayProc } from '../support/processes.js
 import { startRawBackend, type RawBackend } from './backend.js';
 import { aliveProblem } from './raw.js';
 import { GATEWAY_CONFIGS, REQUEST_CASES, SPLIT_CASE } from './request-cases.js';
-import { addressFor, judgeRequest, runRequestCase, unclaimed } from './runner.js';
+import { ClientAddresses, judgeRequest, runRequestCase, unclaimed } from './runner.js';
 
 let gw: GatewayProc;
 let be: RawBackend;
-const clients = new Set<string>();
-let nextClient = 0;
-const newClient = (): string => {
-  const a = addressFor(10_000 + nextClient++);
-  clients.add(a);
-  return a;
-};
+const clients = new ClientAddresses(10_000);
+const newClient = (): string => clients.next();
 
 beforeAll(async () => {
   be = await startRawBackend();
@@ -64,7 +59,7 @@ describe('a pipeline split at every byte boundary', () => {
 describe('after the corpus', () => {
   it('the backend parsed no request that no client can claim', async () => {
     await new Promise((r) => setTimeout(r, 300));
-    expect(unclaimed(be, clients).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`)).toEqual([]);
+    expect(unclaimed(be, clients.all).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`)).toEqual([]);
     expect(be.errors()).toEqual([]);
   });
 });

@@ -8,18 +8,13 @@ import { startGateway, stopAll, waitFor, type GatewayProc } from '../support/pro
 import { startRawBackend, type Answer, type RawBackend } from './backend.js';
 import { aliveProblem } from './raw.js';
 import { RESPONSE_CASES } from './response-cases.js';
-import { addressFor, handshakeConnProblems, responseProblems, runResponseCase, scriptedByClient, unclaimed } from './runner.js';
+import { ClientAddresses, handshakeConnProblems, responseProblems, runResponseCase, scriptedByClient, unclaimed } from './runner.js';
 
 let gw: GatewayProc;
 let be: RawBackend;
 const scripts = new Map<string, Answer>();
-const clients = new Set<string>();
-let nextClient = 0;
-const newClient = (): string => {
-  const a = addressFor(20_000 + nextClient++);
-  clients.add(a);
-  return a;
-};
+const clients = new ClientAddresses(20_000);
+const newClient = (): string => clients.next();
 
 beforeAll(async () => {
   const byClient = scriptedByClient(scripts);
@@ -57,6 +52,6 @@ describe('response corpus', () => {
 
   it('the backend parsed no request that no client can claim', async () => {
     await new Promise((r) => setTimeout(r, 200));
-    expect(unclaimed(be, clients).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`)).toEqual([]);
+    expect(unclaimed(be, clients.all).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`)).toEqual([]);
   });
 });

@@ -16,6 +16,20 @@ export function addressFor(n: number): string {
   return `127.${1 + Math.floor(i / 62_500)}.${1 + (Math.floor(i / 250) % 250)}.${1 + (i % 250)}`;
 }
 
+/** Hands out fresh client addresses (from addressFor(base) on) and remembers them all. */
+export class ClientAddresses {
+  readonly all = new Set<string>();
+  private n = 0;
+
+  constructor(private readonly base: number) {}
+
+  next(): string {
+    const a = addressFor(this.base + this.n++);
+    this.all.add(a);
+    return a;
+  }
+}
+
 /** The client address a backend request claims: the last X-Forwarded-For element. */
 export function claimedClient(r: BackendRequest): string | null {
   const last = r.xff.at(-1);
