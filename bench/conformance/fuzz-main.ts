@@ -42,7 +42,7 @@ try {
     });
     say(`client read: ${JSON.stringify(seen[0] ?? '')}`);
     say(`backend parsed ${report.backendRequests} request(s)`);
-    for (const f of report.failures) say(`FAIL (${f.invariant}) ${f.detail}`);
+    for (const f of report.failures) say(`FAIL (${f.invariant}, ${f.kind}) ${f.detail}`);
     exitCode = report.failures.length > 0 ? 1 : 0;
   } else {
     const cases = Number(values.cases);
@@ -58,8 +58,9 @@ try {
       },
     });
     say(`${report.cases} cases in ${(report.ms / 1000).toFixed(1)} s: ${Math.round(report.cases / (report.ms / 1000))} cases/s; the backend parsed ${report.backendRequests} requests`);
-    say(report.failures.length === 0 ? 'no invariant broken' : `${report.failures.length} failure(s):`);
-    for (const f of report.failures) say(`FAIL (${f.invariant}) ${f.detail}\n${f.replay}`);
+    const c = report.counts;
+    say(report.failures.length === 0 ? 'no invariant broken' : `failures: ${c.smuggled} smuggled, ${c.xff} X-Forwarded-For, ${c.crossed} crossed, ${c.died} died; the first ${report.failures.length}:`);
+    for (const f of report.failures) say(`FAIL (${f.invariant}, ${f.kind}) ${f.detail}\n${f.replay}`);
     if (report.leniencies.size > 0) {
       say('forwarded although the referee refused (reason: cases, example):');
       for (const [reason, l] of [...report.leniencies].sort((a, b) => b[1].count - a[1].count)) say(`  ${reason}: ${l.count} (case ${l.example})`);

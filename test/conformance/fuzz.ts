@@ -17,7 +17,7 @@ import { accept101 } from './backend.js';
 import { exchange } from './raw.js';
 import { REQUEST_CASES, SPLIT_CASE } from './request-cases.js';
 import { RESPONSE_CASES } from './response-cases.js';
-import { addressFor, claimedClient, responseRequest, scriptedByClient } from './runner.js';
+import { addressFor, claimedClient, isHealthProbe, responseRequest, scriptedByClient } from './runner.js';
 import { parseRequests } from './strict-parser.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -281,16 +281,22 @@ export interface FuzzOptions {
   readonly concurrency?: number;
   /** Cases between invariant checks (default 400). */
   readonly batch?: number;
-  /** Stop after this many failures (default 10). */
+  /** Keep this many failures (default 10); the run stops there unless keepGoing. */
   readonly maxFailures?: number;
+  /** Run every case even past maxFailures (counts still grow): side-by-side runs. */
+  readonly keepGoing?: boolean;
   readonly onBatch?: (done: number, failures: number) => void;
   /** Each case as it finishes, with what its client read (replays print it). */
   readonly onCase?: (c: FuzzCase, received: string) => void;
 }
 
+/** smuggled: a request no client claims or from another client's bytes; xff: not exactly one X-Forwarded-For equal to the client; crossed: a client read another's answer; died. */
+export type FailureKind = 'smuggled' | 'xff' | 'crossed' | 'died';
+
 export interface FuzzFailure {
   readonly caseIndex: number | null;
   readonly invariant: 'a' | 'b' | 'c';
+  readonly kind: FailureKind;
   readonly detail: string;
   /** describeCase() of the case, when one is to blame. */
   readonly replay: string;
@@ -301,6 +307,8 @@ export interface FuzzReport {
   readonly ms: number;
   readonly backendRequests: number;
   readonly failures: FuzzFailure[];
+  /** Every failure counted by kind (past maxFailures too). */
+  readonly counts: Record<FailureKind, number>;
   /** Referee refusal reason -> how often the proxy forwarded such bytes anyway, and one case. */
   readonly leniencies: Map<string, { count: number; example: number }>;
 }
@@ -316,7 +324,12 @@ const OWNER = /X-Owner: (127\.[0-9]+\.[0-9]+\.[0-9]+-[0-9a-f]{8})/g;
 
 function crossedProblems(c: FuzzCase, received: string): string[] {
   const p: string[] = [];
-  for (const m of received.matchAll(ECHO_FOR)) if (m[1] !== c.address) p.push(`the client read an answer to X-Forwarded-For ${JSON.stringify(m[1])}`);
+  // The echo's last element is the client the proxy saw (earlier ones are the client's own claims,
+  // which some proxies keep).
+  for (const m of received.matchAll(ECHO_FOR)) {
+    const last = (m[1] as string).split(/,| \| /).at(-1)?.trim();
+    if (last !== c.address) p.push(`the client read an answer to X-Forwarded-For ${JSON.stringify(m[1])}`);
+  }
   for (const m of received.matchAll(OWNER)) {
     const marker = m[1] as string;
     const addr = marker.slice(0, marker.lastIndexOf('-'));
@@ -389,23 +402,28 @@ export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOp
   backend.upgrade = scriptedByClient(scripts, accept101);
   backend.forget();
 
-  const fail = (c: FuzzCase | null, invariant: FuzzFailure['invariant'], detail: string): void => {
-    if (failures.length < maxFailures) failures.push({ caseIndex: c?.index ?? null, invariant, detail, replay: c ? describeCase(o.seed, c) : '' });
+  const counts: Record<FailureKind, number> = { smuggled: 0, xff: 0, crossed: 0, died: 0 };
+  const fail = (c: FuzzCase | null, kind: FailureKind, detail: string): void => {
+    counts[kind]++;
+    const invariant = kind === 'crossed' ? 'b' : kind === 'died' ? 'c' : 'a';
+    if (failures.length < maxFailures) failures.push({ caseIndex: c?.index ?? null, invariant, kind, detail, replay: c ? describeCase(o.seed, c) : '' });
   };
+  const stop = (): boolean => dead !== null || (!o.keepGoing && failures.length >= maxFailures);
 
   // (a) every backend request belongs to the client its X-Forwarded-For names, from its bytes.
   const attribute = (): void => {
     for (const r of backend.requests) {
+      if (isHealthProbe(r)) continue;
       backendRequests++;
       const owner = live.get(claimedClient(r) ?? '');
       if (!owner) {
         const blame = lastOnConn.get(r.conn) ?? null;
-        fail(blame, 'a', `SMUGGLED: the backend parsed ${r.method} ${JSON.stringify(r.target)} with X-Forwarded-For ${JSON.stringify(r.xff)}${blame ? `, after case ${blame.index}'s request on the same backend connection` : ''}`);
+        fail(blame, 'smuggled', `SMUGGLED: the backend parsed ${r.method} ${JSON.stringify(r.target)} with X-Forwarded-For ${JSON.stringify(r.xff)}${blame ? `, after case ${blame.index}'s request on the same backend connection` : ''}`);
         continue;
       }
       lastOnConn.set(r.conn, owner);
-      if (r.xff.length !== 1 || r.xff[0] !== owner.address) fail(owner, 'a', `X-Forwarded-For ${JSON.stringify(r.xff)} on ${r.method} ${r.target}, expected ["${owner.address}"]`);
-      else if (!targetFrom(r.target, owner.parts.join(''))) fail(owner, 'a', `SMUGGLED: ${r.method} ${JSON.stringify(r.target)} is not in the client's bytes`);
+      if (r.xff.length !== 1 || r.xff[0] !== owner.address) fail(owner, 'xff', `X-Forwarded-For ${JSON.stringify(r.xff)} on ${r.method} ${r.target}, expected ["${owner.address}"]`);
+      if (!targetFrom(r.target, owner.parts.join(''))) fail(owner, 'smuggled', `SMUGGLED: ${r.method} ${JSON.stringify(r.target)} is not in the client's bytes`);
       forwardedTo.set(owner.address, (forwardedTo.get(owner.address) ?? 0) + 1);
     }
     backend.forget();
@@ -438,7 +456,7 @@ export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOp
     retiring = finished;
     finished = [];
     dead = await target.alive();
-    if (dead) fail(null, 'c', `after ${done} cases: ${dead}`);
+    if (dead) fail(null, 'died', `after ${done} cases: ${dead}`);
     o.onBatch?.(done, failures.length);
   };
 
@@ -447,14 +465,14 @@ export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOp
   let checking: Promise<void> = Promise.resolve();
   await Promise.all(
     Array.from({ length: Math.min(concurrency, total) }, async () => {
-      while (next < from + total && failures.length < maxFailures && dead === null) {
+      while (next < from + total && !stop()) {
         const c = generateCase(o.seed, next++);
         live.set(c.address, c);
         if (c.answer !== null) scripts.set(c.address, { bytes: c.answer, close: c.closeAfterAnswer });
         const { received } = await runCase(target.port, c);
         o.onCase?.(c, received);
         // (b) no client reads another's bytes.
-        for (const p of crossedProblems(c, received)) fail(c, 'b', p);
+        for (const p of crossedProblems(c, received)) fail(c, 'crossed', p);
         finished.push(c);
         if (++done % batchSize === 0) {
           checking = checking.then(checkpoint);
@@ -469,8 +487,8 @@ export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOp
   retire([...retiring, ...finished]);
   if (dead === null) {
     dead = await target.alive();
-    if (dead) fail(null, 'c', `at the end: ${dead}`);
+    if (dead) fail(null, 'died', `at the end: ${dead}`);
   }
   backend.forget();
-  return { cases: done, ms: Date.now() - started, backendRequests, failures, leniencies };
+  return { cases: done, ms: Date.now() - started, backendRequests, failures, counts, leniencies };
 }

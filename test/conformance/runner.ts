@@ -125,8 +125,9 @@ function expectationProblems(e: Expectation, o: RequestOutcome): string[] {
     for (const m of matchRequest(want, got)) p.push(`${want.method} ${want.target}: ${m}`);
   }
   for (const m of missing) p.push(`backend never parsed ${m.method} ${m.target}`);
-  const smuggled = left.filter((r) => r.target.includes('/smuggled'));
-  if (smuggled.length > 0) p.push(`SMUGGLED: the backend parsed ${smuggled.map((r) => `${r.method} ${r.target}`).join('; ')}`);
+  // The client's own X-Forwarded-For on it: the proxy itself read past the invalid part.
+  const hidden = left.filter((r) => r.target.includes('/smuggled'));
+  if (hidden.length > 0) p.push(`RESYNC: the proxy forwarded ${hidden.map((r) => `${r.method} ${r.target}`).join('; ')}, hidden behind the invalid part`);
   const extra = left.filter((r) => !r.target.includes('/smuggled'));
   if (extra.length > 0) p.push(`backend parsed unexpected ${extra.map((r) => `${r.method} ${r.target}`).join('; ')}`);
   return p;
@@ -153,11 +154,16 @@ export function invariantProblems(o: RequestOutcome): string[] {
   return o.forwarded.filter((r) => r.xff.length !== 1 || r.xff[0] !== o.address).map((r) => `XFF ${JSON.stringify(r.xff)} on ${r.method} ${r.target}, expected ["${o.address}"]`);
 }
 
+/** A /healthz probe of the test itself (from 127.0.0.1, which no corpus or fuzz client uses), proxied by a proxy that does not answer it. */
+export function isHealthProbe(r: BackendRequest): boolean {
+  return r.method === 'GET' && r.target === '/healthz' && r.xff.length === 1 && r.xff[0] === '127.0.0.1';
+}
+
 /** Requests no client of this run can claim: no X-Forwarded-For, or one naming nobody we know. */
-export function unclaimed(backend: RawBackend, clients: ReadonlySet<string>): BackendRequest[] {
-  return backend.requests.filter((r) => {
+export function unclaimed(backend: RawBackend, clients: ReadonlySet<string>, from = 0): BackendRequest[] {
+  return backend.requests.slice(from).filter((r) => {
     const c = claimedClient(r);
-    return c === null || !clients.has(c);
+    return !isHealthProbe(r) && (c === null || !clients.has(c));
   });
 }
 
@@ -167,6 +173,7 @@ export function summarize(o: RequestOutcome, problems: readonly string[]): strin
   const fwd = o.forwarded.length > 0 ? `, fwd ${o.forwarded.length}` : '';
   const marks: string[] = [];
   if (problems.some((x) => x.includes('SMUGGLED'))) marks.push('SMUGGLED');
+  if (problems.some((x) => x.startsWith('RESYNC'))) marks.push('RESYNC');
   if (problems.some((x) => x.startsWith('XFF'))) marks.push('XFF');
   if (problems.some((x) => x.includes('unexpected'))) marks.push('EXTRA');
   return `${st}${fwd}${marks.length ? ` **${marks.join(' ')}**` : ''}`;
@@ -242,8 +249,15 @@ export function handshakeConnProblems(backend: RawBackend, address: string): str
   const handshake = backend.requests.find((r) => claimedClient(r) === address);
   const conn = backend.conns.find((k) => k.id === handshake?.conn);
   if (!conn) return ['the handshake never reached the backend'];
-  if (conn.requests.length !== 1) return [`SMUGGLED: the handshake's backend connection parsed ${conn.requests.map((r) => `${r.method} ${r.target}`).join('; ')}`];
-  return [];
+  const after = conn.requests.slice(1);
+  // With the client's own X-Forwarded-For the proxy parsed the bytes itself (the connection went
+  // on as HTTP); without it they reached the backend raw.
+  const own = after.filter((r) => r.xff.length === 1 && r.xff[0] === address);
+  const raw = after.filter((r) => !own.includes(r));
+  const p: string[] = [];
+  if (raw.length > 0) p.push(`SMUGGLED: the handshake's backend connection parsed ${raw.map((r) => `${r.method} ${r.target}`).join('; ')} from the client's raw bytes`);
+  if (own.length > 0) p.push(`FWD-BEHIND: the request behind the refused handshake was forwarded: ${own.map((r) => `${r.method} ${r.target}`).join('; ')}`);
+  return p;
 }
 
 /** A backend answerer that plays each client's scripted answer (by its address), else `fallback`. */
@@ -256,6 +270,7 @@ export function summarizeResponse(o: ResponseOutcome, problems: readonly string[
   const st = o.statuses.length === 0 ? (o.closed ? 'closed' : 'no answer') : `${o.statuses.join(' ')}${o.closed ? ' close' : ''}`;
   const marks: string[] = [];
   if (problems.some((x) => x.includes('SMUGGLED'))) marks.push('SMUGGLED');
+  if (problems.some((x) => x.startsWith('FWD-BEHIND'))) marks.push('FWD-BEHIND');
   if (problems.some((x) => x.includes("someone else's answer"))) marks.push('CROSSED');
   if (problems.some((x) => x.includes('complete response'))) marks.push('CUT-LOOKS-COMPLETE');
   if (problems.some((x) => x.startsWith('client stream contains'))) marks.push('BODY-LEAK');
