@@ -1,36 +1,42 @@
 // Composition root: builds every part from the configuration with explicit dependencies (so a
-// test can run two gateways in one process) and owns start, reload and stop.
+// test can run two gateways in one process), wires them, and owns start, reload and stop. No
+// rule lives here: the runtime's rules are in src/runtime/ (supervisor, placer, pool), the
+// data plane's in src/proxy/, the control plane's in its own modules.
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { createAdminServer } from './api/admin-server.js';
 import { PublicApi } from './api/public-api.js';
-import { MemorySharedStore } from './lobby/memory-store.js';
-import { RedisSharedStore } from './lobby/redis-store.js';
-import type { SharedStore } from './lobby/store.js';
+import { MemorySharedDataStore } from './shared-data/memory-store.js';
+import { RedisSharedDataStore } from './shared-data/redis-store.js';
+import type { SharedDataStore } from './shared-data/store.js';
 import { DnsDiscovery } from './backends/discovery.js';
-import { EventLog } from './backends/events.js';
+import { EventLog } from './runtime/events.js';
 import { HealthChecker } from './backends/health.js';
-import { BackendPool, type Backend } from './backends/pool.js';
+import { BackendPool } from './runtime/pool.js';
 import type { LoadedConfig, ResolvedBackend } from './config/load.js';
 import type { Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { MemoryPlacementStore } from './placement/memory-store.js';
-import { Placer } from './placement/placer.js';
+import { Placer } from './runtime/placer.js';
 import { RedisPlacementStore } from './placement/redis-store.js';
 import type { BackendAdminState, PlacementStore } from './placement/store.js';
+import { Supervisor } from './runtime/supervisor.js';
+import { createRuntimeView, setAdminState } from './runtime/runtime-view.js';
 import { Admission } from './proxy/admission.js';
 import { Forwarding } from './proxy/forwarded.js';
 import { HttpProxy } from './proxy/http-proxy.js';
 import { Router } from './proxy/router.js';
-import { TunnelRegistry } from './proxy/tunnels.js';
+import { TunnelRegistry } from './runtime/tunnels.js';
 import { UpgradeProxy } from './proxy/upgrade-proxy.js';
 import { createKeyExtractor } from './room/extract.js';
 import { createRoomSigner, type RoomSigner } from './room/signing.js';
 import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
+import { StreamSlots } from './http/stream-slots.js';
 import { createPublicServer } from './server/public-server.js';
+import type { RuntimeView } from './runtime/views.js';
 import { Pages } from './pages/pages.js';
 import { StaticFiles } from './static/serve.js';
 
@@ -39,7 +45,7 @@ export interface GatewayOptions {
   /** Shared in-memory store state (several gateways in one process, for tests), or a cluster worker's IPC store. */
   readonly store?: PlacementStore;
   /** Presence, lobby and leaderboards from elsewhere (a cluster worker's IPC store); default per the config. */
-  readonly shared?: SharedStore;
+  readonly sharedData?: SharedDataStore;
 }
 
 /** The cookie signer for a configuration; null when the cookie is a plain room key. */
@@ -58,23 +64,24 @@ export class Gateway {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   readonly metrics: Metrics;
   readonly pool: BackendPool;
-  readonly tunnels = new TunnelRegistry();
+  readonly tunnels: TunnelRegistry;
   readonly events = new EventLog();
   readonly store: PlacementStore;
   /** Presence, lobby and leaderboards. */
-  readonly shared: SharedStore;
+  readonly sharedData: SharedDataStore;
   readonly api: PublicApi | null;
   /** Status and lobby pages (src/pages/). */
   readonly pages: Pages;
   readonly placer: Placer;
   readonly health: HealthChecker;
   readonly admission: Admission;
+  /** What the control plane (admin API, pages) sees and may ask. */
+  readonly view: RuntimeView;
   private readonly discovery: DnsDiscovery | null;
   private readonly server: Server;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
-  private heartbeatTimer: NodeJS.Timeout | null = null;
-  private presenceFailing = false;
+  private readonly supervisor: Supervisor;
   private ready = false;
   private stopping: Promise<void> | null = null;
 
@@ -91,49 +98,15 @@ export class Gateway {
         timeoutMs: config.health.timeoutMs,
         rise: config.health.rise,
         fall: config.health.fall,
+        hostHeader: config.health.host ?? undefined,
       },
-      (ev) => {
-        const b = this.pool.get(ev.id);
-        if (!b) return;
-        b.health = ev.state;
-        metrics.backendStateChanges.inc({ backend: ev.id, state: ev.state, via: 'active' });
-        this.events.add(ev.state, ev.id, ev.reason);
-        logger.warn({ backend: ev.id, state: ev.state, reason: ev.reason }, `backend ${ev.state}`);
-        // A backend that fails its checks is dead or hung for this gateway: its sockets carry
-        // nothing useful; closing them lets their clients reconnect once the room is re-placed.
-        // Panic guard: with no other backend routable, the fault is likelier on this side (this
-        // gateway overloaded, its network) than in every backend at once, and closed clients could
-        // only reconnect into 503s: the sockets are kept until a backend is routable again.
-        if (ev.state === 'down') {
-          const now = Date.now();
-          if (!this.pool.backends.some((o) => o.id !== ev.id && o.routable(now))) {
-            if (b.liveSockets > 0) logger.warn({ backend: ev.id, sockets: b.liveSockets }, 'backend down but no other backend is up: its live sockets are kept');
-          } else {
-            const closed = this.tunnels.closeBackend(ev.id);
-            if (closed > 0) logger.warn({ backend: ev.id, closed }, 'closed sockets of a down backend');
-          }
-        }
-      },
+      (ev) => this.supervisor.healthChanged(ev.id, ev.state, ev.reason),
     );
     this.pool = new BackendPool([], config.proxy.passiveDownMs, {
-      onPassive: (b, state, reason) => {
-        metrics.backendStateChanges.inc({ backend: b.id, state, via: 'passive' });
-        logger.warn({ backend: b.id, state, reason }, `backend passively marked ${state}`);
-        if (state === 'down') {
-          this.health.reportFailure(b.id, reason);
-          this.events.add('down', b.id, `passive: ${reason}`);
-        }
-      },
-      onMembership: (added, removed) => {
-        for (const b of added) this.events.add('joined', b.id, b.config.url);
-        for (const b of removed) this.events.add('removed', b.id, b.config.url);
-        if (added.length || removed.length) {
-          logger.info({ added: added.map((b) => b.id), removed: removed.map((b) => b.id) }, 'backend list changed');
-        }
-        this.health.setTargets(this.pool.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, host: b.config.host, port: b.config.port })));
-      },
+      onPassive: (b, state, reason) => this.supervisor.passiveChanged(b, state, reason),
+      onMembership: (added, removed) => this.supervisor.membershipChanged(added, removed),
     });
-    this.pool.setBackends(config.backends);
+    this.tunnels = new TunnelRegistry(this.pool);
 
     const redisConfigured = Boolean(config.redis.url) || config.redis.sentinels.length > 0 || config.redis.clusterNodes.length > 0;
     // What both Redis stores share: where Redis is, the key prefix, fail-fast timing, logging.
@@ -153,32 +126,37 @@ export class Gateway {
         ? new RedisPlacementStore({ ...redis, timing: { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs } })
         : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
 
-    this.shared =
-      opts.shared ??
+    this.sharedData =
+      opts.sharedData ??
       (redisConfigured
-        ? new RedisSharedStore({ ...redis, presenceTtlMs: config.presence.ttlMs })
-        : new MemorySharedStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
+        ? new RedisSharedDataStore({ ...redis, presenceTtlMs: config.presence.ttlMs })
+        : new MemorySharedDataStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
     const validateRoom = createRoomValidator(config.room.pattern);
+    // api.maxStreams per port: the public port's lobby and status streams share one set of slots.
+    const publicStreams = new StreamSlots(config.api.maxStreams);
     this.api = config.api.enabled
       ? new PublicApi({
-          store: this.shared,
+          store: this.sharedData,
           tokens: config.api.tokens,
           validateRoom,
           maxMetaBytes: config.api.maxMetaBytes,
           streamIntervalMs: config.api.streamIntervalMs,
+          streamSlots: publicStreams,
           logger,
         })
       : null;
 
     this.pages = new Pages({
       view: this,
-      shared: this.shared,
+      sharedData: this.sharedData,
       statusPublic: config.status.public,
       adminToken: config.admin.token,
       lobby: config.api.enabled,
       validateRoom,
       roomPagePaths: config.room.pagePaths,
       roomPathPrefix: config.room.pathPrefix,
+      publicStreams,
+      adminStreams: new StreamSlots(config.api.maxStreams),
       logger,
     });
 
@@ -191,23 +169,39 @@ export class Gateway {
       boundFactor: config.placement.boundedLoadFactor,
       loadMetric: config.placement.loadMetric,
       retryAfterS: config.proxy.retryAfterS,
+      onDown: config.health.onDown,
       cacheTtlMs: config.placement.cacheTtlMs,
       idleTtlMs: config.placement.idleTtlMs,
-      onPlaced: (room, from, to, forced, liveMoved) => {
-        metrics.placements.inc({ kind: from === null ? 'new' : forced ? 'forced-move' : 'move' });
-        if (from !== null) {
-          this.events.moved(liveMoved);
-          logger.info({ room, from, to, forced }, 'room placed on another backend');
-        }
-      },
+      onPlaced: (room, from, to, forced, liveMoved) => this.supervisor.placed(room, from, to, forced, liveMoved),
       onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),
     });
-    this.store.subscribe((ev) => {
-      if (ev.type !== 'backend-state') return;
-      const kind = ev.state?.state ?? 'active';
-      this.events.add(kind, ev.id, ev.state?.deadline ? `deadline ${new Date(ev.state.deadline).toISOString()}` : '');
-      logger.warn({ backend: ev.id, state: kind, deadline: ev.state?.deadline ?? null }, 'backend administrative state changed');
+    this.supervisor = new Supervisor({
+      pool: this.pool,
+      tunnels: this.tunnels,
+      placer: this.placer,
+      sharedData: this.sharedData,
+      events: this.events,
+      health: this.health,
+      metrics,
+      logger,
+      onDown: config.health.onDown,
+      heartbeatMs: config.placement.heartbeatMs,
+      presenceTtlMs: config.presence.ttlMs,
     });
+    this.store.subscribe((ev) => this.supervisor.storeEvent(ev));
+    this.view = createRuntimeView({
+      gatewayId: this.id,
+      pool: this.pool,
+      tunnels: this.tunnels,
+      placer: this.placer,
+      events: this.events,
+      store: this.store,
+      health: this.health,
+      metrics,
+      isReady: () => this.ready,
+    });
+    // The pool's list is applied only now that every listener of its changes exists.
+    this.pool.setBackends(config.backends);
 
     let secrets = config.cookie.secrets;
     if (config.cookie.signed && secrets.length === 0) {
@@ -229,6 +223,7 @@ export class Gateway {
         signer: signer && withVerifyCache(signer, { maxEntries: 10_000, ttlMs: 1_000 }),
       }),
       placer: this.placer,
+      pool: this.pool,
       roomHeader: config.room.header.toLowerCase(),
       metrics,
       logger,
@@ -300,7 +295,16 @@ export class Gateway {
       metrics,
       logger,
     });
-    this.admin = config.admin.enabled ? createAdminServer({ gateway: this, token: config.admin.token, isReady }) : null;
+    this.admin = config.admin.enabled
+      ? createAdminServer({
+          gateway: this,
+          token: config.admin.token,
+          isReady,
+          allowedHosts: config.admin.allowedHosts,
+          validateRoom,
+          roomPattern: config.room.pattern,
+        })
+      : null;
     const dns = config.discovery.dns;
     this.discovery = dns
       ? new DnsDiscovery(
@@ -318,10 +322,7 @@ export class Gateway {
       if (this.discovery) this.pool.setBackends(await this.discovery.start());
       // Not fatal: without Redis the gateway routes from its cache and the ring, the API answers
       // 503, and both stores keep reconnecting by themselves.
-      const connects: Promise<void>[] = [];
-      if (this.store instanceof RedisPlacementStore) connects.push(this.store.connect());
-      if (this.shared instanceof RedisSharedStore) connects.push(this.shared.connect());
-      const failed = (await Promise.allSettled(connects)).find((r) => r.status === 'rejected');
+      const failed = (await Promise.allSettled([this.store.connect(), this.sharedData.connect()])).find((r) => r.status === 'rejected');
       if (failed) logger.error({ err: String((failed as PromiseRejectedResult).reason?.message ?? failed) }, 'Redis unreachable at start: degraded mode');
       await listenOn(this.server, listen.host, listen.port);
       // Exclusive: a cluster worker's admin listener is its own, never shared round-robin.
@@ -331,10 +332,7 @@ export class Gateway {
       await this.release();
       throw err;
     }
-    this.metrics.degraded.set(this.placer.isDegraded ? 1 : 0);
-    this.heartbeatTimer = setInterval(() => void this.tick(), this.config.placement.heartbeatMs);
-    this.heartbeatTimer.unref();
-    void this.tick();
+    this.supervisor.start();
     this.ready = true;
     logger.info(
       {
@@ -349,48 +347,9 @@ export class Gateway {
     );
   }
 
-  /** Every heartbeat: exchange live rooms and loads with the store, publish presence, enforce drain deadlines. */
-  private async tick(): Promise<void> {
-    const now = Date.now();
-    const live = this.tunnels.liveRooms();
-    await Promise.all([this.placer.heartbeat(now, live), this.publishPresence(live)]);
-    for (const b of this.pool.backends) this.enforceDrainDeadline(b, now);
-    this.pool.sweep();
-  }
-
-  /**
-   * One batched write per heartbeat, whatever the number of sockets: the socket path itself never
-   * talks to the store. After an outage the next heartbeat makes the counts right again.
-   */
-  private async publishPresence(live: ReturnType<TunnelRegistry['liveRooms']>): Promise<void> {
-    try {
-      await this.shared.publishPresence(live, this.config.presence.ttlMs);
-      if (this.presenceFailing) this.opts.logger.warn('presence published again: shared data store reachable');
-      this.presenceFailing = false;
-    } catch (err) {
-      if (!this.presenceFailing) this.opts.logger.error({ err: (err as Error).message }, 'presence not published: shared data store unreachable (routing is unaffected)');
-      this.presenceFailing = true;
-    }
-  }
-
-  /**
-   * A drain deadline that passed, or maintenance: the backend is gone for every gateway, so its
-   * remaining sockets are closed and their rooms placed elsewhere on reconnect. (A backend only
-   * removed from the list keeps its sockets: a reload never drops one by itself.)
-   */
-  private enforceDrainDeadline(b: Backend, now: number): void {
-    if (b.liveSockets === 0 || b.removed || !b.gone(now)) return;
-    const closed = this.tunnels.closeBackend(b.id);
-    const why = b.admin?.state === 'maintenance' ? 'maintenance' : 'drain deadline passed';
-    this.events.add(b.admin?.state === 'maintenance' ? 'maintenance' : 'drain-deadline', b.id, `closed ${closed} sockets`);
-    this.opts.logger.warn({ backend: b.id, closed }, `${why}: closed the remaining sockets; their rooms are placed elsewhere`);
-  }
-
   /** Sets a backend's administrative state for every gateway sharing the store. */
-  async setAdminState(id: string, state: BackendAdminState | null): Promise<void> {
-    await this.store.setBackendState(id, state);
-    const b = this.pool.get(id);
-    if (b) b.admin = state;
+  setAdminState(id: string, state: BackendAdminState | null): Promise<void> {
+    return setAdminState(this.store, this.pool, id, state);
   }
 
   /** SIGHUP: applies a new configuration's backend list (static); the rest needs a restart. */
@@ -453,7 +412,7 @@ export class Gateway {
 
   /** Timers, checks, store connections, agents and the admin listener. */
   private async release(): Promise<void> {
-    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.supervisor.stop();
     this.health.stop();
     this.discovery?.stop();
     this.placer.close();
@@ -462,8 +421,8 @@ export class Gateway {
     this.pages.close();
     if (this.server.listening) this.server.close();
     // A clean stop removes this gateway's presence at once instead of waiting for it to expire.
-    await this.shared.withdrawPresence().catch(() => undefined);
-    await Promise.all([this.store.close().catch(() => undefined), this.shared.close().catch(() => undefined)]);
+    await this.sharedData.withdrawPresence().catch(() => undefined);
+    await Promise.all([this.store.close().catch(() => undefined), this.sharedData.close().catch(() => undefined)]);
     if (this.admin?.listening) {
       await new Promise<void>((resolve) => {
         this.admin?.close(() => resolve());

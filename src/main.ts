@@ -174,7 +174,7 @@ function where(config: LoadedConfig, rooms: readonly string[], json: boolean): n
   const c = withDemoBackends(config);
   const ring = buildRing(c.backends.map((b) => ({ id: b.id, weight: b.weight })));
   const valid = createRoomValidator(c.room.pattern);
-  const backends = c.backends.map((b) => ({ id: b.id, routable: true, acceptsNew: b.weight > 0, gone: false, weight: b.weight, load: 0, busy: 0 }));
+  const backends = c.backends.map((b) => ({ id: b.id, routable: true, acceptsNew: b.weight > 0, gone: false, checksDownOnly: false, weight: b.weight, load: 0, busy: 0 }));
   let bad = 0;
   const rows = rooms.map((room) => {
     if (!valid(room)) {
@@ -182,7 +182,7 @@ function where(config: LoadedConfig, rooms: readonly string[], json: boolean): n
       return { room, error: `invalid room key (must match ${c.room.pattern})` };
     }
     // A new room with every backend up and no load skew: the ring owner.
-    const d = decide(room, { ring, backends, placement: null, noRoom: 'reject', boundFactor: 0, tieBreak: 0, retryAfterS: 1 });
+    const d = decide(room, { ring, backends, placement: null, liveOnPlacement: false, onDown: c.health.onDown, noRoom: 'reject', boundFactor: 0, tieBreak: 0, retryAfterS: 1 });
     if ('reject' in d) return { room, error: 'no backend available' };
     return { room, backend: d.route, url: c.backends.find((b) => b.id === d.route)?.url };
   });

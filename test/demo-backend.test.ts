@@ -129,6 +129,34 @@ function request(
   );
 }
 
+/** The status of a refused upgrade (-1: a socket error instead), within 5 s. */
+function upgradeRefusal(url: string, what: string): Promise<number> {
+  const ws = new WebSocket(url);
+  return withTimeout(
+    new Promise<number>((resolve) => {
+      ws.once('unexpected-response', (_req, res) => {
+        resolve(res.statusCode ?? 0);
+        res.resume();
+        ws.terminate();
+      });
+      ws.once('error', () => resolve(-1));
+    }),
+    5_000,
+    what,
+  ).finally(() => ws.terminate());
+}
+
+/** Polls reqPath until it answers `status` (a signal takes effect a moment after it is sent). */
+async function waitForStatus(port: number, reqPath: string, status: number, headers: Record<string, string> = {}): Promise<HttpResult> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const res = await request(port, reqPath, { headers });
+    if (res.status === status) return res;
+    if (Date.now() > deadline) throw new Error(`timed out after 5000 ms waiting for ${reqPath} to answer ${status} (last ${res.status})`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 async function getJson<T>(port: number, reqPath: string): Promise<T> {
   const res = await request(port, reqPath);
   expect(res.status).toBe(200);
@@ -376,20 +404,7 @@ describe('demo backend: djust-style WebSocket', () => {
   });
 
   it('rejects upgrades on other paths', async () => {
-    const ws = new WebSocket(`ws://127.0.0.1:${b1.port}/not/live/`);
-    const status = await withTimeout(
-      new Promise<number>((resolve) => {
-        ws.once('unexpected-response', (_req, res) => {
-          resolve(res.statusCode ?? 0);
-          res.resume();
-          ws.terminate();
-        });
-        ws.once('error', () => resolve(-1));
-      }),
-      5_000,
-      'upgrade rejection',
-    );
-    expect(status).toBe(404);
+    expect(await upgradeRefusal(`ws://127.0.0.1:${b1.port}/not/live/`, 'upgrade rejection')).toBe(404);
   });
 
   it('counts sockets per room across mounts, a room move and closes', async () => {
@@ -484,6 +499,40 @@ describe('demo backend: lifecycle', () => {
     expect(exit).toEqual({ code: 0, signal: null });
     expect(Date.now() - t0).toBeLessThan(2_000);
     expect(b.stderr()).not.toMatch(/Error/);
+  });
+
+  it('behaves like apps health checks must cope with: --healthz-status, --allowed-hosts, SIGUSR2', async () => {
+    const noRoute = await startBackend(['--port', '0', '--id', 'nr', '--healthz-status', '404']);
+    expect((await request(noRoute.port, '/healthz')).status).toBe(404);
+    expect((await request(noRoute.port, '/game/1/')).status).toBe(200);
+
+    // Django's ALLOWED_HOSTS: the Host name counts, its port does not.
+    const dj = await startBackend(['--port', '0', '--id', 'dj', '--allowed-hosts', 'app.example,other.example']);
+    expect((await request(dj.port, '/healthz')).status).toBe(400); // Host: 127.0.0.1:PORT
+    expect((await request(dj.port, '/healthz', { headers: { host: 'APP.example:8000' } })).status).toBe(200);
+    expect((await request(dj.port, '/game/1/', { headers: { host: 'other.example' } })).status).toBe(200);
+    expect((await request(dj.port, '/game/1/', { headers: { host: 'evil.example' } })).status).toBe(400);
+    expect(await upgradeRefusal(`ws://127.0.0.1:${dj.port}/ws/live/`, 'upgrade with a Host not allowed')).toBe(400);
+
+    // SIGUSR2: /healthz fails (503) while pages and sockets go on; again: it answers again.
+    dj.proc.kill('SIGUSR2');
+    const failing = await waitForStatus(dj.port, '/healthz', 503, { host: 'app.example' });
+    expect(failing.body.toString()).toMatch(/SIGUSR2/);
+    expect((await request(dj.port, '/game/1/', { headers: { host: 'app.example' } })).status).toBe(200);
+    dj.proc.kill('SIGUSR2');
+    await waitForStatus(dj.port, '/healthz', 200, { host: 'app.example' });
+
+    // Bad values stop it with a message.
+    const bad = spawn(process.execPath, [DIST, '--port', '0', '--healthz-status', '99'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    bad.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((resolve) => bad.once('exit', (c) => resolve(c)));
+    try {
+      expect(await withTimeout(exited, 5_000, 'bad flag exit')).toBe(1);
+    } finally {
+      if (bad.exitCode === null) bad.kill('SIGKILL');
+    }
+    expect(err).toMatch(/--healthz-status must be an HTTP status 200\.\.599, got 99/);
   });
 
   it('exports startDemoBackend for in-process use', async () => {

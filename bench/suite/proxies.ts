@@ -189,6 +189,9 @@ function startRoomgate(dir: string, port: number, ctx: ProxyContext): Proc {
     log: { level: 'warn' },
     // The suite closes its sockets before it stops a target; do not wait 10 s for stragglers.
     shutdown: { graceMs: 1000 },
+    // The HTTP check of the published results (the default is a TCP connect check now); the bench
+    // backends answer GET /healthz.
+    health: { path: '/healthz' },
   };
   const file = join(dir, 'roomgate.yaml');
   writeFileSync(file, JSON.stringify(merge(config, ctx.roomgateConfig ?? {}), null, 2));

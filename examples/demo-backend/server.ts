@@ -9,7 +9,15 @@
  * roomgate tests use these backends as that witness.
  *
  * CLI:  node dist/examples/demo-backend/server.js --port N --id ID [--host H] [--tick-ms N]
+ *         [--healthz-status N] [--allowed-hosts NAME,NAME]
  *       (env PORT, BACKEND_ID, HOST, TICK_MS as fallbacks; port 0 = ephemeral)
+ *       --healthz-status: what GET /healthz answers (default 200; 404 = an app without the route).
+ *       --allowed-hosts: like Django's ALLOWED_HOSTS: a request or upgrade whose Host (without
+ *         port) is not listed gets 400. Default: any Host.
+ *       SIGUSR2 toggles GET /healthz between its status and 503 (health checks fail while the
+ *       process keeps serving everything else).
+ *       These make it behave like the apps roomgate's health checks must cope with; each is
+ *       off by default, and none can be switched over HTTP.
  * When listening it prints exactly one JSON line to stdout:
  *       {"event":"listening","id":"ID","port":<actual port>}
  * Everything else goes to stderr so a parent process can parse stdout safely.
@@ -29,11 +37,18 @@ export interface DemoBackendOptions {
   id: string;
   /** Broadcast a ~140-byte tick frame to every room every N ms (0 = off). */
   tickMs?: number;
+  /** Status of GET /healthz (default 200; 404: an app without the route). */
+  healthzStatus?: number;
+  /** Like Django's ALLOWED_HOSTS: other Host names (port ignored) get 400. Default: any. */
+  allowedHosts?: readonly string[];
 }
 
 export interface DemoBackend {
   port: number;
   id: string;
+  /** Makes GET /healthz answer 503 (true) or its configured status again (false); SIGUSR2 in the CLI. */
+  failHealth(fail: boolean): void;
+  readonly healthFailing: boolean;
   close(): Promise<void>;
 }
 
@@ -182,6 +197,17 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   const id = opts.id;
   const host = opts.host ?? '127.0.0.1';
   const tickMs = opts.tickMs ?? 0;
+  const healthzStatus = opts.healthzStatus ?? 200;
+  const allowedHosts = opts.allowedHosts === undefined ? null : new Set(opts.allowedHosts.map((h) => h.toLowerCase()));
+  let healthFailing = false;
+
+  /** Django's rule: the Host without its port must be listed (when a list is given). */
+  function hostAllowed(req: IncomingMessage): boolean {
+    if (allowedHosts === null) return true;
+    const host = (req.headers.host ?? '').toLowerCase();
+    const name = host.startsWith('[') ? host.slice(0, host.indexOf(']') + 1) : host.replace(/:\d*$/, '');
+    return allowedHosts.has(name);
+  }
 
   const rooms = new Map<string, Set<WebSocket>>();
   const clients = new Map<WebSocket, Client>();
@@ -357,6 +383,10 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     const { pathname, query } = splitUrl(req.url);
     const isGet = req.method === 'GET' || req.method === 'HEAD';
 
+    if (!hostAllowed(req)) {
+      req.resume();
+      return text(res, 400, 'Bad Request (400): Host not in allowed hosts\n');
+    }
     if (pathname.startsWith('/_backend/echo')) return echo(req, res);
 
     // Other routes ignore the body; drain it so keep-alive connections stay usable.
@@ -380,7 +410,10 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       res.end(body);
       return;
     }
-    if (isGet && pathname === '/healthz') return text(res, 200, 'ok');
+    if (isGet && pathname === '/healthz') {
+      if (healthFailing) return text(res, 503, 'failing on purpose (SIGUSR2)\n');
+      return text(res, healthzStatus, healthzStatus === 200 ? 'ok' : healthzStatus === 404 ? 'not found\n' : `status ${healthzStatus}\n`);
+    }
     if (isGet && pathname === '/_backend/rooms') {
       // fromEntries defines own properties, so a room called "__proto__" is listed like any other.
       const counts = Object.fromEntries([...rooms].map(([name, members]) => [name, members.size]));
@@ -400,6 +433,10 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
 
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
+    if (!hostAllowed(req)) {
+      socket.end(`HTTP/1.1 400 Bad Request\r\nX-Backend-Id: ${id}\r\nContent-Type: text/plain\r\nContent-Length: 12\r\nConnection: close\r\n\r\nbad request\n`);
+      return;
+    }
     if (!splitUrl(req.url).pathname.endsWith('/ws/live/')) {
       socket.end(
         `HTTP/1.1 404 Not Found\r\nX-Backend-Id: ${id}\r\nContent-Type: text/plain\r\nContent-Length: 10\r\nConnection: close\r\n\r\nnot found\n`,
@@ -454,7 +491,17 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       server.off('error', reject);
       const addr = server.address();
       const port = typeof addr === 'object' && addr ? addr.port : (opts.port ?? 0);
-      resolve({ port, id, close });
+      resolve({
+        port,
+        id,
+        close,
+        failHealth: (fail) => {
+          healthFailing = fail;
+        },
+        get healthFailing() {
+          return healthFailing;
+        },
+      });
     });
   });
 }
@@ -484,6 +531,12 @@ function intArg(name: string, value: string | undefined, fallback: number, max: 
   return n;
 }
 
+function healthzStatusArg(value: string | undefined): number {
+  const n = intArg('healthz-status', value, 200, 599);
+  if (n < 200) throw new Error(`--healthz-status must be an HTTP status 200..599, got ${value}`);
+  return n;
+}
+
 async function main(): Promise<void> {
   let backend: DemoBackend;
   try {
@@ -494,6 +547,8 @@ async function main(): Promise<void> {
       host: args.host ?? (process.env.HOST || '127.0.0.1'),
       id: args.id ?? (process.env.BACKEND_ID || `backend-${process.pid}`),
       tickMs: intArg('tick-ms', args['tick-ms'] ?? process.env.TICK_MS, 0, 3_600_000),
+      healthzStatus: healthzStatusArg(args['healthz-status']),
+      ...(args['allowed-hosts'] === undefined ? {} : { allowedHosts: args['allowed-hosts'].split(',').map((h) => h.trim()).filter(Boolean) }),
     });
   } catch (err) {
     process.stderr.write(`demo-backend: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -511,6 +566,10 @@ async function main(): Promise<void> {
       () => process.exit(0),
     );
   };
+  process.on('SIGUSR2', () => {
+    backend.failHealth(!backend.healthFailing);
+    process.stderr.write(`demo-backend ${backend.id}: SIGUSR2, /healthz ${backend.healthFailing ? 'fails (503)' : 'answers again'}\n`);
+  });
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
 }

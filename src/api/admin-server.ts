@@ -1,16 +1,24 @@
 // The admin listener (loopback by default): metrics, backends, where-is-room, events, and the
 // drain / maintenance controls (bearer token). Never on the public port.
-import { timingSafeEqual, createHash } from 'node:crypto';
 import http from 'node:http';
 import type { Gateway } from '../gateway.js';
+import { TokenCheck } from '../http/auth.js';
+import { adminHostAllowed, allowedHostSet, sendMisdirected } from '../http/host-check.js';
 import type { AdminState } from '../placement/store.js';
+import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../room/validate.js';
 import { healthAnswer } from '../server/public-server.js';
 
 export interface AdminServerOptions {
   readonly gateway: Gateway;
-  /** Bearer token for writes; '' refuses every write. */
+  /** Token for writes (Bearer, or Basic password; see src/http/auth.ts); '' refuses every write. */
   readonly token: string;
   readonly isReady: () => boolean;
+  /** admin.allowedHosts: names accepted in Host besides IP literals and localhost. */
+  readonly allowedHosts: readonly string[];
+  /** The gateway's room key validator (room.pattern): /rooms/KEY answers only for valid keys. */
+  readonly validateRoom: RoomValidator;
+  /** room.pattern, to say in the 400 what a key must match. */
+  readonly roomPattern: string;
 }
 
 const MAX_BODY = 4096;
@@ -20,29 +28,35 @@ class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** More fields of the JSON error body. */
+    readonly detail: Readonly<Record<string, unknown>> = {},
+    readonly headers: Readonly<Record<string, string>> = {},
   ) {
     super(message);
   }
 }
 
 export function createAdminServer(o: AdminServerOptions): http.Server {
-  const tokenDigest = o.token ? createHash('sha256').update(o.token).digest() : null;
+  const tokens = new TokenCheck([o.token]);
   const authorized = (req: http.IncomingMessage): void => {
-    if (!tokenDigest) throw new HttpError(403, 'admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
-    const h = req.headers.authorization ?? '';
-    const given = h.startsWith('Bearer ') ? h.slice(7) : '';
-    // Compare digests: equal length whatever was sent, constant time.
-    if (!timingSafeEqual(createHash('sha256').update(given).digest(), tokenDigest)) throw new HttpError(401, 'missing or wrong bearer token');
+    if (!tokens.configured) throw new HttpError(403, 'admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
+    if (!tokens.accepts(req.headers.authorization)) {
+      throw new HttpError(401, 'missing or wrong bearer token: send Authorization: Bearer <admin.token>', {}, { 'WWW-Authenticate': 'Bearer realm="roomgate admin"' });
+    }
   };
 
+  const allowedHosts = allowedHostSet(o.allowedHosts);
   return http.createServer((req, res) => {
+    // Before anything else, the status page included: a rebound name never reads a byte.
+    if (!adminHostAllowed(req.headers.host, allowedHosts)) return sendMisdirected(res, req.headers.host ?? '');
     const health = healthAnswer(req.url, o.isReady);
     if (health) return send(res, health.status, health.body, 'text/plain');
     // The status page (HTML) and its stream; / leads there.
     if (o.gateway.pages.handleAdmin(req, res)) return;
     handle(o, req, authorized).then(
       (r) => (typeof r === 'string' ? send(res, 200, r, o.gateway.metrics.registry.contentType) : sendJson(res, 200, r)),
-      (err: Error) => sendJson(res, err instanceof HttpError ? err.status : 500, { error: err.message }),
+      (err: Error) =>
+        err instanceof HttpError ? sendJson(res, err.status, { error: err.message, ...err.detail }, err.headers) : sendJson(res, 500, { error: err.message }),
     );
   });
 }
@@ -103,6 +117,13 @@ async function handle(o: AdminServerOptions, req: http.IncomingMessage, authoriz
   }
   if (parts[0] === 'rooms' && parts.length === 2 && method === 'GET') {
     const room = parts[1] as string;
+    // The same check as routing: a key the gateway would never route is not looked up (nor sent to the store).
+    if (!o.validateRoom(room)) {
+      throw new HttpError(400, `invalid room key: it must match room.pattern ${o.roomPattern} and be 1 to ${MAX_ROOM_KEY_LENGTH} characters`, {
+        pattern: o.roomPattern,
+        maxLength: MAX_ROOM_KEY_LENGTH,
+      });
+    }
     const e = await gw.placer.explain(room, now, false);
     const d = e.decision;
     return {
@@ -163,12 +184,12 @@ function readJson(req: http.IncomingMessage): Promise<unknown> {
   });
 }
 
-function send(res: http.ServerResponse, status: number, body: string, type: string): void {
+function send(res: http.ServerResponse, status: number, body: string, type: string, headers: Readonly<Record<string, string>> = {}): void {
   if (res.headersSent) return;
-  res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }
 
-function sendJson(res: http.ServerResponse, status: number, body: unknown): void {
-  send(res, status, `${JSON.stringify(body, null, 2)}\n`, 'application/json');
+function sendJson(res: http.ServerResponse, status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): void {
+  send(res, status, `${JSON.stringify(body, null, 2)}\n`, 'application/json', headers);
 }

@@ -14,14 +14,14 @@
 // also sent as a fresh `snapshot`. A client replaces its whole list on every `snapshot`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.js';
-import type { LobbyPage, LobbyQuery, LobbyRoom, Online, SharedEvent, SharedStore } from '../lobby/store.js';
+import type { LobbyPage, LobbyQuery, LobbyRoom, Online, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
 import { openEventStream } from '../server/sse.js';
 
 export const STORE_UNAVAILABLE_MESSAGE =
   'the shared data store is unavailable (lobby, presence and leaderboards); routing is unaffected, retry shortly';
 
 export interface LobbyStreamOptions {
-  readonly store: SharedStore;
+  readonly store: SharedDataStore;
   /** Changes are pushed at most this often (and at most this long after they happen). */
   readonly intervalMs: number;
   /** A `: ping` comment this often. */
@@ -125,7 +125,7 @@ export class LobbyStream {
     if (this.clients.size === 0) this.stop();
   }
 
-  private onEvent(ev: SharedEvent): void {
+  private onEvent(ev: SharedDataEvent): void {
     if (this.closed || this.clients.size === 0) return;
     if (ev.type === 'available') {
       if (!ev.available) this.markUnavailable([...this.clients]);

@@ -10,6 +10,7 @@ const errorCodes = [
   'payload_too_large',
   'method_not_allowed',
   'store_unavailable',
+  'too_many_streams',
   'internal',
 ] as const;
 
@@ -56,7 +57,8 @@ export const OPENAPI_DOCUMENT = {
     description: [
       'Served by every roomgate gateway on its public port under /_roomgate/api/, from the shared data store',
       '(in memory for one gateway, Redis for several). Reads are public; writes need `Authorization: Bearer <token>`',
-      'with a token from `api.tokens` (ROOMGATE_API_TOKENS); with no token configured every write is refused (403).',
+      'with a token from `api.tokens` (ROOMGATE_API_TOKENS), or that token as a Basic password; the scheme in any case.',
+      'With no token configured every write is refused (403).',
       'Every error has the shape `{"error": {"code", "message"}}`. When the shared store is down these routes answer',
       '503 `store_unavailable` with `Retry-After: 2`; routing of pages and sockets is unaffected.',
       'Room keys are checked with the gateway\'s room key rules (room.pattern, at most 1024 characters) before any store',
@@ -119,7 +121,7 @@ export const OPENAPI_DOCUMENT = {
           },
           '400': resp('BadRequest'),
           '405': resp('MethodNotAllowed'),
-          '503': resp('StoreUnavailable'),
+          '503': resp('StreamUnavailable'),
         },
         'x-events': {
           snapshot: ref('LobbySnapshot'),
@@ -150,7 +152,7 @@ export const OPENAPI_DOCUMENT = {
           '(GET /rooms/{room} then finds the room even when empty; the lobby lists live rooms only). The answer is the room as',
           'stored; a room without live sockets has sockets 0, backend "" and since = when the metadata was set.',
         ].join(' '),
-        security: [{ bearer: [] }],
+        security: [{ bearer: [] }, { basic: [] }],
         parameters: [param('room'), param('pinned')],
         requestBody: {
           required: true,
@@ -167,7 +169,7 @@ export const OPENAPI_DOCUMENT = {
         tags: ['lobby'],
         operationId: 'deleteRoomMeta',
         summary: 'Removes a room\'s metadata (pinned or not).',
-        security: [{ bearer: [] }],
+        security: [{ bearer: [] }, { basic: [] }],
         parameters: [param('room')],
         responses: {
           '204': { description: 'Removed.' },
@@ -219,7 +221,7 @@ export const OPENAPI_DOCUMENT = {
           'batch: after the whole batch, in the order of the entries, so a member listed twice appears twice with its final score).',
           'A batch is not a transaction: if the store fails midway (503), part of it may have been written.',
         ].join(' '),
-        security: [{ bearer: [] }],
+        security: [{ bearer: [] }, { basic: [] }],
         parameters: [param('board')],
         requestBody: {
           required: true,
@@ -252,6 +254,7 @@ export const OPENAPI_DOCUMENT = {
   components: {
     securitySchemes: {
       bearer: { type: 'http', scheme: 'bearer', description: 'A token from api.tokens (ROOMGATE_API_TOKENS), compared in constant time.' },
+      basic: { type: 'http', scheme: 'basic', description: 'The same token as the password (any user name), e.g. from a browser prompt.' },
     },
     parameters: {
       room: {
@@ -324,6 +327,11 @@ export const OPENAPI_DOCUMENT = {
       StoreUnavailable: json(ref('Error'), 'The shared data store is unavailable (code store_unavailable); routing is unaffected.', {
         headers: { 'Retry-After': { description: 'Seconds.', schema: { type: 'integer', const: 2 } } },
       }),
+      StreamUnavailable: json(
+        ref('Error'),
+        'No stream now: every event stream slot of this port is taken (code too_many_streams, `api.maxStreams`, Retry-After: 5; a slot frees when a stream closes), or the gateway is shutting down (code store_unavailable, Retry-After: 2).',
+        { headers: { 'Retry-After': { description: 'Seconds.', schema: { type: 'integer', enum: [2, 5] } } } },
+      ),
       Internal: json(ref('Error'), 'A bug (code internal).'),
     },
     schemas: {

@@ -5,18 +5,19 @@
 // Nothing here touches routing: when the shared store fails, these routes answer 503 and the
 // gateway keeps proxying. Room keys go through the gateway's validator before any store call.
 // The routes, parameters and bodies are described in ./openapi.ts (GET .../openapi.json).
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { TokenCheck } from '../http/auth.js';
+import { streamsFullError, type StreamSlots } from '../http/stream-slots.js';
 import type { Logger } from '../observability/logger.js';
-import type { LobbyQuery, Ranked, RoomMeta, ScoreMode, SharedStore } from '../lobby/store.js';
+import type { LobbyQuery, Ranked, RoomMeta, ScoreMode, SharedDataStore } from '../shared-data/store.js';
 import { LobbyStream, STORE_UNAVAILABLE_MESSAGE } from './lobby-stream.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 
 export const API_PREFIX = '/_roomgate/api';
 
 export interface PublicApiOptions {
-  store: SharedStore;
-  /** Bearer tokens allowed to write (metadata, scores); compared in constant time. Empty list: writes refused (403, `api.tokens`). */
+  store: SharedDataStore;
+  /** Tokens allowed to write (metadata, scores), as Bearer or Basic password (src/http/auth.ts). Empty list: writes refused (403, `api.tokens`). */
   tokens: readonly string[];
   /** The gateway's room key validator. */
   validateRoom: (room: string) => boolean;
@@ -24,6 +25,8 @@ export interface PublicApiOptions {
   maxMetaBytes: number;
   /** SSE: changes are pushed at most this often. */
   streamIntervalMs: number;
+  /** The public port's event stream slots (api.maxStreams, shared with the public status stream). */
+  streamSlots: StreamSlots;
   logger: Logger;
   /** SSE `: ping` comment period (default 15 s; tests shorten it). */
   streamPingMs?: number;
@@ -39,6 +42,7 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'method_not_allowed'
   | 'store_unavailable'
+  | 'too_many_streams'
   | 'internal';
 
 export class ApiError extends Error {
@@ -111,7 +115,7 @@ async function inGroups<T, R>(items: readonly T[], size: number, fn: (item: T) =
 }
 
 export class PublicApi {
-  private readonly tokenDigests: readonly Buffer[];
+  private readonly tokens: TokenCheck;
   private readonly stream: LobbyStream;
   private readonly routes: readonly Route[];
   private readonly openapiJson: string;
@@ -120,7 +124,7 @@ export class PublicApi {
   private lastStoreLog = 0;
 
   constructor(private readonly o: PublicApiOptions) {
-    this.tokenDigests = o.tokens.filter((t) => t.length > 0).map(sha256);
+    this.tokens = new TokenCheck(o.tokens);
     this.stream = new LobbyStream({
       store: o.store,
       intervalMs: o.streamIntervalMs,
@@ -261,7 +265,7 @@ export class PublicApi {
   }
 
   /** Runs a store call; any rejection (or a store that says it is down) becomes a 503. */
-  private async call<T>(f: (s: SharedStore) => Promise<T>): Promise<T> {
+  private async call<T>(f: (s: SharedDataStore) => Promise<T>): Promise<T> {
     if (!this.o.store.available) throw new StoreError('store reports unavailable');
     try {
       return await f(this.o.store);
@@ -272,19 +276,14 @@ export class PublicApi {
 
   /** Throws 403 (no tokens configured) or 401 (missing or wrong token). Constant time in the token. */
   private authorize(req: IncomingMessage): void {
-    if (this.tokenDigests.length === 0) {
+    if (!this.tokens.configured) {
       throw new ApiError(403, 'forbidden', 'writes through the public API are disabled: no token is configured (set api.tokens, or ROOMGATE_API_TOKENS)');
     }
-    const h = req.headers.authorization;
-    if (h === undefined || h === '') {
+    const verdict = this.tokens.verdict(req.headers.authorization);
+    if (verdict === 'missing') {
       throw new ApiError(401, 'unauthorized', 'missing bearer token: send Authorization: Bearer <token>', { 'WWW-Authenticate': 'Bearer realm="roomgate"' });
     }
-    const m = /^Bearer[ \t]+(.*)$/i.exec(h);
-    const given = sha256(m ? (m[1] as string).trim() : '');
-    let ok = false;
-    // Every configured token is compared (no early exit), digests of equal length.
-    for (const d of this.tokenDigests) ok = timingSafeEqual(given, d) || ok;
-    if (!m || !ok) {
+    if (verdict === 'wrong') {
       throw new ApiError(401, 'unauthorized', 'wrong bearer token', { 'WWW-Authenticate': 'Bearer realm="roomgate", error="invalid_token"' });
     }
   }
@@ -312,6 +311,10 @@ export class PublicApi {
       c.res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store' });
       c.res.end();
       return null;
+    }
+    if (!this.o.streamSlots.take(c.res)) {
+      const full = streamsFullError(this.o.streamSlots.max);
+      throw new ApiError(503, full.code, full.message, full.headers);
     }
     this.stream.open(c.req, c.res, q);
     return null;
@@ -596,10 +599,6 @@ function sendJson(res: ServerResponse, status: number, text: string | undefined,
 
 function notFound(message: string): ApiError {
   return new ApiError(404, 'not_found', message);
-}
-
-function sha256(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
 }
 
 function clip(s: string): string {

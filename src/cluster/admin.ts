@@ -7,6 +7,7 @@
 // The answer carries `X-Roomgate-Worker`. Placements, drain states, rooms placed and presence are
 // shared, so any worker answers those for all; socket counts and health histories are that worker's.
 import http from 'node:http';
+import { adminHostAllowed, allowedHostSet, sendMisdirected } from '../http/host-check.js';
 import type { Logger } from '../observability/logger.js';
 import { healthAnswer } from '../server/public-server.js';
 
@@ -23,6 +24,8 @@ export interface ClusterAdminOptions {
    */
   readonly target: (wanted: number | null) => { readonly index: number; readonly port: number } | null;
   readonly logger: Logger;
+  /** admin.allowedHosts: names accepted in Host besides IP literals and localhost (DNS rebinding guard). */
+  readonly allowedHosts: readonly string[];
 }
 
 /** A forwarded request gets no more than this for the worker's response head (streams may last). */
@@ -31,7 +34,10 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'tra
 export const WORKER_HEADER = 'x-roomgate-worker';
 
 export function createClusterAdminServer(o: ClusterAdminOptions): http.Server {
+  const allowedHosts = allowedHostSet(o.allowedHosts);
   return http.createServer((req, res) => {
+    // Checked here for /metrics and /workers; the worker's own listener checks the Host it forwards too.
+    if (!adminHostAllowed(req.headers.host, allowedHosts)) return sendMisdirected(res, req.headers.host ?? '');
     const health = healthAnswer(req.url, o.isReady);
     if (health) return send(res, health.status, health.body, 'text/plain');
     const path = (req.url ?? '/').split('?')[0];

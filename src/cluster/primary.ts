@@ -160,6 +160,7 @@ class ClusterPrimary {
           workers: () => this.workersJson(),
           target: (wanted) => this.adminTarget(wanted),
           logger,
+          allowedHosts: config.admin.allowedHosts,
         });
         await listenOn(this.admin, config.admin.host, config.admin.port);
       }

@@ -1,10 +1,10 @@
 // The primary's side of the in-memory stores of a `--workers N` gateway without Redis: one
-// MemoryPlacementState and one MemorySharedState for all workers, one store handle per worker (a
+// MemoryPlacementState and one MemorySharedDataState for all workers, one store handle per worker (a
 // worker is a gateway: its own heartbeat report, busy rooms and presence), served over the
 // worker's RPC peer. Every store event is broadcast to every worker, as Redis pub/sub would.
-// Workers use IpcPlacementStore and IpcSharedStore (same method names, see ipc-*-store.ts).
-import { MemorySharedState, MemorySharedStore } from '../lobby/memory-store.js';
-import type { LobbyQuery, RoomMeta, RoomPresence, ScoreMode } from '../lobby/store.js';
+// Workers use IpcPlacementStore and IpcSharedDataStore (same method names, see ipc-*-store.ts).
+import { MemorySharedDataState, MemorySharedDataStore } from '../shared-data/memory-store.js';
+import type { LobbyQuery, RoomMeta, RoomPresence, ScoreMode } from '../shared-data/store.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../placement/memory-store.js';
 import type { BackendAdminState, LiveRoom, PlaceOptions } from '../placement/store.js';
 import type { RpcPeer } from './ipc-rpc.js';
@@ -21,7 +21,7 @@ export const SHARED_EVENT = 'shared.event';
 
 export class StoreHost {
   private readonly placements = new MemoryPlacementState();
-  private readonly shared = new MemorySharedState();
+  private readonly sharedData = new MemorySharedDataState();
   private readonly peers = new Set<RpcPeer>();
 
   constructor(
@@ -29,7 +29,7 @@ export class StoreHost {
     private readonly now: () => number = Date.now,
   ) {
     this.placements.listeners.add((ev) => this.broadcast(PLACEMENT_EVENT, ev));
-    this.shared.listeners.add((ev) => this.broadcast(SHARED_EVENT, ev));
+    this.sharedData.listeners.add((ev) => this.broadcast(SHARED_EVENT, ev));
   }
 
   /** Workers attached now. */
@@ -44,7 +44,7 @@ export class StoreHost {
    */
   attach(peer: RpcPeer, gatewayId: string): () => Promise<void> {
     const p = new MemoryPlacementStore(gatewayId, { idleTtlMs: this.timing.idleTtlMs, gatewayTtlMs: this.timing.gatewayTtlMs }, this.placements, this.now);
-    const s = new MemorySharedStore(gatewayId, { presenceTtlMs: this.timing.presenceTtlMs }, this.shared, this.now);
+    const s = new MemorySharedDataStore(gatewayId, { presenceTtlMs: this.timing.presenceTtlMs }, this.sharedData, this.now);
     const str = (v: unknown): string => v as string;
     const num = (v: unknown): number => v as number;
 

@@ -14,7 +14,7 @@ import { Gateway } from '../gateway.js';
 import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { channelToParent, RpcPeer } from './ipc-rpc.js';
 import { IpcPlacementStore } from './ipc-placement-store.js';
-import { IpcSharedStore } from './ipc-shared-store.js';
+import { IpcSharedDataStore } from './ipc-shared-data-store.js';
 import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
 
 /** True in a worker process forked by roomgate's primary (not in some other cluster manager's worker). */
@@ -29,7 +29,7 @@ export async function runWorker(): Promise<void> {
   try {
     const init = await peer.call<WorkerInit>(INIT, [], 10_000);
     logger = createLogger(init.config.log.level).child({ worker: init.index });
-    const stores = init.ipcStores ? { store: new IpcPlacementStore(peer), shared: new IpcSharedStore(peer) } : {};
+    const stores = init.ipcStores ? { store: new IpcPlacementStore(peer), sharedData: new IpcSharedDataStore(peer) } : {};
     gateway = new Gateway(init.config, { logger, ...stores });
     await gateway.start();
   } catch (err) {

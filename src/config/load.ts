@@ -206,6 +206,9 @@ function resolve(c: Config): LoadedConfig {
   if (c.listen.requestTimeoutMs !== 0 && c.listen.requestTimeoutMs < c.listen.headersTimeoutMs) {
     problems.push(`listen.requestTimeoutMs: got ${c.listen.requestTimeoutMs}; expected 0 (no limit) or at least listen.headersTimeoutMs (${c.listen.headersTimeoutMs}): the whole request cannot take less time than its head`);
   }
+  if (c.health.host !== null && c.health.path === null) {
+    problems.push(`health.host: got ${JSON.stringify(c.health.host)} but health.path is null (a TCP check sends no Host); set health.path (e.g. "/healthz") or remove health.host`);
+  }
   if (c.health.timeoutMs > c.health.intervalMs) {
     problems.push(`health.timeoutMs: got ${c.health.timeoutMs}; expected at most health.intervalMs (${c.health.intervalMs})`);
   }

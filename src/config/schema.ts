@@ -73,6 +73,12 @@ export const configSchema = z.strictObject({
       // Bearer token for admin writes (drain, undrain, maintenance). Empty: writes are refused.
       // Prefer the ROOMGATE_ADMIN_TOKEN environment variable.
       token: z.string().refine((t) => t === '' || t.length >= 16, { message: 'empty (writes off) or at least 16 characters' }).default(''),
+      // Host names (no port) the admin port answers besides IP addresses and localhost; other
+      // Hosts get 421, a guard against DNS rebinding (a web page re-pointing its own name at the
+      // admin port). E.g. the name Prometheus scrapes it by.
+      allowedHosts: z
+        .array(z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'a host name without port, e.g. "roomgate-admin"'))
+        .default([]),
     })
     .prefault({}),
   backends: z.array(backend).default([]),
@@ -95,13 +101,29 @@ export const configSchema = z.strictObject({
     .prefault({}),
   health: z
     .strictObject({
-      // GET this path on each backend (2xx/3xx passes); null = TCP connect check only.
-      path: z.string().startsWith('/', 'a path starting with "/"').nullable().default('/healthz'),
+      // null (default): a TCP connect check, which every backend passes while it listens (like
+      // HAProxy's plain `check`): many apps (Django, djust) have no health route, and a default
+      // path they answer 404 would take every backend out. A path: GET it on each backend
+      // (2xx/3xx passes), opt-in for apps that have such a route.
+      path: z.string().startsWith('/', 'a path starting with "/"').nullable().default(null),
+      // Host header of the HTTP check; null = host:port of the backend's URL. Django answers 400
+      // to a Host that is not in ALLOWED_HOSTS (e.g. "127.0.0.1:8000"): set one it accepts.
+      host: z
+        .string()
+        .regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/, 'a Host header value: a name or address with an optional port, e.g. "app.example.com" or "app.example.com:8000"')
+        .nullable()
+        .default(null),
       intervalMs: positiveMs.default(2_000),
       timeoutMs: positiveMs.default(1_000),
       // Consecutive passes to go down -> up, failures to go up -> down.
       rise: z.number().int().min(1).max(100).default(2),
       fall: z.number().int().min(1).max(100).default(3),
+      // A backend marked down by its checks gets no new rooms. 'keep': its live sockets stay until
+      // they end by themselves (a failed check is weaker evidence than sockets carrying frames),
+      // and its rooms' new sockets and pages still go there while this gateway holds live sockets
+      // of them, so no room is split. 'close': its sockets are closed at once (unless no other
+      // backend is up), as HAProxy's on-marked-down shutdown-sessions.
+      onDown: z.enum(['keep', 'close']).default('keep'),
     })
     .prefault({}),
   placement: z
@@ -152,6 +174,11 @@ export const configSchema = z.strictObject({
       maxMetaBytes: z.number().int().min(64).max(1_048_576).default(4_096),
       // The lobby stream pushes changes at most this often.
       streamIntervalMs: z.number().int().min(50).max(60_000).default(500),
+      // Concurrent Server-Sent Event streams per port (a count): on the public port the lobby
+      // streams and the public status streams together, on the admin port the status streams.
+      // Each holds a connection and up to 1 MiB of unread frames, so this bounds what anyone who
+      // reaches the port can hold open; past it: 503 with Retry-After. Per worker with --workers.
+      maxStreams: z.number().int().min(1).max(10_000).default(64),
     })
     .prefault({}),
   status: z

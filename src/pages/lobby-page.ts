@@ -5,7 +5,7 @@
 // stream (/_roomgate/api/lobby/stream) and the leaderboard API. Room names and metadata are user
 // data: escaped by the template here, set with textContent by the script.
 import { randomInt } from 'node:crypto';
-import type { LobbyRoom, Online, Ranked, SharedStore } from '../lobby/store.js';
+import type { LobbyRoom, Online, Ranked, SharedDataStore } from '../shared-data/store.js';
 import { html, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const LOBBY_PATH = '/_roomgate/lobby';
@@ -26,7 +26,7 @@ export interface LobbyData {
   readonly scores: readonly Ranked[] | null;
 }
 
-export async function loadLobby(store: SharedStore, board: string): Promise<LobbyData> {
+export async function loadLobby(store: SharedDataStore, board: string): Promise<LobbyData> {
   const [page, online, scores] = await Promise.allSettled([
     store.lobby({ sort: 'sockets', order: 'desc', offset: 0, limit: LOBBY_ROWS }),
     store.online(),

@@ -3,9 +3,10 @@
 // path goes to the app like any other), 'token' (the admin token, as HTTP Basic password, which a
 // browser prompts for, or as a bearer token), 'open'. The public port never shows backend URLs.
 // The lobby page is on the public port while api.enabled. Read-only: GET and HEAD only.
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { SharedStore } from '../lobby/store.js';
+import { TokenCheck } from '../http/auth.js';
+import { sendStreamsFull, type StreamSlots } from '../http/stream-slots.js';
+import type { SharedDataStore } from '../shared-data/store.js';
 import type { Logger } from '../observability/logger.js';
 import { API_PREFIX, BOARD_PATTERN } from '../api/public-api.js';
 import { sendPage, sendText } from './html.js';
@@ -17,7 +18,7 @@ export type StatusAccess = 'off' | 'token' | 'open';
 
 export interface PagesOptions {
   readonly view: StatusView;
-  readonly shared: SharedStore;
+  readonly sharedData: SharedDataStore;
   /** status.public */
   readonly statusPublic: StatusAccess;
   /** admin.token ('' = nobody passes the 'token' check). */
@@ -32,8 +33,10 @@ export interface PagesOptions {
   readonly logger: Logger;
   /** Status stream: how often the snapshot is compared (default 1000 ms). */
   readonly statusIntervalMs?: number;
-  /** Concurrent status streams per port (default 64). */
-  readonly maxStatusStreams?: number;
+  /** The public port's event stream slots (api.maxStreams, shared with the lobby streams). */
+  readonly publicStreams: StreamSlots;
+  /** The admin port's event stream slots (api.maxStreams of its own). */
+  readonly adminStreams: StreamSlots;
 }
 
 const STATUS_PATHS = new Set(['/_roomgate', STATUS_PATH]);
@@ -43,7 +46,7 @@ export const STATUS_REALM = 'roomgate status';
 export class Pages {
   private readonly adminStream: StatusStream;
   private readonly publicStream: StatusStream;
-  private readonly tokenDigest: Buffer | null;
+  private readonly adminToken: TokenCheck;
   private readonly roomPath: string;
 
   constructor(private readonly o: PagesOptions) {
@@ -54,12 +57,11 @@ export class Pages {
         intervalMs: o.statusIntervalMs ?? 1000,
         pingMs: 15_000,
         retryMs: 2_000,
-        maxClients: o.maxStatusStreams ?? 64,
         maxBufferedBytes: 1 << 20,
       });
     this.adminStream = stream(true);
     this.publicStream = stream(false);
-    this.tokenDigest = o.adminToken ? sha256(o.adminToken) : null;
+    this.adminToken = new TokenCheck([o.adminToken]);
   }
 
   /** Open status streams on both ports. */
@@ -111,8 +113,10 @@ export class Pages {
     if (!readOnly(req, res)) return;
     if (path === STATUS_STREAM_PATH) {
       if (req.method === 'HEAD') return sendText(res, 200, '', { 'Content-Type': 'text/event-stream; charset=utf-8' });
+      const slots = internal ? this.o.adminStreams : this.o.publicStreams;
+      if (!slots.take(res)) return sendStreamsFull(res, slots.max);
       const stream = internal ? this.adminStream : this.publicStream;
-      if (!stream.open(req, res)) sendText(res, 503, 'too many status streams open, or shutting down; retry later\n', { 'Retry-After': '5' });
+      if (!stream.open(req, res)) sendText(res, 503, 'shutting down\n', { 'Retry-After': '5' });
       return;
     }
     try {
@@ -130,7 +134,7 @@ export class Pages {
     if (boards.length > 1 || !BOARD_PATTERN.test(board)) {
       return sendText(res, 400, 'board: one leaderboard name of 1 to 64 characters from A-Z a-z 0-9 _ . : -\n');
     }
-    const data = await loadLobby(this.o.shared, board);
+    const data = await loadLobby(this.o.sharedData, board);
     sendPage(res, 200, renderLobbyPage(data, { roomPath: this.roomPath, apiPrefix: API_PREFIX }), req.method === 'HEAD');
   }
 
@@ -144,13 +148,11 @@ export class Pages {
 
   /** Token mode: Basic (any user name, the admin token as password) or Bearer; 401 prompts the browser. */
   private authorized(req: IncomingMessage, res: ServerResponse): boolean {
-    if (!this.tokenDigest) {
+    if (!this.adminToken.configured) {
       sendText(res, 403, 'status.public is "token" but no admin.token is configured: nobody can be let in\n');
       return false;
     }
-    const given = credential(req.headers.authorization);
-    // Digests: equal length whatever was sent, compared in constant time.
-    if (given !== null && timingSafeEqual(sha256(given), this.tokenDigest)) return true;
+    if (this.adminToken.accepts(req.headers.authorization)) return true;
     sendText(res, 401, 'the status page needs the admin token: any user name, the token as password (or Authorization: Bearer <token>)\n', {
       'WWW-Authenticate': `Basic realm="${STATUS_REALM}", charset="UTF-8"`,
     });
@@ -162,18 +164,6 @@ export class Pages {
     if (res.headersSent) res.destroy();
     else sendText(res, 500, 'internal error\n');
   }
-}
-
-/** The token of an Authorization header: a Bearer token, or a Basic password. */
-export function credential(header: string | undefined): string | null {
-  if (!header) return null;
-  const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  if (bearer) return bearer[1] as string;
-  const basic = /^Basic[ \t]+([A-Za-z0-9+/]+={0,2})[ \t]*$/i.exec(header);
-  if (!basic) return null;
-  const decoded = Buffer.from(basic[1] as string, 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  return colon < 0 ? null : decoded.slice(colon + 1);
 }
 
 /** GET and HEAD pass; anything else gets 405 (and false). */
@@ -193,8 +183,4 @@ function queryOf(url: string | undefined): string {
   const u = url ?? '';
   const q = u.indexOf('?');
   return q < 0 ? '' : u.slice(q + 1);
-}
-
-function sha256(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
 }

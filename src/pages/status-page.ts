@@ -2,8 +2,8 @@
 // the placement store mode, recent membership and health events, the gateway id. The server-rendered
 // table is complete without JavaScript; the constant script below only replaces it with each
 // snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
-import type { BackendEvent } from '../backends/events.js';
-import type { Backend, BackendState } from '../backends/pool.js';
+import type { BackendEvent } from '../runtime/events.js';
+import type { Backend, BackendState } from '../runtime/pool.js';
 import { html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const STATUS_PATH = '/_roomgate/';

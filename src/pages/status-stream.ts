@@ -17,8 +17,6 @@ export interface StatusStreamOptions {
   readonly pingMs: number;
   /** The `retry:` field (EventSource reconnection delay, ms). */
   readonly retryMs: number;
-  /** More concurrent streams are refused (the caller answers 503). */
-  readonly maxClients: number;
   /** A client that does not read and has this much queued is disconnected. */
   readonly maxBufferedBytes: number;
 }
@@ -36,9 +34,12 @@ export class StatusStream {
     return this.clients.size;
   }
 
-  /** Takes over the response; false (nothing written) when closed or at maxClients. */
+  /**
+   * Takes over the response; false (nothing written) once closed. How many may be open is the
+   * caller's StreamSlots (api.maxStreams).
+   */
   open(req: IncomingMessage, res: ServerResponse): boolean {
-    if (this.closed || this.clients.size >= this.o.maxClients) return false;
+    if (this.closed) return false;
     openEventStream(req, res);
     this.clients.add(res);
     res.on('close', () => this.drop(res));

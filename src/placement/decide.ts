@@ -10,6 +10,10 @@
 // 3. The caller writes the placement with compare-and-set; a move away from a backend that is
 //    only unreachable in this gateway's view is not forced, so the store refuses it while other
 //    gateways still hold the room's sockets there (no split across gateways with different views).
+// 4. Rooms stay whole (health.onDown: keep): a room whose backend is down only by its active
+//    health checks, and of which this gateway still holds live sockets there, keeps going there.
+//    Those sockets carry frames, which is better evidence than a failed check; placing the
+//    room's next socket elsewhere would split the room.
 import type { Ring } from './ring.js';
 import type { PlacementRecord } from './store.js';
 
@@ -21,6 +25,11 @@ export interface BackendView {
   readonly acceptsNew: boolean;
   /** Gone for every gateway (maintenance, removed, drain deadline passed): its rooms may be moved while live. */
   readonly gone: boolean;
+  /**
+   * Not routable only because its active health checks failed: no passive mark (a refused
+   * connection), not gone.
+   */
+  readonly checksDownOnly: boolean;
   readonly weight: number;
   /** Bounded-load figure: rooms (all gateways) or sockets, as configured. */
   readonly load: number;
@@ -34,6 +43,10 @@ export interface DecideView {
   readonly backends: readonly BackendView[];
   /** The room's current placement, as fetched from the store or cache; null if none. */
   readonly placement: PlacementRecord | null;
+  /** This gateway holds live sockets of the room on the placement's backend. */
+  readonly liveOnPlacement: boolean;
+  /** health.onDown: 'keep' routes a room with live sockets here to its checks-down backend (rule 4). */
+  readonly onDown: 'keep' | 'close';
   readonly noRoom: 'least-loaded' | 'reject';
   /** Bounded-load factor c (>= 1); 0 turns bounded loads off (pure ring). */
   readonly boundFactor: number;
@@ -42,7 +55,8 @@ export interface DecideView {
   readonly retryAfterS: number;
 }
 
-export type RouteReason = 'sticky' | 'ring' | 'ring-skip' | 'bounded-skip' | 'no-room';
+/** sticky-live: rule 4, the backend fails its health checks but the room's live sockets here are there. */
+export type RouteReason = 'sticky' | 'sticky-live' | 'ring' | 'ring-skip' | 'bounded-skip' | 'no-room';
 
 export interface PlaceIntent {
   /** Compare-and-set against this epoch (0: the room has no placement). */
@@ -55,7 +69,7 @@ export interface PlaceIntent {
 
 export type Decision =
   | { readonly route: string; readonly reason: RouteReason; readonly place?: PlaceIntent }
-  | { readonly reject: 503; readonly reason: 'no-backend' | 'room-busy' | 'admission'; readonly retryAfterS: number }
+  | { readonly reject: 503; readonly reason: 'no-backend' | 'room-busy'; readonly retryAfterS: number }
   | { readonly reject: 400; readonly reason: 'no-room' };
 
 export function decide(room: string | null, view: DecideView): Decision {
@@ -69,6 +83,7 @@ export function decide(room: string | null, view: DecideView): Decision {
   if (p !== null) {
     from = find(view.backends, p.backend);
     if (from?.routable) return { route: p.backend, reason: 'sticky' };
+    if (from?.checksDownOnly && view.onDown === 'keep' && view.liveOnPlacement) return { route: p.backend, reason: 'sticky-live' };
   }
   const place: PlaceIntent = {
     expectedEpoch: p?.epoch ?? 0,

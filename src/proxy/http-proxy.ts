@@ -2,7 +2,7 @@
 // Bodies are streamed both ways; backend connections are kept alive per backend.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { Backend, BackendPool } from '../backends/pool.js';
+import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Decision } from '../placement/decide.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -74,11 +74,11 @@ export class HttpProxy {
     if (res.destroyed) return;
     if ('reject' in decision) {
       if (decision.reject === 400) return this.refuse(res, 'none', 400, 'this request needs a room key\n');
-      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : 'no backend available\n';
+      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
       return this.refuse(res, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
     }
     const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(res, 'none', 503, 'no backend available\n', { 'Retry-After': '1' });
+    if (!backend) return this.refuse(res, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
     this.forward(req, res, key, backend, replayable, attempt);
   }
 
@@ -92,13 +92,13 @@ export class HttpProxy {
     const { o } = this;
     const socket = req.socket;
     const ctx = { peer: socket.remoteAddress, encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix };
-    backend.inflight++;
+    o.pool.requestStarted(backend.id);
     let settled = false;
     // Counted once, under the status the client got; a retried attempt is only a proxy error.
     const done = (status: number | null): void => {
       if (settled) return;
       settled = true;
-      backend.inflight--;
+      o.pool.requestEnded(backend.id);
       if (status !== null) o.metrics.httpRequests.inc({ backend: backend.id, status: String(status) });
     };
 

@@ -3,7 +3,8 @@
 // HTTP and the upgrade proxy.
 import type { IncomingMessage } from 'node:http';
 import type { Decision } from '../placement/decide.js';
-import type { Placer } from '../placement/placer.js';
+import type { Placer } from '../runtime/placer.js';
+import type { BackendPool } from '../runtime/pool.js';
 import type { KeyExtractor, KeyResult } from '../room/extract.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -11,6 +12,7 @@ import type { Metrics } from '../observability/metrics.js';
 export interface RouterOptions {
   readonly extractKey: KeyExtractor;
   readonly placer: Placer;
+  readonly pool: BackendPool;
   /** Lower-case name of the room header. */
   readonly roomHeader: string;
   readonly metrics: Metrics;
@@ -22,8 +24,29 @@ export interface Routed {
   readonly decision: Decision;
 }
 
+// The "no backend" warning is logged when its reason changes, else at most this often: a 503
+// storm must not become a log storm.
+const UNAVAILABLE_LOG_EVERY_MS = 10_000;
+
 export class Router {
+  private lastUnavailable = '';
+  private lastUnavailableLog = 0;
+
   constructor(private readonly o: RouterOptions) {}
+
+  /**
+   * The body of a 503 for "no backend can take this": says why (every backend down with its
+   * reason, draining, none configured), so an operator reading one answer knows what to fix.
+   */
+  noBackendBody(nowMs: number): string {
+    const why = this.o.pool.unavailableReason(nowMs);
+    if (why !== this.lastUnavailable || nowMs - this.lastUnavailableLog >= UNAVAILABLE_LOG_EVERY_MS) {
+      this.lastUnavailable = why;
+      this.lastUnavailableLog = nowMs;
+      this.o.logger.warn({ why }, 'no backend available: answering 503');
+    }
+    return `no backend available: ${why}\n`;
+  }
 
   key(req: IncomingMessage, nowMs: number): KeyResult {
     const key = this.o.extractKey(

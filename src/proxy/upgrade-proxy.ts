@@ -11,7 +11,7 @@
 // socket keeps the request (or anything else of the handshake) alive for the socket's life.
 import { connect, type Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
-import type { Backend, BackendPool } from '../backends/pool.js';
+import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeyResult } from '../room/extract.js';
@@ -22,7 +22,7 @@ import type { Forwarding } from './forwarded.js';
 import type { Admission } from './admission.js';
 import type { Router } from './router.js';
 import type { Decision } from '../placement/decide.js';
-import type { Tunnel, TunnelRegistry } from './tunnels.js';
+import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
 
 export interface UpgradeProxyOptions {
   readonly router: Router;
@@ -91,11 +91,11 @@ export class UpgradeProxy {
     if (a.client.destroyed) return;
     if ('reject' in decision) {
       if (decision.reject === 400) return this.refuse(a.client, 'none', 400, 'this socket needs a room key\n');
-      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : 'no backend available\n';
+      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
       return this.refuse(a.client, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
     }
     const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(a.client, 'none', 503, 'no backend available\n', { 'Retry-After': '1' });
+    if (!backend) return this.refuse(a.client, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
     // Admission: a reconnect wave after a failover queues at the clients (they back off on 503)
     // instead of melting the survivor.
     if (!this.o.admission.tryAcquire(backend.id, Date.now())) {
@@ -177,6 +177,15 @@ class UpgradeTunnel implements Tunnel {
   private bodyEnd: BodyEnd | null = null;
   /** A relayed read is still queued at the client: backend reads wait for its drain. */
   private waiting = false;
+
+  get backendId(): string {
+    return this.backend.id;
+  }
+
+  /** The registry closes this tunnel (its room moved, its backend is gone, shutdown): both sides cut. */
+  close(): void {
+    this.finish('destroy');
+  }
 
   constructor(
     private readonly proxy: UpgradeProxy,

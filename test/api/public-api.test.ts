@@ -9,10 +9,11 @@ import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { API_PREFIX, PublicApi, type PublicApiOptions } from '../../src/api/public-api.js';
 import { OPENAPI_DOCUMENT } from '../../src/api/openapi.js';
-import { MemorySharedState, MemorySharedStore } from '../../src/lobby/memory-store.js';
-import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedEvent, SharedStore } from '../../src/lobby/store.js';
+import { MemorySharedDataState, MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
+import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createRoomValidator } from '../../src/room/validate.js';
+import { StreamSlots } from '../../src/http/stream-slots.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 const TOKEN2 = 'second-token-ABCDEFGHIJKLMNOP';
@@ -43,13 +44,14 @@ interface Harness {
 
 const harnesses: Harness[] = [];
 
-async function startApi(store: SharedStore, over: Partial<PublicApiOptions> = {}): Promise<Harness> {
+async function startApi(store: SharedDataStore, over: Partial<PublicApiOptions> = {}): Promise<Harness> {
   const api = new PublicApi({
     store,
     tokens: [TOKEN, TOKEN2],
     validateRoom,
     maxMetaBytes: 512,
     streamIntervalMs: 150,
+    streamSlots: new StreamSlots(64),
     logger,
     streamPingMs: 15_000,
     ...over,
@@ -137,17 +139,20 @@ function presence(room: string, backend: string, sockets: number, since = Date.n
 }
 
 /** A store wrapper: counts calls, and can reject every call and/or report itself down. */
-class FlakyStore implements SharedStore {
+class FlakyStore implements SharedDataStore {
   readonly kind = 'memory' as const;
+  async connect(): Promise<void> {
+    return this.inner.connect();
+  }
   rejecting = false;
   reportDown = false;
   /** Resolve online() with something JSON cannot serialize (an internal error). */
   poisonOnline = false;
   readonly calls: string[] = [];
-  private readonly listeners = new Set<(ev: SharedEvent) => void>();
+  private readonly listeners = new Set<(ev: SharedDataEvent) => void>();
   private readonly unsub: () => void;
 
-  constructor(readonly inner: SharedStore) {
+  constructor(readonly inner: SharedDataStore) {
     this.unsub = inner.subscribe((ev) => this.emit(ev));
   }
 
@@ -162,7 +167,7 @@ class FlakyStore implements SharedStore {
     this.emit({ type: 'available', available: !down });
   }
 
-  private emit(ev: SharedEvent): void {
+  private emit(ev: SharedDataEvent): void {
     for (const l of [...this.listeners]) l(ev);
   }
 
@@ -212,7 +217,7 @@ class FlakyStore implements SharedStore {
   boardSize(board: string): Promise<number> {
     return this.go('boardSize', () => this.inner.boardSize(board));
   }
-  subscribe(listener: (ev: SharedEvent) => void): () => void {
+  subscribe(listener: (ev: SharedDataEvent) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -226,12 +231,12 @@ class FlakyStore implements SharedStore {
 }
 
 /** Two gateways on one in-memory state: the API's own handle and another gateway's. */
-function memoryStores(): { state: MemorySharedState; mine: MemorySharedStore; other: MemorySharedStore } {
-  const state = new MemorySharedState();
+function memoryStores(): { state: MemorySharedDataState; mine: MemorySharedDataStore; other: MemorySharedDataStore } {
+  const state = new MemorySharedDataState();
   return {
     state,
-    mine: new MemorySharedStore('gw-api', { presenceTtlMs: TTL }, state),
-    other: new MemorySharedStore('gw-other', { presenceTtlMs: TTL }, state),
+    mine: new MemorySharedDataStore('gw-api', { presenceTtlMs: TTL }, state),
+    other: new MemorySharedDataStore('gw-other', { presenceTtlMs: TTL }, state),
   };
 }
 
@@ -346,8 +351,8 @@ afterAll(async () => {
 
 describe('reads: online, lobby, one room', () => {
   let h: Harness;
-  let other: MemorySharedStore;
-  let mine: MemorySharedStore;
+  let other: MemorySharedDataStore;
+  let mine: MemorySharedDataStore;
   const t0 = Date.parse('2025-01-01T00:00:00Z');
 
   beforeAll(async () => {
@@ -523,7 +528,7 @@ describe('invalid room keys never reach the store', () => {
 
 describe('room metadata (token)', () => {
   let h: Harness;
-  let mine: MemorySharedStore;
+  let mine: MemorySharedDataStore;
 
   beforeAll(async () => {
     ({ mine } = memoryStores());
@@ -543,18 +548,19 @@ describe('room metadata (token)', () => {
     expect((await call(h, 'GET', '/lobby?status=open')).json.rooms.map((r: LobbyRoom) => r.room)).toEqual(['m1']);
   });
 
-  it('token checks: every configured token works; near misses fail; scheme is case-insensitive', async () => {
+  it('token checks: every configured token works, as Bearer or Basic password; near misses fail; scheme is case-insensitive', async () => {
     const put = (auth: string): Promise<Answer> => call(h, 'PUT', '/rooms/m2/meta', { body: { v: 1 }, auth });
     expect((await put(`Bearer ${TOKEN2}`)).status).toBe(200);
     expect((await put(`bearer ${TOKEN}`)).status).toBe(200);
     expect((await put(`Bearer   ${TOKEN}  `)).status).toBe(200);
+    expect((await put(`Basic ${Buffer.from(`u:${TOKEN}`).toString('base64')}`)).status).toBe(200);
     const wrong = [
       `Bearer ${TOKEN.slice(0, -1)}`, // prefix
       `Bearer ${TOKEN}x`, // longer
       `Bearer ${TOKEN.slice(0, -1)}${TOKEN.endsWith('f') ? 'e' : 'f'}`, // same length, last byte differs
       `Bearer x${TOKEN.slice(1)}`, // same length, first byte differs
       `Bearer ${TOKEN.toUpperCase()}`,
-      `Basic ${Buffer.from(`u:${TOKEN}`).toString('base64')}`,
+      `Basic ${Buffer.from(TOKEN).toString('base64')}`, // no user:password
       TOKEN, // no scheme
       'Bearer ',
       'Bearer',
@@ -964,7 +970,7 @@ describe('lobby stream (SSE)', () => {
   const p = (room: string, backend: string, sockets: number): RoomPresence => presence(room, backend, sockets, T);
   let h: Harness;
   let store: FlakyStore;
-  let other: MemorySharedStore;
+  let other: MemorySharedDataStore;
 
   beforeAll(async () => {
     const s = memoryStores();
@@ -1217,8 +1223,10 @@ describe('OpenAPI document', () => {
       'payload_too_large',
       'method_not_allowed',
       'store_unavailable',
+      'too_many_streams',
       'internal',
     ]);
+    expect(doc.paths['/lobby/stream'].get.responses['503']).toEqual({ $ref: '#/components/responses/StreamUnavailable' });
     for (const [method, path] of ROUTES) {
       const op = doc.paths[path][method];
       expect(op.operationId, `${method} ${path}`).toEqual(expect.any(String));
@@ -1230,7 +1238,7 @@ describe('OpenAPI document', () => {
       }
       if (['put', 'post'].includes(method)) {
         expect(op.requestBody.required).toBe(true);
-        expect(op.security).toEqual([{ bearer: [] }]);
+        expect(op.security).toEqual([{ bearer: [] }, { basic: [] }]);
         expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '413', '503']));
       }
       if (path !== '/openapi.json') expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['400', '503']));
@@ -1238,5 +1246,6 @@ describe('OpenAPI document', () => {
     expect(doc.components.responses.StoreUnavailable.headers['Retry-After']).toBeDefined();
     expect(doc.components.responses.MethodNotAllowed.headers.Allow).toBeDefined();
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.basic).toMatchObject({ type: 'http', scheme: 'basic' });
   });
 });

@@ -1,14 +1,14 @@
 // The stores of `--workers N` without Redis: StoreHost in the "primary" serving one memory state to
-// several "workers" through IpcPlacementStore / IpcSharedStore. The channels here are in-process
+// several "workers" through IpcPlacementStore / IpcSharedDataStore. The channels here are in-process
 // (JSON round trip, asynchronous delivery, as over real IPC; the real channel is tested in
 // ipc-rpc.test.ts and test/integration/workers.test.ts). Each worker is its own gateway: the busy
 // guard, heartbeats and presence see the others as they would see other gateways.
 import { afterEach, describe, expect, it } from 'vitest';
 import { IpcPlacementStore } from '../../src/cluster/ipc-placement-store.js';
 import { RpcClosedError, RpcPeer, type IpcChannel } from '../../src/cluster/ipc-rpc.js';
-import { IpcSharedStore } from '../../src/cluster/ipc-shared-store.js';
+import { IpcSharedDataStore } from '../../src/cluster/ipc-shared-data-store.js';
 import { StoreHost } from '../../src/cluster/store-host.js';
-import type { SharedEvent } from '../../src/lobby/store.js';
+import type { SharedDataEvent } from '../../src/shared-data/store.js';
 import type { StoreEvent } from '../../src/placement/store.js';
 import { waitFor } from '../support/processes.js';
 
@@ -58,9 +58,9 @@ function channelPair(): { a: IpcChannel; b: IpcChannel; close: () => void } {
 
 interface FakeWorker {
   readonly placement: IpcPlacementStore;
-  readonly shared: IpcSharedStore;
+  readonly sharedData: IpcSharedDataStore;
   readonly placementEvents: StoreEvent[];
-  readonly sharedEvents: SharedEvent[];
+  readonly sharedEvents: SharedDataEvent[];
   /** The primary's detach (what it does when the worker exits). */
   readonly detach: () => Promise<void>;
   /** The worker process dies: its channel closes. */
@@ -76,15 +76,15 @@ function worker(host: StoreHost, name: string): FakeWorker {
   const workerSide = new RpcPeer(b, { timeoutMs: 1_000, peerName: 'the primary process' });
   const detach = host.attach(primarySide, name);
   const placement = new IpcPlacementStore(workerSide);
-  const shared = new IpcSharedStore(workerSide);
+  const shared = new IpcSharedDataStore(workerSide);
   const placementEvents: StoreEvent[] = [];
-  const sharedEvents: SharedEvent[] = [];
+  const sharedEvents: SharedDataEvent[] = [];
   placement.subscribe((ev) => placementEvents.push(ev));
   shared.subscribe((ev) => sharedEvents.push(ev));
   cleanups.push(close);
   return {
     placement,
-    shared,
+    sharedData: shared,
     placementEvents,
     sharedEvents,
     detach,
@@ -151,11 +151,11 @@ describe('placements shared through the primary', () => {
     expect(w1.placement.available).toBe(true);
     await w1.die();
     expect(w1.placement.available).toBe(false);
-    expect(w1.shared.available).toBe(false);
+    expect(w1.sharedData.available).toBe(false);
     expect(w1.placementEvents).toEqual([{ type: 'available', available: false }]);
     expect(w1.sharedEvents).toEqual([{ type: 'available', available: false }]);
     await expect(w1.placement.get('r1')).rejects.toBeInstanceOf(RpcClosedError);
-    await expect(w1.shared.online()).rejects.toThrow('the primary process is gone');
+    await expect(w1.sharedData.online()).rejects.toThrow('the primary process is gone');
   });
 });
 
@@ -165,17 +165,17 @@ describe('presence, lobby and leaderboards shared through the primary', () => {
     const w1 = worker(host, 'w1');
     const w2 = worker(host, 'w2');
     const since = 1_700_000_000_000;
-    await w1.shared.publishPresence([{ room: 'r1', backend: 'b1', sockets: 3, since }], 5_000);
-    await w2.shared.publishPresence(
+    await w1.sharedData.publishPresence([{ room: 'r1', backend: 'b1', sockets: 3, since }], 5_000);
+    await w2.sharedData.publishPresence(
       [
         { room: 'r1', backend: 'b1', sockets: 2, since: since - 1_000 },
         { room: 'r2', backend: 'b2', sockets: 1, since },
       ],
       5_000,
     );
-    expect(await w1.shared.online()).toEqual({ total: 6, rooms: 2, byBackend: { b1: 5, b2: 1 } });
-    expect(await w2.shared.room('r1')).toEqual({ room: 'r1', backend: 'b1', sockets: 5, since: new Date(since - 1_000).toISOString(), meta: null, pinned: false });
-    const page = await w1.shared.lobby({ sort: 'sockets', order: 'desc', offset: 0, limit: 10 });
+    expect(await w1.sharedData.online()).toEqual({ total: 6, rooms: 2, byBackend: { b1: 5, b2: 1 } });
+    expect(await w2.sharedData.room('r1')).toEqual({ room: 'r1', backend: 'b1', sockets: 5, since: new Date(since - 1_000).toISOString(), meta: null, pinned: false });
+    const page = await w1.sharedData.lobby({ sort: 'sockets', order: 'desc', offset: 0, limit: 10 });
     expect(page.rooms.map((r) => [r.room, r.sockets])).toEqual([
       ['r1', 5],
       ['r2', 1],
@@ -184,7 +184,7 @@ describe('presence, lobby and leaderboards shared through the primary', () => {
     await waitFor('w1 hears of r2', 2_000, () => w1.sharedEvents.some((e) => e.type === 'lobby' && e.rooms.includes('r2')));
     const before = w1.sharedEvents.length;
     await w2.die();
-    expect(await w1.shared.online()).toEqual({ total: 3, rooms: 1, byBackend: { b1: 3 } });
+    expect(await w1.sharedData.online()).toEqual({ total: 3, rooms: 1, byBackend: { b1: 3 } });
     await waitFor('w1 hears that r2 emptied', 2_000, () => w1.sharedEvents.slice(before).some((e) => e.type === 'lobby' && e.rooms.includes('r2')));
   });
 
@@ -192,22 +192,22 @@ describe('presence, lobby and leaderboards shared through the primary', () => {
     const host = new StoreHost(TIMING);
     const w1 = worker(host, 'w1');
     const w2 = worker(host, 'w2');
-    await w1.shared.setMeta('r9', { title: 'Blue', capacity: 4 }, true);
-    expect((await w2.shared.room('r9'))?.meta).toEqual({ title: 'Blue', capacity: 4 });
-    expect(await w1.shared.score('weekly', 'ana', 5, 'incr')).toBe(5);
-    expect(await w2.shared.score('weekly', 'ana', 2, 'incr')).toBe(7);
-    expect(await w2.shared.score('weekly', 'bo', 9, 'max')).toBe(9);
-    expect(await w1.shared.top('weekly', 0, 10)).toEqual([
+    await w1.sharedData.setMeta('r9', { title: 'Blue', capacity: 4 }, true);
+    expect((await w2.sharedData.room('r9'))?.meta).toEqual({ title: 'Blue', capacity: 4 });
+    expect(await w1.sharedData.score('weekly', 'ana', 5, 'incr')).toBe(5);
+    expect(await w2.sharedData.score('weekly', 'ana', 2, 'incr')).toBe(7);
+    expect(await w2.sharedData.score('weekly', 'bo', 9, 'max')).toBe(9);
+    expect(await w1.sharedData.top('weekly', 0, 10)).toEqual([
       { member: 'bo', score: 9, rank: 1 },
       { member: 'ana', score: 7, rank: 2 },
     ]);
-    expect(await w2.shared.member('weekly', 'ana')).toEqual({ member: 'ana', score: 7, rank: 2 });
-    expect(await w1.shared.around('weekly', 'bo', 1)).toHaveLength(2);
-    expect(await w2.shared.boardExists('weekly')).toBe(true);
-    expect(await w2.shared.boardSize('weekly')).toBe(2);
-    expect(await w2.shared.deleteMeta('r9')).toBe(true);
-    expect(await w1.shared.room('r9')).toBeNull();
+    expect(await w2.sharedData.member('weekly', 'ana')).toEqual({ member: 'ana', score: 7, rank: 2 });
+    expect(await w1.sharedData.around('weekly', 'bo', 1)).toHaveLength(2);
+    expect(await w2.sharedData.boardExists('weekly')).toBe(true);
+    expect(await w2.sharedData.boardSize('weekly')).toBe(2);
+    expect(await w2.sharedData.deleteMeta('r9')).toBe(true);
+    expect(await w1.sharedData.room('r9')).toBeNull();
     // The primary's validation errors come back as errors (the API answers 503 for any store error).
-    await expect(w1.shared.score('weekly', 'ana', Number.NaN, 'set')).rejects.toThrow(/score must be a finite number/);
+    await expect(w1.sharedData.score('weekly', 'ana', Number.NaN, 'set')).rejects.toThrow(/score must be a finite number/);
   });
 });

@@ -87,6 +87,28 @@ describe('configuration', () => {
     expect(problems(() => loadConfig({ env: { ROOMGATE_PORT: 'eighty' } }))[0]).toMatch(/listen\.port: got "eighty"; expected a number/);
   });
 
+  it('health: a TCP connect check by default; health.host only with health.path, and a Host value', () => {
+    const d = loadConfig({ env: {} });
+    expect(d.health).toMatchObject({ path: null, host: null });
+    const ok = loadConfig({ env: {}, file: writeConfig({ health: { path: '/healthz', host: 'app.example.com:8000' } }) });
+    expect(ok.health).toMatchObject({ path: '/healthz', host: 'app.example.com:8000' });
+    expect(loadConfig({ env: {}, file: writeConfig({ health: { path: '/h', host: '[::1]:8000' } }) }).health.host).toBe('[::1]:8000');
+    expect(problems(() => loadConfig({ env: {}, file: writeConfig({ health: { host: 'app.example.com' } }) }))).toEqual([
+      'health.host: got "app.example.com" but health.path is null (a TCP check sends no Host); set health.path (e.g. "/healthz") or remove health.host',
+    ]);
+    for (const bad of ['app example', 'http://app.example', 'app.example/x', '']) {
+      expect(problems(() => loadConfig({ env: {}, file: writeConfig({ health: { path: '/healthz', host: bad } }) }))[0], bad).toMatch(/^health\.host: got .*; expected a Host header value/);
+    }
+  });
+
+  it('admin.allowedHosts: none by default; host names only, a port or URL is named as the problem', () => {
+    expect(loadConfig({ env: {} }).admin.allowedHosts).toEqual([]);
+    expect(loadConfig({ env: {}, file: writeConfig({ admin: { allowedHosts: ['roomgate-admin', 'admin.example.com'] } }) }).admin.allowedHosts).toEqual(['roomgate-admin', 'admin.example.com']);
+    for (const bad of ['roomgate-admin:9090', 'http://roomgate-admin', '*.example.com', '']) {
+      expect(problems(() => loadConfig({ env: {}, file: writeConfig({ admin: { allowedHosts: [bad] } }) }))[0], bad).toMatch(/^admin\.allowedHosts\.0: got .*; expected a host name without port, e\.g\. "roomgate-admin"/);
+    }
+  });
+
   it('never prints a secret back', () => {
     const p = problems(() => loadConfig({ env: { ROOMGATE_COOKIE_SECRETS: 'short-secret' } }));
     expect(p[0]).toMatch(/cookie\.secrets\.0: got <redacted>; expected .*16/);

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { randomBytes } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { LobbyPage, LobbyRoom, Online } from '../../src/lobby/store.js';
+import type { LobbyPage, LobbyRoom, Online } from '../../src/shared-data/store.js';
 import { Client, ROOT, stopAll, waitFor, withTimeout } from '../support/processes.js';
 
 const ENTRY = join(ROOT, 'dist/src/demo/cluster.js');

@@ -156,6 +156,11 @@ function composeProblems(file: string, doc: Obj): string[] {
         problems.push(`${name}: backend ${b.id} ${b.url}: no backend service listens there`);
         continue;
       }
+      // The HTTP check (health.path), when on, asks for a route the backend's own healthcheck proves it answers.
+      const backendCheck = healthUrl(match[1])?.pathname;
+      if (config.health.path !== null && backendCheck !== config.health.path) {
+        problems.push(`${name}: health.path ${config.health.path}, but ${match[0]}'s healthcheck GETs ${backendCheck}: the gateway would check a route the backend may not answer`);
+      }
       const host = flag(argvOf(match[1]), '--host');
       const want = local ? '127.0.0.1' : '0.0.0.0';
       if (host !== want) problems.push(`${match[0]}: --host ${host}; expected ${want} (${local ? 'same namespace, never published' : 'reached by service name'})`);
@@ -253,6 +258,11 @@ describe('deploy/docker-compose.yml', () => {
     ['a healthcheck on the wrong port', (d) => (d.services['roomgate-a'].healthcheck.test = ['CMD', 'node', '-e', "fetch('http://127.0.0.1:9090/healthz')"]), /roomgate-a: healthcheck/],
     ['a secret too short for the config schema', (d) => (d.services['roomgate-a'].environment.ROOMGATE_ADMIN_TOKEN = 'short'), /admin\.token/],
     ['a dependency cycle', (d) => (d.services.redis.depends_on = { 'roomgate-a': { condition: 'service_healthy' } }), /cycle/],
+    [
+      'a backend whose healthcheck is not the gateway health path',
+      (d) => (d.services['backend-2'].healthcheck.test = ['CMD', 'node', '-e', "fetch('http://127.0.0.1:8000/ready')"]),
+      /roomgate-a: health\.path \/healthz, but backend-2's healthcheck GETs \/ready/,
+    ],
   ];
   it.each(broken)('fails with %s', (_name, breakIt, problem) => {
     const copy = clone(doc);

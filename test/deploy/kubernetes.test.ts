@@ -169,6 +169,13 @@ function probeProblems(where: string, probe: Obj | undefined, label: string, wan
   return out;
 }
 
+/** The path a probe GETs: httpGet.path, or the URL in an exec'd fetch. */
+function probePath(probe: Obj | undefined): string | undefined {
+  if (probe?.httpGet) return String(probe.httpGet.path);
+  const m = /https?:\/\/[^/'"]+(\/[^'"?]*)/.exec(((probe?.exec?.command ?? []) as string[]).join(' '));
+  return m?.[1];
+}
+
 interface Checked {
   problems: string[];
   gateways: { w: Workload; c: Container; config: LoadedConfig; env: Record<string, string> }[];
@@ -254,6 +261,17 @@ function baseProblems(base: KustomizeBase): Checked {
         const declared = ((c.ports ?? []) as Obj[]).map((p) => p.containerPort);
         if (declared.length > 0 && !declared.includes(port)) problems.push(`${where}: listens on --port ${port} but declares ${declared.join(', ')}`);
       }
+    }
+  }
+
+  // The gateway's HTTP check (health.path), when on, asks the apps for a route their own probes
+  // prove they answer; null (a TCP connect check) needs nothing of them.
+  const appProbes = ws.flatMap((w) => w.containers.filter(isApp).map((c) => ({ where: `${w.name}/${c.name}`, path: probePath(c.readinessProbe) })));
+  for (const g of gateways) {
+    const want = g.config.health.path;
+    if (want === null) continue;
+    for (const a of appProbes) {
+      if (a.path !== want) problems.push(`${g.w.name}/${g.c.name}: health.path ${want}, but ${a.where}'s readinessProbe checks ${a.path}: the gateway would check a route the app may not answer`);
     }
   }
 
@@ -392,6 +410,14 @@ describe('deploy/kubernetes (base)', () => {
     ['a Service with a wrong targetPort', (b) => (find(b.docs, 'Service', 'roomgate')!.spec.ports[0].targetPort = 'web'), /targetPort web is not a port/],
     ['a missing resource file', (b) => b.kustomization.resources.push('ingress.yaml'), /resource ingress\.yaml does not exist/],
     ['one replica too many without Redis', (b) => (rgc(b).env = rgc(b).env.filter((e: Obj) => e.name !== 'REDIS_URL')), /2 replicas without Redis/],
+    [
+      'an HTTP health check of a route the backends do not probe',
+      (b) => {
+        const cm = find(b.docs, 'ConfigMap', 'roomgate-config')!;
+        cm.data['roomgate.yaml'] = String(cm.data['roomgate.yaml']).replace('path: /healthz', 'path: /status');
+      },
+      /health\.path \/status, but demo-backend\/app's readinessProbe checks \/healthz/,
+    ],
   ];
   it.each(broken)('fails with %s', (_name, breakIt, problem) => {
     const copy = clone(BASE);
@@ -443,6 +469,7 @@ describe('deploy/kubernetes/sidecar', () => {
     ['an app with a published port', (b) => (app(b, 3).ports = [{ name: 'app', containerPort: 8003 }]), /app-3: declares ports/],
     ['an app probe on the wrong port', (b) => (app(b, 3).readinessProbe.exec.command[2] = "fetch('http://127.0.0.1:8001/healthz')"), /app-3: readinessProbe exec does not check 127\.0\.0\.1:8003\/healthz/],
     ['two replicas', (b) => (dep(b).spec.replicas = 2), /2 replicas without Redis/],
+    ['an app that does not answer the gateway health path', (b) => (app(b, 2).readinessProbe.exec.command[2] = "fetch('http://127.0.0.1:8002/ready')"), /health\.path \/healthz, but roomgate-sidecar\/app-2's readinessProbe checks \/ready/],
   ];
   it.each(broken)('fails with %s', (_name, breakIt, problem) => {
     const copy = clone(SIDECAR);

@@ -6,12 +6,16 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
-import { Client, backendRooms, runCli, startBackends, startGateway, stopAll, waitFor, type BackendProc, type GatewayProc, withTimeout } from '../support/processes.js';
+import { Client, backendRooms, httpRequest, runCli, startBackends, startGateway, stopAll, waitFor, type BackendProc, type GatewayProc, withTimeout } from '../support/processes.js';
 
 afterAll(stopAll);
 
 const TOKEN = 'admin-token-for-tests-0123456789';
 const WRONG = 'admin-token-for-tests-012345678X';
+/** In gw's admin.allowedHosts. */
+const ALLOWED_NAME = 'roomgate-admin.internal';
+/** readOnly's room.pattern (gw has the default, ^[A-Za-z0-9_.:-]{1,128}$). */
+const NARROW_PATTERN = '^game-[0-9]{1,6}$';
 
 // --- helpers -------------------------------------------------------------------------------
 
@@ -147,7 +151,7 @@ let owners: Map<string, string>;
 
 beforeAll(async () => {
   backends = await startBackends(['b1', 'b2', 'b3']);
-  [gw, readOnly] = await Promise.all([startGateway({ backends, config: { admin: { token: TOKEN } } }), startGateway({ backends })]);
+  [gw, readOnly] = await Promise.all([startGateway({ backends, config: { admin: { token: TOKEN, allowedHosts: [ALLOWED_NAME] } } }), startGateway({ backends, config: { room: { pattern: NARROW_PATTERN } } })]);
   const candidates = ['adm-live', 'adm-never-seen', ...Array.from({ length: 120 }, (_, i) => `adm-${i}`)];
   ({ owners, without: withoutB1 } = ringPlaces(candidates, backends, 'b1'));
   // The CLI agrees with that ring (one spot check through `roomgate where`).
@@ -225,6 +229,27 @@ describe('admin API: read routes', () => {
     }
   });
 
+  it('GET /rooms/R with a key that fails room.pattern: 400 saying the key is invalid and what the pattern is', async () => {
+    const DEFAULT_PATTERN = '^[A-Za-z0-9_.:-]{1,128}$';
+    const invalid = ['has space', 'a/b', '<img src=x>', 'caf\u00e9', 'x'.repeat(129), 'x'.repeat(2000), '\u0000'];
+    for (const room of invalid) {
+      const r = await admin(gw, 'GET', `/rooms/${encodeURIComponent(room)}`);
+      expect(r.status, room).toBe(400);
+      expect(r.json, room).toEqual({
+        error: `invalid room key: it must match room.pattern ${DEFAULT_PATTERN} and be 1 to 1024 characters`,
+        pattern: DEFAULT_PATTERN,
+        maxLength: 1024,
+      });
+    }
+    // The pattern is the gateway's own: a key the default accepts, refused by a narrower pattern.
+    const narrow = await admin(readOnly, 'GET', '/rooms/adm-live');
+    expect(narrow.status).toBe(400);
+    expect(narrow.json).toMatchObject({ error: expect.stringContaining(NARROW_PATTERN), pattern: NARROW_PATTERN });
+    expect(await roomOf(readOnly, 'game-42')).toMatchObject({ room: 'game-42', reason: 'ring', placement: null });
+    // Nothing was placed, and valid keys still answer.
+    expect(await roomOf(gw, 'x'.repeat(128))).toMatchObject({ placement: null, wouldPlace: true });
+  });
+
   it('a malformed percent-encoding in the path is a client error (400), not a 500', async () => {
     for (const path of ['/rooms/%E0%A4%A', '/backends/%ZZ', '/backends/%/drain']) {
       const r = await admin(gw, 'GET', path);
@@ -237,6 +262,45 @@ describe('admin API: read routes', () => {
     expect((await admin(gw, 'DELETE', '/backends/b1')).status).toBe(404);
     expect((await admin(gw, 'POST', '/backends/b1/explode', { token: TOKEN })).status).toBe(404);
     expect((await backendsOf(gw)).get('b1')!.state).toBe('up');
+  });
+});
+
+// --- Host check (DNS rebinding) ----------------------------------------------------------------
+
+describe('admin API: Host check against DNS rebinding', () => {
+  const withHost = (g: GatewayProc, path: string, host: string, o: { method?: string; auth?: string } = {}) =>
+    httpRequest(g.adminPort, path, { method: o.method, headers: { host, ...(o.auth ? { authorization: o.auth } : {}) } });
+
+  it('answers a Host that is an IP literal, localhost or in admin.allowedHosts (any port, any case)', async () => {
+    const port = gw.adminPort;
+    for (const host of [`127.0.0.1:${port}`, '127.0.0.1', '10.1.2.3:9090', `localhost:${port}`, 'LOCALHOST', `[::1]:${port}`, '[fe80::1]', ALLOWED_NAME, `ROOMGATE-Admin.internal:${port}`]) {
+      const r = await withHost(gw, '/status', host);
+      expect(r.status, host).toBe(200);
+      expect(JSON.parse(r.body), host).toMatchObject({ gatewayId: expect.any(String) });
+    }
+  });
+
+  it('answers any other Host with 421 naming admin.allowedHosts, on every route, the status page and writes included', async () => {
+    const port = gw.adminPort;
+    const hosts = ['evil.example', `evil.example:${port}`, 'localhost.evil.example', '127.0.0.1.nip.io', `${ALLOWED_NAME}.evil.example`, '2130706433', '[evil]', '127.0.0.1:port'];
+    for (const host of hosts) {
+      const r = await withHost(gw, '/status', host);
+      expect(r.status, host).toBe(421);
+      expect(r.headers['content-type'], host).toBe('application/json');
+      expect(JSON.parse(r.body).error, host).toMatch(/is not accepted on the admin port .*DNS rebinding.*admin\.allowedHosts/);
+    }
+    for (const path of ['/metrics', '/backends', '/backends/b1', '/events', '/rooms/adm-live', '/', '/_roomgate/', '/_roomgate/status/stream', '/healthz', '/readyz', '/nope']) {
+      const r = await withHost(gw, path, 'evil.example');
+      expect(r.status, path).toBe(421);
+      expect(r.body, path).not.toMatch(/gatewayId|roomgate_|<html/);
+    }
+    // A write with the right token through a rebound name does nothing.
+    const w = await withHost(gw, '/backends/b1/drain', 'evil.example', { method: 'POST', auth: `Bearer ${TOKEN}` });
+    expect(w.status).toBe(421);
+    expect((await backendsOf(gw)).get('b1')).toMatchObject({ state: 'up', admin: null });
+    // A name is accepted only where it is configured.
+    expect((await withHost(readOnly, '/status', ALLOWED_NAME)).status).toBe(421);
+    expect((await withHost(readOnly, '/status', `127.0.0.1:${readOnly.adminPort}`)).status).toBe(200);
   });
 });
 

@@ -70,8 +70,11 @@ async function backendsView(gw: GatewayProc): Promise<Record<string, { state: st
 
 // --- a backend that stops answering (SIGSTOP): hung, not dead ---------------------------------
 
-describe('a backend that stops answering its health checks', () => {
-  const health = { health: { intervalMs: 200, timeoutMs: 200, rise: 1, fall: 2 } };
+describe('a backend that stops answering its health checks (health.onDown: close)', () => {
+  // The HTTP check: a stopped process still has its connections accepted by the kernel, so only a
+  // check that waits for an answer sees it hung. onDown close: its sockets are closed (the default,
+  // keep, is tested in health.test.ts).
+  const health = { health: { path: '/healthz', intervalMs: 200, timeoutMs: 200, rise: 1, fall: 2, onDown: 'close' } };
   /** Whether a socket is still open after ms (its `closed` promise has not settled). */
   const stillOpen = async (c: Client, ms: number): Promise<boolean> =>
     (await Promise.race([c.closed.then(() => false), sleep(ms).then(() => true)]));

@@ -17,7 +17,7 @@
 // Measured figures are printed at the end. Every wait has a timeout.
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LobbyPage, LobbyRoom, Online, Ranked } from '../../src/lobby/store.js';
+import type { LobbyPage, LobbyRoom, Online, Ranked } from '../../src/shared-data/store.js';
 import { Client, backendRooms, startBackends, startGateway, stop, stopAll, waitFor, writeFigures, type BackendProc, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 

@@ -20,7 +20,7 @@ import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { Client, backendRooms, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { Client, backendRooms, httpRequest, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 import { RoomFleet, SplitWatcher, adminPost, holders, logsFrom, sampleRooms, stopAllRoomClients, witnessOf, type GatewayTarget } from '../support/room-clients.js';
 
@@ -42,7 +42,7 @@ interface WorkersJson {
 
 function baseConfig(extra: Record<string, unknown>): Record<string, unknown> {
   return {
-    admin: { token: TOKEN },
+    admin: { token: TOKEN, allowedHosts: ['roomgate-admin'] },
     health: { intervalMs: 500, timeoutMs: 400 },
     placement: { boundedLoadFactor: 1.25, heartbeatMs: 200, gatewayTtlMs: 1000, cacheTtlMs: 1000 },
     presence: { ttlMs: 1000 },
@@ -327,6 +327,18 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
     // Each room was placed once, by one worker, whichever got its first socket.
     expect(await metricValue(gw, 'roomgate_placements_total', { kind: 'new' })).toBe(ROOMS);
     expect(await metricValue(gw, 'roomgate_primary_process_cpu_seconds_total')).toBeGreaterThan(0);
+  });
+
+  it("the primary's admin port checks Host like a single gateway's (DNS rebinding), for its own routes and forwarded ones", async () => {
+    // /metrics and /workers are the primary's; /status and the status page are forwarded to a worker.
+    for (const path of ['/metrics', '/workers', '/status', '/_roomgate/']) {
+      for (const host of [`127.0.0.1:${gw.adminPort}`, `localhost:${gw.adminPort}`, 'roomgate-admin']) {
+        expect((await httpRequest(gw.adminPort, path, { headers: { host } })).status, `${path} ${host}`).toBe(200);
+      }
+      const r = await httpRequest(gw.adminPort, path, { headers: { host: 'evil.example' } });
+      expect(r.status, path).toBe(421);
+      expect(JSON.parse(r.body).error, path).toMatch(/admin\.allowedHosts/);
+    }
   });
 
   it('a worker killed with kill -9 is started again; its clients come back to the same backends', async () => {

@@ -4,14 +4,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
-import { EventLog } from '../../src/backends/events.js';
-import { BackendPool } from '../../src/backends/pool.js';
-import type { LobbyRoom } from '../../src/lobby/store.js';
+import { EventLog } from '../../src/runtime/events.js';
+import { BackendPool } from '../../src/runtime/pool.js';
+import type { LobbyRoom } from '../../src/shared-data/store.js';
 import { BASE_CSS, CONTRAST_PAIRS, PALETTE, cspHash, escapeHtml, html, percent, trusted } from '../../src/pages/html.js';
 import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
-import { credential } from '../../src/pages/pages.js';
 import { STATUS_SCRIPT, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
 import { StatusStream } from '../../src/pages/status-stream.js';
+import { StreamSlots, sendStreamsFull } from '../../src/http/stream-slots.js';
+import { waitFor } from '../support/processes.js';
 import { createRoomValidator } from '../../src/room/validate.js';
 
 const XSS = '<img src=x onerror=alert(1)>';
@@ -44,12 +45,15 @@ function fakeView(): StatusView {
     10_000,
     { onMembership: (added) => added.forEach((b) => events.add('joined', b.id, b.config.url)) },
   );
-  const [b1, b2] = pool.backends as [(typeof pool.backends)[number], (typeof pool.backends)[number]];
-  b1.rooms = 3;
-  b1.liveSockets = 6;
-  b2.rooms = 1;
-  b2.liveSockets = 0;
-  b2.admin = { state: 'draining', deadline: Date.parse('2030-01-01T00:00:00Z'), since: Date.now() };
+  pool.applyLoads(
+    new Map([
+      ['b1', 3],
+      ['b2', 1],
+    ]),
+    pool.loadMark(),
+  );
+  for (let i = 0; i < 6; i++) pool.socketOpened('b1');
+  pool.setAdmin('b2', { state: 'draining', deadline: Date.parse('2030-01-01T00:00:00Z'), since: Date.now() });
   events.add('down', 'b1', `detail ${XSS}`);
   return { id: `gw-${XSS}`, isReady: true, store: { kind: 'redis' }, placer: { isDegraded: true }, pool, tunnels: { size: 6, roomCount: 3 }, events };
 }
@@ -187,19 +191,6 @@ describe('lobby page', () => {
   });
 });
 
-describe('credentials', () => {
-  it('reads a bearer token or a Basic password, nothing else', () => {
-    const basic = (s: string): string => `Basic ${Buffer.from(s).toString('base64')}`;
-    expect(credential('Bearer abc')).toBe('abc');
-    expect(credential(basic('admin:s3cret:with:colons'))).toBe('s3cret:with:colons');
-    expect(credential(basic(':tok'))).toBe('tok');
-    expect(credential(basic('nocolon'))).toBeNull();
-    expect(credential('Digest x')).toBeNull();
-    expect(credential(undefined)).toBeNull();
-    expect(credential('Basic !!!')).toBeNull();
-  });
-});
-
 describe('status stream', () => {
   let server: http.Server | undefined;
   afterEach(async () => {
@@ -208,10 +199,12 @@ describe('status stream', () => {
     server = undefined;
   });
 
-  it('sends a snapshot at once, then only changes; refuses past maxClients; close() ends streams', async () => {
+  it('sends a snapshot at once, then only changes; past its StreamSlots: 503; close() ends streams and frees the slot', async () => {
     let value = { n: 1 };
-    const stream = new StatusStream({ snapshot: () => value, intervalMs: 20, pingMs: 60_000, retryMs: 2000, maxClients: 1, maxBufferedBytes: 1 << 20 });
+    const stream = new StatusStream({ snapshot: () => value, intervalMs: 20, pingMs: 60_000, retryMs: 2000, maxBufferedBytes: 1 << 20 });
+    const slots = new StreamSlots(1);
     server = http.createServer((req, res) => {
+      if (!slots.take(res)) return sendStreamsFull(res, slots.max);
       if (!stream.open(req, res)) {
         res.writeHead(503);
         res.end();
@@ -233,7 +226,10 @@ describe('status stream', () => {
       }
     };
     await until(/event: status\ndata: \{"n":1\}\n\n/);
-    expect((await fetch(url, { signal: AbortSignal.timeout(5_000) })).status).toBe(503);
+    const full = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+    expect(full.status).toBe(503);
+    expect(full.headers.get('retry-after')).toBe('5');
+    expect(await full.json()).toEqual({ error: { code: 'too_many_streams', message: expect.stringContaining('api.maxStreams: 1') } });
     await new Promise((r) => setTimeout(r, 100));
     expect(text.match(/event: status/g)).toHaveLength(1); // unchanged: nothing more sent
     value = { n: 2 };
@@ -242,5 +238,6 @@ describe('status stream', () => {
     const rest = await reader.read();
     expect(rest.done).toBe(true);
     expect(stream.size).toBe(0);
+    await waitFor('the slot of the ended stream to be freed', 5_000, () => slots.size === 0);
   });
 });

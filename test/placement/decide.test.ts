@@ -4,12 +4,14 @@ import { buildRing } from '../../src/placement/ring.js';
 
 const ids = ['a', 'b', 'c'];
 const ring = buildRing(ids.map((id) => ({ id, weight: 1 })));
-const bv = (id: string, over: Partial<BackendView> = {}): BackendView => ({ id, routable: true, acceptsNew: true, gone: false, weight: 1, load: 0, busy: 0, ...over });
+const bv = (id: string, over: Partial<BackendView> = {}): BackendView => ({ id, routable: true, acceptsNew: true, gone: false, checksDownOnly: false, weight: 1, load: 0, busy: 0, ...over });
 const up = (over: Partial<BackendView> = {}): BackendView[] => ids.map((id) => bv(id, over));
 const view = (backends: BackendView[], over: Partial<DecideView> = {}): DecideView => ({
   ring,
   backends,
   placement: null,
+  liveOnPlacement: false,
+  onDown: 'keep',
   noRoom: 'least-loaded',
   boundFactor: 0,
   tieBreak: 0,
@@ -67,6 +69,56 @@ describe('decide: sticky placements', () => {
     const backends = up().map((b) => (b.id === 'a' ? { ...b, routable: false, acceptsNew: false, gone: true } : b));
     expect(decide('r', view(backends, { placement: { backend: 'a', epoch: 2 } }))).toMatchObject({ place: { from: 'a', force: true, expectedEpoch: 2 } });
     expect(decide('r', view(up(), { placement: { backend: 'zz', epoch: 2 } }))).toMatchObject({ place: { from: 'zz', force: true } });
+  });
+});
+
+describe('decide: rooms stay whole when their backend fails its health checks (health.onDown)', () => {
+  /** The owner of each room, down only by its active checks; its rooms were placed there. */
+  const checksDown = (room: string, over: Partial<BackendView> = {}): BackendView[] => {
+    const owner = ring.first(room)!;
+    return up().map((b) => (b.id === owner ? { ...b, routable: false, acceptsNew: false, checksDownOnly: true, ...over } : b));
+  };
+
+  it('keep: a room with live sockets here on that backend keeps going there (no placement written)', () => {
+    for (const room of rooms.slice(0, 50)) {
+      const owner = ring.first(room)!;
+      const d = decide(room, view(checksDown(room), { placement: { backend: owner, epoch: 3 }, liveOnPlacement: true }));
+      expect(d).toEqual({ route: owner, reason: 'sticky-live' });
+    }
+  });
+
+  it('keep, but no live socket of the room here: the room is placed elsewhere (not forced)', () => {
+    for (const room of rooms.slice(0, 50)) {
+      const owner = ring.first(room)!;
+      const d = decide(room, view(checksDown(room), { placement: { backend: owner, epoch: 3 }, liveOnPlacement: false }));
+      expect(d).toMatchObject({ route: ring.walk(room)[1], place: { expectedEpoch: 3, from: owner, force: false } });
+    }
+  });
+
+  it('a backend that is also passively down (refused a connection), or gone, is not kept', () => {
+    const room = rooms[0]!;
+    const owner = ring.first(room)!;
+    const placement = { backend: owner, epoch: 3 };
+    // The pool says checksDownOnly: false for a passive mark, and for a gone backend.
+    const passive = decide(room, view(checksDown(room, { checksDownOnly: false }), { placement, liveOnPlacement: true }));
+    expect(passive).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: false } });
+    const gone = decide(room, view(checksDown(room, { checksDownOnly: false, gone: true }), { placement, liveOnPlacement: true }));
+    expect(gone).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: true } });
+  });
+
+  it('close: today\'s rule, the room is placed elsewhere even with live sockets here', () => {
+    const room = rooms[1]!;
+    const owner = ring.first(room)!;
+    const d = decide(room, view(checksDown(room), { placement: { backend: owner, epoch: 3 }, liveOnPlacement: true, onDown: 'close' }));
+    expect(d).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: false } });
+  });
+
+  it('never gives a down backend a new room, and a routable placement stays plain sticky', () => {
+    for (const room of rooms.slice(0, 50)) {
+      const d = decide(room, view(checksDown(room), { liveOnPlacement: true }));
+      expect(d).toMatchObject({ route: ring.walk(room)[1], reason: 'ring-skip' });
+    }
+    expect(decide('r', view(up(), { placement: { backend: 'a', epoch: 1 }, liveOnPlacement: true }))).toEqual({ route: 'a', reason: 'sticky' });
   });
 });
 

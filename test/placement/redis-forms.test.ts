@@ -3,8 +3,8 @@
 // events reach another gateway), and `roomgate check-config` accepts the forms and rejects mixed
 // or invalid ones by name. Real redis-server processes on free ports, all killed in afterAll.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisSharedStore } from '../../src/lobby/redis-store.js';
-import type { SharedEvent } from '../../src/lobby/store.js';
+import { RedisSharedDataStore } from '../../src/shared-data/redis-store.js';
+import type { SharedDataEvent } from '../../src/shared-data/store.js';
 import { RedisPlacementStore } from '../../src/placement/redis-store.js';
 import type { StoreEvent } from '../../src/placement/store.js';
 import type { RedisTarget } from '../../src/redis/link.js';
@@ -26,8 +26,8 @@ function placement(target: RedisTarget, gatewayId: string): RedisPlacementStore 
   return s;
 }
 
-function lobby(target: RedisTarget, gatewayId: string): RedisSharedStore {
-  const s = new RedisSharedStore({ ...target, keyPrefix: 'rf:', gatewayId, presenceTtlMs: 5000, commandTimeoutMs: COMMAND_TIMEOUT_MS });
+function lobby(target: RedisTarget, gatewayId: string): RedisSharedDataStore {
+  const s = new RedisSharedDataStore({ ...target, keyPrefix: 'rf:', gatewayId, presenceTtlMs: 5000, commandTimeoutMs: COMMAND_TIMEOUT_MS });
   closers.push(() => s.close());
   return s;
 }
@@ -56,7 +56,7 @@ async function exerciseStores(target: RedisTarget): Promise<void> {
   const l1 = lobby(target, 'gw-1');
   const l2 = lobby(target, 'gw-2');
   await Promise.all([l1.connect({ timeoutMs: 8000 }), l2.connect({ timeoutMs: 8000 })]);
-  const lobbyEvents: SharedEvent[] = [];
+  const lobbyEvents: SharedDataEvent[] = [];
   l2.subscribe((ev) => lobbyEvents.push(ev));
   await l1.publishPresence(
     [

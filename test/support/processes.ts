@@ -3,6 +3,7 @@
 // has a timeout.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -308,6 +309,35 @@ export async function metricValue(gw: GatewayProc, name: string, labels: Record<
     if (Object.entries(labels).every(([k, v]) => line.includes(`${k}="${v}"`))) sum += Number(line.split(' ').pop());
   }
   return sum;
+}
+
+export interface RawAnswer {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: string;
+}
+
+/**
+ * One HTTP request over node:http to 127.0.0.1:port, with any headers (fetch will not send its own
+ * Host); the whole exchange is bounded by timeoutMs.
+ */
+export function httpRequest(port: number, path: string, o: { method?: string; headers?: Record<string, string>; body?: string; timeoutMs?: number } = {}): Promise<RawAnswer> {
+  const timeoutMs = o.timeoutMs ?? 5_000;
+  return withTimeout(
+    new Promise<RawAnswer>((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, path, method: o.method ?? 'GET', headers: o.headers, agent: false }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      });
+      req.setTimeout(timeoutMs, () => req.destroy(new Error(`${o.method ?? 'GET'} ${path}: no answer within ${timeoutMs} ms`)));
+      req.on('error', reject);
+      req.end(o.body);
+    }),
+    timeoutMs,
+    `${o.method ?? 'GET'} ${path}`,
+  );
 }
 
 /** Sends a ping and waits for one more pong than the client had: the socket carries frames both ways. */

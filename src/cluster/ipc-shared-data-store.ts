@@ -1,20 +1,25 @@
 // A worker's shared-data store (presence, lobby, metadata, leaderboards) when the gateway runs with
-// `--workers N` and no Redis: every call goes to the primary's one MemorySharedStore state over
+// `--workers N` and no Redis: every call goes to the primary's one MemorySharedDataStore state over
 // IPC (store-host.ts), so presence is summed over the workers and the lobby, metadata and
 // leaderboards are one. Lobby events come from the primary to every worker (the lobby stream of
 // each worker pushes changes made through any worker). Fails fast like the Redis store; once the
 // primary is gone every call rejects at once and `available` is false.
-import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedEvent, SharedStore } from '../lobby/store.js';
+import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
 import type { RpcPeer } from './ipc-rpc.js';
 import { SHARED_EVENT } from './store-host.js';
 
-export class IpcSharedStore implements SharedStore {
+export class IpcSharedDataStore implements SharedDataStore {
   /** The primary's memory store. */
   readonly kind = 'memory' as const;
-  private readonly listeners = new Set<(ev: SharedEvent) => void>();
+
+  /** Nothing to connect: the primary process holds the data (over IPC). */
+  connect(): Promise<void> {
+    return Promise.resolve();
+  }
+  private readonly listeners = new Set<(ev: SharedDataEvent) => void>();
 
   constructor(private readonly rpc: RpcPeer) {
-    rpc.on(SHARED_EVENT, (ev) => this.emit(ev as SharedEvent));
+    rpc.on(SHARED_EVENT, (ev) => this.emit(ev as SharedDataEvent));
     rpc.onClose(() => this.emit({ type: 'available', available: false }));
   }
 
@@ -74,8 +79,8 @@ export class IpcSharedStore implements SharedStore {
     return this.rpc.call('shared.boardSize', [board]);
   }
 
-  subscribe(listener: (ev: SharedEvent) => void): () => void {
-    const l = (ev: SharedEvent): void => listener(ev);
+  subscribe(listener: (ev: SharedDataEvent) => void): () => void {
+    const l = (ev: SharedDataEvent): void => listener(ev);
     this.listeners.add(l);
     return () => this.listeners.delete(l);
   }
@@ -86,7 +91,7 @@ export class IpcSharedStore implements SharedStore {
     if (!this.rpc.closed) await this.rpc.call('shared.close');
   }
 
-  private emit(ev: SharedEvent): void {
+  private emit(ev: SharedDataEvent): void {
     for (const l of [...this.listeners]) {
       try {
         l(ev);

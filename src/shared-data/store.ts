@@ -66,15 +66,17 @@ export interface Ranked {
   readonly rank: number;
 }
 
-export type SharedEvent =
+export type SharedDataEvent =
   /** Presence or metadata of these rooms changed (any gateway): the lobby stream pushes them. */
   | { readonly type: 'lobby'; readonly rooms: readonly string[] }
   | { readonly type: 'available'; readonly available: boolean };
 
-export interface SharedStore {
+export interface SharedDataStore {
   readonly kind: 'memory' | 'redis';
   /** False while the store cannot be reached; every call then rejects fast. */
   readonly available: boolean;
+  /** Opens connections (Redis); resolves at once for stores that have none. Rejects if unreachable now: not fatal, the store keeps trying. */
+  connect(): Promise<void>;
 
   /** Replaces this gateway's presence; it expires ttlMs after the last call (crash, kill -9). */
   publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void>;
@@ -100,6 +102,6 @@ export interface SharedStore {
   boardExists(board: string): Promise<boolean>;
   boardSize(board: string): Promise<number>;
 
-  subscribe(listener: (ev: SharedEvent) => void): () => void;
+  subscribe(listener: (ev: SharedDataEvent) => void): () => void;
   close(): Promise<void>;
 }

@@ -1,17 +1,17 @@
 // One contract for both shared stores (presence, lobby, metadata, leaderboards, events): every test
-// runs against the in-memory store (handles on one MemorySharedState, a controlled clock) and the
-// Redis store (RedisSharedStore handles on one real redis-server, real waits). Each handle plays
+// runs against the in-memory store (handles on one MemorySharedDataState, a controlled clock) and the
+// Redis store (RedisSharedDataStore handles on one real redis-server, real waits). Each handle plays
 // one gateway.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MemorySharedState, MemorySharedStore } from '../../src/lobby/memory-store.js';
-import { RedisSharedStore } from '../../src/lobby/redis-store.js';
-import type { LobbyQuery, LobbyRoom, Ranked, RoomPresence, SharedEvent, SharedStore } from '../../src/lobby/store.js';
+import { MemorySharedDataState, MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
+import { RedisSharedDataStore } from '../../src/shared-data/redis-store.js';
+import type { LobbyQuery, LobbyRoom, Ranked, RoomPresence, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
 import { waitFor } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 
 interface Harness {
   /** A handle for one gateway; all handles of one harness share one state. */
-  open(gatewayId: string): Promise<SharedStore>;
+  open(gatewayId: string): Promise<SharedDataStore>;
   /** Lets time pass: the memory clock jumps, for Redis the test really waits. */
   advance(ms: number): Promise<void>;
   /** The store's clock (ms). */
@@ -27,12 +27,12 @@ const T0 = Date.UTC(2025, 0, 1);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 function memoryHarness(): Harness {
-  const state = new MemorySharedState();
+  const state = new MemorySharedDataState();
   let clock = 1_700_000_000_000;
-  const stores: SharedStore[] = [];
+  const stores: SharedDataStore[] = [];
   return {
     async open(gatewayId) {
-      const s = new MemorySharedStore(gatewayId, { presenceTtlMs: TTL }, state, () => clock);
+      const s = new MemorySharedDataStore(gatewayId, { presenceTtlMs: TTL }, state, () => clock);
       stores.push(s);
       return s;
     },
@@ -54,11 +54,11 @@ function redisHarness(): Harness {
   const url = redis.url;
   // A fresh key prefix per test: tests share the server, never state.
   const keyPrefix = `lobby-contract-${process.pid}-${++harnessSeq}:`;
-  const stores: RedisSharedStore[] = [];
+  const stores: RedisSharedDataStore[] = [];
   return {
     async open(gatewayId) {
       // No aggregate cache: the contract is about what is stored (the cache is tested in redis-store.test.ts).
-      const s = new RedisSharedStore({ url, keyPrefix, gatewayId, presenceTtlMs: TTL, commandTimeoutMs: 2000, aggregateCacheMs: 0 });
+      const s = new RedisSharedDataStore({ url, keyPrefix, gatewayId, presenceTtlMs: TTL, commandTimeoutMs: 2000, aggregateCacheMs: 0 });
       stores.push(s);
       await s.connect({ timeoutMs: 5000 });
       return s;
@@ -71,14 +71,14 @@ function redisHarness(): Harness {
   };
 }
 
-function record(store: SharedStore): SharedEvent[] {
-  const events: SharedEvent[] = [];
+function record(store: SharedDataStore): SharedDataEvent[] {
+  const events: SharedDataEvent[] = [];
   store.subscribe((ev) => events.push(ev));
   return events;
 }
 
 /** Rooms named in the lobby events so far. */
-function lobbyRooms(events: readonly SharedEvent[]): string[] {
+function lobbyRooms(events: readonly SharedDataEvent[]): string[] {
   return events.flatMap((e) => (e.type === 'lobby' ? e.rooms : []));
 }
 
@@ -103,10 +103,10 @@ function byCodePoint(a: string, b: string): number {
 }
 
 function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
-  describe(`SharedStore contract: ${kind}`, () => {
+  describe(`SharedDataStore contract: ${kind}`, () => {
     let h: Harness;
-    let a: SharedStore;
-    let b: SharedStore;
+    let a: SharedDataStore;
+    let b: SharedDataStore;
 
     const setup = async (): Promise<void> => {
       h = makeHarness();
@@ -490,7 +490,7 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
 
       it('unsubscribing stops the events; closing a handle withdraws its presence', async () => {
         await setup();
-        const seen: SharedEvent[] = [];
+        const seen: SharedDataEvent[] = [];
         const stop = b.subscribe((ev) => seen.push(ev));
         const kept = record(b);
         stop();

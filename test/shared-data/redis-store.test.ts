@@ -1,12 +1,12 @@
-// Redis-only behaviour of RedisSharedStore: failing fast while Redis is down or hung, recovering by
+// Redis-only behaviour of RedisSharedDataStore: failing fast while Redis is down or hung, recovering by
 // itself (connections, pub/sub, scripts, presence counts) when it is back, key prefix isolation and
 // key layout, the cost of a heartbeat and of the aggregate read (counted with INFO commandstats),
 // the aggregate cache, and a close() that leaves nothing behind. The shared semantics are in
 // store-contract.test.ts.
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { RedisSharedStore, type RedisSharedStoreOptions } from '../../src/lobby/redis-store.js';
-import type { LobbyQuery, RoomPresence, SharedEvent, SharedStore } from '../../src/lobby/store.js';
+import { RedisSharedDataStore, type RedisSharedDataStoreOptions } from '../../src/shared-data/redis-store.js';
+import type { LobbyQuery, RoomPresence, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
 import { waitFor } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 
@@ -20,11 +20,11 @@ const TTL = 5000;
 const T0 = Date.UTC(2025, 0, 1);
 const Q: LobbyQuery = { sort: 'sockets', order: 'desc', offset: 0, limit: 100 };
 
-const stores = new Set<RedisSharedStore>();
+const stores = new Set<RedisSharedDataStore>();
 const admins = new Set<Redis>();
 
-function open(server: RedisServer, over: Partial<RedisSharedStoreOptions> = {}): RedisSharedStore {
-  const s = new RedisSharedStore({
+function open(server: RedisServer, over: Partial<RedisSharedDataStoreOptions> = {}): RedisSharedDataStore {
+  const s = new RedisSharedDataStore({
     url: server.url,
     keyPrefix: 'rt:',
     gatewayId: 'gw-1',
@@ -45,14 +45,14 @@ function admin(server: RedisServer): Redis {
   return r;
 }
 
-function record(store: SharedStore): SharedEvent[] {
-  const events: SharedEvent[] = [];
+function record(store: SharedDataStore): SharedDataEvent[] {
+  const events: SharedDataEvent[] = [];
   store.subscribe((ev) => events.push(ev));
   return events;
 }
 
-const availability = (events: readonly SharedEvent[]): boolean[] => events.flatMap((e) => (e.type === 'available' ? [e.available] : []));
-const lobbyRooms = (events: readonly SharedEvent[]): string[] => events.flatMap((e) => (e.type === 'lobby' ? e.rooms : []));
+const availability = (events: readonly SharedDataEvent[]): boolean[] => events.flatMap((e) => (e.type === 'available' ? [e.available] : []));
+const lobbyRooms = (events: readonly SharedDataEvent[]): string[] => events.flatMap((e) => (e.type === 'lobby' ? e.rooms : []));
 
 function p(room: string, backend: string, sockets: number, since = T0): RoomPresence {
   return { room, backend, sockets, since };
@@ -68,8 +68,8 @@ async function timed(promise: Promise<unknown>): Promise<{ ms: number; error: un
   }
 }
 
-/** Every SharedStore call; each must reject, within FAST_MS. */
-async function expectAllRejectFast(s: SharedStore, pattern: RegExp): Promise<void> {
+/** Every SharedDataStore call; each must reject, within FAST_MS. */
+async function expectAllRejectFast(s: SharedDataStore, pattern: RegExp): Promise<void> {
   const calls: Record<string, () => Promise<unknown>> = {
     publishPresence: () => s.publishPresence([p('r', 'b1', 1)], TTL),
     withdrawPresence: () => s.withdrawPresence(),
@@ -137,7 +137,7 @@ afterAll(async () => {
   await stopAllRedis();
 });
 
-describe('RedisSharedStore when Redis goes away and comes back', () => {
+describe('RedisSharedDataStore when Redis goes away and comes back', () => {
   let server: RedisServer;
   beforeAll(async () => {
     server = await startRedis();
@@ -271,7 +271,7 @@ describe('RedisSharedStore when Redis goes away and comes back', () => {
   });
 });
 
-describe('RedisSharedStore keys and cost', () => {
+describe('RedisSharedDataStore keys and cost', () => {
   let server: RedisServer;
   beforeAll(async () => {
     server = await startRedis();

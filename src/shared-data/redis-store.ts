@@ -1,5 +1,5 @@
 // The Redis shared store: presence, lobby and leaderboards shared by several gateways. Same
-// semantics as MemorySharedStore (see the top of memory-store.ts; the pure helpers there are used
+// semantics as MemorySharedDataStore (see the top of memory-store.ts; the pure helpers there are used
 // here too), made atomic across gateways by Lua scripts.
 //
 // Key layout. B = `${keyPrefix}{rg}:`. Every key has the one hash tag `{rg}` (as the placement
@@ -84,7 +84,7 @@ import {
   toLobbyRoom,
   type LivePresence,
   type LobbyEntry,
-} from './memory-store.js';
+} from './rules.js';
 import type {
   LobbyPage,
   LobbyQuery,
@@ -94,11 +94,11 @@ import type {
   RoomMeta,
   RoomPresence,
   ScoreMode,
-  SharedEvent,
-  SharedStore,
+  SharedDataEvent,
+  SharedDataStore,
 } from './store.js';
 
-export interface RedisSharedStoreOptions extends RedisTarget {
+export interface RedisSharedDataStoreOptions extends RedisTarget {
   /** e.g. "roomgate:"; every key this store writes starts with it (several apps share one Redis). */
   keyPrefix: string;
   /** Unique per gateway process. */
@@ -390,7 +390,7 @@ function parseStoredMeta(json: unknown): StoredMeta | undefined {
 }
 
 /** An event from the channel, or undefined if it is not one. */
-function parseEvent(message: string): SharedEvent | undefined {
+function parseEvent(message: string): SharedDataEvent | undefined {
   const v = parseJson(message);
   if (!isRecord(v) || v.type !== 'lobby' || !Array.isArray(v.rooms)) return undefined;
   // cjson encodes an empty Lua table as {} (never sent: empty changes are not published).
@@ -404,7 +404,7 @@ interface Snapshot {
   readonly meta: Map<string, StoredMeta>;
 }
 
-export class RedisSharedStore implements SharedStore {
+export class RedisSharedDataStore implements SharedDataStore {
   readonly kind = 'redis' as const;
 
   private readonly base: string;
@@ -412,7 +412,7 @@ export class RedisSharedStore implements SharedStore {
   private readonly keys: { readonly gateways: string; readonly report: string; readonly metaExp: string };
   private readonly cacheMs: number;
   /** Both connections, the lobby channel, availability and listeners. */
-  private readonly link: RedisLink<SharedEvent>;
+  private readonly link: RedisLink<SharedDataEvent>;
   /**
    * This gateway's last report as Redis has it, and when it was written (performance.now());
    * undefined when unknown (never sent, a failed call, a reconnect): the next report is then
@@ -423,7 +423,7 @@ export class RedisSharedStore implements SharedStore {
   private generation = 0;
   private snapshot: { readonly generation: number; readonly startedAt: number; readonly promise: Promise<Snapshot> } | undefined;
 
-  constructor(private readonly opts: RedisSharedStoreOptions) {
+  constructor(private readonly opts: RedisSharedDataStoreOptions) {
     const base = storeKeyBase(LABEL, opts);
     checkTtl(STORE, opts.presenceTtlMs);
     this.cacheMs = opts.aggregateCacheMs ?? DEFAULT_AGGREGATE_CACHE_MS;
@@ -435,7 +435,7 @@ export class RedisSharedStore implements SharedStore {
       report: `${this.base}pres:gw:${opts.gatewayId}`,
       metaExp: `${this.base}meta-exp`,
     };
-    this.link = new RedisLink<SharedEvent>({
+    this.link = new RedisLink<SharedDataEvent>({
       url: opts.url,
       sentinels: opts.sentinels,
       sentinelName: opts.sentinelName,
@@ -620,7 +620,7 @@ export class RedisSharedStore implements SharedStore {
 
   // --- events and lifecycle ---------------------------------------------------------------------
 
-  subscribe(listener: (ev: SharedEvent) => void): () => void {
+  subscribe(listener: (ev: SharedDataEvent) => void): () => void {
     return this.link.subscribe(listener);
   }
 

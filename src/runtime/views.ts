@@ -1,0 +1,91 @@
+// What the control plane (admin API, public API, pages) may see of the running gateway and the
+// few things it may ask of it. The control plane takes a RuntimeView, never the Gateway or the
+// live objects behind it: snapshots are plain data made on each call, commands are named.
+import type { BackendAdminState, PlacementRecord } from '../placement/store.js';
+
+export type BackendStateName = 'up' | 'down' | 'draining' | 'maintenance';
+
+export interface HealthCheckResult {
+  readonly at: number;
+  readonly ok: boolean;
+  readonly ms: number;
+  readonly error?: string;
+}
+
+/** One backend as this gateway knows it now. */
+export interface BackendSnapshot {
+  readonly id: string;
+  /** Internal address: shown on the admin port only. */
+  readonly url: string;
+  readonly weight: number;
+  readonly state: BackendStateName;
+  /** The active health checks' verdict. */
+  readonly health: 'up' | 'down';
+  /** Passively marked down (refused a connection) until then, ms since epoch; null when not. */
+  readonly passiveDownUntil: number | null;
+  /** Draining / maintenance, shared by every gateway through the store. */
+  readonly admin: BackendAdminState | null;
+  /** Gone from the configured or discovered list, kept while sockets use it. */
+  readonly removed: boolean;
+  /** Rooms placed on it (all gateways). */
+  readonly rooms: number;
+  /** Live sockets through this gateway. */
+  readonly sockets: number;
+  /** HTTP requests in flight through this gateway. */
+  readonly inflight: number;
+  readonly healthHistory: readonly HealthCheckResult[];
+}
+
+export interface GatewaySnapshot {
+  readonly gatewayId: string;
+  readonly store: 'memory' | 'redis';
+  /** The placement store is unreachable: routing from cache and ring. */
+  readonly degraded: boolean;
+  readonly ready: boolean;
+  /** This gateway's live sockets and the rooms they belong to. */
+  readonly sockets: number;
+  readonly rooms: number;
+}
+
+export type BackendEventKind = 'joined' | 'removed' | 'up' | 'down' | 'draining' | 'maintenance' | 'active' | 'drain-deadline';
+
+export interface BackendEventView {
+  /** ISO 8601. */
+  readonly at: string;
+  readonly kind: BackendEventKind;
+  readonly backend: string;
+  readonly detail: string;
+  /** Rooms that changed backend after this event (until the next one). */
+  readonly roomsMoved: number;
+  /** Of those, rooms that had live sockets (forced moves only). */
+  readonly liveRoomsMoved: number;
+}
+
+/** Where a room is and why, without placing it. */
+export interface RoomExplanation {
+  readonly room: string;
+  readonly placement: PlacementRecord | null;
+  /** The answer came from this gateway's cache, not the store. */
+  readonly cached: boolean;
+  /** Where its next request would go; null when it would be refused. */
+  readonly backend: string | null;
+  readonly reason: string;
+  /** The next request would place (or move) the room. */
+  readonly wouldPlace: boolean;
+  /** Live sockets of the room through this gateway. */
+  readonly socketsHere: number;
+}
+
+export interface RuntimeView {
+  gateway(): GatewaySnapshot;
+  /** Configuration order; removed backends included while they carry sockets. */
+  backends(nowMs: number): readonly BackendSnapshot[];
+  backend(id: string, nowMs: number): BackendSnapshot | null;
+  /** Oldest first. */
+  events(): readonly BackendEventView[];
+  explainRoom(room: string, nowMs: number): Promise<RoomExplanation>;
+  /** Drain, maintenance or back to active, for every gateway sharing the store. Rejects when the store is unreachable. */
+  setAdminState(id: string, state: BackendAdminState | null): Promise<void>;
+  /** Prometheus text exposition. */
+  metrics(): Promise<{ readonly contentType: string; readonly text: string }>;
+}
