@@ -7,19 +7,12 @@
 // connection parsing HTTP, so whatever a client slips behind a refused handshake shows up here).
 import net, { type AddressInfo } from 'node:net';
 import { createHash } from 'node:crypto';
-import { fieldValues, parseRequest, type Field, type Framing } from './strict-parser.js';
+import { fieldValues, parseRequest, type ParsedRequest } from './strict-parser.js';
 
-export interface BackendRequest {
+export interface BackendRequest extends Pick<ParsedRequest, 'method' | 'target' | 'version' | 'headers' | 'framing' | 'body' | 'upgrade'> {
   /** Backend-wide sequence number, echoed in X-Echo-Id. */
   readonly id: number;
   readonly conn: number;
-  readonly method: string;
-  readonly target: string;
-  readonly version: string;
-  readonly headers: readonly Field[];
-  readonly framing: Framing;
-  readonly body: Buffer;
-  readonly upgrade: boolean;
   readonly xff: readonly string[];
   readonly host: readonly string[];
 }

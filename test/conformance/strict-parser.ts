@@ -10,32 +10,29 @@ export type Field = readonly [name: string, value: string];
 
 export type Framing = 'none' | 'length' | 'chunked' | 'close';
 
-export interface ParsedRequest {
-  readonly method: string;
-  readonly target: string;
+/** What requests and responses share. */
+export interface ParsedMessage {
   readonly version: string;
   /** Header lines in order, latin1 (one char per byte), values without surrounding whitespace. */
   readonly headers: readonly Field[];
   readonly framing: Framing;
   readonly body: Buffer;
   readonly trailers: readonly Field[];
-  /** Carries Upgrade (and Connection: upgrade) or is CONNECT: the bytes after it are not HTTP. */
-  readonly upgrade: boolean;
   /** Offsets of the message in the stream. */
   readonly start: number;
   readonly end: number;
 }
 
-export interface ParsedResponse {
-  readonly version: string;
+export interface ParsedRequest extends ParsedMessage {
+  readonly method: string;
+  readonly target: string;
+  /** Carries Upgrade (and Connection: upgrade) or is CONNECT: the bytes after it are not HTTP. */
+  readonly upgrade: boolean;
+}
+
+export interface ParsedResponse extends ParsedMessage {
   readonly status: number;
   readonly reason: string;
-  readonly headers: readonly Field[];
-  readonly framing: Framing;
-  readonly body: Buffer;
-  readonly trailers: readonly Field[];
-  readonly start: number;
-  readonly end: number;
 }
 
 /** One message: complete, incomplete (more bytes needed), or the first rule it breaks. */
