@@ -113,6 +113,7 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   { name: 'te-ff', cls: 'TE.TE', parts: [post('Transfer-Encoding: chunked\x0c\r\n', '0\r\n\r\n')], expect: refused() },
   { name: 'te-tab-in-name', cls: 'TE.TE', parts: [post('Transfer-Encoding\t: chunked\r\n', '0\r\n\r\n')], expect: refused() },
   { name: 'te-twice', cls: 'TE.TE', parts: [post('Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n', '0\r\n\r\n')], expect: refused() },
+  { name: 'te-identity-then-chunked', cls: 'TE.TE', parts: [post('Transfer-Encoding: identity\r\nTransfer-Encoding: chunked\r\n', '0\r\n\r\n')], expect: refused() },
   { name: 'te-chunked-then-identity', cls: 'TE.TE', parts: [post('Transfer-Encoding: chunked\r\nTransfer-Encoding: identity\r\n', '0\r\n\r\n')], expect: refused() },
   { name: 'te-quoted', cls: 'TE.TE', parts: [post('Transfer-Encoding: "chunked"\r\n', '0\r\n\r\n')], expect: refused() },
   { name: 'te-obs-fold', cls: 'TE.TE', parts: [post('Transfer-Encoding:\r\n chunked\r\n', '0\r\n\r\n')], expect: refused() },
@@ -191,6 +192,7 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   // --- control bytes ----------------------------------------------------------------------------
   { name: 'nul-method', cls: 'NUL/CTL/DEL', parts: [`G\x00ET /a HTTP/1.1\r\n${H}\r\n`], expect: refused() },
   { name: 'ctl-method', cls: 'NUL/CTL/DEL', parts: [`GE\x01T /a HTTP/1.1\r\n${H}\r\n`], expect: refused() },
+  { name: 'del-method', cls: 'NUL/CTL/DEL', parts: [`GE\x7fT /a HTTP/1.1\r\n${H}\r\n`], expect: refused() },
   { name: 'nul-target', cls: 'NUL/CTL/DEL', parts: [`GET /a\x00b HTTP/1.1\r\n${H}\r\n`], expect: refused() },
   { name: 'del-target', cls: 'NUL/CTL/DEL', parts: [`GET /a\x7fb HTTP/1.1\r\n${H}\r\n`], expect: refused() },
   { name: 'tab-target', cls: 'NUL/CTL/DEL', parts: [`GET /a\tb HTTP/1.1\r\n${H}\r\n`], expect: refused() },
