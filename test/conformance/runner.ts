@@ -251,9 +251,10 @@ export function handshakeConnProblems(backend: RawBackend, address: string): str
   if (!conn) return ['the handshake never reached the backend'];
   const after = conn.requests.slice(1);
   // With the client's own X-Forwarded-For the proxy parsed the bytes itself (the connection went
-  // on as HTTP); without it they reached the backend raw.
+  // on as HTTP); with none they reached the backend raw. Requests of others (a follow-up, a health
+  // probe) may ride a connection the proxy kept after a refusal: that alone is no leak.
   const own = after.filter((r) => r.xff.length === 1 && r.xff[0] === address);
-  const raw = after.filter((r) => !own.includes(r));
+  const raw = after.filter((r) => !own.includes(r) && (claimedClient(r) === null || r.target.includes('/smuggled')));
   const p: string[] = [];
   if (raw.length > 0) p.push(`SMUGGLED: the handshake's backend connection parsed ${raw.map((r) => `${r.method} ${r.target}`).join('; ')} from the client's raw bytes`);
   if (own.length > 0) p.push(`FWD-BEHIND: the request behind the refused handshake was forwarded: ${own.map((r) => `${r.method} ${r.target}`).join('; ')}`);
