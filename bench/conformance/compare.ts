@@ -61,7 +61,9 @@ async function measure(name: ProxyName): Promise<ProxyResult> {
     if (stray.length > 0) problems.push(`SMUGGLED: the backend parsed ${stray.map((r) => `${r.method} ${r.target}`).join('; ')} with no client's X-Forwarded-For`);
     const dead = await target.alive();
     if (!dead) return '';
-    result.notes.push(`died at ${what}: ${dead}${target.logTail(3).length ? ` (${target.logTail(3).join(' / ')})` : ''}`);
+    // The line that names the error (a stack trace's first line), not the last lines of the trace.
+    const why = target.logTail(40).find((l) => /Error\b|ERR_|uncaught/i.test(l));
+    result.notes.push(`died at ${what}: ${dead}${why ? ` (${why.trim()})` : ''}`);
     await target.stop();
     target = await startConformanceTarget(name, backend.port, ROOMGATE_CONFIG);
     return ' **DIED**';
