@@ -417,8 +417,17 @@ export async function runFuzz(target: FuzzTarget, backend: RawBackend, o: FuzzOp
       backendRequests++;
       const owner = live.get(claimedClient(r) ?? '');
       if (!owner) {
-        const blame = lastOnConn.get(r.conn) ?? null;
-        fail(blame, 'smuggled', `SMUGGLED: the backend parsed ${r.method} ${JSON.stringify(r.target)} with X-Forwarded-For ${JSON.stringify(r.xff)}${blame ? `, after case ${blame.index}'s request on the same backend connection` : ''}`);
+        // Which case sent it: the live cases whose bytes hold that target (the fewer, the surer);
+        // else the case whose request came before it on the same backend connection.
+        const senders = [...live.values()].filter((c) => targetFrom(r.target, c.parts.join('')));
+        const blame = senders.length === 1 ? (senders[0] as FuzzCase) : (lastOnConn.get(r.conn) ?? null);
+        const who =
+          senders.length > 0
+            ? `; cases whose bytes hold that target: ${senders.slice(0, 5).map((c) => c.index).join(', ')}${senders.length > 5 ? ` and ${senders.length - 5} more` : ''}`
+            : blame
+              ? `, after case ${blame.index}'s request on the same backend connection`
+              : '';
+        fail(blame, 'smuggled', `SMUGGLED: the backend parsed ${r.method} ${JSON.stringify(r.target)} with X-Forwarded-For ${JSON.stringify(r.xff)}${who}`);
         continue;
       }
       lastOnConn.set(r.conn, owner);
