@@ -248,8 +248,9 @@ export function responseProblems(c: ResponseCase, o: ResponseOutcome): string[] 
 export function handshakeConnProblems(backend: RawBackend, address: string): string[] {
   const handshake = backend.requests.find((r) => claimedClient(r) === address);
   const conn = backend.conns.find((k) => k.id === handshake?.conn);
-  if (!conn) return ['the handshake never reached the backend'];
-  const after = conn.requests.slice(1);
+  if (!conn || !handshake) return ['the handshake never reached the backend'];
+  // A proxy's keep-alive connection may have carried other requests before the handshake.
+  const after = conn.requests.slice(conn.requests.indexOf(handshake) + 1);
   // With the client's own X-Forwarded-For the proxy parsed the bytes itself (the connection went
   // on as HTTP); with none they reached the backend raw. Requests of others (a follow-up, a health
   // probe) may ride a connection the proxy kept after a refusal: that alone is no leak.
