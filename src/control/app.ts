@@ -9,7 +9,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { safeParse, type $ZodIssue, type $ZodType } from 'zod/v4/core';
 import { Errors, HttpError, errorMessage, type HeaderMap } from '../http/errors.js';
-import { JSON_HEADERS, jsonText, plainResponse } from '../http/replies.js';
+import { JSON_HEADERS, jsonText, plainResponse, textResponse } from '../http/replies.js';
 import type { Logger } from '../observability/logger.js';
 
 declare module 'fastify' {
@@ -169,8 +169,6 @@ export function createControlApp(o: ControlAppOptions): { app: ControlApp; route
   app.setErrorHandler((err: unknown, req, reply) => {
     const text = configOf(req).kind === 'page';
     if (err instanceof HttpError) return sendHttpError(reply, err, o.prettyJson, text);
-    const fe = err as Partial<FastifyError>;
-    if (fe.code === 'FST_ERR_CTP_BODY_TOO_LARGE') return sendHttpError(reply, Errors.payloadTooLarge(), o.prettyJson, text);
     if (o.exposeInternalErrors) return sendHttpError(reply, Errors.internal(errorMessage(err)), o.prettyJson, text);
     o.logger.error({ err: errorMessage(err), method: req.method, route: o.routeLabel?.(req) ?? '?' }, o.internalErrorLog);
     sendHttpError(reply, Errors.internal(), o.prettyJson, text);
@@ -292,7 +290,7 @@ export function sendHttpError(reply: FastifyReply, err: HttpError, pretty: boole
 
 /** A short plain-text answer with the hardening headers. */
 export function sendText(reply: FastifyReply, status: number, text: string, extra: HeaderMap = {}): void {
-  const r = plainResponse(status, text, { 'X-Content-Type-Options': 'nosniff', ...extra });
+  const r = textResponse(status, text, extra);
   reply.code(status).headers(r.headers).send(r.body);
 }
 

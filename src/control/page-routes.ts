@@ -54,7 +54,7 @@ export function registerStatusRoutes(app: ControlApp, o: StatusRoutesOptions): S
   });
   const token = o.token ?? null;
   const config: RouteConfig = { kind: 'page', ...(token ? { authorize: (req: FastifyRequest) => statusAuth(token, req) } : {}) };
-  const page = (req: FastifyRequest, reply: FastifyReply): void => {
+  const page = (_req: FastifyRequest, reply: FastifyReply): void => {
     sendPage(reply, renderStatusPage(collectStatus(o.view, { internal: o.internal }), { internal: o.internal }));
   };
   for (const url of ['/_roomgate', STATUS_PATH]) app.all(url, { config }, readOnly(page));

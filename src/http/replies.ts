@@ -55,10 +55,15 @@ export function jsonText(value: unknown, pretty = false): string {
   return pretty ? `${JSON.stringify(value, null, 2)}\n` : JSON.stringify(value);
 }
 
-/** A short plain-text answer (page errors, redirects) with the hardening headers. */
+/** A short plain-text answer of roomgate's own (page errors, redirects): plainResponse with the hardening headers. */
+export function textResponse(status: number, text: string, extra: HeaderMap = {}): { headers: Record<string, string>; body: string } {
+  return plainResponse(status, text, { 'X-Content-Type-Options': 'nosniff', ...extra });
+}
+
+/** textResponse on a plain ServerResponse. */
 export function sendText(res: ServerResponse, status: number, text: string, extra: HeaderMap = {}): void {
   if (res.headersSent || res.destroyed) return;
-  const r = plainResponse(status, text, { 'X-Content-Type-Options': 'nosniff', ...extra });
+  const r = textResponse(status, text, extra);
   res.writeHead(status, r.headers);
   res.end(r.body);
 }

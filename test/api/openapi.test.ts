@@ -8,6 +8,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { z } from 'zod';
 import { API_PREFIX } from '../../src/control/api-routes.js';
+import { API_ERROR_CODES } from '../../src/control/api-schemas.js';
+import { Errors } from '../../src/http/errors.js';
 import type { ControlPlane } from '../../src/control/control-plane.js';
 import { MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
 import type { SharedDataStore } from '../../src/shared-data/store.js';
@@ -211,17 +213,11 @@ describe('the OpenAPI document, generated from the routes', () => {
       for (const part of r.slice(2).split('/')) node = (node as Record<string, unknown> | undefined)?.[part];
       expect(node, r).toBeDefined();
     }
-    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual([
-      'bad_request',
-      'unauthorized',
-      'forbidden',
-      'not_found',
-      'payload_too_large',
-      'method_not_allowed',
-      'store_unavailable',
-      'too_many_streams',
-      'internal',
-    ]);
+    // The codes the API answers, each one of the catalogue's (src/http/errors.ts).
+    const catalogue = new Set(Object.values(Errors).map((e) => e.code));
+    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual([...API_ERROR_CODES]);
+    for (const code of API_ERROR_CODES) expect(catalogue.has(code), code).toBe(true);
+    expect(API_ERROR_CODES).toContain('store_unavailable');
     expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
     expect(doc.components.securitySchemes.basic).toMatchObject({ type: 'http', scheme: 'basic' });
     // Query parameters carry their limits as integers, not as the strings they arrive as.
