@@ -1,5 +1,7 @@
 // Composition root: builds every part from the configuration with explicit dependencies (so a
-// test can run two gateways in one process) and owns start, reload and stop.
+// test can run two gateways in one process), wires them, and owns start, reload and stop. No
+// rule lives here: the runtime's rules are in src/runtime/ (supervisor, placer, pool), the
+// data plane's in src/proxy/, the control plane's in its own modules.
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -8,21 +10,23 @@ import { MemorySharedDataStore } from './shared-data/memory-store.js';
 import { RedisSharedDataStore } from './shared-data/redis-store.js';
 import type { SharedDataStore } from './shared-data/store.js';
 import { DnsDiscovery } from './backends/discovery.js';
-import { EventLog } from './backends/events.js';
+import { EventLog } from './runtime/events.js';
 import { HealthChecker } from './backends/health.js';
-import { BackendPool, type Backend } from './backends/pool.js';
+import { BackendPool } from './runtime/pool.js';
 import type { LoadedConfig, ResolvedBackend } from './config/load.js';
 import type { Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { MemoryPlacementStore } from './placement/memory-store.js';
-import { Placer } from './placement/placer.js';
+import { Placer } from './runtime/placer.js';
 import { RedisPlacementStore } from './placement/redis-store.js';
 import type { BackendAdminState, PlacementStore } from './placement/store.js';
+import { Supervisor } from './runtime/supervisor.js';
+import { createRuntimeView, setAdminState } from './runtime/runtime-view.js';
 import { Admission } from './proxy/admission.js';
 import { Forwarding } from './proxy/forwarded.js';
 import { HttpProxy } from './proxy/http-proxy.js';
 import { Router } from './proxy/router.js';
-import { TunnelRegistry } from './proxy/tunnels.js';
+import { TunnelRegistry } from './runtime/tunnels.js';
 import { UpgradeProxy } from './proxy/upgrade-proxy.js';
 import { createKeyExtractor } from './room/extract.js';
 import { createRoomSigner, type RoomSigner } from './room/signing.js';
@@ -30,7 +34,7 @@ import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
 import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
-import type { BackendSnapshot, RuntimeView } from './runtime/views.js';
+import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 
 export interface GatewayOptions {
@@ -57,7 +61,7 @@ export class Gateway {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   readonly metrics: Metrics;
   readonly pool: BackendPool;
-  readonly tunnels = new TunnelRegistry();
+  readonly tunnels: TunnelRegistry;
   readonly events = new EventLog();
   readonly store: PlacementStore;
   /** Presence, lobby and leaderboards. */
@@ -73,8 +77,7 @@ export class Gateway {
   private readonly server: Server;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
-  private heartbeatTimer: NodeJS.Timeout | null = null;
-  private presenceFailing = false;
+  private readonly supervisor: Supervisor;
   private ready = false;
   private stopping: Promise<void> | null = null;
 
@@ -83,7 +86,6 @@ export class Gateway {
     private readonly opts: GatewayOptions,
   ) {
     const { logger } = opts;
-    this.view = this.makeView();
     const metrics = (this.metrics = createMetrics(() => this.pool.backends.map((b) => [b.id, b.liveSockets] as [string, number])));
     this.health = new HealthChecker(
       {
@@ -94,56 +96,13 @@ export class Gateway {
         fall: config.health.fall,
         hostHeader: config.health.host ?? undefined,
       },
-      (ev) => {
-        const b = this.pool.get(ev.id);
-        if (!b) return;
-        b.health = ev.state;
-        b.healthReason = ev.reason;
-        metrics.backendStateChanges.inc({ backend: ev.id, state: ev.state, via: 'active' });
-        this.events.add(ev.state, ev.id, ev.reason);
-        logger.warn({ backend: ev.id, state: ev.state, reason: ev.reason }, `backend ${ev.state}`);
-        if (ev.state !== 'down' || b.liveSockets === 0) return;
-        // health.onDown 'keep' (default): a failed check is weaker evidence than sockets that carry
-        // frames; they live until they end by themselves (a dead backend's connections fail and
-        // close at once) or the operator drains the backend, and decide() keeps their rooms' new
-        // sockets with them.
-        if (config.health.onDown === 'keep') {
-          logger.warn({ backend: ev.id, sockets: b.liveSockets }, 'backend down by its health checks: no new rooms; its live sockets are kept (health.onDown: keep)');
-          return;
-        }
-        // 'close': a backend that fails its checks is dead or hung for this gateway: closing its
-        // sockets lets their clients reconnect once the room is re-placed.
-        // Panic guard: with no other backend routable, the fault is likelier on this side (this
-        // gateway overloaded, its network) than in every backend at once, and closed clients could
-        // only reconnect into 503s: the sockets are kept until a backend is routable again.
-        const now = Date.now();
-        if (!this.pool.backends.some((o) => o.id !== ev.id && o.routable(now))) {
-          logger.warn({ backend: ev.id, sockets: b.liveSockets }, 'backend down but no other backend is up: its live sockets are kept');
-        } else {
-          const closed = this.tunnels.closeBackend(ev.id);
-          logger.warn({ backend: ev.id, closed }, 'closed sockets of a down backend');
-        }
-      },
+      (ev) => this.supervisor.healthChanged(ev.id, ev.state, ev.reason),
     );
     this.pool = new BackendPool([], config.proxy.passiveDownMs, {
-      onPassive: (b, state, reason) => {
-        metrics.backendStateChanges.inc({ backend: b.id, state, via: 'passive' });
-        logger.warn({ backend: b.id, state, reason }, `backend passively marked ${state}`);
-        if (state === 'down') {
-          this.health.reportFailure(b.id, reason);
-          this.events.add('down', b.id, `passive: ${reason}`);
-        }
-      },
-      onMembership: (added, removed) => {
-        for (const b of added) this.events.add('joined', b.id, b.config.url);
-        for (const b of removed) this.events.add('removed', b.id, b.config.url);
-        if (added.length || removed.length) {
-          logger.info({ added: added.map((b) => b.id), removed: removed.map((b) => b.id) }, 'backend list changed');
-        }
-        this.health.setTargets(this.pool.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, host: b.config.host, port: b.config.port })));
-      },
+      onPassive: (b, state, reason) => this.supervisor.passiveChanged(b, state, reason),
+      onMembership: (added, removed) => this.supervisor.membershipChanged(added, removed),
     });
-    this.pool.setBackends(config.backends);
+    this.tunnels = new TunnelRegistry(this.pool);
 
     const redisConfigured = Boolean(config.redis.url) || config.redis.sentinels.length > 0 || config.redis.clusterNodes.length > 0;
     // What both Redis stores share: where Redis is, the key prefix, fail-fast timing, logging.
@@ -169,7 +128,6 @@ export class Gateway {
         ? new RedisSharedDataStore({ ...redis, presenceTtlMs: config.presence.ttlMs })
         : new MemorySharedDataStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
     const validateRoom = createRoomValidator(config.room.pattern);
-    this.control = new ControlPlane({ config, view: this.view, sharedData: this.sharedData, logger });
 
     this.placer = new Placer({
       store: this.store,
@@ -183,21 +141,37 @@ export class Gateway {
       onDown: config.health.onDown,
       cacheTtlMs: config.placement.cacheTtlMs,
       idleTtlMs: config.placement.idleTtlMs,
-      onPlaced: (room, from, to, forced, liveMoved) => {
-        metrics.placements.inc({ kind: from === null ? 'new' : forced ? 'forced-move' : 'move' });
-        if (from !== null) {
-          this.events.moved(liveMoved);
-          logger.info({ room, from, to, forced }, 'room placed on another backend');
-        }
-      },
+      onPlaced: (room, from, to, forced, liveMoved) => this.supervisor.placed(room, from, to, forced, liveMoved),
       onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),
     });
-    this.store.subscribe((ev) => {
-      if (ev.type !== 'backend-state') return;
-      const kind = ev.state?.state ?? 'active';
-      this.events.add(kind, ev.id, ev.state?.deadline ? `deadline ${new Date(ev.state.deadline).toISOString()}` : '');
-      logger.warn({ backend: ev.id, state: kind, deadline: ev.state?.deadline ?? null }, 'backend administrative state changed');
+    this.supervisor = new Supervisor({
+      pool: this.pool,
+      tunnels: this.tunnels,
+      placer: this.placer,
+      sharedData: this.sharedData,
+      events: this.events,
+      health: this.health,
+      metrics,
+      logger,
+      onDown: config.health.onDown,
+      heartbeatMs: config.placement.heartbeatMs,
+      presenceTtlMs: config.presence.ttlMs,
     });
+    this.store.subscribe((ev) => this.supervisor.storeEvent(ev));
+    this.view = createRuntimeView({
+      gatewayId: this.id,
+      pool: this.pool,
+      tunnels: this.tunnels,
+      placer: this.placer,
+      events: this.events,
+      store: this.store,
+      health: this.health,
+      metrics,
+      isReady: () => this.ready,
+    });
+    this.control = new ControlPlane({ config, view: this.view, sharedData: this.sharedData, logger });
+    // The pool's list is applied only now that every listener of its changes exists.
+    this.pool.setBackends(config.backends);
 
     let secrets = config.cookie.secrets;
     if (config.cookie.signed && secrets.length === 0) {
@@ -302,55 +276,6 @@ export class Gateway {
       : null;
   }
 
-  private makeView(): RuntimeView {
-    const snapshot = (id: string, now: number): BackendSnapshot | null => {
-      const b = this.pool.get(id);
-      if (!b) return null;
-      return {
-        id: b.id,
-        url: b.config.url,
-        weight: b.config.weight,
-        state: b.state(now),
-        health: b.health,
-        passiveDownUntil: b.downUntil > now ? b.downUntil : null,
-        admin: b.admin,
-        removed: b.removed,
-        rooms: b.rooms,
-        sockets: b.liveSockets,
-        inflight: b.inflight,
-        healthHistory: this.health.history(b.id),
-      };
-    };
-    return {
-      gateway: () => ({
-        gatewayId: this.id,
-        store: this.store.kind,
-        degraded: this.placer.isDegraded,
-        ready: this.ready,
-        sockets: this.tunnels.size,
-        rooms: this.tunnels.roomCount,
-      }),
-      backends: (now) => this.pool.backends.map((b) => snapshot(b.id, now) as BackendSnapshot),
-      backend: snapshot,
-      events: () => this.events.list(),
-      explainRoom: async (room, now) => {
-        const e = await this.placer.explain(room, now, false);
-        const d = e.decision;
-        return {
-          room,
-          placement: e.placement,
-          cached: e.cached,
-          backend: 'route' in d ? d.route : null,
-          reason: d.reason,
-          wouldPlace: 'route' in d && d.place !== undefined,
-          socketsHere: this.tunnels.socketsInRoom(room),
-        };
-      },
-      setAdminState: (id, state) => this.setAdminState(id, state),
-      metrics: async () => ({ contentType: this.metrics.registry.contentType, text: await this.metrics.registry.metrics() }),
-    };
-  }
-
   async start(): Promise<void> {
     const { listen, admin } = this.config;
     const { logger } = this.opts;
@@ -358,10 +283,7 @@ export class Gateway {
       if (this.discovery) this.pool.setBackends(await this.discovery.start());
       // Not fatal: without Redis the gateway routes from its cache and the ring, the API answers
       // 503, and both stores keep reconnecting by themselves.
-      const connects: Promise<void>[] = [];
-      if (this.store instanceof RedisPlacementStore) connects.push(this.store.connect());
-      if (this.sharedData instanceof RedisSharedDataStore) connects.push(this.sharedData.connect());
-      const failed = (await Promise.allSettled(connects)).find((r) => r.status === 'rejected');
+      const failed = (await Promise.allSettled([this.store.connect(), this.sharedData.connect()])).find((r) => r.status === 'rejected');
       if (failed) logger.error({ err: String((failed as PromiseRejectedResult).reason?.message ?? failed) }, 'Redis unreachable at start: degraded mode');
       await listenOn(this.server, listen.host, listen.port);
       // Exclusive: a cluster worker's admin listener is its own, never shared round-robin.
@@ -371,10 +293,7 @@ export class Gateway {
       await this.release();
       throw err;
     }
-    this.metrics.degraded.set(this.placer.isDegraded ? 1 : 0);
-    this.heartbeatTimer = setInterval(() => void this.tick(), this.config.placement.heartbeatMs);
-    this.heartbeatTimer.unref();
-    void this.tick();
+    this.supervisor.start();
     this.ready = true;
     logger.info(
       {
@@ -389,48 +308,9 @@ export class Gateway {
     );
   }
 
-  /** Every heartbeat: exchange live rooms and loads with the store, publish presence, enforce drain deadlines. */
-  private async tick(): Promise<void> {
-    const now = Date.now();
-    const live = this.tunnels.liveRooms();
-    await Promise.all([this.placer.heartbeat(now, live), this.publishPresence(live)]);
-    for (const b of this.pool.backends) this.enforceDrainDeadline(b, now);
-    this.pool.sweep();
-  }
-
-  /**
-   * One batched write per heartbeat, whatever the number of sockets: the socket path itself never
-   * talks to the store. After an outage the next heartbeat makes the counts right again.
-   */
-  private async publishPresence(live: ReturnType<TunnelRegistry['liveRooms']>): Promise<void> {
-    try {
-      await this.sharedData.publishPresence(live, this.config.presence.ttlMs);
-      if (this.presenceFailing) this.opts.logger.warn('presence published again: shared data store reachable');
-      this.presenceFailing = false;
-    } catch (err) {
-      if (!this.presenceFailing) this.opts.logger.error({ err: (err as Error).message }, 'presence not published: shared data store unreachable (routing is unaffected)');
-      this.presenceFailing = true;
-    }
-  }
-
-  /**
-   * A drain deadline that passed, or maintenance: the backend is gone for every gateway, so its
-   * remaining sockets are closed and their rooms placed elsewhere on reconnect. (A backend only
-   * removed from the list keeps its sockets: a reload never drops one by itself.)
-   */
-  private enforceDrainDeadline(b: Backend, now: number): void {
-    if (b.liveSockets === 0 || b.removed || !b.gone(now)) return;
-    const closed = this.tunnels.closeBackend(b.id);
-    const why = b.admin?.state === 'maintenance' ? 'maintenance' : 'drain deadline passed';
-    this.events.add(b.admin?.state === 'maintenance' ? 'maintenance' : 'drain-deadline', b.id, `closed ${closed} sockets`);
-    this.opts.logger.warn({ backend: b.id, closed }, `${why}: closed the remaining sockets; their rooms are placed elsewhere`);
-  }
-
   /** Sets a backend's administrative state for every gateway sharing the store. */
-  async setAdminState(id: string, state: BackendAdminState | null): Promise<void> {
-    await this.store.setBackendState(id, state);
-    const b = this.pool.get(id);
-    if (b) b.admin = state;
+  setAdminState(id: string, state: BackendAdminState | null): Promise<void> {
+    return setAdminState(this.store, this.pool, id, state);
   }
 
   /** SIGHUP: applies a new configuration's backend list (static); the rest needs a restart. */
@@ -492,7 +372,7 @@ export class Gateway {
 
   /** Timers, checks, store connections, agents and the admin listener. */
   private async release(): Promise<void> {
-    if (this.heartbeatTimer) clearInterval(this.heartbeatTimer);
+    this.supervisor.stop();
     this.health.stop();
     this.discovery?.stop();
     this.placer.close();

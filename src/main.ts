@@ -6,7 +6,8 @@ import { parseWorkers } from './cluster/count.js';
 import { runPrimary } from './cluster/primary.js';
 import { isClusterWorker, runWorker } from './cluster/worker.js';
 import { ConfigError, ENV_VARS, loadConfig, type ConfigOverrides, type LoadedConfig } from './config/load.js';
-import { demoBackendSpecs, startDemoBackends, stopDemoBackends, type DemoBackend } from './demo/demo-backends.js';
+import { DemoBackends, isDemo, printDemoBanner, withDemoBackends } from './demo/demo-mode.js';
+import { onStopSignals } from './lifecycle/signals.js';
 import { Gateway, signerFor } from './gateway.js';
 import { createLogger } from './observability/logger.js';
 import { decide } from './placement/decide.js';
@@ -51,104 +52,60 @@ function version(): string {
   return pkg.version;
 }
 
-/** Demo mode: no static backends and no discovery. */
-function isDemo(config: LoadedConfig): boolean {
-  return config.backends.length === 0 && config.discovery.dns === null;
-}
-
-/** The configured backends, or the demo backends `start` would run when none are configured. */
-function withDemoBackends(config: LoadedConfig): LoadedConfig {
-  if (!isDemo(config)) return config;
-  return {
-    ...config,
-    backends: demoBackendSpecs(config.demo.backends, config.demo.basePort).map((s) => ({
-      id: s.id,
-      url: s.url,
-      host: '127.0.0.1',
-      port: s.port,
-      weight: 1,
-    })),
-  };
-}
-
 async function start(config: LoadedConfig, opts: { file: string | undefined; overrides: ConfigOverrides }): Promise<void> {
   const logger = createLogger(config.log.level);
+  const demo = isDemo(config) ? new DemoBackends(config, logger) : null;
+  let gateway: Gateway | null = null;
   // A signal during start-up is held until start-up ends (every step of it has a timeout), then
   // acted on: dying half-way would orphan the demo backends already started.
-  let early: string | null = null;
-  const holdSignal = (signal: string): void => {
-    early ??= signal;
-    logger.warn({ signal }, 'signal during start-up: stopping once start-up has finished');
-  };
-  process.on('SIGTERM', holdSignal).on('SIGINT', holdSignal);
-  let demo: DemoBackend[] = [];
-  if (isDemo(config)) {
-    demo = await startDemoBackends(config.demo.backends, config.demo.basePort, logger);
-    config = withDemoBackends(config);
+  const signals = onStopSignals({
+    onSignal: (signal, n) => {
+      if (n === 1 && gateway === null) logger.warn({ signal }, 'signal during start-up: stopping once start-up has finished');
+    },
+    graceful: (signal) => {
+      logger.info({ signal }, 'shutdown requested');
+      (gateway?.stop() ?? Promise.resolve())
+        .then(() => demo?.stop())
+        .then(
+          () => {
+            logger.flush();
+            process.exit(0);
+          },
+          (err: Error) => {
+            logger.error({ err: err.message }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+    },
+    immediate: (signal) => {
+      logger.warn({ signal }, 'second signal: exiting now');
+      demo?.killNow();
+    },
+  });
+  if (demo) {
+    await demo.start();
+    config = demo.configFor(config);
   }
-  const gateway = new Gateway(config, { logger });
+  const gw = new Gateway(config, { logger });
   try {
-    await gateway.start();
+    await gw.start();
   } catch (err) {
-    await stopDemoBackends(demo);
+    signals.dispose();
+    await demo?.stop();
     throw err;
   }
-  if (demo.length > 0) printDemoBanner(gateway.port, gateway.adminPort, demo);
-
-  let signals = 0;
-  const shutdown = (signal: string): void => {
-    if (++signals > 1) {
-      logger.warn({ signal }, 'second signal: exiting now');
-      // Never leave demo backends behind holding their ports.
-      for (const d of demo) d.process.kill('SIGKILL');
-      process.exit(1);
-    }
-    logger.info({ signal }, 'shutdown requested');
-    gateway
-      .stop()
-      .then(() => stopDemoBackends(demo))
-      .then(
-        () => {
-          logger.flush();
-          process.exit(0);
-        },
-        (err: Error) => {
-          logger.error({ err: err.message }, 'shutdown failed');
-          process.exit(1);
-        },
-      );
-  };
-  process.off('SIGTERM', holdSignal).off('SIGINT', holdSignal);
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-  if (early !== null) shutdown(early);
+  gateway = gw;
+  if (demo) printDemoBanner(gw.port, gw.adminPort, demo.backends);
+  signals.ready();
   // SIGHUP: re-read the configuration; the backend list is applied without dropping a socket.
   process.on('SIGHUP', () => {
     try {
       const next = loadConfig({ file: opts.file, overrides: opts.overrides });
-      gateway.reload(demo.length > 0 ? withDemoBackends(next) : next);
+      gw.reload(demo ? demo.configFor(next) : next);
     } catch (err) {
       logger.error({ err: (err as Error).message }, 'reload refused: the running configuration stays');
     }
   });
-}
-
-function printDemoBanner(port: number, adminPort: number | null, demo: readonly DemoBackend[]): void {
-  const base = `http://localhost:${port}`;
-  const lines = [
-    '',
-    `roomgate demo: gateway on ${base} in front of ${demo.length} demo backends`,
-    `  a game room:            ${base}/game/lobby/`,
-    `  another room:           ${base}/game/blue/`,
-    `  a per-tab room (path):  ${base}/r/green/game/green/`,
-    `  which backend has it:   npx roomgate where lobby blue green`,
-    adminPort ? `  metrics:                http://127.0.0.1:${adminPort}/metrics` : '',
-    adminPort ? `  backends:               http://127.0.0.1:${adminPort}/backends` : '',
-    ...demo.map((d) => `  backend ${d.id}:           ${d.url} (pid ${d.process.pid})`),
-    '  Ctrl-C stops everything.',
-    '',
-  ];
-  process.stderr.write(`${lines.filter((l) => l !== '').join('\n')}\n\n`);
 }
 
 function checkConfig(config: LoadedConfig): void {
@@ -292,13 +249,13 @@ async function main(argv: string[]): Promise<number> {
   switch (command) {
     case 'start':
       if (workers > 1) {
+        const demo = isDemo(config) ? new DemoBackends(config, createLogger(config.log.level).child({ role: 'primary' })) : undefined;
         await runPrimary(config, {
           workers,
-          demo: isDemo(config),
-          withDemoBackends,
+          sidecars: demo,
           reloadConfig: () => loadConfig({ file: values.config, overrides }),
-          onListening: ({ port, adminPort, demo }) => {
-            if (demo.length > 0) printDemoBanner(port, adminPort, demo);
+          onListening: ({ port, adminPort }) => {
+            if (demo) printDemoBanner(port, adminPort, demo.backends);
           },
         });
       } else await start(config, { file: values.config, overrides });

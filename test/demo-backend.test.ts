@@ -129,6 +129,23 @@ function request(
   );
 }
 
+/** The status of a refused upgrade (-1: a socket error instead), within 5 s. */
+function upgradeRefusal(url: string, what: string): Promise<number> {
+  const ws = new WebSocket(url);
+  return withTimeout(
+    new Promise<number>((resolve) => {
+      ws.once('unexpected-response', (_req, res) => {
+        resolve(res.statusCode ?? 0);
+        res.resume();
+        ws.terminate();
+      });
+      ws.once('error', () => resolve(-1));
+    }),
+    5_000,
+    what,
+  ).finally(() => ws.terminate());
+}
+
 /** Polls reqPath until it answers `status` (a signal takes effect a moment after it is sent). */
 async function waitForStatus(port: number, reqPath: string, status: number, headers: Record<string, string> = {}): Promise<HttpResult> {
   const deadline = Date.now() + 5_000;
@@ -387,20 +404,7 @@ describe('demo backend: djust-style WebSocket', () => {
   });
 
   it('rejects upgrades on other paths', async () => {
-    const ws = new WebSocket(`ws://127.0.0.1:${b1.port}/not/live/`);
-    const status = await withTimeout(
-      new Promise<number>((resolve) => {
-        ws.once('unexpected-response', (_req, res) => {
-          resolve(res.statusCode ?? 0);
-          res.resume();
-          ws.terminate();
-        });
-        ws.once('error', () => resolve(-1));
-      }),
-      5_000,
-      'upgrade rejection',
-    );
-    expect(status).toBe(404);
+    expect(await upgradeRefusal(`ws://127.0.0.1:${b1.port}/not/live/`, 'upgrade rejection')).toBe(404);
   });
 
   it('counts sockets per room across mounts, a room move and closes', async () => {
@@ -508,20 +512,7 @@ describe('demo backend: lifecycle', () => {
     expect((await request(dj.port, '/healthz', { headers: { host: 'APP.example:8000' } })).status).toBe(200);
     expect((await request(dj.port, '/game/1/', { headers: { host: 'other.example' } })).status).toBe(200);
     expect((await request(dj.port, '/game/1/', { headers: { host: 'evil.example' } })).status).toBe(400);
-    const refused = new WebSocket(`ws://127.0.0.1:${dj.port}/ws/live/`);
-    const status = await withTimeout(
-      new Promise<number>((resolve) => {
-        refused.once('unexpected-response', (_req, res) => {
-          resolve(res.statusCode ?? 0);
-          res.resume();
-          refused.terminate();
-        });
-        refused.once('error', () => resolve(-1));
-      }),
-      5_000,
-      'upgrade with a Host not allowed',
-    );
-    expect(status).toBe(400);
+    expect(await upgradeRefusal(`ws://127.0.0.1:${dj.port}/ws/live/`, 'upgrade with a Host not allowed')).toBe(400);
 
     // SIGUSR2: /healthz fails (503) while pages and sockets go on; again: it answers again.
     dj.proc.kill('SIGUSR2');

@@ -12,7 +12,7 @@ import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { allowedHostSet, hostRefusal } from '../http/host-check.js';
 import { plainResponse, sendError, sendJson } from '../http/replies.js';
 import type { Logger } from '../observability/logger.js';
-import { healthAnswer } from '../server/public-server.js';
+import { healthAnswer } from '../http/health-answer.js';
 
 export interface ClusterAdminOptions {
   readonly isReady: () => boolean;

@@ -11,6 +11,11 @@ import { PLACEMENT_EVENT } from './store-host.js';
 export class IpcPlacementStore implements PlacementStore {
   /** The primary's memory store. */
   readonly kind = 'memory' as const;
+
+  /** Nothing to connect: the primary process holds the data (over IPC). */
+  connect(): Promise<void> {
+    return Promise.resolve();
+  }
   private readonly listeners = new Set<(ev: StoreEvent) => void>();
 
   constructor(private readonly rpc: RpcPeer) {

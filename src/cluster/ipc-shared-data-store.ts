@@ -11,6 +11,11 @@ import { SHARED_EVENT } from './store-host.js';
 export class IpcSharedDataStore implements SharedDataStore {
   /** The primary's memory store. */
   readonly kind = 'memory' as const;
+
+  /** Nothing to connect: the primary process holds the data (over IPC). */
+  connect(): Promise<void> {
+    return Promise.resolve();
+  }
   private readonly listeners = new Set<(ev: SharedDataEvent) => void>();
 
   constructor(private readonly rpc: RpcPeer) {

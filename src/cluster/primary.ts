@@ -2,7 +2,7 @@
 // port, shared by the cluster module), and owns what must exist once:
 // - without Redis, the placement and shared-data stores (store-host.ts), served to the workers
 //   over IPC, so the workers agree on placements as gateways sharing a Redis do;
-// - the demo backends (demo mode), started once, their list sent to the workers;
+// - sidecars given by the CLI (the demo backends), started once, their list sent to the workers;
 // - the admin port (admin.ts): /metrics summed over the workers, the rest forwarded to a worker;
 // - one cookie secret when none is configured (each worker making its own would refuse the
 //   others' cookies);
@@ -20,7 +20,7 @@ import { hostname } from 'node:os';
 import type { Readable } from 'node:stream';
 import { pino } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
-import { startDemoBackends, stopDemoBackends, type DemoBackend } from '../demo/demo-backends.js';
+import { onStopSignals } from '../lifecycle/signals.js';
 import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { createClusterAdminServer } from './admin.js';
 import { channelToChild, RpcPeer } from './ipc-rpc.js';
@@ -28,16 +28,25 @@ import { ClusterMetrics } from './metrics.js';
 import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
 import { StoreHost } from './store-host.js';
 
+/**
+ * Processes the primary runs beside its workers, given by the CLI (the demo backends): started
+ * once before the workers, stopped after them, killed on a second signal.
+ */
+export interface Sidecars {
+  start(): Promise<void>;
+  /** The configuration the workers run (e.g. with the sidecars' backends filled in). */
+  configFor(c: LoadedConfig): LoadedConfig;
+  stop(): Promise<void>;
+  killNow(): void;
+}
+
 export interface PrimaryOptions {
   readonly workers: number;
-  /** No backends configured: start the demo backends (once, here) and give the workers their list. */
-  readonly demo: boolean;
-  /** The configuration with the demo backends filled in (demo mode). */
-  readonly withDemoBackends: (c: LoadedConfig) => LoadedConfig;
+  readonly sidecars?: Sidecars;
   /** Reads the configuration again (SIGHUP). */
   readonly reloadConfig: () => LoadedConfig;
-  /** Every worker listens (the demo banner). */
-  readonly onListening?: (info: { readonly port: number; readonly adminPort: number | null; readonly demo: readonly DemoBackend[] }) => void;
+  /** Every worker listens (the CLI prints its banner). */
+  readonly onListening?: (info: { readonly port: number; readonly adminPort: number | null }) => void;
 }
 
 /** A worker that lived this long before it died starts again at once (back-off reset). */
@@ -83,8 +92,6 @@ class ClusterPrimary {
   private readonly secret: string | null;
   private workerConfig: LoadedConfig;
   private admin: http.Server | null = null;
-  private demo: DemoBackend[] = [];
-  private demoStarting: Promise<DemoBackend[]> | null = null;
   private starting = true;
   private stopping = false;
   private startup: { resolve: () => void; reject: (err: Error) => void } | null = null;
@@ -114,9 +121,9 @@ class ClusterPrimary {
     this.workerConfig = this.prepare(config);
   }
 
-  /** What the workers run: demo backends filled in, the cluster's cookie secret, a private admin listener. */
+  /** What the workers run: sidecars' backends filled in, the cluster's cookie secret, a private admin listener. */
   private prepare(c: LoadedConfig): LoadedConfig {
-    const base = this.o.demo ? this.o.withDemoBackends(c) : c;
+    const base = this.o.sidecars ? this.o.sidecars.configFor(c) : c;
     return {
       ...base,
       cookie: { ...base.cookie, secrets: base.cookie.secrets.length === 0 && this.secret ? [this.secret] : base.cookie.secrets },
@@ -126,20 +133,17 @@ class ClusterPrimary {
 
   async start(): Promise<void> {
     const { logger, config } = this;
-    // From the start: a signal during start-up must not leave demo backends or workers behind.
-    let signals = 0;
-    const onStop = (signal: string): void => {
-      if (++signals > 1) {
+    // From the start, not held: a signal during start-up must not leave sidecars or workers
+    // behind, and stop() knows how to end a start-up half-way.
+    onStopSignals({
+      graceful: (signal) => void this.stop(signal),
+      immediate: (signal) => {
         logger.warn({ signal }, 'second signal: killing the workers and exiting now');
         for (const s of this.slots) s.worker?.process.kill('SIGKILL');
-        for (const d of this.demo) d.process.kill('SIGKILL');
-        this.exit(1);
-        return;
-      }
-      void this.stop(signal);
-    };
-    process.on('SIGTERM', () => onStop('SIGTERM'));
-    process.on('SIGINT', () => onStop('SIGINT'));
+        this.o.sidecars?.killNow();
+      },
+      exit: (code) => this.exit(code),
+    }).ready();
     process.on('SIGHUP', () => void this.reload());
     if (this.secret) {
       logger.warn(
@@ -147,9 +151,8 @@ class ClusterPrimary {
       );
     }
     try {
-      if (this.o.demo) {
-        this.demoStarting = startDemoBackends(config.demo.backends, config.demo.basePort, logger);
-        this.demo = await this.demoStarting;
+      if (this.o.sidecars) {
+        await this.o.sidecars.start();
         if (this.stopping) return; // a signal came meanwhile: stop() takes it from here
       }
       if (config.admin.enabled) {
@@ -175,7 +178,7 @@ class ClusterPrimary {
     } catch (err) {
       if (this.stopping) return; // stop() is under way and exits
       await this.killAll();
-      await stopDemoBackends(this.demo);
+      await this.o.sidecars?.stop();
       this.admin?.close();
       this.admin?.closeAllConnections();
       this.flushSync();
@@ -198,7 +201,7 @@ class ClusterPrimary {
       },
       'listening',
     );
-    this.o.onListening?.({ port, adminPort, demo: this.demo });
+    this.o.onListening?.({ port, adminPort });
   }
 
   private fork(slot: Slot): void {
@@ -297,8 +300,7 @@ class ClusterPrimary {
       code = 1;
       await this.killAll();
     }
-    // Demo backends still starting are waited for (startDemoBackends stops them if it fails).
-    await stopDemoBackends(this.demoStarting ? await this.demoStarting.catch(() => []) : this.demo);
+    await this.o.sidecars?.stop();
     if (this.admin) {
       const admin = this.admin;
       await new Promise<void>((resolve) => {

@@ -12,6 +12,7 @@ import cluster from 'node:cluster';
 import type { LoadedConfig } from '../config/load.js';
 import { Gateway } from '../gateway.js';
 import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
+import { onStopSignals } from '../lifecycle/signals.js';
 import { channelToParent, RpcPeer } from './ipc-rpc.js';
 import { IpcPlacementStore } from './ipc-placement-store.js';
 import { IpcSharedDataStore } from './ipc-shared-data-store.js';
@@ -66,17 +67,11 @@ export async function runWorker(): Promise<void> {
   // The primary gone: Node's cluster module exits the worker at once (its sockets close; the
   // primary held the listening socket anyway); nothing to do here.
 
-  let signals = 0;
-  const onSignal = (signal: string): void => {
-    if (++signals > 1) {
-      log.warn({ signal }, 'second signal: exiting now');
-      exit(1);
-      return;
-    }
-    stop(signal);
-  };
-  process.on('SIGTERM', () => onSignal('SIGTERM'));
-  process.on('SIGINT', () => onSignal('SIGINT'));
+  onStopSignals({
+    graceful: stop,
+    immediate: (signal) => log.warn({ signal }, 'second signal: exiting now'),
+    exit,
+  }).ready();
   // A terminal hangup reaches every process of the group; the primary reloads for all workers.
   process.on('SIGHUP', () => log.debug('SIGHUP: the primary reloads the configuration for every worker'));
 

@@ -19,7 +19,7 @@ import { pino } from 'pino';
 import type { Logger } from '../observability/logger.js';
 import { createRoomValidator } from '../room/validate.js';
 import type { RuntimeView } from '../runtime/views.js';
-import { healthAnswer } from '../server/public-server.js';
+import { healthAnswer } from '../http/health-answer.js';
 import type { SharedDataStore } from '../shared-data/store.js';
 import { ADMIN_ROUTES_HINT, registerAdminRoutes } from './admin-routes.js';
 import { API_PREFIX, apiRouteLabel, registerApiRoutes } from './api-routes.js';

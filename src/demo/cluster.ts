@@ -3,6 +3,7 @@
 // redis-server, three demo backends (b1-b3), two gateways (A and B) sharing placements, presence
 // and the lobby through that Redis. Prints the URLs; SIGINT/SIGTERM/SIGHUP stops everything
 // (gateways first, then backends, then Redis) and exits 0; a second signal kills at once.
+import { onStopSignals } from '../lifecycle/signals.js';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -249,23 +250,23 @@ async function main(argv: string[]): Promise<number> {
   }
 
   let stopping: Promise<number> | null = null;
-  let firstSignalAt = 0;
-  const shutdown = (signal: NodeJS.Signals): void => {
-    if (stopping) {
-      if (Date.now() - firstSignalAt < DUPLICATE_SIGNAL_MS) return;
+  onStopSignals({
+    // npm and the terminal may deliver one Ctrl-C twice: that is not a second request.
+    duplicateWindowMs: DUPLICATE_SIGNAL_MS,
+    signals: ['SIGINT', 'SIGTERM', 'SIGHUP'],
+    graceful: (signal) => {
+      say(`demo:cluster: ${signal}: stopping gateways, then backends, then Redis`);
+      stopping = stopAll().then(() => 0);
+      void stopping.then((code) => {
+        say('demo:cluster: stopped');
+        process.exit(code);
+      });
+    },
+    immediate: (signal) => {
       say(`demo:cluster: second signal (${signal}): killing everything now`);
       for (const c of runningChildren()) c.process.kill('SIGKILL');
-      process.exit(1);
-    }
-    firstSignalAt = Date.now();
-    say(`demo:cluster: ${signal}: stopping gateways, then backends, then Redis`);
-    stopping = stopAll().then(() => 0);
-    void stopping.then((code) => {
-      say('demo:cluster: stopped');
-      process.exit(code);
-    });
-  };
-  for (const s of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(s, () => shutdown(s));
+    },
+  }).ready();
 
   let started: Started;
   try {

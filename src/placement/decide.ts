@@ -69,7 +69,7 @@ export interface PlaceIntent {
 
 export type Decision =
   | { readonly route: string; readonly reason: RouteReason; readonly place?: PlaceIntent }
-  | { readonly reject: 503; readonly reason: 'no-backend' | 'room-busy' | 'admission'; readonly retryAfterS: number }
+  | { readonly reject: 503; readonly reason: 'no-backend' | 'room-busy'; readonly retryAfterS: number }
   | { readonly reject: 400; readonly reason: 'no-room' };
 
 export function decide(room: string | null, view: DecideView): Decision {

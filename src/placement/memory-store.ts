@@ -40,6 +40,11 @@ export class MemoryPlacementState {
 
 export class MemoryPlacementStore implements PlacementStore {
   readonly kind = 'memory' as const;
+
+  /** Nothing to connect: in memory. */
+  connect(): Promise<void> {
+    return Promise.resolve();
+  }
   readonly available = true;
   private readonly own = new Set<(ev: StoreEvent) => void>();
 

@@ -47,6 +47,8 @@ export interface PlacementStore {
   readonly kind: 'memory' | 'redis';
   /** False while the store cannot be reached (Redis down); every call then rejects fast. */
   readonly available: boolean;
+  /** Opens connections (Redis); resolves at once for stores that have none. Rejects if unreachable now: not fatal, the store keeps trying. */
+  connect(): Promise<void>;
   get(room: string): Promise<PlacementRecord | null>;
   /**
    * Compare-and-set: puts the room on `backend` if its current epoch is `expectedEpoch`

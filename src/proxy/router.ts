@@ -3,8 +3,8 @@
 // HTTP and the upgrade proxy.
 import type { IncomingMessage } from 'node:http';
 import type { Decision } from '../placement/decide.js';
-import type { Placer } from '../placement/placer.js';
-import type { BackendPool } from '../backends/pool.js';
+import type { Placer } from '../runtime/placer.js';
+import type { BackendPool } from '../runtime/pool.js';
 import type { KeyExtractor, KeyResult } from '../room/extract.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';

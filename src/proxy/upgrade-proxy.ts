@@ -11,10 +11,11 @@
 // socket keeps the request (or anything else of the handshake) alive for the socket's life.
 import { connect, type Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
-import type { Backend, BackendPool } from '../backends/pool.js';
+import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeyResult } from '../room/extract.js';
+import { peerAddress } from '../http/peer.js';
 import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { rawResponse } from '../http/replies.js';
@@ -23,7 +24,7 @@ import type { Forwarding } from './forwarded.js';
 import type { Admission } from './admission.js';
 import type { Router } from './router.js';
 import type { Decision } from '../placement/decide.js';
-import type { Tunnel, TunnelRegistry } from './tunnels.js';
+import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
 
 export interface UpgradeProxyOptions {
   readonly router: Router;
@@ -71,6 +72,12 @@ export class UpgradeProxy {
     // Hold client bytes (if any arrive early) until the backend's 101.
     client.pause();
     client.on('error', destroySelf);
+    // Reset before its address could be read: the client is gone, and its handshake is not
+    // sent on from an unknown sender.
+    if (peerAddress(client) === undefined) {
+      client.destroy();
+      return;
+    }
     const now = Date.now();
     const key = this.o.router.key(req, now);
     const refusal = this.refusal(req, key);
@@ -139,7 +146,7 @@ export class UpgradeProxy {
     const socket = req.socket;
     const headers = this.o.forwarding.headers(
       req.rawHeaders,
-      { peer: socket.remoteAddress, encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix },
+      { peer: peerAddress(socket), encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix },
       true,
     );
     let text = `GET ${key.forwardUrl} HTTP/1.1\r\n`;
@@ -178,6 +185,15 @@ class UpgradeTunnel implements Tunnel {
   private bodyEnd: BodyEnd | null = null;
   /** A relayed read is still queued at the client: backend reads wait for its drain. */
   private waiting = false;
+
+  get backendId(): string {
+    return this.backend.id;
+  }
+
+  /** The registry closes this tunnel (its room moved, its backend is gone, shutdown): both sides cut. */
+  close(): void {
+    this.finish('destroy');
+  }
 
   constructor(
     private readonly proxy: UpgradeProxy,

@@ -91,6 +91,11 @@ const STORE = 'memory';
 
 export class MemorySharedDataStore implements SharedDataStore {
   readonly kind = 'memory' as const;
+
+  /** Nothing to connect: in memory. */
+  connect(): Promise<void> {
+    return Promise.resolve();
+  }
   readonly available = true;
   private readonly own = new Set<(ev: SharedDataEvent) => void>();
   private closed = false;

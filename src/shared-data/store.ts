@@ -75,6 +75,8 @@ export interface SharedDataStore {
   readonly kind: 'memory' | 'redis';
   /** False while the store cannot be reached; every call then rejects fast. */
   readonly available: boolean;
+  /** Opens connections (Redis); resolves at once for stores that have none. Rejects if unreachable now: not fatal, the store keeps trying. */
+  connect(): Promise<void>;
 
   /** Replaces this gateway's presence; it expires ttlMs after the last call (crash, kill -9). */
   publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void>;

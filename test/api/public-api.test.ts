@@ -136,6 +136,9 @@ function presence(room: string, backend: string, sockets: number, since = Date.n
 /** A store wrapper: counts calls, and can reject every call and/or report itself down. */
 class FlakyStore implements SharedDataStore {
   readonly kind = 'memory' as const;
+  async connect(): Promise<void> {
+    return this.inner.connect();
+  }
   rejecting = false;
   reportDown = false;
   /** Resolve online() with something JSON cannot serialize (an internal error). */

@@ -1,7 +1,10 @@
 // The backends and what this gateway knows of each right now: health (active checks and passive
 // marks), administrative state (draining, maintenance: shared by all gateways through the store),
-// whether discovery still lists it, and load counters. Owns no sockets; the proxies update the
-// counters. The list changes at run time (SIGHUP reload, DNS discovery) without dropping sockets.
+// whether discovery still lists it, and load counters. The pool is the one owner of this state:
+// everyone else reads Backend views, and every change is one of the named mutations below
+// (setHealth, markDown/markUp, setAdmin, noteMove, applyLoads, socketOpened/Closed,
+// requestStarted/Ended, setBackends). Owns no sockets. The list changes at run time (SIGHUP
+// reload, DNS discovery) without dropping sockets.
 import type { ResolvedBackend } from '../config/load.js';
 import type { BackendView } from '../placement/decide.js';
 import { buildRing, type Ring } from '../placement/ring.js';
@@ -12,24 +15,49 @@ export type BackendState = 'up' | 'down' | 'draining' | 'maintenance';
 /** Backends named in BackendPool.unavailableReason; the rest are counted, so the line stays short. */
 const REASON_DETAILS = 4;
 
-export class Backend {
+/** A backend as everyone but the pool sees it: read-only; every change goes through BackendPool. */
+export interface Backend {
+  readonly id: string;
+  readonly config: ResolvedBackend;
   /** Upgraded sockets currently piped to this backend through this gateway. */
-  liveSockets = 0;
+  readonly liveSockets: number;
   /** HTTP requests currently being proxied to this backend. */
-  inflight = 0;
+  readonly inflight: number;
   /** Passively marked down (refused a connection) until this time (ms since epoch). */
-  downUntil = 0;
+  readonly downUntil: number;
   /** Active health checks' verdict. */
+  readonly health: 'up' | 'down';
+  /** Draining / maintenance, as set through the admin API on any gateway. */
+  readonly admin: BackendAdminState | null;
+  /** Gone from the configured or discovered list; kept while sockets still use it. */
+  readonly removed: boolean;
+  /** Rooms placed on it (all gateways): the bounded-load figure. */
+  readonly rooms: number;
+  /** Gone for every gateway alike: its rooms may be moved even while they have live sockets. */
+  gone(nowMs: number): boolean;
+  /** May carry traffic of rooms already placed on it (a draining backend still does). */
+  routable(nowMs: number): boolean;
+  /** Not routable only because its active health checks failed (no passive mark, not gone). */
+  checksDownOnly(nowMs: number): boolean;
+  /** May be given new rooms. */
+  acceptsNew(nowMs: number): boolean;
+  /** Why it takes no new rooms now, in a few words; null when it does. */
+  unavailableReason(nowMs: number): string | null;
+  state(nowMs: number): BackendState;
+}
+
+/** The pool's own record: mutable, never handed out as such (callers get the Backend view). */
+class Entry implements Backend {
+  liveSockets = 0;
+  inflight = 0;
+  downUntil = 0;
   health: 'up' | 'down' = 'up';
   /** Why the checks last changed the verdict, e.g. "3 failed checks: ECONNREFUSED". */
   healthReason = '';
   /** Why it was last passively marked down, e.g. "refused". */
   passiveReason = '';
-  /** Draining / maintenance, as set through the admin API on any gateway. */
   admin: BackendAdminState | null = null;
-  /** Gone from the configured or discovered list; kept while sockets still use it. */
   removed = false;
-  /** Rooms placed on it (all gateways), refreshed every heartbeat: the bounded-load figure. */
   rooms = 0;
 
   constructor(public config: ResolvedBackend) {}
@@ -38,28 +66,23 @@ export class Backend {
     return this.config.id;
   }
 
-  /** Gone for every gateway alike: its rooms may be moved even while they have live sockets. */
   gone(nowMs: number): boolean {
     if (this.removed || this.admin?.state === 'maintenance') return true;
     return this.admin?.state === 'draining' && this.admin.deadline !== null && this.admin.deadline <= nowMs;
   }
 
-  /** May carry traffic of rooms already placed on it (a draining backend still does). */
   routable(nowMs: number): boolean {
     return this.health === 'up' && this.downUntil <= nowMs && !this.gone(nowMs);
   }
 
-  /** Not routable only because its active health checks failed (no passive mark, not gone). */
   checksDownOnly(nowMs: number): boolean {
     return this.health === 'down' && this.downUntil <= nowMs && !this.gone(nowMs);
   }
 
-  /** May be given new rooms. */
   acceptsNew(nowMs: number): boolean {
     return this.config.weight > 0 && this.admin?.state !== 'draining' && this.routable(nowMs);
   }
 
-  /** Why it takes no new rooms now, in a few words; null when it does. */
   unavailableReason(nowMs: number): string | null {
     if (this.removed) return 'removed from the list';
     if (this.admin?.state === 'maintenance') return 'maintenance';
@@ -78,6 +101,13 @@ export class Backend {
   }
 }
 
+/** A room placed (+1) or moved away (-1) since a heartbeat's load read began. */
+interface RoomDelta {
+  readonly seq: number;
+  readonly id: string;
+  readonly d: 1 | -1;
+}
+
 export interface PoolEvents {
   /** A backend went from routable to passively down, or back. */
   onPassive?(backend: Backend, state: 'down' | 'up', reason: string): void;
@@ -86,18 +116,30 @@ export interface PoolEvents {
 }
 
 export class BackendPool {
-  ring: Ring;
-  private readonly byId = new Map<string, Backend>();
-  /** Every known backend, removed ones included while they have sockets; configuration order. */
-  backends: readonly Backend[] = [];
+  private currentRing: Ring;
+  private readonly byId = new Map<string, Entry>();
+  private list: readonly Entry[] = [];
+  /** Room placements made by this gateway since the last load read began; see applyLoads. */
+  private loadSeq = 0;
+  private deltas: RoomDelta[] = [];
 
   constructor(
     configs: readonly ResolvedBackend[],
     private readonly passiveDownMs: number,
     private readonly events: PoolEvents = {},
   ) {
-    this.ring = buildRing([]);
+    this.currentRing = buildRing([]);
     this.setBackends(configs);
+  }
+
+  /** Every known backend, removed ones included while they have sockets; configuration order. */
+  get backends(): readonly Backend[] {
+    return this.list;
+  }
+
+  /** The ring over the listed (not removed) backends. */
+  get ring(): Ring {
+    return this.currentRing;
   }
 
   get(id: string): Backend | undefined {
@@ -111,8 +153,8 @@ export class BackendPool {
    */
   setBackends(configs: readonly ResolvedBackend[]): void {
     const next = new Set(configs.map((c) => c.id));
-    const added: Backend[] = [];
-    const removed: Backend[] = [];
+    const added: Entry[] = [];
+    const removed: Entry[] = [];
     for (const c of configs) {
       const b = this.byId.get(c.id);
       if (b) {
@@ -120,7 +162,7 @@ export class BackendPool {
         b.config = c;
         b.removed = false;
       } else {
-        const nb = new Backend(c);
+        const nb = new Entry(c);
         this.byId.set(c.id, nb);
         added.push(nb);
       }
@@ -148,8 +190,81 @@ export class BackendPool {
   }
 
   private rebuild(): void {
-    this.backends = [...this.byId.values()];
-    this.ring = buildRing(this.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, weight: b.config.weight })));
+    this.list = [...this.byId.values()];
+    this.currentRing = buildRing(this.list.filter((b) => !b.removed).map((b) => ({ id: b.id, weight: b.config.weight })));
+  }
+
+  /** The active health checks' verdict changed. */
+  setHealth(id: string, state: 'up' | 'down', reason: string): void {
+    const b = this.byId.get(id);
+    if (!b) return;
+    b.health = state;
+    b.healthReason = reason;
+  }
+
+  /** Draining, maintenance or active, as the store says (set through any gateway). */
+  setAdmin(id: string, state: BackendAdminState | null): void {
+    const b = this.byId.get(id);
+    if (b) b.admin = state;
+  }
+
+  /** An upgraded socket to the backend opened through this gateway, or closed. */
+  socketOpened(id: string): void {
+    const b = this.byId.get(id);
+    if (b) b.liveSockets++;
+  }
+
+  socketClosed(id: string): void {
+    const b = this.byId.get(id);
+    if (b && b.liveSockets > 0) b.liveSockets--;
+  }
+
+  /** An HTTP request to the backend started, or ended. */
+  requestStarted(id: string): void {
+    const b = this.byId.get(id);
+    if (b) b.inflight++;
+  }
+
+  requestEnded(id: string): void {
+    const b = this.byId.get(id);
+    if (b && b.inflight > 0) b.inflight--;
+  }
+
+  /**
+   * This gateway placed a room on `to` (moving it from `from`, if it had a backend): counted at
+   * once, so a burst of new rooms before the next heartbeat already sees it for bounded loads.
+   */
+  noteMove(from: string | null, to: string): void {
+    const seq = ++this.loadSeq;
+    const t = this.byId.get(to);
+    if (t) {
+      t.rooms++;
+      this.deltas.push({ seq, id: to, d: 1 });
+    }
+    const f = from === null ? undefined : this.byId.get(from);
+    if (f && f.rooms > 0) {
+      f.rooms--;
+      this.deltas.push({ seq, id: f.id, d: -1 });
+    }
+  }
+
+  /** Taken before a heartbeat reads room counts from the store; handed back to applyLoads. */
+  loadMark(): number {
+    return this.loadSeq;
+  }
+
+  /**
+   * The store's room counts per backend, read after `mark` was taken. Placements this gateway
+   * made after the mark may be missing from the read (it raced them), so they are added again
+   * rather than overwritten; at worst one is counted twice until the next heartbeat, never lost.
+   */
+  applyLoads(rooms: ReadonlyMap<string, number>, mark: number): void {
+    this.deltas = this.deltas.filter((x) => x.seq > mark);
+    for (const b of this.list) b.rooms = rooms.get(b.id) ?? 0;
+    for (const x of this.deltas) {
+      const b = this.byId.get(x.id);
+      if (b) b.rooms = Math.max(0, b.rooms + x.d);
+    }
   }
 
   /** A connection was refused or timed out: no new traffic for passiveDownMs. */

@@ -2,7 +2,7 @@
 // can take a request. Pure pool state (no sockets): health verdicts, passive marks, drain and
 // maintenance, removal and weights are set the way the gateway sets them.
 import { describe, expect, it } from 'vitest';
-import { BackendPool } from '../../src/backends/pool.js';
+import { BackendPool } from '../../src/runtime/pool.js';
 import type { ResolvedBackend } from '../../src/config/load.js';
 import type { BackendAdminState } from '../../src/placement/store.js';
 
@@ -17,16 +17,14 @@ function pool(ids: readonly string[]): BackendPool {
 }
 
 function checksDown(p: BackendPool, id: string, reason: string): void {
-  const b = p.get(id)!;
-  b.health = 'down';
-  b.healthReason = reason;
+  p.setHealth(id, 'down', reason);
 }
 
 describe('BackendPool.unavailableReason', () => {
   it('no backends configured (none listed, or every one removed from the list)', () => {
     expect(pool([]).unavailableReason(NOW)).toBe('no backends configured');
     const p = pool(['b1']);
-    p.get('b1')!.liveSockets = 1; // kept while a socket uses it
+    p.socketOpened('b1'); // kept while a socket uses it
     p.setBackends([]);
     expect(p.unavailableReason(NOW)).toBe('no backends configured');
   });
@@ -46,17 +44,17 @@ describe('BackendPool.unavailableReason', () => {
 
   it('every backend draining or in maintenance', () => {
     const p = pool(['b1', 'b2']);
-    p.get('b1')!.admin = draining(null);
-    p.get('b2')!.admin = maintenance;
+    p.setAdmin('b1', draining(null));
+    p.setAdmin('b2', maintenance);
     expect(p.unavailableReason(NOW)).toBe('every backend is draining or in maintenance (b1: draining; b2: maintenance)');
-    p.get('b1')!.admin = draining(NOW - 1);
+    p.setAdmin('b1', draining(NOW - 1));
     expect(p.unavailableReason(NOW)).toBe('every backend is draining or in maintenance (b1: drain deadline passed; b2: maintenance)');
   });
 
   it('a mix: down, draining, weight 0', () => {
     const p = new BackendPool([backend('b1'), backend('b2'), backend('b3', 0)], PASSIVE_DOWN_MS);
     checksDown(p, 'b1', '3 failed checks: ECONNREFUSED');
-    p.get('b2')!.admin = draining(NOW + 60_000);
+    p.setAdmin('b2', draining(NOW + 60_000));
     expect(p.unavailableReason(NOW)).toBe('no backend takes new rooms (b1: 3 failed checks: ECONNREFUSED; b2: draining; b3: weight 0)');
   });
 
@@ -79,5 +77,45 @@ describe('BackendPool.unavailableReason', () => {
     q.markDown('b1', NOW, 'connect-timeout');
     expect(q.unavailableReason(NOW + 1)).toMatch(/^the only backend is down \(b1: failed a connection \(connect-timeout\)/);
     expect(q.unavailableReason(NOW + PASSIVE_DOWN_MS)).toBe('b1 takes new rooms again (1 of 1 backends)');
+  });
+});
+
+describe('BackendPool loads: a heartbeat never loses a placement made while it read the store', () => {
+  it('placements after the mark are added back to the store figures; earlier ones are taken as read', () => {
+    const p = pool(['b1', 'b2']);
+    const before = p.loadMark();
+    p.noteMove(null, 'b1'); // placed before the read began: the store's figure includes it
+    const mark = p.loadMark();
+    p.noteMove(null, 'b1'); // placed while the heartbeat read the store: maybe missing there
+    p.noteMove('b1', 'b2'); // a move during the read
+    expect(before).toBeLessThan(mark);
+    p.applyLoads(
+      new Map([
+        ['b1', 5],
+        ['b2', 2],
+      ]),
+      mark,
+    );
+    expect([p.get('b1')!.rooms, p.get('b2')!.rooms]).toEqual([5 + 1 - 1, 2 + 1]);
+    // The next read (taken after those placements) is believed as it is.
+    p.applyLoads(
+      new Map([
+        ['b1', 5],
+        ['b2', 3],
+      ]),
+      p.loadMark(),
+    );
+    expect([p.get('b1')!.rooms, p.get('b2')!.rooms]).toEqual([5, 3]);
+  });
+
+  it('counts sockets and requests only through its named mutations, never below zero', () => {
+    const p = pool(['b1']);
+    p.socketOpened('b1');
+    p.socketOpened('b1');
+    p.socketClosed('b1');
+    p.requestStarted('b1');
+    p.requestEnded('b1');
+    p.requestEnded('b1');
+    expect([p.get('b1')!.liveSockets, p.get('b1')!.inflight]).toEqual([1, 0]);
   });
 });

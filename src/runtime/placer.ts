@@ -2,16 +2,16 @@
 // decide(), writes new placements with compare-and-set, and keeps this gateway in step with the
 // others (store events, heartbeats). With the store unreachable it keeps routing from its cache
 // and the ring (degraded), and reconciles when the store is back.
-import type { BackendPool } from '../backends/pool.js';
 import type { Logger } from '../observability/logger.js';
-import type { TunnelRegistry } from '../proxy/tunnels.js';
-import { decide, type Decision } from './decide.js';
-import type { LiveRoom, PlacementRecord, PlacementStore, StoreEvent } from './store.js';
+import { decide, type Decision } from '../placement/decide.js';
+import type { LiveRoom, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
+import type { BackendPool } from './pool.js';
+import type { LiveSockets } from './tunnels.js';
 
 export interface PlacerOptions {
   readonly store: PlacementStore;
   readonly pool: BackendPool;
-  readonly tunnels: TunnelRegistry;
+  readonly tunnels: LiveSockets;
   readonly logger: Logger;
   readonly noRoom: 'least-loaded' | 'reject';
   readonly boundFactor: number;
@@ -27,6 +27,8 @@ export interface PlacerOptions {
   readonly onPlaced?: (room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean) => void;
   /** Called when the store's availability changes. */
   readonly onDegraded?: (degraded: boolean) => void;
+  /** The clock (tests pass a fake one). */
+  readonly now?: () => number;
 }
 
 interface Cached {
@@ -50,7 +52,10 @@ export class Placer {
   private degraded = false;
   private readonly unsubscribe: () => void;
 
+  private readonly now: () => number;
+
   constructor(private readonly o: PlacerOptions) {
+    this.now = o.now ?? Date.now;
     this.unsubscribe = o.store.subscribe((ev) => this.onStoreEvent(ev));
     this.degraded = !o.store.available;
   }
@@ -94,10 +99,7 @@ export class Placer {
         if (place.from !== d.route) {
           // Count the room now: the store's figures arrive with the next heartbeat, and a burst of
           // new rooms before it must already see this one for bounded loads.
-          const to = this.o.pool.get(d.route);
-          if (to) to.rooms++;
-          const from = place.from === null ? undefined : this.o.pool.get(place.from);
-          if (from && from.rooms > 0) from.rooms--;
+          this.o.pool.noteMove(place.from, d.route);
           this.o.onPlaced?.(room, place.from, d.route, place.force, liveMoved);
         }
         return { decision: d, placement: result.placement, cached: false };
@@ -180,7 +182,7 @@ export class Placer {
         this.setDegraded(!ev.available, ev.available ? 'store reachable' : 'store unreachable');
         break;
       case 'placement': {
-        const now = Date.now();
+        const now = this.now();
         const prev = this.cache.get(ev.room);
         if (ev.placement === null) this.cache.delete(ev.room);
         else if (!prev || prev.placement.epoch <= ev.placement.epoch) this.remember(ev.room, ev.placement, now, false);
@@ -190,8 +192,7 @@ export class Placer {
         break;
       }
       case 'backend-state': {
-        const b = this.o.pool.get(ev.id);
-        if (b) b.admin = ev.state;
+        this.o.pool.setAdmin(ev.id, ev.state);
         break;
       }
     }
@@ -258,13 +259,13 @@ export class Placer {
           const r = await this.o.store.place(room, c.placement.backend, 0, { force: false });
           if (r.ok) {
             written++;
-            this.remember(room, r.placement, Date.now(), false);
+            this.remember(room, r.placement, this.now(), false);
             continue;
           }
           winner = r.current;
         }
         if (winner === null) continue; // nothing to agree or disagree with; the next request places it
-        this.remember(room, winner, Date.now(), false);
+        this.remember(room, winner, this.now(), false);
         if (winner.backend === c.placement.backend) {
           agreed++;
           continue;
@@ -301,11 +302,10 @@ export class Placer {
     }
     try {
       await this.o.store.heartbeat(live);
+      const mark = this.o.pool.loadMark();
       const [rooms, states] = await Promise.all([this.o.store.roomsPerBackend(), this.o.store.backendStates()]);
-      for (const b of this.o.pool.backends) {
-        b.rooms = rooms.get(b.id) ?? 0;
-        b.admin = states.get(b.id) ?? null;
-      }
+      this.o.pool.applyLoads(rooms, mark);
+      for (const b of this.o.pool.backends) this.o.pool.setAdmin(b.id, states.get(b.id) ?? null);
     } catch (err) {
       this.setDegraded(true, (err as Error).message);
     }

@@ -1,18 +1,30 @@
 // Live upgraded sockets ("tunnels"): per room and per backend, for loads, presence reports,
 // closing a moved room's or a dead backend's sockets, and shutdown. Touched once when a tunnel
-// opens and once when it closes; never per frame.
-import type { Socket } from 'node:net';
-import type { Backend } from '../backends/pool.js';
+// opens and once when it closes; never per frame. A tunnel is anything that has a room, a
+// backend and a way to be closed: the registry never sees a socket (the data plane owns those).
 import type { LiveRoom } from '../placement/store.js';
+import type { BackendPool } from './pool.js';
 
 export interface Tunnel {
   readonly room: string | null;
-  readonly backend: Backend;
-  readonly client: Socket;
-  readonly upstream: Socket;
+  readonly backendId: string;
+  /** Cuts both directions at once (the client sees its socket close and reconnects). */
+  close(): void;
 }
 
-export class TunnelRegistry {
+/** What the Placer needs of the live sockets: counts, the rooms, and closing a moved room. */
+export interface LiveSockets {
+  socketsInRoom(room: string, backend?: string): number;
+  liveRooms(): readonly (LiveRoom & { since: number })[];
+  closeRoom(room: string, keepBackend: string | null): number;
+}
+
+export class TunnelRegistry implements LiveSockets {
+  constructor(
+    private readonly pool: BackendPool,
+    private readonly now: () => number = Date.now,
+  ) {}
+
   private readonly all = new Set<Tunnel>();
   private readonly byRoom = new Map<string, Set<Tunnel>>();
   /** When this gateway's first live socket of each room opened (presence "since"). */
@@ -29,19 +41,19 @@ export class TunnelRegistry {
   add(t: Tunnel): void {
     if (this.all.has(t)) return;
     this.all.add(t);
-    t.backend.liveSockets++;
+    this.pool.socketOpened(t.backendId);
     if (t.room === null) return;
     let set = this.byRoom.get(t.room);
     if (!set) {
       this.byRoom.set(t.room, (set = new Set()));
-      this.roomSince.set(t.room, Date.now());
+      this.roomSince.set(t.room, this.now());
     }
     set.add(t);
   }
 
   remove(t: Tunnel): void {
     if (!this.all.delete(t)) return;
-    t.backend.liveSockets--;
+    this.pool.socketClosed(t.backendId);
     if (t.room === null) return;
     const set = this.byRoom.get(t.room);
     set?.delete(t);
@@ -57,7 +69,7 @@ export class TunnelRegistry {
     if (!set) return 0;
     if (backend === undefined) return set.size;
     let n = 0;
-    for (const t of set) if (t.backend.id === backend) n++;
+    for (const t of set) if (t.backendId === backend) n++;
     return n;
   }
 
@@ -65,9 +77,9 @@ export class TunnelRegistry {
   liveRooms(): (LiveRoom & { since: number })[] {
     const out: (LiveRoom & { since: number })[] = [];
     for (const [room, set] of this.byRoom) {
-      const since = this.roomSince.get(room) ?? Date.now();
+      const since = this.roomSince.get(room) ?? this.now();
       const per = new Map<string, number>();
-      for (const t of set) per.set(t.backend.id, (per.get(t.backend.id) ?? 0) + 1);
+      for (const t of set) per.set(t.backendId, (per.get(t.backendId) ?? 0) + 1);
       for (const [backend, sockets] of per) out.push({ room, backend, sockets, since });
     }
     return out;
@@ -82,7 +94,7 @@ export class TunnelRegistry {
     if (!set) return 0;
     let n = 0;
     for (const t of [...set]) {
-      if (t.backend.id === keepBackend) continue;
+      if (t.backendId === keepBackend) continue;
       this.close(t);
       n++;
     }
@@ -93,7 +105,7 @@ export class TunnelRegistry {
   closeBackend(backendId: string): number {
     let n = 0;
     for (const t of [...this.all]) {
-      if (t.backend.id !== backendId) continue;
+      if (t.backendId !== backendId) continue;
       this.close(t);
       n++;
     }
@@ -105,8 +117,7 @@ export class TunnelRegistry {
   // so a decision made right after sees the room empty.
   private close(t: Tunnel): void {
     this.remove(t);
-    t.client.destroy();
-    t.upstream.destroy();
+    t.close();
   }
 
   /** Closes every tunnel at once (end of the shutdown grace period). */

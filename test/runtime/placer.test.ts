@@ -3,14 +3,13 @@
 // own pool and tunnels; several share one MemoryPlacementState, as several gateways share Redis.
 // The store is wrapped (never re-implemented) to count and record calls, and to fail like an
 // unreachable Redis.
-import net from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { BackendPool } from '../../src/backends/pool.js';
+import { BackendPool } from '../../src/runtime/pool.js';
 import type { ResolvedBackend } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { Decision } from '../../src/placement/decide.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../../src/placement/memory-store.js';
-import { Placer } from '../../src/placement/placer.js';
+import { Placer } from '../../src/runtime/placer.js';
 import type {
   BackendAdminState,
   LiveRoom,
@@ -20,7 +19,7 @@ import type {
   PlacementStore,
   StoreEvent,
 } from '../../src/placement/store.js';
-import { TunnelRegistry, type Tunnel } from '../../src/proxy/tunnels.js';
+import { TunnelRegistry, type Tunnel } from '../../src/runtime/tunnels.js';
 
 // --- fixtures ----------------------------------------------------------------------------------
 
@@ -75,6 +74,11 @@ class ProbeStore implements PlacementStore {
 
   get available(): boolean {
     return !this.broken && this.inner.available;
+  }
+
+  async connect(): Promise<void> {
+    this.check();
+    return this.inner.connect();
   }
 
   private check(): void {
@@ -147,7 +151,6 @@ interface TestGateway {
 }
 
 const opened: TestGateway[] = [];
-const sockets: net.Socket[] = [];
 
 afterEach(async () => {
   for (const g of opened.splice(0)) {
@@ -155,7 +158,6 @@ afterEach(async () => {
     g.store.broken = false;
     await g.store.close();
   }
-  for (const s of sockets.splice(0)) s.destroy();
 });
 
 function gateway(
@@ -164,7 +166,7 @@ function gateway(
   o: { backends?: readonly ResolvedBackend[]; boundFactor?: number; onDown?: 'keep' | 'close' } = {},
 ): TestGateway {
   const pool = new BackendPool(o.backends ?? THREE, PASSIVE_DOWN_MS);
-  const tunnels = new TunnelRegistry();
+  const tunnels = new TunnelRegistry(pool);
   const store = new ProbeStore(new MemoryPlacementStore(id, TIMING, state, now));
   const placed: Placed[] = [];
   const degradedChanges: boolean[] = [];
@@ -188,14 +190,22 @@ function gateway(
   return g;
 }
 
-/** A live socket of `room` on `backend` through gateway g (unconnected sockets: only counted). */
-function openTunnel(g: TestGateway, room: string, backend: string): Tunnel {
-  const b = g.pool.get(backend);
-  if (!b) throw new Error(`no backend ${backend}`);
-  const client = new net.Socket();
-  const upstream = new net.Socket();
-  sockets.push(client, upstream);
-  const t: Tunnel = { room, backend: b, client, upstream };
+/** A tunnel as the registry sees it: a room, a backend, and whether it was closed. */
+interface TestTunnel extends Tunnel {
+  closed: boolean;
+}
+
+/** A live socket of `room` on `backend` through gateway g (no socket: the registry never sees one). */
+function openTunnel(g: TestGateway, room: string, backend: string): TestTunnel {
+  if (!g.pool.get(backend)) throw new Error(`no backend ${backend}`);
+  const t: TestTunnel = {
+    room,
+    backendId: backend,
+    closed: false,
+    close() {
+      this.closed = true;
+    },
+  };
   g.tunnels.add(t);
   return t;
 }
@@ -383,7 +393,7 @@ describe('Placer: backends that are down for one gateway', () => {
     expect(b.placed).toEqual([{ room, from: 'b1', to: next, forced: false, liveMoved: false }]);
     // The placement event reached A: its socket on the old backend is closed, its cache follows.
     expect(a.tunnels.socketsInRoom(room!)).toBe(0);
-    expect(t.client.destroyed && t.upstream.destroyed).toBe(true);
+    expect(t.closed).toBe(true);
     expect(a.placer.cachedPlacement(room!)).toEqual(moved);
   });
 
@@ -410,20 +420,20 @@ describe('Placer: backends that are down for one gateway', () => {
     expect(await a.resolve(room!)).toEqual({ reject: 503, reason: 'room-busy', retryAfterS: 2 });
     expect(a.store.places).toHaveLength(writes);
     expect(await stored(a, room!)).toEqual(first);
-    expect(t.client.destroyed).toBe(false);
+    expect(t.closed).toBe(false);
 
     // A room of the same backend without sockets here moves.
     expect(await a.resolve(other!)).toMatchObject({ route: walk(a, other!)[1], place: { expectedEpoch: otherFirst.epoch, from: 'b3', force: false } });
 
     // Forced (b3 goes into maintenance): the busy room moves too, and its socket here is closed.
-    a.pool.get('b3')!.admin = maintenance();
+    a.pool.setAdmin('b3', maintenance());
     const next = walk(a, room!)[1]!;
     expect(await a.resolve(room!)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b3', force: true } });
     expect((await stored(a, room!)).backend).toBe(next);
     expect((await stored(a, room!)).epoch).toBeGreaterThan(first.epoch);
     expect(a.placed.at(-1)).toEqual({ room, from: 'b3', to: next, forced: true, liveMoved: true });
     expect(a.tunnels.socketsInRoom(room!)).toBe(0);
-    expect(t.client.destroyed).toBe(true);
+    expect(t.closed).toBe(true);
   });
 });
 
@@ -435,7 +445,7 @@ describe('Placer: a backend down by its health checks (health.onDown)', () => {
     for (const r of [live!, idle!]) expect(route(await keep.resolve(r))).toBe('b2');
     advance(TIMING.gatewayTtlMs); // old enough to be moved unforced
     openTunnel(keep, live!, 'b2');
-    keep.pool.get('b2')!.health = 'down';
+    keep.pool.setHealth('b2', 'down', 'test');
     const writes = keep.store.places.length;
 
     expect(await keep.resolve(live!)).toEqual({ route: 'b2', reason: 'sticky-live' });
@@ -453,7 +463,7 @@ describe('Placer: a backend down by its health checks (health.onDown)', () => {
     expect(route(await close.resolve(live!))).toBe('b2');
     advance(TIMING.gatewayTtlMs);
     openTunnel(close, live!, 'b2');
-    close.pool.get('b2')!.health = 'down';
+    close.pool.setHealth('b2', 'down', 'test');
     expect(await close.resolve(live!)).toEqual({ reject: 503, reason: 'room-busy', retryAfterS: 2 });
   });
 });
@@ -478,7 +488,7 @@ describe('Placer: backends gone for everyone (forced moves)', () => {
     b.pool.markDown('b2', clock, 'test');
     expect(await b.resolve(room!)).toMatchObject({ reject: 503, reason: 'room-busy' });
 
-    b.pool.get('b2')!.admin = maintenance();
+    b.pool.setAdmin('b2', maintenance());
     expect(await b.resolve(room!)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b2', force: true } });
     expect(b.store.places.at(-1)).toMatchObject({ room, backend: next, expectedEpoch: first.epoch, force: true, result: { ok: true, placement: { backend: next } } });
     expect((await stored(b, room!)).epoch).toBeGreaterThan(first.epoch);
@@ -487,9 +497,9 @@ describe('Placer: backends gone for everyone (forced moves)', () => {
     // A learnt it from the store event: both its sockets of the room on b2 are closed, the
     // other room's socket on b2 is untouched, and A now routes the room to the new backend.
     expect(a.tunnels.socketsInRoom(room!)).toBe(0);
-    expect([moving, moving2].every((t) => t.client.destroyed && t.upstream.destroyed)).toBe(true);
+    expect([moving, moving2].every((t) => t.closed)).toBe(true);
     expect(a.tunnels.socketsInRoom(bystander!, 'b2')).toBe(1);
-    expect(staying.client.destroyed).toBe(false);
+    expect(staying.closed).toBe(false);
     expect(a.pool.get('b2')!.liveSockets).toBe(1);
     const writes = a.store.places.length;
     expect(await a.resolve(room!)).toEqual({ route: next, reason: 'sticky' });
@@ -514,7 +524,7 @@ describe('Placer: backends gone for everyone (forced moves)', () => {
     expect((await stored(b, room!)).backend).toBe(route(d));
     expect((await stored(b, room!)).epoch).toBeGreaterThan(first.epoch);
     expect(a.tunnels.socketsInRoom(room!)).toBe(0);
-    expect(t.client.destroyed).toBe(true);
+    expect(t.closed).toBe(true);
   });
 });
 
@@ -561,7 +571,7 @@ describe('Placer: draining', () => {
     const next = walk(b, live)[1]!;
     expect(await b.resolve(live)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b1', force: true } });
     expect((await stored(b, live)).backend).toBe(next);
-    expect(t.client.destroyed).toBe(true);
+    expect(t.closed).toBe(true);
     expect(a.tunnels.socketsInRoom(live)).toBe(0);
     for (const room of kept.slice(1)) {
       expect(await a.resolve(room), room).toMatchObject({ route: walk(a, room)[1], place: { from: 'b1', force: true } });
@@ -576,7 +586,7 @@ describe('Placer: races between gateways', () => {
     const b = gateway(state, 'gw-b', { boundFactor: 1.25 });
     // Different load figures (as between two gateways between heartbeats): A's bounded loads skip
     // b1, B's do not. Left alone, the two would place many rooms differently.
-    a.pool.get('b1')!.rooms = 100;
+    a.pool.applyLoads(new Map([['b1', 100]]), a.pool.loadMark());
     const rooms = Array.from({ length: 300 }, (_, i) => `race-${i}`);
     let differ = 0;
     for (const room of rooms) {
@@ -624,7 +634,7 @@ describe('Placer: degraded (store unreachable)', () => {
     a.pool.markUp('b1');
 
     // Skewed loads: bounded loads would skip b1 for a new room it owns.
-    a.pool.get('b1')!.rooms = 100;
+    a.pool.applyLoads(new Map([['b1', 100]]), a.pool.loadMark());
     const [fresh, agreed, conflict] = roomsOwnedBy(a, 'b1', 3, 'deg-new');
     const bounded = await a.placer.explain(fresh!, clock, false);
     expect(bounded.decision).toMatchObject({ reason: 'bounded-skip' });
@@ -654,7 +664,7 @@ describe('Placer: degraded (store unreachable)', () => {
     expect(await other.place(agreed!, 'b1', 0, { force: false })).toMatchObject({ ok: true });
     const elsewhere = walk(a, conflict!)[1]!;
     expect(await other.place(conflict!, elsewhere, 0, { force: false })).toMatchObject({ ok: true });
-    expect(t.client.destroyed).toBe(false);
+    expect(t.closed).toBe(false);
 
     // A heartbeat while still unreachable changes nothing.
     await a.placer.heartbeat(clock);
@@ -676,7 +686,7 @@ describe('Placer: degraded (store unreachable)', () => {
     expect(a.store.places.filter((c) => c.room === fresh)).toEqual([{ room: fresh, backend: 'b1', expectedEpoch: 0, force: false, result: { ok: true, placement: await other.get(fresh!) } }]);
     expect(a.store.places.filter((c) => c.room === agreed || c.room === conflict)).toEqual([]);
     // The store's answer won: our socket of that room on b1 is closed, and we route to the winner.
-    expect(t.client.destroyed).toBe(true);
+    expect(t.closed).toBe(true);
     expect(a.tunnels.socketsInRoom(conflict!)).toBe(0);
     expect(await a.resolve(conflict!)).toEqual({ route: elsewhere, reason: 'sticky' });
     // Nothing provisional is left to write.

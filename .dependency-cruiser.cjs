@@ -1,0 +1,68 @@
+// The layer rule (README "Architecture"), checked by test/architecture/layers.test.ts in npm test:
+//   composition (main, gateway, cluster) -> edge (server, proxy, static | api, pages, control)
+//   -> runtime -> core and stores (placement, shared-data, backends, room, redis)
+//   -> kit and ground (http, config, observability)
+// Nothing imports upward; the data plane (server, proxy, static) and the control plane (api,
+// pages, control) never import each other; demo code is reached only from the CLI (main.ts).
+const LOWER = '^src/(placement|shared-data|backends|room|redis|http|config|observability|lifecycle)/';
+const EDGE = '^src/(server|proxy|static|api|pages|control)/';
+const DATA_PLANE = '^src/(server|proxy|static)/';
+const CONTROL_PLANE = '^src/(api|pages|control)/';
+const COMPOSITION = '^src/(main|gateway)\\.ts$|^src/cluster/';
+
+module.exports = {
+  forbidden: [
+    { name: 'no-cycles', severity: 'error', from: { path: '^src/' }, to: { circular: true } },
+    {
+      name: 'core-not-upward',
+      comment: 'core, stores, kit and ground never import the runtime, the edge or composition',
+      severity: 'error',
+      from: { path: LOWER },
+      to: { path: ['^src/runtime/', EDGE, COMPOSITION, '^src/demo/'] },
+    },
+    {
+      name: 'ground-not-upward',
+      comment: 'http, config and observability are the ground floor: they import no other layer of roomgate',
+      severity: 'error',
+      from: { path: '^src/(http|config|observability|lifecycle)/' },
+      to: { path: '^src/(placement|shared-data|backends|room|redis)/' },
+    },
+    {
+      name: 'runtime-not-upward',
+      severity: 'error',
+      from: { path: '^src/runtime/' },
+      to: { path: [EDGE, COMPOSITION, '^src/demo/'] },
+    },
+    {
+      name: 'data-plane-not-control-plane',
+      severity: 'error',
+      from: { path: DATA_PLANE },
+      to: { path: CONTROL_PLANE },
+    },
+    {
+      name: 'control-plane-not-data-plane',
+      severity: 'error',
+      from: { path: CONTROL_PLANE },
+      to: { path: DATA_PLANE },
+    },
+    {
+      name: 'edge-not-composition',
+      severity: 'error',
+      from: { path: EDGE },
+      to: { path: [COMPOSITION, '^src/demo/'] },
+    },
+    {
+      name: 'demo-only-from-the-cli',
+      comment: 'demo backends and the demo cluster are started by the CLI, never by production modules',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(main\\.ts|demo/|cli/)' },
+      to: { path: '^src/demo/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '^(dist|node_modules|test|bench|examples)/' },
+  },
+};

@@ -1,0 +1,76 @@
+// The RuntimeView the control plane takes: snapshots made from the runtime's own objects on each
+// call, and the two commands it may give (drain/maintenance state, where-is-room).
+import type { Metrics } from '../observability/metrics.js';
+import type { BackendAdminState, PlacementStore } from '../placement/store.js';
+import type { EventLog } from './events.js';
+import type { Placer } from './placer.js';
+import type { BackendPool } from './pool.js';
+import type { TunnelRegistry } from './tunnels.js';
+import type { BackendSnapshot, HealthCheckResult, RuntimeView } from './views.js';
+
+export interface RuntimeViewParts {
+  readonly gatewayId: string;
+  readonly pool: BackendPool;
+  readonly tunnels: TunnelRegistry;
+  readonly placer: Placer;
+  readonly events: EventLog;
+  readonly store: PlacementStore;
+  readonly health: { history(id: string): readonly HealthCheckResult[] };
+  readonly metrics: Pick<Metrics, 'registry'>;
+  readonly isReady: () => boolean;
+}
+
+/** Sets a backend's administrative state for every gateway sharing the store, and here at once. */
+export async function setAdminState(store: PlacementStore, pool: BackendPool, id: string, state: BackendAdminState | null): Promise<void> {
+  await store.setBackendState(id, state);
+  pool.setAdmin(id, state);
+}
+
+export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
+  const snapshot = (id: string, now: number): BackendSnapshot | null => {
+    const b = p.pool.get(id);
+    if (!b) return null;
+    return {
+      id: b.id,
+      url: b.config.url,
+      weight: b.config.weight,
+      state: b.state(now),
+      health: b.health,
+      passiveDownUntil: b.downUntil > now ? b.downUntil : null,
+      admin: b.admin,
+      removed: b.removed,
+      rooms: b.rooms,
+      sockets: b.liveSockets,
+      inflight: b.inflight,
+      healthHistory: p.health.history(b.id),
+    };
+  };
+  return {
+    gateway: () => ({
+      gatewayId: p.gatewayId,
+      store: p.store.kind,
+      degraded: p.placer.isDegraded,
+      ready: p.isReady(),
+      sockets: p.tunnels.size,
+      rooms: p.tunnels.roomCount,
+    }),
+    backends: (now) => p.pool.backends.map((b) => snapshot(b.id, now) as BackendSnapshot),
+    backend: snapshot,
+    events: () => p.events.list(),
+    explainRoom: async (room, now) => {
+      const e = await p.placer.explain(room, now, false);
+      const d = e.decision;
+      return {
+        room,
+        placement: e.placement,
+        cached: e.cached,
+        backend: 'route' in d ? d.route : null,
+        reason: d.reason,
+        wouldPlace: 'route' in d && d.place !== undefined,
+        socketsHere: p.tunnels.socketsInRoom(room),
+      };
+    },
+    setAdminState: (id, state) => setAdminState(p.store, p.pool, id, state),
+    metrics: async () => ({ contentType: p.metrics.registry.contentType, text: await p.metrics.registry.metrics() }),
+  };
+}

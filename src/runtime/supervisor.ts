@@ -1,0 +1,168 @@
+// The runtime's rules over time: what happens when a backend's health changes, when a connection
+// to it fails, when the list changes, when an operator drains it; and the heartbeat that keeps
+// this gateway in step with the others (placements kept alive, loads read, presence published,
+// drain deadlines enforced). It owns no sockets and reads no clock but the one it is given, so
+// every rule here is tested with a fake clock and plain tunnel objects.
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { StoreEvent } from '../placement/store.js';
+import type { SharedDataStore } from '../shared-data/store.js';
+import type { EventLog } from './events.js';
+import type { Placer } from './placer.js';
+import type { Backend, BackendPool } from './pool.js';
+import type { TunnelRegistry } from './tunnels.js';
+
+/** What the supervisor asks of the active health checks. */
+export interface HealthControl {
+  /** Passive evidence (a refused connection) counts towards the checks' `fall`. */
+  reportFailure(id: string, reason: string): void;
+  setTargets(targets: readonly { id: string; host: string; port: number }[]): void;
+}
+
+export interface SupervisorOptions {
+  readonly pool: BackendPool;
+  readonly tunnels: TunnelRegistry;
+  readonly placer: Placer;
+  readonly sharedData: SharedDataStore;
+  readonly events: EventLog;
+  readonly health: HealthControl;
+  readonly metrics: Pick<Metrics, 'backendStateChanges' | 'placements' | 'degraded'>;
+  readonly logger: Logger;
+  /** health.onDown: keep the sockets of a backend its checks mark down, or close them. */
+  readonly onDown: 'keep' | 'close';
+  readonly heartbeatMs: number;
+  /** presence.ttlMs: this gateway's presence expires this long after its last heartbeat. */
+  readonly presenceTtlMs: number;
+  readonly now?: () => number;
+}
+
+export class Supervisor {
+  private timer: NodeJS.Timeout | null = null;
+  private presenceFailing = false;
+  private readonly now: () => number;
+
+  constructor(private readonly o: SupervisorOptions) {
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Starts the heartbeat (one at once, then every heartbeatMs). */
+  start(): void {
+    this.o.metrics.degraded.set(this.o.placer.isDegraded ? 1 : 0);
+    this.timer = setInterval(() => void this.tick(), this.o.heartbeatMs);
+    this.timer.unref();
+    void this.tick();
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  /** One heartbeat: exchange live rooms and loads with the store, publish presence, enforce drain deadlines. */
+  async tick(): Promise<void> {
+    const now = this.now();
+    const live = this.o.tunnels.liveRooms();
+    await Promise.all([this.o.placer.heartbeat(now, live), this.publishPresence(live)]);
+    for (const b of this.o.pool.backends) this.enforceDeadline(b, now);
+    this.o.pool.sweep();
+  }
+
+  /**
+   * One batched write per heartbeat, whatever the number of sockets: the socket path itself never
+   * talks to the store. After an outage the next heartbeat makes the counts right again.
+   */
+  private async publishPresence(live: ReturnType<TunnelRegistry['liveRooms']>): Promise<void> {
+    try {
+      await this.o.sharedData.publishPresence(live, this.o.presenceTtlMs);
+      if (this.presenceFailing) this.o.logger.warn('presence published again: shared data store reachable');
+      this.presenceFailing = false;
+    } catch (err) {
+      if (!this.presenceFailing) this.o.logger.error({ err: (err as Error).message }, 'presence not published: shared data store unreachable (routing is unaffected)');
+      this.presenceFailing = true;
+    }
+  }
+
+  /**
+   * A drain deadline that passed, or maintenance: the backend is gone for every gateway, so its
+   * remaining sockets are closed and their rooms placed elsewhere on reconnect. (A backend only
+   * removed from the list keeps its sockets: a reload never drops one by itself.)
+   */
+  private enforceDeadline(b: Backend, now: number): void {
+    if (b.liveSockets === 0 || b.removed || !b.gone(now)) return;
+    const closed = this.o.tunnels.closeBackend(b.id);
+    const maintenance = b.admin?.state === 'maintenance';
+    this.o.events.add(maintenance ? 'maintenance' : 'drain-deadline', b.id, `closed ${closed} sockets`, now);
+    this.o.logger.warn({ backend: b.id, closed }, `${maintenance ? 'maintenance' : 'drain deadline passed'}: closed the remaining sockets; their rooms are placed elsewhere`);
+  }
+
+  /** The active health checks changed their verdict on a backend. */
+  healthChanged(id: string, state: 'up' | 'down', reason: string): void {
+    const { o } = this;
+    const b = o.pool.get(id);
+    if (!b) return;
+    o.pool.setHealth(id, state, reason);
+    o.metrics.backendStateChanges.inc({ backend: id, state, via: 'active' });
+    o.events.add(state, id, reason, this.now());
+    o.logger.warn({ backend: id, state, reason }, `backend ${state}`);
+    if (state !== 'down' || b.liveSockets === 0) return;
+    // health.onDown 'keep' (default): a failed check is weaker evidence than sockets that carry
+    // frames; they live until they end by themselves (a dead backend's connections fail and close
+    // at once) or the operator drains the backend, and decide() keeps their rooms' new sockets
+    // with them.
+    if (o.onDown === 'keep') {
+      o.logger.warn({ backend: id, sockets: b.liveSockets }, 'backend down by its health checks: no new rooms; its live sockets are kept (health.onDown: keep)');
+      return;
+    }
+    // 'close': a backend that fails its checks is dead or hung for this gateway: closing its
+    // sockets lets their clients reconnect once the room is re-placed.
+    // Panic guard: with no other backend routable, the fault is likelier on this side (this
+    // gateway overloaded, its network) than in every backend at once, and closed clients could
+    // only reconnect into 503s: the sockets are kept until a backend is routable again.
+    const now = this.now();
+    if (!o.pool.backends.some((other) => other.id !== id && other.routable(now))) {
+      o.logger.warn({ backend: id, sockets: b.liveSockets }, 'backend down but no other backend is up: its live sockets are kept');
+    } else {
+      const closed = o.tunnels.closeBackend(id);
+      o.logger.warn({ backend: id, closed }, 'closed sockets of a down backend');
+    }
+  }
+
+  /** A connection to a backend failed (passive down) or succeeded again (passive up). */
+  passiveChanged(b: Backend, state: 'down' | 'up', reason: string): void {
+    const { o } = this;
+    o.metrics.backendStateChanges.inc({ backend: b.id, state, via: 'passive' });
+    o.logger.warn({ backend: b.id, state, reason }, `backend passively marked ${state}`);
+    if (state === 'down') {
+      o.health.reportFailure(b.id, reason);
+      o.events.add('down', b.id, `passive: ${reason}`, this.now());
+    }
+  }
+
+  /** Backends joined or left the list (reload, discovery). */
+  membershipChanged(added: readonly Backend[], removed: readonly Backend[]): void {
+    const { o } = this;
+    const now = this.now();
+    for (const b of added) o.events.add('joined', b.id, b.config.url, now);
+    for (const b of removed) o.events.add('removed', b.id, b.config.url, now);
+    if (added.length || removed.length) {
+      o.logger.info({ added: added.map((b) => b.id), removed: removed.map((b) => b.id) }, 'backend list changed');
+    }
+    o.health.setTargets(o.pool.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, host: b.config.host, port: b.config.port })));
+  }
+
+  /** A room was placed (new) or moved by this gateway. */
+  placed(room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean): void {
+    this.o.metrics.placements.inc({ kind: from === null ? 'new' : forced ? 'forced-move' : 'move' });
+    if (from === null) return;
+    this.o.events.moved(liveMoved);
+    this.o.logger.info({ room, from, to, forced }, 'room placed on another backend');
+  }
+
+  /** The placement store announced a change made by any gateway. */
+  storeEvent(ev: StoreEvent): void {
+    if (ev.type !== 'backend-state') return;
+    const kind = ev.state?.state ?? 'active';
+    this.o.events.add(kind, ev.id, ev.state?.deadline ? `deadline ${new Date(ev.state.deadline).toISOString()}` : '', this.now());
+    this.o.logger.warn({ backend: ev.id, state: kind, deadline: ev.state?.deadline ?? null }, 'backend administrative state changed');
+  }
+}

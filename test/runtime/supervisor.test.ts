@@ -1,0 +1,199 @@
+// The runtime's rules over time, with a fake clock and no sockets: a real pool, tunnel registry,
+// placer, event log and in-memory stores; tunnels are plain objects that record being closed.
+import { describe, expect, it } from 'vitest';
+import type { ResolvedBackend } from '../../src/config/load.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { createMetrics } from '../../src/observability/metrics.js';
+import { MemoryPlacementStore } from '../../src/placement/memory-store.js';
+import { EventLog } from '../../src/runtime/events.js';
+import { Placer } from '../../src/runtime/placer.js';
+import { setAdminState } from '../../src/runtime/runtime-view.js';
+import { BackendPool } from '../../src/runtime/pool.js';
+import { Supervisor } from '../../src/runtime/supervisor.js';
+import { TunnelRegistry, type Tunnel } from '../../src/runtime/tunnels.js';
+import { MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
+import type { RoomPresence, SharedDataStore } from '../../src/shared-data/store.js';
+
+const backend = (id: string): ResolvedBackend => ({ id, url: `http://10.0.0.1:${8000 + Number(id.slice(1))}`, host: '10.0.0.1', port: 8000, weight: 1 });
+
+interface TestTunnel extends Tunnel {
+  closed: boolean;
+}
+
+/** A shared-data store that records presence reports and can fail like an unreachable Redis. */
+class RecordingSharedData extends MemorySharedDataStore {
+  failing = false;
+  readonly reports: (readonly RoomPresence[])[] = [];
+  override async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
+    if (this.failing) throw new Error('shared data store unreachable (test)');
+    this.reports.push(rooms);
+    return super.publishPresence(rooms, ttlMs);
+  }
+}
+
+function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2']) {
+  let now = 1_700_000_000_000;
+  const clock = { now: () => now, advance: (ms: number) => (now += ms) };
+  const logger = createLogger('silent');
+  const metrics = createMetrics(() => []);
+  const events = new EventLog();
+  const healthCalls: string[] = [];
+  const health = {
+    reportFailure: (id: string, reason: string) => healthCalls.push(`failure ${id} ${reason}`),
+    setTargets: (t: readonly { id: string }[]) => healthCalls.push(`targets ${t.map((x) => x.id).join(',')}`),
+  };
+  let supervisor: Supervisor | null = null;
+  const sup = (): Supervisor => supervisor as Supervisor;
+  const pool = new BackendPool([], 10_000, {
+    onPassive: (b, state, reason) => sup().passiveChanged(b, state, reason),
+    onMembership: (added, removed) => sup().membershipChanged(added, removed),
+  });
+  const tunnels = new TunnelRegistry(pool, clock.now);
+  const store = new MemoryPlacementStore('gw-test', { idleTtlMs: 180_000, gatewayTtlMs: 5_000 }, undefined, clock.now);
+  const sharedData = new RecordingSharedData('gw-test', { presenceTtlMs: 10_000 }, undefined, clock.now);
+  const placer = new Placer({
+    store,
+    pool,
+    tunnels,
+    logger,
+    noRoom: 'least-loaded',
+    boundFactor: 0,
+    loadMetric: 'rooms',
+    retryAfterS: 1,
+    onDown,
+    cacheTtlMs: 5_000,
+    idleTtlMs: 180_000,
+    onPlaced: (room, from, to, forced, live) => sup().placed(room, from, to, forced, live),
+    now: clock.now,
+  });
+  supervisor = new Supervisor({
+    pool,
+    tunnels,
+    placer,
+    sharedData: sharedData as SharedDataStore,
+    events,
+    health,
+    metrics,
+    logger,
+    onDown,
+    heartbeatMs: 1_000,
+    presenceTtlMs: 10_000,
+    now: clock.now,
+  });
+  pool.setBackends(ids.map(backend));
+  const open = (room: string, backendId: string): TestTunnel => {
+    const t: TestTunnel = {
+      room,
+      backendId,
+      closed: false,
+      close() {
+        this.closed = true;
+      },
+    };
+    tunnels.add(t);
+    return t;
+  };
+  return { clock, pool, tunnels, placer, store, sharedData, events, healthCalls, supervisor, open };
+}
+
+describe('Supervisor: health policy', () => {
+  it('keep (default): a backend its checks mark down takes no new rooms, and its live sockets stay', async () => {
+    const r = rig('keep');
+    const t = r.open('r1', 'b1');
+    r.supervisor.healthChanged('b1', 'down', '3 failed checks: timeout');
+    expect(t.closed).toBe(false);
+    expect(r.pool.get('b1')!.acceptsNew(r.clock.now())).toBe(false);
+    expect(r.events.list().map((e) => [e.kind, e.backend, e.detail])).toContainEqual(['down', 'b1', '3 failed checks: timeout']);
+    r.supervisor.healthChanged('b1', 'up', '2 passed checks');
+    expect(r.pool.get('b1')!.acceptsNew(r.clock.now())).toBe(true);
+  });
+
+  it('close: the sockets are closed while another backend is up; the panic guard keeps them when none is', () => {
+    const r = rig('close');
+    const a = r.open('r1', 'b1');
+    const b = r.open('r2', 'b2');
+    r.supervisor.healthChanged('b1', 'down', '3 failed checks');
+    expect(a.closed).toBe(true);
+    expect(r.tunnels.size).toBe(1);
+    // b2 is now the last one up: when it goes down too, its sockets are kept.
+    r.supervisor.healthChanged('b2', 'down', '3 failed checks');
+    expect(b.closed).toBe(false);
+    expect(r.tunnels.size).toBe(1);
+  });
+
+  it('a passive mark counts towards the checks and is logged as an event', () => {
+    const r = rig('keep');
+    r.pool.markDown('b2', r.clock.now(), 'refused');
+    expect(r.healthCalls).toContain('failure b2 refused');
+    expect(r.events.list().at(-1)).toMatchObject({ kind: 'down', backend: 'b2', detail: 'passive: refused' });
+  });
+
+  it('membership changes become events and new health-check targets', () => {
+    const r = rig('keep');
+    r.pool.setBackends([backend('b2'), backend('b3')]);
+    expect(r.events.list().slice(-2).map((e) => [e.kind, e.backend])).toEqual([
+      ['joined', 'b3'],
+      ['removed', 'b1'],
+    ]);
+    expect(r.healthCalls.at(-1)).toBe('targets b2,b3');
+  });
+});
+
+describe('Supervisor: heartbeat', () => {
+  it('publishes presence every tick; a failure is logged once, and the next good tick recovers', async () => {
+    const r = rig('keep');
+    r.open('r1', 'b1');
+    r.open('r1', 'b1');
+    await r.supervisor.tick();
+    expect(r.sharedData.reports.at(-1)).toEqual([{ room: 'r1', backend: 'b1', sockets: 2, since: r.clock.now() }]);
+    r.sharedData.failing = true;
+    await r.supervisor.tick();
+    await r.supervisor.tick();
+    expect(r.sharedData.reports).toHaveLength(1);
+    r.sharedData.failing = false;
+    r.clock.advance(1_000);
+    await r.supervisor.tick();
+    expect(r.sharedData.reports).toHaveLength(2);
+    expect(await r.sharedData.online()).toMatchObject({ total: 2, rooms: 1 });
+  });
+
+  it('a drain deadline closes the remaining sockets when it passes, not before; maintenance at once', async () => {
+    const r = rig('keep', ['b1', 'b2', 'b3']);
+    const draining = r.open('r1', 'b1');
+    const kept = r.open('r2', 'b2');
+    // Through the store, as the admin API does: every heartbeat reads the states back from it.
+    await setAdminState(r.store, r.pool, 'b1', { state: 'draining', deadline: r.clock.now() + 60_000, since: r.clock.now() });
+    await r.supervisor.tick();
+    expect(draining.closed).toBe(false);
+    r.clock.advance(60_000);
+    await r.supervisor.tick();
+    expect(draining.closed).toBe(true);
+    expect(r.events.list().at(-1)).toMatchObject({ kind: 'drain-deadline', backend: 'b1', detail: 'closed 1 sockets' });
+    const maint = r.open('r3', 'b3');
+    await setAdminState(r.store, r.pool, 'b3', { state: 'maintenance', deadline: null, since: r.clock.now() });
+    await r.supervisor.tick();
+    expect(maint.closed).toBe(true);
+    expect(kept.closed).toBe(false);
+  });
+
+  it('a removed backend keeps its sockets and is forgotten once they are gone', async () => {
+    const r = rig('keep');
+    const t = r.open('r1', 'b1');
+    r.pool.setBackends([backend('b2')]);
+    await r.supervisor.tick();
+    expect(t.closed).toBe(false);
+    expect(r.pool.get('b1')).toBeDefined();
+    r.tunnels.remove(t);
+    await r.supervisor.tick();
+    expect(r.pool.get('b1')).toBeUndefined();
+  });
+
+  it('room counts placed between two heartbeats survive the next heartbeat', async () => {
+    const r = rig('keep');
+    const d = await r.placer.resolve('fresh', r.clock.now());
+    expect('route' in d).toBe(true);
+    const on = (d as { route: string }).route;
+    await r.supervisor.tick();
+    expect(r.pool.get(on)!.rooms).toBe(1);
+  });
+});
