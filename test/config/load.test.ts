@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { ConfigError, ENV_VARS, loadConfig } from '../../src/config/load.js';
+import { ConfigError, loadConfig } from '../../src/config/load.js';
 import { configSchema } from '../../src/config/schema.js';
 import { ROOT, stopAll, writeConfig } from '../support/processes.js';
 import { afterAll } from 'vitest';
@@ -29,15 +29,6 @@ describe('configuration', () => {
         ? Object.entries(o).flatMap(([k, v]) => [`${at}${k}`, ...keys(v, `${at}${k}.`)])
         : [];
     expect(keys(example).sort()).toEqual(keys(defaults).sort());
-  });
-
-  it('the README documents every key and environment variable', () => {
-    const readme = readFileSync(`${ROOT}/README.md`, 'utf8');
-    const leaf = (o: unknown, at = ''): string[] =>
-      o && typeof o === 'object' && !Array.isArray(o) ? Object.entries(o).flatMap(([k, v]) => leaf(v, `${at}${k}.`)) : [at.slice(0, -1)];
-    const missing = leaf(configSchema.parse({})).filter((k) => !readme.includes(`\`${k}\``));
-    expect(missing).toEqual([]);
-    for (const name of Object.keys(ENV_VARS)) expect(readme).toContain(`\`${name}\``);
   });
 
   it('has defaults for everything', () => {
