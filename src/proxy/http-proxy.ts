@@ -2,6 +2,7 @@
 // Bodies are streamed both ways; backend connections are kept alive per backend.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { peerAddress } from '../http/peer.js';
 import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Decision } from '../placement/decide.js';
 import type { Logger } from '../observability/logger.js';
@@ -10,7 +11,9 @@ import type { KeyResult } from '../room/extract.js';
 import { serializeRoomCookie } from '../room/cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import type { Forwarding } from './forwarded.js';
-import { classifyError, isConnectFailure, plainResponse } from './errors.js';
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
+import { plainResponse } from '../http/replies.js';
+import { classifyError, isConnectFailure } from './errors.js';
 import type { Router } from './router.js';
 
 export interface HttpProxyOptions {
@@ -26,8 +29,6 @@ export interface HttpProxyOptions {
   readonly logger: Logger;
 }
 
-// Response headers the backend's connection framing owns; Node writes its own.
-const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'trailer', 'upgrade', 'te']);
 const COOKIE_SOURCES = new Set(['query', 'path-prefix', 'page-path', 'header']);
 // RFC 9110 9.2.2: a request of these methods may be sent again when a reused keep-alive
 // connection was closed under it (the backend may or may not have seen it).
@@ -57,6 +58,12 @@ export class HttpProxy {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
+    // The client reset its connection before its address could be read: nobody will get the
+    // answer, and a request from an unknown sender is not sent on as one.
+    if (peerAddress(req.socket) === undefined) {
+      res.destroy();
+      return;
+    }
     const now = Date.now();
     const key = this.o.router.key(req, now);
     const bodyless = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
@@ -91,7 +98,7 @@ export class HttpProxy {
   private forward(req: IncomingMessage, res: ServerResponse, key: KeyResult, backend: Backend, replayable: Replay, attempt: number): void {
     const { o } = this;
     const socket = req.socket;
-    const ctx = { peer: socket.remoteAddress, encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix };
+    const ctx = { peer: peerAddress(socket), encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix };
     o.pool.requestStarted(backend.id);
     let settled = false;
     // Counted once, under the status the client got; a retried attempt is only a proxy error.
@@ -136,7 +143,10 @@ export class HttpProxy {
       this.badAnswer(req, res, key, backend, 'a 101 to a request without Upgrade', done);
     });
 
+    // The backend's answer once its head arrived; its completeness decides what a late error means.
+    let upstream: IncomingMessage | null = null;
     proxyReq.on('response', (proxyRes) => {
+      upstream = proxyRes;
       if (connectTimer) clearTimeout(connectTimer);
       // The head arrived: a slow or long-lived body (downloads, server-sent events) is not cut.
       proxyReq.setTimeout(0);
@@ -149,7 +159,8 @@ export class HttpProxy {
       const headers: string[] = [];
       const raw = proxyRes.rawHeaders;
       for (let i = 0; i + 1 < raw.length; i += 2) {
-        if (!HOP_BY_HOP_RESPONSE.has((raw[i] as string).toLowerCase())) headers.push(raw[i] as string, raw[i + 1] as string);
+        // Hop-by-hop fields belong to the backend connection; Node writes its own framing.
+        if (!HOP_BY_HOP.has((raw[i] as string).toLowerCase())) headers.push(raw[i] as string, raw[i + 1] as string);
       }
       const cookie = this.roomCookieFor(req, key, o.forwarding.proto(req.rawHeaders, ctx) === 'https');
       if (cookie) headers.push('Set-Cookie', cookie);
@@ -175,6 +186,14 @@ export class HttpProxy {
       // The client already has its whole answer (a 502 of ours, or the backend's complete one):
       // a late error of the backend connection must not cut the client's connection under it.
       if (res.writableEnded) return;
+      // The backend's response was complete and then more bytes followed (a body on a 204, 304 or
+      // HEAD answer, or garbage): Node's parser fails on those. The connection is destroyed
+      // (never reused); the complete response still reaches the client as it was framed.
+      if (upstream !== null && (upstream as IncomingMessage).complete) {
+        o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
+        o.logger.warn({ room: key.room, backend: backend.id, method: req.method, err: err.code ?? err.message }, 'backend sent bytes after a complete response; its connection was closed');
+        return;
+      }
       const kind = classifyError(err);
       o.metrics.proxyErrors.inc({ backend: backend.id, kind });
       const now = Date.now();
