@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { parseWorkers } from './cluster/count.js';
 import { runPrimary } from './cluster/primary.js';
 import { isClusterWorker, runWorker } from './cluster/worker.js';
+import { redactUrlPassword } from './config/describe.js';
 import { ConfigError, ENV_VARS, loadConfig, type ConfigOverrides, type LoadedConfig } from './config/load.js';
 import { DemoBackends, isDemo, printDemoBanner, withDemoBackends } from './demo/demo-mode.js';
 import { onStopSignals } from './lifecycle/signals.js';
@@ -115,7 +116,8 @@ function checkConfig(config: LoadedConfig): void {
     cookie: { ...config.cookie, secrets: config.cookie.secrets.map(redact) },
     admin: { ...config.admin, token: redact(config.admin.token) },
     api: { ...config.api, tokens: config.api.tokens.map(redact) },
-    redis: { ...config.redis, url: config.redis.url?.replace(/\/\/[^@/]*@/, '//<redacted>@') ?? null },
+    // Only the password of the URL is secret: host, port and db stay readable.
+    redis: { ...config.redis, url: config.redis.url === null ? null : redactUrlPassword(config.redis.url) },
   };
   process.stdout.write(`configuration is valid\n${JSON.stringify(shown, null, 2)}\n`);
   if (isDemo(config)) {
