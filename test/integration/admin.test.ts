@@ -403,6 +403,7 @@ describe('admin API: writes', () => {
     expect(old.backend).toBe('b1');
     const before = (await roomOf(gw, room)).placement!;
 
+    const since = Date.now();
     const m = await admin(gw, 'POST', '/backends/b1/maintenance', { token: TOKEN });
     expect(m.status).toBe(200);
     expect(m.json).toMatchObject({ id: 'b1', state: 'maintenance', admin: { state: 'maintenance', deadline: null } });
@@ -416,9 +417,11 @@ describe('admin API: writes', () => {
     expect(now.placement!.backend).toBe(moved.backend);
     expect(now.placement!.epoch).toBeGreaterThan(before.epoch);
     await waitFor('b1 no longer holds the room', 5_000, async () => (await backendRooms(backends)).get('b1')![room] === undefined);
-    const events = (await admin(gw, 'GET', '/events')).json.events as { kind: string; backend: string; roomsMoved: number; liveRoomsMoved: number }[];
-    const maint = events.filter((e) => e.kind === 'maintenance' && e.backend === 'b1').at(-1);
-    expect(maint?.liveRoomsMoved).toBeGreaterThanOrEqual(1);
+    const events = (await admin(gw, 'GET', '/events')).json.events as { at: string; kind: string; backend: string; roomsMoved: number; liveRoomsMoved: number }[];
+    // A heartbeat that finds b1's other sockets logs a second maintenance event ("closed N
+    // sockets"), and later moves count there: on a busy machine it can fall after this move.
+    const maint = events.filter((e) => e.kind === 'maintenance' && e.backend === 'b1' && Date.parse(e.at) >= since);
+    expect(maint.reduce((n, e) => n + e.liveRoomsMoved, 0)).toBeGreaterThanOrEqual(1);
     // No new room goes to b1 either.
     for (const r of b1Rooms.slice(15, 18)) expect((await join(gw, r)).backend, r).toBe(withoutB1.get(r));
   });
