@@ -5,6 +5,13 @@ import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../observability/logger.js';
 import { demoBackendSpecs, startDemoBackends, stopDemoBackends, type DemoBackend } from './demo-backends.js';
 
+/** What `check-config` notes about demo mode. */
+export function demoNotes(config: LoadedConfig): string[] {
+  const notes = [`no backends configured; start will run ${config.demo.backends} demo backends`];
+  if (config.cookie.signed && config.cookie.secrets.length === 0) notes.push('no cookie secret; start will generate one and room cookies will not survive a restart');
+  return notes;
+}
+
 /** Demo mode: no static backends and no discovery. */
 export function isDemo(config: LoadedConfig): boolean {
   return config.backends.length === 0 && config.discovery.dns === null;
@@ -60,7 +67,8 @@ export class DemoBackends {
   }
 }
 
-export function printDemoBanner(port: number, adminPort: number | null, demo: readonly DemoBackend[]): void {
+/** The banner `start` prints in demo mode (the CLI prints it). */
+export function demoBannerText(port: number, adminPort: number | null, demo: readonly DemoBackend[]): string {
   const base = `http://localhost:${port}`;
   const lines = [
     '',
@@ -75,5 +83,5 @@ export function printDemoBanner(port: number, adminPort: number | null, demo: re
     '  Ctrl-C stops everything.',
     '',
   ];
-  process.stderr.write(`${lines.filter((l) => l !== '').join('\n')}\n\n`);
+  return `${lines.filter((l) => l !== '').join('\n')}\n`;
 }
