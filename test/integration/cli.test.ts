@@ -55,10 +55,10 @@ describe('roomgate CLI', () => {
   it('exits 0 without a word when the reader of its output goes away (EPIPE)', async () => {
     // ~200 KB of output: more than a pipe holds, so the CLI is still writing when head exits.
     const rooms = Array.from({ length: 5_000 }, (_, i) => `room-${i}`);
-    const head = await runCliPiped(['where', ...rooms], 'head -1');
+    const head = await runCliPiped(['where', '--offline', ...rooms], 'head -1');
     expect(head).toEqual({ code: 0, stdout: expect.stringMatching(/^room-0\tdemo-[123]\t[^\n]*\n$/), stderr: expect.not.stringMatching(/EPIPE|Error/) });
     // A reader that is gone before the first byte: every command that prints.
-    for (const args of [['check-config'], ['help'], ['where', 'a', 'b', 'c'], ['start', '--help'], ['sign', 'r1']]) {
+    for (const args of [['check-config'], ['help'], ['where', '--offline', 'a', 'b', 'c'], ['start', '--help'], ['sign', 'r1']]) {
       const r = await runCliPiped(args, 'true', { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
       expect(r.stderr, args.join(' ')).not.toMatch(/EPIPE|Error|at /);
       expect(r.code, args.join(' ')).toBe(0);
@@ -110,7 +110,7 @@ describe('roomgate CLI', () => {
   });
 
   it('where reports invalid keys and exits 2; demo backends when none are configured', async () => {
-    const r = await runCli(['where', 'ok', 'a b', 'x'.repeat(200)]);
+    const r = await runCli(['where', '--offline', 'ok', 'a b', 'x'.repeat(200)]);
     expect(r.code).toBe(2);
     const lines = r.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^ok\tdemo-[123]\thttp:\/\/127\.0\.0\.1:810[123]\tring\t-\t-$/);

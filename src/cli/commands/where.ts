@@ -1,15 +1,17 @@
-// roomgate where ROOM...: the ring owner a NEW room would get (a live room may be elsewhere:
-// bounded loads, moves, failovers).
+// roomgate where ROOM...: where each room IS on the running gateway, and why (GET /rooms/ROOM on
+// its admin API). With no gateway answering, --offline or --backend: the ring owner a NEW room
+// would get, said as such (a live room may be elsewhere: bounded loads, moves, failovers).
 import type { LoadedConfig } from '../../config/load.js';
 import { withDemoBackends } from '../../demo/demo-mode.js';
 import { decide } from '../../placement/decide.js';
 import { buildRing } from '../../placement/ring.js';
 import { createRoomValidator } from '../../room/validate.js';
-import { flag } from '../args.js';
+import { AdminRefused, AdminUnreachable, adminRequest, adminTarget, reportAdminError, type AdminTarget } from '../admin-client.js';
+import { flag, list } from '../args.js';
 import type { Command } from '../command.js';
-import { configSource, loadFrom } from '../config.js';
-import { BACKEND, CONFIG, JSON_OUT } from '../options.js';
-import { formatFor, print, printJson, renderRows, type Cell } from '../output.js';
+import { configSource, loadFrom, type ConfigSource } from '../config.js';
+import { ADMIN, BACKEND, CONFIG, JSON_OUT, OFFLINE } from '../options.js';
+import { formatFor, print, printJson, renderRows, say, type Cell } from '../output.js';
 import { invalidRoomMessage } from '../rooms.js';
 
 /** Where a room is (source "gateway") or would go as a new room (source "ring"). */
@@ -36,6 +38,57 @@ interface Failed {
 }
 
 type Row = Placed | Failed;
+
+const CONCURRENCY = 8;
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (t: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** Asks the gateway; `unreachable` when nothing answers at the admin URL (the caller falls back to the ring). */
+async function askGateway(target: AdminTarget, rooms: readonly string[]): Promise<{ rows: Row[] } | { unreachable: AdminUnreachable }> {
+  let urls: Map<string, string>;
+  try {
+    const answer = await adminRequest<{ backends: { id: string; url?: string }[] }>(target, '/backends');
+    urls = new Map(answer.backends.map((b) => [b.id, b.url ?? '']));
+  } catch (err) {
+    if (err instanceof AdminUnreachable) return { unreachable: err };
+    throw err;
+  }
+  const rows = await mapLimit(rooms, CONCURRENCY, async (room): Promise<Row> => {
+    if (room === '') return { room, error: 'invalid room key: it is empty', code: 2 };
+    try {
+      const a = await adminRequest<{ backend: string | null; reason: string; placement: { backend: string; epoch: number } | null; wouldPlace?: boolean; socketsHere?: number }>(
+        target,
+        `/rooms/${encodeURIComponent(room)}`,
+      );
+      return {
+        room,
+        backend: a.backend,
+        url: a.backend === null ? null : (urls.get(a.backend) ?? null),
+        reason: a.reason,
+        placement: a.placement ? { backend: a.placement.backend, epoch: a.placement.epoch } : null,
+        wouldPlace: a.wouldPlace === true,
+        socketsHere: a.socketsHere ?? 0,
+        source: 'gateway',
+      };
+    } catch (err) {
+      if (err instanceof AdminRefused) return { room, error: err.status === 400 ? err.detail : err.message, code: err.status === 400 ? 2 : 1 };
+      if (err instanceof AdminUnreachable) return { room, error: err.message, code: 1 };
+      throw err;
+    }
+  });
+  return { rows };
+}
 
 /** The ring owner a new room would get, every backend up and no load (what `start` would do first). */
 function ringOwners(config: LoadedConfig, rooms: readonly string[]): Row[] {
@@ -92,16 +145,39 @@ export const where: Command = {
   args: 'ROOM [ROOM...]',
   minArgs: 1,
   maxArgs: Infinity,
-  summary: 'the ring owner each room would get as a new room (all backends up)',
-  description: `The ring owner each room would get as a NEW room, with every backend up. A live room may be
-elsewhere (sticky placement, bounded loads, a failover): ask the gateway, GET /rooms/ROOM on its
-admin API. An invalid room key is reported like the admin API does (exit 2).
+  summary: 'where each room is on the running gateway, and why',
+  description: `Asks the running gateway's admin API (GET /rooms/ROOM) where each room IS and why: its backend,
+the reason (sticky: placed there; ring, ring-skip, bounded-skip: not placed yet, its first
+request places it there), its placement epoch and this gateway's live sockets of it.
+When no gateway answers at the admin URL, or with --offline or --backend, the answer is the
+ring owner a NEW room would get with every backend up, and a note on stderr says so.
+An invalid room key is reported like the admin API does (exit 2).
 In a pipe: ROOM BACKEND URL REASON EPOCH SOCKETS_HERE, tab-separated ("-" when unknown), or
-ROOM<TAB>error: MESSAGE. --json: [{"room", "backend", "url", "reason", "placement", "wouldPlace",
-"socketsHere", "source": "ring"} | {"room", "error"}].`,
-  options: [CONFIG, BACKEND, JSON_OUT],
+ROOM<TAB>error: MESSAGE. --json: [{"room", "backend", "url", "reason", "placement": {"backend",
+"epoch"} | null, "wouldPlace", "socketsHere", "source": "gateway" | "ring"} | {"room", "error"}].`,
+  options: [ADMIN, OFFLINE, CONFIG, BACKEND, JSON_OUT],
   async run({ values, positionals: rooms }) {
-    const rows = ringOwners(loadFrom(configSource(values)), rooms);
+    const source: ConfigSource = configSource(values);
+    let rows: Row[];
+    const offlineReason = flag(values, 'offline') ? '--offline' : list(values, 'backend') ? '--backend given' : null;
+    if (offlineReason) {
+      rows = ringOwners(loadFrom(source), rooms);
+      say(`note: ${offlineReason}: the ring owner a NEW room would get (every backend up); a live room may be elsewhere`);
+    } else {
+      const target = adminTarget(values);
+      let asked: Awaited<ReturnType<typeof askGateway>>;
+      try {
+        asked = await askGateway(target, rooms);
+      } catch (err) {
+        return reportAdminError(err, 'where', 'where');
+      }
+      if ('rows' in asked) rows = asked.rows;
+      else {
+        rows = ringOwners(loadFrom(source), rooms);
+        const e = asked.unreachable;
+        say(`note: no gateway answered at ${e.base} (${e.reason}): this is the ring owner a NEW room would get; a live room may be elsewhere (--admin URL asks a gateway)`);
+      }
+    }
     const format = formatFor(flag(values, 'json'));
     if (format === 'json') printJson(rows.map((r) => ('error' in r ? { room: r.room, error: r.error } : r)));
     else printRows(format, rows);
