@@ -1,5 +1,5 @@
 // The configuration a command runs with: file (--config or $ROOMGATE_CONFIG) < environment <
-// --port and --backend.
+// --port, --host and --backend.
 import { loadConfig, type ConfigOverrides, type LoadedConfig } from '../config/load.js';
 import { list, str, type Values } from './args.js';
 
@@ -9,7 +9,7 @@ export interface ConfigSource {
 }
 
 export function configSource(values: Values): ConfigSource {
-  return { file: str(values, 'config'), overrides: { port: str(values, 'port'), backends: list(values, 'backend') } };
+  return { file: str(values, 'config'), overrides: { port: str(values, 'port'), host: str(values, 'host'), backends: list(values, 'backend') } };
 }
 
 export function loadFrom(source: ConfigSource): LoadedConfig {

@@ -12,6 +12,12 @@ export const BACKEND: OptionSpec = {
   help: 'a backend, repeatable ("http://host:port" or "id=http://host:port"); replaces the configured list',
 };
 export const PORT: OptionSpec = { name: 'port', type: 'string', value: 'N', help: 'public port (default 8080, or $ROOMGATE_PORT)' };
+export const HOST: OptionSpec = {
+  name: 'host',
+  type: 'string',
+  value: 'ADDR',
+  help: 'public listen address (default $ROOMGATE_HOST, else listen.host: 0.0.0.0, the demo 127.0.0.1)',
+};
 export const WORKERS: OptionSpec = {
   name: 'workers',
   type: 'string',

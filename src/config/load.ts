@@ -17,6 +17,7 @@ export class ConfigError extends Error {
 /** Flags given on the command line; they win over file and environment. */
 export interface ConfigOverrides {
   port?: number | string;
+  host?: string | undefined;
   backends?: readonly string[];
 }
 
@@ -49,6 +50,7 @@ export const ENV_VARS = {
   ROOMGATE_ADMIN_TOKEN: 'admin.token',
   ROOMGATE_API_TOKENS: 'api.tokens: comma-separated bearer tokens for API writes',
   ROOMGATE_WORKERS: 'start --workers: worker processes on the one port (1-64 or auto)',
+  ROOMGATE_DEMO_BASE_PORT: 'demo.basePort: the first demo backend port (the demo only)',
   REDIS_URL: 'redis.url',
   REDIS_SENTINELS: 'redis.sentinels: comma-separated host:port of the Redis Sentinels',
   REDIS_SENTINEL_NAME: 'redis.sentinelName',
@@ -127,10 +129,12 @@ function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv): void {
   if (env.REDIS_SENTINEL_NAME) section(raw, 'redis').sentinelName = env.REDIS_SENTINEL_NAME;
   if (env.REDIS_CLUSTER_NODES) section(raw, 'redis').clusterNodes = list(env.REDIS_CLUSTER_NODES);
   if (env.ROOMGATE_API_TOKENS) section(raw, 'api').tokens = list(env.ROOMGATE_API_TOKENS);
+  if (env.ROOMGATE_DEMO_BASE_PORT) section(raw, 'demo').basePort = num(env.ROOMGATE_DEMO_BASE_PORT);
 }
 
 function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides): void {
   if (o.port !== undefined) section(raw, 'listen').port = typeof o.port === 'string' ? num(o.port) : o.port;
+  if (o.host) section(raw, 'listen').host = o.host;
   if (o.backends && o.backends.length > 0) raw.backends = o.backends.flatMap(list).map(backendSpec);
 }
 

@@ -2,6 +2,7 @@
 // runCli): on a terminal (a pseudo-terminal from util-linux `script`, so stdout.isTTY is true with
 // no test-only switch in the CLI), and in a pipeline whose reader stops early (`| head -1`).
 import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
 import { MAIN, type CliResult } from '../support/processes.js';
 
 const TIMEOUT_MS = 20_000;
@@ -43,4 +44,31 @@ export async function runCliTty(args: readonly string[], env: Record<string, str
 /** `roomgate ARGS | READER` in bash with pipefail: the exit code is the CLI's unless the reader fails. */
 export function runCliPiped(args: readonly string[], reader: string, env: Record<string, string> = {}): Promise<CliResult> {
   return exec('bash', ['-o', 'pipefail', '-c', `${cliCommand(args)} | ${reader}`], env);
+}
+
+/** A base port with `n` consecutive free loopback ports, for demo.basePort (the demo backends' ports are fixed). */
+export async function freePortRange(n: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    // Below the Linux ephemeral range, so no other process is handed them meanwhile.
+    const base = 20_000 + Math.floor(Math.random() * 12_000);
+    const held = await Promise.all(
+      Array.from(
+        { length: n },
+        (_, i) =>
+          new Promise<Server | null>((resolve) => {
+            const s = createServer();
+            s.once('error', () => resolve(null));
+            s.listen(base + i, '127.0.0.1', () => resolve(s));
+          }),
+      ),
+    );
+    await Promise.all(held.map((s) => (s ? new Promise((r) => s.close(r)) : null)));
+    if (held.every((s) => s !== null)) return base;
+  }
+  throw new Error(`no ${n} consecutive free ports found`);
+}
+
+/** A command line as the demo banner prints it, run by sh, with `npx roomgate` meaning the built CLI. */
+export function runPrinted(line: string, env: Record<string, string> = {}): Promise<CliResult> {
+  return exec('sh', ['-c', line.replace(/\bnpx roomgate\b/g, cliCommand([]))], env);
 }

@@ -3,7 +3,7 @@ import type { LoadedConfig } from '../../config/load.js';
 import { demoNotes, isDemo } from '../../demo/demo-mode.js';
 import { flag } from '../args.js';
 import type { Command } from '../command.js';
-import { configSource, loadFrom } from '../config.js';
+import { configSource, loadFrom, type ConfigSource } from '../config.js';
 import { BACKEND, CONFIG, JSON_OUT, PORT } from '../options.js';
 import { print, printJson } from '../output.js';
 
@@ -19,8 +19,8 @@ function redacted(config: LoadedConfig): unknown {
 }
 
 /** What start will do on its own with this configuration. */
-function notes(config: LoadedConfig): string[] {
-  if (isDemo(config)) return demoNotes(config);
+function notes(config: LoadedConfig, source: ConfigSource): string[] {
+  if (isDemo(config)) return demoNotes(config, source);
   if (config.cookie.signed && config.cookie.secrets.length === 0) {
     return ['no cookie secret; start will generate one and room cookies will not survive a restart'];
   }
@@ -39,13 +39,14 @@ An invalid configuration: one line per problem on stderr, exit 2.
 --json: {"valid": true, "config": {...}, "notes": ["..."]}.`,
   options: [CONFIG, BACKEND, PORT, JSON_OUT],
   async run({ values }) {
-    const config = loadFrom(configSource(values));
+    const source = configSource(values);
+    const config = loadFrom(source);
     if (flag(values, 'json')) {
-      printJson({ valid: true, config: redacted(config), notes: notes(config) });
+      printJson({ valid: true, config: redacted(config), notes: notes(config, source) });
       return 0;
     }
     print(`configuration is valid\n${JSON.stringify(redacted(config), null, 2)}`);
-    for (const n of notes(config)) print(`note: ${n}`);
+    for (const n of notes(config, source)) print(`note: ${n}`);
     return 0;
   },
 };

@@ -11,7 +11,7 @@ import { createLogger } from '../../observability/logger.js';
 import { flag, str, UsageError, type Values } from '../args.js';
 import { KEEP_RUNNING, type Command } from '../command.js';
 import { configSource, loadFrom, type ConfigSource } from '../config.js';
-import { BACKEND, CONFIG, PORT, WORKERS } from '../options.js';
+import { BACKEND, CONFIG, HOST, JSON_OUT, PORT, WORKERS } from '../options.js';
 import { showDemoBanner } from '../demo-banner.js';
 
 function workersFrom(values: Values): number {
@@ -26,7 +26,7 @@ function workersFrom(values: Values): number {
 /** One process: the gateway (and the demo backends), until a signal. */
 async function startOne(config: LoadedConfig, source: ConfigSource, json: boolean): Promise<void> {
   const logger = createLogger(config.log.level);
-  const demo = isDemo(config) ? new DemoBackends(config, logger) : null;
+  const demo = isDemo(config) ? new DemoBackends(config, logger, source) : null;
   let gateway: Gateway | null = null;
   // A signal during start-up is held until start-up ends (every step of it has a timeout), then
   // acted on: dying half-way would orphan the demo backends already started.
@@ -67,7 +67,7 @@ async function startOne(config: LoadedConfig, source: ConfigSource, json: boolea
     throw err;
   }
   gateway = gw;
-  if (demo) showDemoBanner(demo, config, { port: gw.port, adminPort: gw.adminPort }, json);
+  if (demo) showDemoBanner(demo, config, { port: gw.port, adminPort: gw.adminPort }, source, json);
   signals.ready();
   // SIGHUP: re-read the configuration; the backend list is applied without dropping a socket.
   process.on('SIGHUP', () => {
@@ -88,9 +88,12 @@ export const start: Command = {
   summary: 'run the gateway (no backends configured: a demo with 3 backends of its own)',
   description: `Runs the gateway until SIGTERM or SIGINT (graceful; a second signal exits at once). SIGHUP re-reads
 the configuration. Logs are JSON lines on stdout.
-With no backends and no discovery configured, it runs the demo: 3 demo backends of its own, and
-prints a banner on stderr with the pages to open.`,
-  options: [CONFIG, BACKEND, PORT, WORKERS],
+With no backends and no discovery configured, it runs the demo: 3 demo backends of its own, on
+127.0.0.1 unless a host is given (--host, ROOMGATE_HOST or listen.host), and prints a banner on
+stderr: the pages to open, the tokens and how to use them. With no configuration file, a cookie
+secret, an admin token and an API token are generated for the run (those not in the
+environment) and printed in the banner, once. --json: the banner as one JSON line on stdout.`,
+  options: [CONFIG, BACKEND, PORT, HOST, WORKERS, JSON_OUT],
   async run({ values }) {
     // A worker of `start --workers N` (forked by the primary, same arguments) runs the
     // configuration the primary sends it.
@@ -106,13 +109,14 @@ prints a banner on stderr with the pages to open.`,
       await startOne(config, source, json);
       return KEEP_RUNNING;
     }
-    const demo = isDemo(config) ? new DemoBackends(config, createLogger(config.log.level).child({ role: 'primary' })) : undefined;
-    await runPrimary(demo ? demo.configFor(config) : config, {
+    const demo = isDemo(config) ? new DemoBackends(config, createLogger(config.log.level).child({ role: 'primary' }), source) : undefined;
+    const running = demo ? demo.configFor(config) : config;
+    await runPrimary(running, {
       workers,
       sidecars: demo,
       reloadConfig: () => loadFrom(source),
       onListening: ({ port, adminPort }) => {
-        if (demo) showDemoBanner(demo, demo.configFor(config), { port, adminPort }, json);
+        if (demo) showDemoBanner(demo, running, { port, adminPort }, source, json);
       },
     });
     return KEEP_RUNNING;
