@@ -70,7 +70,9 @@ export function checkRequestHead(req: IncomingMessage, limits: HeadLimits): Head
     if (url === '*') {
       return req.method === 'OPTIONS' ? OK_ASTERISK : refuse(400, 'the "*" target is only for OPTIONS\n');
     }
-    const abs = /^(https?):\/\/([^/?#@]+)([^#]*)$/i.exec(url);
+    // The authority ends at the first '/' or '?': userinfo (`http://u@host/`) never matches, and
+    // RFC 9110 4.2.4 asks a recipient to treat it as an error.
+    const abs = /^(https?):\/\/([^/?#@]+)((?:[/?][^#]*)?)$/i.exec(url);
     if (!abs) return refuse(400, 'the request target must be a path (or an absolute http(s) URL)\n');
     const authority = abs[2] as string;
     if (!isHostValue(authority)) return refuse(400, 'invalid host in the request target\n');

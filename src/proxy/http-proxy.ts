@@ -2,6 +2,7 @@
 // Bodies are streamed both ways; backend connections are kept alive per backend.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { peerAddress } from '../http/peer.js';
 import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Decision } from '../placement/decide.js';
 import type { Logger } from '../observability/logger.js';
@@ -57,6 +58,12 @@ export class HttpProxy {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
+    // The client reset its connection before its address could be read: nobody will get the
+    // answer, and a request from an unknown sender is not sent on as one.
+    if (peerAddress(req.socket) === undefined) {
+      res.destroy();
+      return;
+    }
     const now = Date.now();
     const key = this.o.router.key(req, now);
     const bodyless = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
@@ -91,7 +98,7 @@ export class HttpProxy {
   private forward(req: IncomingMessage, res: ServerResponse, key: KeyResult, backend: Backend, replayable: Replay, attempt: number): void {
     const { o } = this;
     const socket = req.socket;
-    const ctx = { peer: socket.remoteAddress, encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix };
+    const ctx = { peer: peerAddress(socket), encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix };
     o.pool.requestStarted(backend.id);
     let settled = false;
     // Counted once, under the status the client got; a retried attempt is only a proxy error.
@@ -136,7 +143,10 @@ export class HttpProxy {
       this.badAnswer(req, res, key, backend, 'a 101 to a request without Upgrade', done);
     });
 
+    // The backend's answer once its head arrived; its completeness decides what a late error means.
+    let upstream: IncomingMessage | null = null;
     proxyReq.on('response', (proxyRes) => {
+      upstream = proxyRes;
       if (connectTimer) clearTimeout(connectTimer);
       // The head arrived: a slow or long-lived body (downloads, server-sent events) is not cut.
       proxyReq.setTimeout(0);
@@ -175,6 +185,14 @@ export class HttpProxy {
       // The client already has its whole answer (a 502 of ours, or the backend's complete one):
       // a late error of the backend connection must not cut the client's connection under it.
       if (res.writableEnded) return;
+      // The backend's response was complete and then more bytes followed (a body on a 204, 304 or
+      // HEAD answer, or garbage): Node's parser fails on those. The connection is destroyed
+      // (never reused); the complete response still reaches the client as it was framed.
+      if (upstream !== null && (upstream as IncomingMessage).complete) {
+        o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
+        o.logger.warn({ room: key.room, backend: backend.id, method: req.method, err: err.code ?? err.message }, 'backend sent bytes after a complete response; its connection was closed');
+        return;
+      }
       const kind = classifyError(err);
       o.metrics.proxyErrors.inc({ backend: backend.id, kind });
       const now = Date.now();

@@ -15,6 +15,7 @@ import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { KeyResult } from '../room/extract.js';
+import { peerAddress } from '../http/peer.js';
 import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { classifyError, isConnectFailure, rawResponse, type ErrorKind } from './errors.js';
@@ -70,6 +71,12 @@ export class UpgradeProxy {
     // Hold client bytes (if any arrive early) until the backend's 101.
     client.pause();
     client.on('error', destroySelf);
+    // Reset before its address could be read: the client is gone, and its handshake is not
+    // sent on from an unknown sender.
+    if (peerAddress(client) === undefined) {
+      client.destroy();
+      return;
+    }
     const now = Date.now();
     const key = this.o.router.key(req, now);
     const refusal = this.refusal(req, key);
@@ -138,7 +145,7 @@ export class UpgradeProxy {
     const socket = req.socket;
     const headers = this.o.forwarding.headers(
       req.rawHeaders,
-      { peer: socket.remoteAddress, encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix },
+      { peer: peerAddress(socket), encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix },
       true,
     );
     let text = `GET ${key.forwardUrl} HTTP/1.1\r\n`;

@@ -5,6 +5,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { healthAnswer } from '../http/health-answer.js';
+import { rememberPeer } from '../http/peer.js';
 import { ALLOWED_METHODS, checkRequestHead, type HeadRefusal } from '../http/request-head.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -41,6 +42,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   // behind the app's own limit).
   server.maxHeadersCount = o.maxHeaders + 1;
   const limits = { maxHeaders: o.maxHeaders };
+  server.on('connection', rememberPeer);
 
   const refused = (r: HeadRefusal, req: IncomingMessage): void => {
     o.metrics.clientErrors.inc({ code: String(r.status) });
@@ -48,9 +50,16 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   };
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const conn = connection(req.socket);
+    conn.open++;
+    conn.last = req;
+    res.once('close', () => answered(req.socket, conn));
     const verdict = checkRequestHead(req, limits);
     if (!verdict.ok) {
       refused(verdict.refusal, req);
+      // The connection ends after this answer; bytes after the refused head (its body, perhaps a
+      // smuggled request) are never parsed into a second answer.
+      conn.closing = true;
       return reply(res, verdict.refusal.status, verdict.refusal.body, { ...verdict.refusal.headers, Connection: 'close' });
     }
     if (verdict.asterisk) return reply(res, 200, '', { Allow: ALLOWED_METHODS });
@@ -81,10 +90,47 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
       socket.destroy();
       return;
     }
+    const conn = connection(socket);
+    // Already ending (a refused head's answer is on its way), or already refused: one answer only.
+    if (conn.closing || conn.refusal !== null) return;
     const body = code === 431 ? 'request headers too large\n' : code === 408 ? 'request timeout\n' : 'bad request\n';
-    socket.end(rawResponse(code, body));
+    conn.refusal = rawResponse(code, body);
+    // A request that follows complete ones still being answered (pipelining): their responses
+    // go first, in order, and the refusal follows the last (RFC 9112 9.3.2). A body that breaks
+    // mid-way belongs to a request that can never be answered: the refusal goes out at once.
+    const bodyBroke = conn.last !== null && !conn.last.complete;
+    if (conn.open === 0 || bodyBroke) socket.end(conn.refusal);
   });
   return server;
+}
+
+/** What the public listener tracks per client connection. */
+interface ConnectionState {
+  /** Requests whose response has not closed yet (pipelined ones included). */
+  open: number;
+  /** A response with Connection: close is under way; Node ends the connection after it. */
+  closing: boolean;
+  /** The answer to an unparseable request, sent once every earlier response is out. */
+  refusal: string | null;
+  /** The newest request parsed on the connection. */
+  last: IncomingMessage | null;
+}
+
+const STATE = Symbol('roomgate.connection');
+
+function connection(socket: Socket): ConnectionState {
+  const s = socket as Socket & { [STATE]?: ConnectionState };
+  let state = s[STATE];
+  if (state === undefined) {
+    state = { open: 0, closing: false, refusal: null, last: null };
+    s[STATE] = state;
+  }
+  return state;
+}
+
+function answered(socket: Socket, conn: ConnectionState): void {
+  conn.open--;
+  if (conn.open === 0 && conn.refusal !== null && !conn.closing && socket.writable) socket.end(conn.refusal);
 }
 
 function reply(res: ServerResponse, status: number, body: string, headers: Record<string, string>): void {

@@ -1,101 +1,23 @@
 // The edge's confirmed defects, each as an attacker would try it: raw bytes into the real gateway
 // (a child process), real backends that log what they parsed. Every case here failed before its
 // fix; the conformance corpus (test/conformance) covers the classes around them.
-import http, { type IncomingMessage } from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { startRawBackend, type RawBackend } from '../conformance/backend.js';
+import { aliveProblem, closeLoggingBackends, exchange, HANDSHAKE, loggingBackend, statuses, type Seen } from '../conformance/raw.js';
 
-interface Seen {
-  method: string;
-  url: string;
-  host: string | undefined;
-  rawHeaders: string[];
-  body: Buffer;
-  /** The n-th request on its backend connection (1-based). */
-  onConnection: number;
-}
-
-/** A node:http backend (no upgrade listener unless given) that logs every request it parsed. */
-async function loggingBackend(
-  answer: (req: IncomingMessage, res: http.ServerResponse, seen: Seen) => void = (_q, res) => res.end('ok'),
-): Promise<{ url: string; seen: Seen[]; server: http.Server }> {
-  const seen: Seen[] = [];
-  const perSocket = new WeakMap<net.Socket, number>();
-  const server = http.createServer((req, res) => {
-    const n = (perSocket.get(req.socket) ?? 0) + 1;
-    perSocket.set(req.socket, n);
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const s: Seen = { method: req.method ?? '', url: req.url ?? '', host: req.headers.host, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks), onConnection: n };
-      seen.push(s);
-      answer(req, res, s);
-    });
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen, server };
-}
-
-/** A TCP backend that answers the first bytes of each connection with scripted bytes. */
-async function scriptedBackend(): Promise<{ url: string; answer: { bytes: Buffer } }> {
-  const answer = { bytes: Buffer.from('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok') };
-  const server = net.createServer((s) => {
-    s.on('error', () => s.destroy());
-    s.once('data', () => s.write(answer.bytes));
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, answer };
-}
-
-const servers: (net.Server | http.Server)[] = [];
-
-/** Writes bytes (latin1 text or chunks with pauses between), reads until close or the timeout. */
-function exchange(port: number, parts: (string | Buffer)[], opts: { gapMs?: number; timeoutMs?: number } = {}): Promise<{ text: string; closed: boolean }> {
-  return new Promise((resolve) => {
-    const sock = net.connect(port, '127.0.0.1');
-    const got: Buffer[] = [];
-    let closed = false;
-    const done = (): void => resolve({ text: Buffer.concat(got).toString('latin1'), closed });
-    const timer = setTimeout(() => {
-      sock.destroy();
-      done();
-    }, opts.timeoutMs ?? 1_500);
-    sock.on('data', (d: Buffer) => got.push(d));
-    sock.on('error', () => undefined);
-    sock.on('close', () => {
-      closed = true;
-      clearTimeout(timer);
-      done();
-    });
-    sock.on('connect', () => {
-      let i = 0;
-      const next = (): void => {
-        if (i >= parts.length || sock.destroyed) return;
-        const p = parts[i++] as string | Buffer;
-        sock.write(typeof p === 'string' ? Buffer.from(p, 'latin1') : p);
-        setTimeout(next, opts.gapMs ?? 0);
-      };
-      next();
-    });
-  });
-}
-
-const statuses = (text: string): number[] => [...text.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
-const HANDSHAKE = (path: string, extra = ''): string =>
-  `GET ${path} HTTP/1.1\r\nHost: game.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`;
+const rawBackends: RawBackend[] = [];
 
 async function alive(gw: GatewayProc): Promise<void> {
-  expect(gw.child.exitCode).toBeNull();
-  const res = await fetch(`${gw.url}/healthz`, { signal: AbortSignal.timeout(5_000) });
-  expect(res.status).toBe(200);
+  expect(await aliveProblem(gw)).toBeNull();
 }
 
 afterAll(async () => {
   await stopAll();
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  await closeLoggingBackends();
+  await Promise.all(rawBackends.map((b) => b.close()));
 });
 
 describe('request smuggling and request-head rules', () => {
@@ -195,9 +117,11 @@ describe('the backend answers an upgrade with something other than 101', () => {
 
 describe('malformed backend answers', () => {
   let gw: GatewayProc;
-  let be: Awaited<ReturnType<typeof scriptedBackend>>;
+  let be: RawBackend;
+  let answer = Buffer.alloc(0);
   beforeAll(async () => {
-    be = await scriptedBackend();
+    be = await startRawBackend({ answer: () => ({ bytes: answer }) });
+    rawBackends.push(be);
     gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
   });
 
@@ -214,7 +138,7 @@ describe('malformed backend answers', () => {
   ];
   for (const [name, bytes] of cases) {
     it(`${name}: 502, and the gateway lives`, async () => {
-      be.answer.bytes = Buffer.from(bytes, 'latin1');
+      answer = Buffer.from(bytes, 'latin1');
       const r = await exchange(gw.port, ['GET /page HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'], { timeoutMs: 5_000 });
       expect(statuses(r.text)).toEqual([502]);
       await alive(gw);
@@ -228,7 +152,7 @@ describe('upgrade handshakes', () => {
   beforeAll(async () => {
     upgrades = [];
     const be = await loggingBackend();
-    be.server.on('upgrade', (req: IncomingMessage, socket: net.Socket) => {
+    be.server.on('upgrade', (req: IncomingMessage, socket: Socket) => {
       upgrades.push({ url: req.url ?? '', rawHeaders: req.rawHeaders });
       socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n');
     });

@@ -1,0 +1,110 @@
+// The response corpus: the backend answers a request (a GET, a HEAD, or a WebSocket handshake)
+// with scripted raw bytes; each case says what the client must get. Intended (README, "Routing and
+// proxying"): a malformed answer gets 502 while nothing was sent yet, and a warning in the log;
+// valid answers are relayed intact (obs-text byte-exact); 1xx are not relayed, the final answer is;
+// 204/304/HEAD bodies never are; a cut body ends the client connection without a complete-looking
+// response; an unsolicited second answer never reaches another request. Upgrades: only a complete
+// 101 with Upgrade: websocket opens a tunnel; any other final answer is relayed with
+// Connection: close and nothing the client sent behind its handshake reaches the backend.
+import type { Answer } from './backend.js';
+
+export interface ResponseCase {
+  readonly name: string;
+  readonly cls: string;
+  /** What the client sends: a keep-alive GET (default), a HEAD, or a WebSocket handshake followed by a smuggled request. */
+  readonly request?: 'GET' | 'HEAD' | 'upgrade';
+  readonly answer: Answer;
+  readonly expect: {
+    /** Status codes of every response head the client reads. */
+    readonly statuses: readonly number[];
+    /** The final response's body (latin1), as the referee reads the client's stream. */
+    readonly body?: string;
+    /** The client connection is closed by the gateway (undefined: either). */
+    readonly closed?: boolean;
+    /**
+     * The body was cut: the client's stream holds no complete final response and is closed.
+     * Whether the head reached the client first depends on how the bytes were read, so a cut case
+     * accepts `statuses` or no response at all.
+     */
+    readonly cut?: boolean;
+    /** Byte strings (latin1) the client's stream must contain / must not contain. */
+    readonly contains?: readonly string[];
+    readonly lacks?: readonly string[];
+    /** The gateway logs a warning about the answer. */
+    readonly logged?: boolean;
+  };
+}
+
+const ok = (body: string, extra = ''): string => `HTTP/1.1 200 OK\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`;
+const bad = { statuses: [502], logged: true } as const;
+
+export const RESPONSE_CASES: readonly ResponseCase[] = [
+  // --- valid answers, relayed ----------------------------------------------------------------
+  { name: 'plain', cls: 'valid', answer: { bytes: ok('hello') }, expect: { statuses: [200], body: 'hello', closed: false } },
+  { name: 'obs-text-value', cls: 'valid', answer: { bytes: ok('x', 'X-Name: caf\xe9 \xff\r\n') }, expect: { statuses: [200], body: 'x', contains: ['\r\nX-Name: caf\xe9 \xff\r\n'] } },
+  { name: 'obs-text-reason', cls: 'valid', answer: { bytes: 'HTTP/1.1 200 Tr\xe8s bien\r\nContent-Length: 1\r\n\r\nx' }, expect: { statuses: [200], body: 'x', contains: ['HTTP/1.1 200 Tr\xe8s bien\r\n'] } },
+  { name: 'chunked-trailers', cls: 'valid', answer: { bytes: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nT: 1\r\n\r\n' }, expect: { statuses: [200], body: 'hello', closed: false } },
+  { name: 'close-delimited', cls: 'valid', answer: { bytes: 'HTTP/1.1 200 OK\r\n\r\nhello until close', close: true }, expect: { statuses: [200], body: 'hello until close' } },
+  { name: 'http10', cls: 'valid', answer: { bytes: 'HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello' }, expect: { statuses: [200], body: 'hello' } },
+  { name: 'http10-close-delimited', cls: 'valid', answer: { bytes: 'HTTP/1.0 200 OK\r\n\r\nhello', close: true }, expect: { statuses: [200], body: 'hello' } },
+
+  // --- interim answers -----------------------------------------------------------------------
+  { name: '100-then-200', cls: '1xx', answer: { bytes: `HTTP/1.1 100 Continue\r\n\r\n${ok('final')}` }, expect: { statuses: [200], body: 'final' } },
+  { name: '102-then-200', cls: '1xx', answer: { bytes: `HTTP/1.1 102 Processing\r\n\r\n${ok('final')}` }, expect: { statuses: [200], body: 'final' } },
+  { name: '103-then-200', cls: '1xx', answer: { bytes: `HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n${ok('final')}` }, expect: { statuses: [200], body: 'final' } },
+  { name: '101-to-get', cls: '1xx', answer: { bytes: 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n' }, expect: bad },
+
+  // --- bodies that must not be relayed -------------------------------------------------------
+  { name: '204-with-body', cls: 'no-body statuses', answer: { bytes: 'HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello' }, expect: { statuses: [204], body: '', lacks: ['hello'] } },
+  { name: '304-with-body', cls: 'no-body statuses', answer: { bytes: 'HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\nhello' }, expect: { statuses: [304], body: '', lacks: ['hello'] } },
+  { name: 'head-with-body', cls: 'no-body statuses', request: 'HEAD', answer: { bytes: ok('hello') }, expect: { statuses: [200], body: '', lacks: ['hello'] } },
+  { name: '204-chunked-body', cls: 'no-body statuses', answer: { bytes: 'HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n' }, expect: { statuses: [204], body: '', lacks: ['hello'] } },
+
+  // --- malformed status lines ----------------------------------------------------------------
+  { name: 'status-000', cls: 'invalid status', answer: { bytes: 'HTTP/1.1 000 X\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'status-099', cls: 'invalid status', answer: { bytes: 'HTTP/1.1 099 X\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'status-600', cls: 'invalid status', answer: { bytes: 'HTTP/1.1 600 X\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'status-1000', cls: 'invalid status', answer: { bytes: 'HTTP/1.1 1000 X\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'status-2x0', cls: 'invalid status', answer: { bytes: 'HTTP/1.1 2x0 X\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'status-two-digits', cls: 'invalid status', answer: { bytes: 'HTTP/1.1 20 X\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'reason-ctl', cls: 'invalid status', answer: { bytes: 'HTTP/1.1 200 O\x01K\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'reason-del', cls: 'invalid status', answer: { bytes: 'HTTP/1.1 200 O\x7fK\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'http2-status-line', cls: 'invalid status', answer: { bytes: 'HTTP/2.0 200 OK\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'garbage', cls: 'invalid status', answer: { bytes: 'XYZZY garbage\r\n\r\n' }, expect: bad },
+
+  // --- malformed fields ----------------------------------------------------------------------
+  { name: 'nul-value', cls: 'invalid fields', answer: { bytes: ok('hi', 'X: a\x00b\r\n') }, expect: bad },
+  { name: 'ctl-value', cls: 'invalid fields', answer: { bytes: ok('hi', 'X: a\x01b\r\n') }, expect: bad },
+  { name: 'del-value', cls: 'invalid fields', answer: { bytes: ok('hi', 'X: a\x7fb\r\n') }, expect: bad },
+  { name: 'space-before-colon', cls: 'invalid fields', answer: { bytes: ok('hi', 'X : a\r\n') }, expect: bad },
+  { name: 'non-token-name', cls: 'invalid fields', answer: { bytes: ok('hi', 'X(Y): a\r\n') }, expect: bad },
+  { name: 'obs-fold', cls: 'invalid fields', answer: { bytes: ok('hi', 'X: a\r\n b\r\n') }, expect: bad },
+  { name: 'bare-lf', cls: 'invalid fields', answer: { bytes: 'HTTP/1.1 200 OK\nContent-Length: 2\n\nhi' }, expect: bad },
+
+  // --- framing -------------------------------------------------------------------------------
+  { name: 'cl-twice-same', cls: 'invalid framing', answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nhi' }, expect: bad },
+  { name: 'cl-conflicting', cls: 'invalid framing', answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nhello' }, expect: bad },
+  { name: 'cl-listed', cls: 'invalid framing', answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 2, 2\r\n\r\nhi' }, expect: bad },
+  { name: 'cl-te', cls: 'invalid framing', answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n' }, expect: bad },
+  { name: 'te-gzip', cls: 'invalid framing', answer: { bytes: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nhi', close: true }, expect: bad },
+  { name: 'head-huge', cls: 'limits', answer: { bytes: ok('hi', `X-Big: ${'b'.repeat(70_000)}\r\n`) }, expect: bad },
+  { name: 'headers-2100', cls: 'limits', answer: { bytes: ok('hi', 'a: b\r\n'.repeat(2_100)) }, expect: bad },
+  { name: 'two-responses', cls: 'unsolicited', answer: { bytes: `${ok('ok')}${ok('evil', 'X-Unsolicited: 1\r\n')}` }, expect: { statuses: [200], body: 'ok', lacks: ['evil', 'X-Unsolicited'] } },
+
+  // --- cut bodies ----------------------------------------------------------------------------
+  { name: 'cut-length', cls: 'cut body', answer: { bytes: `HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n${'x'.repeat(50)}`, close: true }, expect: { statuses: [200], cut: true } },
+  { name: 'cut-chunk', cls: 'cut body', answer: { bytes: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10\r\nonly-half', close: true }, expect: { statuses: [200], cut: true } },
+  { name: 'cut-before-last-chunk', cls: 'cut body', answer: { bytes: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n', close: true }, expect: { statuses: [200], cut: true } },
+  { name: 'bad-chunk-size', cls: 'cut body', answer: { bytes: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\nzz\r\nmore\r\n0\r\n\r\n' }, expect: { statuses: [200], cut: true } },
+  { name: 'close-before-head', cls: 'cut body', answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Le', close: true }, expect: bad },
+
+  // --- answers to a WebSocket handshake (the client sends a request behind it) --------------
+  { name: 'upgrade-200-body', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: ok('hello') }, expect: { statuses: [200], body: 'hello', closed: true, contains: ['\r\nConnection: close\r\n'] } },
+  { name: 'upgrade-404-keep', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found' }, expect: { statuses: [404], body: 'not found', closed: true, contains: ['\r\nConnection: close\r\n'] } },
+  { name: 'upgrade-chunked-403', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 403 Forbidden\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nno\r\n0\r\n\r\n' }, expect: { statuses: [403], body: 'no', closed: true } },
+  { name: 'upgrade-101-no-upgrade', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\n\r\n' }, expect: { ...bad, closed: true } },
+  { name: 'upgrade-101-h2c', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n' }, expect: { ...bad, closed: true } },
+  { name: 'upgrade-103-then-101', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n' }, expect: { statuses: [101], closed: false } },
+  { name: 'upgrade-garbage', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'XYZZY garbage\r\n\r\n' }, expect: { ...bad, closed: true } },
+  { name: 'upgrade-cl-te', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n' }, expect: { ...bad, closed: true } },
+];

@@ -1,0 +1,57 @@
+// The response corpus against the real gateway: the byte-logging backend answers each client's
+// request with that case's scripted bytes (chosen by the client's source address, which reaches
+// the backend as X-Forwarded-For). One case at a time and one idle backend connection, so a
+// follow-up request from a second client rides the connection the scripted answer left behind:
+// whatever that answer left over must never reach it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { startRawBackend, type Answer, type RawBackend } from './backend.js';
+import { aliveProblem } from './raw.js';
+import { RESPONSE_CASES } from './response-cases.js';
+import { ClientAddresses, handshakeConnProblems, responseProblems, runResponseCase, scriptedByClient, unclaimed } from './runner.js';
+
+let gw: GatewayProc;
+let be: RawBackend;
+const scripts = new Map<string, Answer>();
+const clients = new ClientAddresses(20_000);
+const newClient = (): string => clients.next();
+
+beforeAll(async () => {
+  const byClient = scriptedByClient(scripts);
+  be = await startRawBackend({ answer: byClient, upgrade: byClient });
+  gw = await startGateway({
+    backends: [`b1=${be.url}`],
+    config: { health: { path: null }, proxy: { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000 } },
+  });
+});
+
+afterAll(async () => {
+  await stopAll();
+  await be.close();
+});
+
+const warnings = (): number => gw.logs().filter((l) => l.level === 'warn').length;
+
+describe('response corpus', () => {
+  for (const c of RESPONSE_CASES) {
+    it(`${c.cls}: ${c.name}`, async () => {
+      const address = newClient();
+      scripts.set(address, c.answer);
+      const warnedBefore = warnings();
+      const o = await runResponseCase(gw.port, c, address, newClient());
+      const problems = responseProblems(c, o);
+      if (c.expect.logged) {
+        await waitFor('the warning', 3_000, () => warnings() > warnedBefore).catch(() => problems.push('no warning logged'));
+      }
+      if (c.request === 'upgrade') problems.push(...handshakeConnProblems(be, address));
+      const dead = await aliveProblem(gw);
+      if (dead) problems.push(dead);
+      expect(problems).toEqual([]);
+    });
+  }
+
+  it('the backend parsed no request that no client can claim', async () => {
+    await new Promise((r) => setTimeout(r, 200));
+    expect(unclaimed(be, clients.all).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`)).toEqual([]);
+  });
+});
