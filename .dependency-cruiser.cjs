@@ -1,4 +1,4 @@
-// The layer rule (README "Architecture"), checked by test/architecture/layers.test.ts in npm test:
+// The layer rule (docs/architecture.md), checked by test/architecture/layers.test.ts in npm test:
 //   composition (main, gateway, cluster) -> edge (server, proxy, static | api, pages, control)
 //   -> runtime -> core and stores (placement, shared-data, backends, room, redis)
 //   -> kit and ground (http, config, observability)

@@ -6,8 +6,6 @@ import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
-import { createAdminServer } from './api/admin-server.js';
-import { PublicApi } from './api/public-api.js';
 import { MemorySharedDataStore } from './shared-data/memory-store.js';
 import { RedisSharedDataStore } from './shared-data/redis-store.js';
 import type { SharedDataStore } from './shared-data/store.js';
@@ -34,10 +32,9 @@ import { createKeyExtractor } from './room/extract.js';
 import { createRoomSigner, type RoomSigner } from './room/signing.js';
 import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
-import { StreamSlots } from './http/stream-slots.js';
+import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
 import type { RuntimeView } from './runtime/views.js';
-import { Pages } from './pages/pages.js';
 import { StaticFiles } from './static/serve.js';
 
 export interface GatewayOptions {
@@ -62,21 +59,23 @@ export function signerFor(config: LoadedConfig, secrets: readonly string[]): Roo
 
 export class Gateway {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  /** The registry a cluster primary merges from its workers; the only part read from outside. */
   readonly metrics: Metrics;
-  readonly pool: BackendPool;
-  readonly tunnels: TunnelRegistry;
-  readonly events = new EventLog();
-  readonly store: PlacementStore;
+  // Everything below is owned here and reached from outside only through `view` (the control
+  // plane's port: snapshots and named commands), so a reader finds each state's one owner.
+  private readonly pool: BackendPool;
+  private readonly tunnels: TunnelRegistry;
+  private readonly events = new EventLog();
+  private readonly store: PlacementStore;
   /** Presence, lobby and leaderboards. */
-  readonly sharedData: SharedDataStore;
-  readonly api: PublicApi | null;
-  /** Status and lobby pages (src/pages/). */
-  readonly pages: Pages;
-  readonly placer: Placer;
-  readonly health: HealthChecker;
-  readonly admission: Admission;
+  private readonly sharedData: SharedDataStore;
+  /** The admin API, the public API and the pages (src/control/), on fastify; proxied traffic never reaches it. */
+  private readonly control: ControlPlane;
+  private readonly placer: Placer;
+  private readonly health: HealthChecker;
+  private readonly admission: Admission;
   /** What the control plane (admin API, pages) sees and may ask. */
-  readonly view: RuntimeView;
+  private readonly view: RuntimeView;
   private readonly discovery: DnsDiscovery | null;
   private readonly server: Server;
   private readonly admin: Server | null;
@@ -132,33 +131,6 @@ export class Gateway {
         ? new RedisSharedDataStore({ ...redis, presenceTtlMs: config.presence.ttlMs })
         : new MemorySharedDataStore(this.id, { presenceTtlMs: config.presence.ttlMs }));
     const validateRoom = createRoomValidator(config.room.pattern);
-    // api.maxStreams per port: the public port's lobby and status streams share one set of slots.
-    const publicStreams = new StreamSlots(config.api.maxStreams);
-    this.api = config.api.enabled
-      ? new PublicApi({
-          store: this.sharedData,
-          tokens: config.api.tokens,
-          validateRoom,
-          maxMetaBytes: config.api.maxMetaBytes,
-          streamIntervalMs: config.api.streamIntervalMs,
-          streamSlots: publicStreams,
-          logger,
-        })
-      : null;
-
-    this.pages = new Pages({
-      view: this,
-      sharedData: this.sharedData,
-      statusPublic: config.status.public,
-      adminToken: config.admin.token,
-      lobby: config.api.enabled,
-      validateRoom,
-      roomPagePaths: config.room.pagePaths,
-      roomPathPrefix: config.room.pathPrefix,
-      publicStreams,
-      adminStreams: new StreamSlots(config.api.maxStreams),
-      logger,
-    });
 
     this.placer = new Placer({
       store: this.store,
@@ -200,6 +172,7 @@ export class Gateway {
       metrics,
       isReady: () => this.ready,
     });
+    this.control = new ControlPlane({ config, view: this.view, sharedData: this.sharedData, logger });
     // The pool's list is applied only now that every listener of its changes exists.
     this.pool.setBackends(config.backends);
 
@@ -285,26 +258,17 @@ export class Gateway {
       keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
       isReady,
       onRequest: (req, res) => {
-        // roomgate's own API and static mounts are answered here; everything else is the app's.
+        // roomgate's own paths (control plane) and static mounts are answered here; everything else is the app's.
         const url = req.url ?? '/';
-        if (this.api && url.startsWith('/_roomgate/api')) this.api.handle(req, res);
+        if (this.control.owns(url)) this.control.handle(req, res);
         else if (statics?.owns(url)) statics.handle(req, res);
-        else if (!this.pages.handlePublic(req, res)) this.httpProxy.handle(req, res);
+        else this.httpProxy.handle(req, res);
       },
       onUpgrade: (req, socket, head) => upgradeProxy.handle(req, socket, head),
       metrics,
       logger,
     });
-    this.admin = config.admin.enabled
-      ? createAdminServer({
-          gateway: this,
-          token: config.admin.token,
-          isReady,
-          allowedHosts: config.admin.allowedHosts,
-          validateRoom,
-          roomPattern: config.room.pattern,
-        })
-      : null;
+    this.admin = this.control.adminServer;
     const dns = config.discovery.dns;
     this.discovery = dns
       ? new DnsDiscovery(
@@ -395,8 +359,7 @@ export class Gateway {
     this.ready = false;
     logger.info({ sockets: this.tunnels.size, readinessDelayMs, graceMs }, 'stopping: readiness is now false');
     if (readinessDelayMs > 0) await sleep(readinessDelayMs);
-    this.api?.close(); // lobby streams would otherwise hold connections open
-    this.pages.close(); // and so would status streams
+    this.control.closeStreams(); // lobby and status streams would otherwise hold connections open
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     const deadline = Date.now() + graceMs;
@@ -417,8 +380,7 @@ export class Gateway {
     this.discovery?.stop();
     this.placer.close();
     this.httpProxy.close();
-    this.api?.close();
-    this.pages.close();
+    await this.control.close();
     if (this.server.listening) this.server.close();
     // A clean stop removes this gateway's presence at once instead of waiting for it to expire.
     await this.sharedData.withdrawPresence().catch(() => undefined);

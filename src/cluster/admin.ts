@@ -7,7 +7,10 @@
 // The answer carries `X-Roomgate-Worker`. Placements, drain states, rooms placed and presence are
 // shared, so any worker answers those for all; socket counts and health histories are that worker's.
 import http from 'node:http';
-import { adminHostAllowed, allowedHostSet, sendMisdirected } from '../http/host-check.js';
+import { Errors } from '../http/errors.js';
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
+import { allowedHostSet, hostRefusal } from '../http/host-check.js';
+import { plainResponse, sendError, sendJson } from '../http/replies.js';
 import type { Logger } from '../observability/logger.js';
 import { healthAnswer } from '../http/health-answer.js';
 
@@ -30,25 +33,25 @@ export interface ClusterAdminOptions {
 
 /** A forwarded request gets no more than this for the worker's response head (streams may last). */
 const FORWARD_HEAD_TIMEOUT_MS = 10_000;
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer']);
 export const WORKER_HEADER = 'x-roomgate-worker';
 
 export function createClusterAdminServer(o: ClusterAdminOptions): http.Server {
   const allowedHosts = allowedHostSet(o.allowedHosts);
   return http.createServer((req, res) => {
     // Checked here for /metrics and /workers; the worker's own listener checks the Host it forwards too.
-    if (!adminHostAllowed(req.headers.host, allowedHosts)) return sendMisdirected(res, req.headers.host ?? '');
+    const refused = hostRefusal(req.headers.host, allowedHosts);
+    if (refused) return sendError(res, refused, true);
     const health = healthAnswer(req.url, o.isReady);
     if (health) return send(res, health.status, health.body, 'text/plain');
     const path = (req.url ?? '/').split('?')[0];
     if (req.method === 'GET' && path === '/metrics') {
       o.metrics().then(
         (text) => send(res, 200, text, o.metricsContentType),
-        (err: Error) => sendJson(res, 500, { error: `metrics: ${err.message}` }),
+        (err: Error) => sendError(res, Errors.internal(`metrics: ${err.message}`), true),
       );
       return;
     }
-    if (req.method === 'GET' && path === '/workers') return sendJson(res, 200, o.workers());
+    if (req.method === 'GET' && path === '/workers') return sendJson(res, 200, o.workers(), {}, true);
     forward(o, req, res);
   });
 }
@@ -60,13 +63,14 @@ function forward(o: ClusterAdminOptions, req: http.IncomingMessage, res: http.Se
     wanted = typeof raw === 'string' && /^\d{1,3}$/.test(raw.trim()) ? Number(raw) : NaN;
     if (!Number.isInteger(wanted)) {
       req.resume();
-      return sendJson(res, 400, { error: `${WORKER_HEADER} must be a worker number (see GET /workers)` });
+      return sendError(res, Errors.badRequest(`${WORKER_HEADER} must be a worker number (see GET /workers)`), true);
     }
   }
   const target = o.target(wanted);
   if (!target) {
     req.resume();
-    return sendJson(res, 503, { error: wanted === null ? 'no worker is ready yet' : `worker ${wanted} does not exist or is not ready (see GET /workers)` }, { 'Retry-After': '1' });
+    const message = wanted === null ? 'no worker is ready yet' : `worker ${wanted} does not exist or is not ready (see GET /workers)`;
+    return sendError(res, Errors.unavailable(message, { headers: { 'Retry-After': '1' } }), true);
   }
   const headers: http.OutgoingHttpHeaders = {};
   for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && k !== WORKER_HEADER) headers[k] = v;
@@ -84,7 +88,7 @@ function forward(o: ClusterAdminOptions, req: http.IncomingMessage, res: http.Se
     clearTimeout(timer);
     o.logger.warn({ worker: target.index, err: err.message, path: req.url }, 'admin request to a worker failed');
     if (res.headersSent) res.destroy();
-    else sendJson(res, 502, { error: `worker ${target.index} did not answer: ${err.message}` }, { [WORKER_HEADER]: String(target.index) });
+    else sendError(res, Errors.badGateway(`worker ${target.index} did not answer: ${err.message}`, { headers: { [WORKER_HEADER]: String(target.index) } }), true);
   });
   // The client went away: so does the forwarded request (a status stream, say).
   res.on('close', () => {
@@ -94,12 +98,10 @@ function forward(o: ClusterAdminOptions, req: http.IncomingMessage, res: http.Se
   req.pipe(upstream);
 }
 
-function send(res: http.ServerResponse, status: number, body: string, type: string, extra: http.OutgoingHttpHeaders = {}): void {
+/** Plain text (health, Prometheus) with its content type. */
+function send(res: http.ServerResponse, status: number, body: string, type: string): void {
   if (res.headersSent) return;
-  res.writeHead(status, { 'Content-Type': type, 'Cache-Control': 'no-store', 'Content-Length': Buffer.byteLength(body), ...extra });
-  res.end(body);
-}
-
-function sendJson(res: http.ServerResponse, status: number, body: unknown, extra: http.OutgoingHttpHeaders = {}): void {
-  send(res, status, `${JSON.stringify(body, null, 2)}\n`, 'application/json', extra);
+  const r = plainResponse(status, body, { 'Content-Type': type });
+  res.writeHead(status, r.headers);
+  res.end(r.body);
 }

@@ -7,6 +7,7 @@
 import type { ChildProcess } from 'node:child_process';
 import type { Worker } from 'node:cluster';
 import type { EventEmitter } from 'node:events';
+import { errorMessage } from '../http/errors.js';
 
 /** The IPC channel to one other process, whatever kind of process object holds it. */
 export interface IpcChannel {
@@ -237,7 +238,7 @@ export class RpcPeer {
       if (!handler) throw new Error(`no handler for "${method}"`);
       reply = { tag: TAG, kind: 'res', id, ok: true, value: await handler(...(Array.isArray(args) ? args : [])) };
     } catch (err) {
-      reply = { tag: TAG, kind: 'res', id, ok: false, error: err instanceof Error ? err.message : String(err) };
+      reply = { tag: TAG, kind: 'res', id, ok: false, error: errorMessage(err) };
     }
     if (this.closedReason !== null) return;
     this.channel.send(reply, (err) => {

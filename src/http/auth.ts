@@ -6,7 +6,8 @@
 // constant time, every accepted token every time, so neither the length of a token nor which
 // one matched shows in the timing. The header is parsed without backtracking regular
 // expressions: a 16 KiB header of spaces costs one pass, not seconds.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
+import { sha256 } from './digest.js';
 
 /** Standard base64 with optional padding (RFC 7617 uses it for Basic); linear to test. */
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -84,8 +85,4 @@ export class TokenCheck {
     for (const d of this.digests) ok = timingSafeEqual(digest, d) || ok;
     return ok && given !== null ? 'ok' : 'wrong';
   }
-}
-
-function sha256(s: string): Buffer {
-  return createHash('sha256').update(s, 'utf8').digest();
 }

@@ -5,11 +5,9 @@
 // the public port the lobby and the public status streams share it; the admin port has its own,
 // so public clients can never take the operator's status page away. A slot is freed when its
 // response closes, however that happens (the client leaves, a slow client is dropped, shutdown).
-// A request past the limit gets 503 with Retry-After and the API's error shape.
+// A request past the limit gets 503 too_many_streams with Retry-After (src/http/errors.ts).
 import type { ServerResponse } from 'node:http';
-
-/** Retry-After (seconds) of a 503 when every slot is taken: a slot frees only when a client leaves. */
-export const STREAMS_FULL_RETRY_AFTER_S = 5;
+import { Errors, STREAMS_FULL_RETRY_AFTER_S, type HttpError } from './errors.js';
 
 export class StreamSlots {
   private used = 0;
@@ -35,26 +33,7 @@ export class StreamSlots {
   }
 }
 
-/** The API's error shape for a full port; the caller sends it with status 503. */
-export function streamsFullError(max: number): { readonly code: 'too_many_streams'; readonly message: string; readonly headers: Readonly<Record<string, string>> } {
-  return {
-    code: 'too_many_streams',
-    message: `too many event streams open on this port (api.maxStreams: ${max}); retry after ${STREAMS_FULL_RETRY_AFTER_S} s`,
-    headers: { 'Retry-After': String(STREAMS_FULL_RETRY_AFTER_S) },
-  };
-}
-
-/** 503 in the API's error shape (for the status stream; the API throws its own ApiError from streamsFullError). */
-export function sendStreamsFull(res: ServerResponse, max: number): void {
-  if (res.headersSent || res.destroyed) return;
-  const full = streamsFullError(max);
-  const body = JSON.stringify({ error: { code: full.code, message: full.message } });
-  res.writeHead(503, {
-    'Content-Type': 'application/json; charset=utf-8',
-    'Cache-Control': 'no-store',
-    'X-Content-Type-Options': 'nosniff',
-    'Content-Length': Buffer.byteLength(body),
-    ...full.headers,
-  });
-  res.end(body);
+/** The 503 too_many_streams of a port whose slots are all taken. */
+export function streamsFull(max: number): HttpError {
+  return Errors.tooManyStreams(`too many event streams open on this port (api.maxStreams: ${max}); retry after ${STREAMS_FULL_RETRY_AFTER_S} s`);
 }

@@ -1,9 +1,8 @@
 // HTML for roomgate's own pages: an escaping template tag (every interpolated value is escaped
 // unless it is already SafeHtml), the shared stylesheet and palette, CSP hashes of the constant
-// inline <style> and <script> blocks, and the response helper with the security headers.
-// Nothing here knows about gateways or rooms.
-import { createHash } from 'node:crypto';
-import type { ServerResponse } from 'node:http';
+// inline <style> and <script> blocks (the page headers are in src/http/replies.ts). Nothing here
+// knows about gateways or rooms.
+import { sha256 } from '../http/digest.js';
 
 /** Markup that is already safe: produced by `html` (values escaped) or a constant. */
 export class SafeHtml {
@@ -45,7 +44,7 @@ export function trusted(s: string): SafeHtml {
 
 /** The CSP source expression of an inline block: 'sha256-<base64>'. */
 export function cspHash(text: string): string {
-  return `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+  return `'sha256-${sha256(text).toString('base64')}'`;
 }
 
 /** WCAG colours of the pages; test/pages checks every foreground/background pair for contrast. */
@@ -185,37 +184,6 @@ ${script ? html`<script>${trusted(script)}</script>` : ''}
 </html>
 `;
   return { html: doc.value, csp };
-}
-
-/** Security headers every page response carries. */
-export function pageHeaders(csp: string): Record<string, string> {
-  return {
-    'Content-Type': 'text/html; charset=utf-8',
-    'Content-Security-Policy': csp,
-    'Cache-Control': 'no-store',
-    'X-Content-Type-Options': 'nosniff',
-    'X-Frame-Options': 'DENY',
-    'Referrer-Policy': 'no-referrer',
-  };
-}
-
-export function sendPage(res: ServerResponse, status: number, page: RenderedPage, head = false, extra: Record<string, string> = {}): void {
-  if (res.headersSent) return;
-  res.writeHead(status, { ...pageHeaders(page.csp), 'Content-Length': Buffer.byteLength(page.html), ...extra });
-  res.end(head ? undefined : page.html);
-}
-
-/** A short plain-text answer (errors, redirects) with the same hardening headers. */
-export function sendText(res: ServerResponse, status: number, text: string, extra: Record<string, string> = {}): void {
-  if (res.headersSent) return;
-  res.writeHead(status, {
-    'Content-Type': 'text/plain; charset=utf-8',
-    'Cache-Control': 'no-store',
-    'X-Content-Type-Options': 'nosniff',
-    'Content-Length': Buffer.byteLength(text),
-    ...extra,
-  });
-  res.end(text);
 }
 
 /** "2025-01-02T03:04:05.678Z" -> "2025-01-02 03:04:05Z" (the JS of the pages formats alike). */

@@ -2,8 +2,7 @@
 // the placement store mode, recent membership and health events, the gateway id. The server-rendered
 // table is complete without JavaScript; the constant script below only replaces it with each
 // snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
-import type { BackendEvent } from '../runtime/events.js';
-import type { Backend, BackendState } from '../runtime/pool.js';
+import type { BackendEventKind, BackendStateName, RuntimeView } from '../runtime/views.js';
 import { html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const STATUS_PATH = '/_roomgate/';
@@ -11,23 +10,15 @@ export const STATUS_STREAM_PATH = '/_roomgate/status/stream';
 /** Events shown (newest first). */
 export const STATUS_EVENTS = 20;
 
-/** What the page reads from a gateway (the Gateway class has all of it). */
-export interface StatusView {
-  readonly id: string;
-  readonly isReady: boolean;
-  readonly store: { readonly kind: 'memory' | 'redis' };
-  readonly placer: { readonly isDegraded: boolean };
-  readonly pool: { readonly backends: readonly Backend[] };
-  readonly tunnels: { readonly size: number; readonly roomCount: number };
-  readonly events: { list(): readonly BackendEvent[] };
-}
+/** What the page reads of the running gateway. */
+export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events'>;
 
 export interface StatusBackend {
   readonly id: string;
   /** null on the public port (internal addresses stay on the admin port). */
   readonly url: string | null;
   readonly weight: number;
-  readonly state: BackendState;
+  readonly state: BackendStateName;
   /** Drain deadline (ISO) while draining with one. */
   readonly deadline: string | null;
   readonly removed: boolean;
@@ -39,7 +30,7 @@ export interface StatusBackend {
 
 export interface StatusEvent {
   readonly at: string;
-  readonly kind: BackendEvent['kind'];
+  readonly kind: BackendEventKind;
   readonly backend: string;
   readonly detail: string;
   readonly roomsMoved: number;
@@ -68,20 +59,21 @@ export interface StatusOptions {
 }
 
 export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now()): StatusSnapshot {
-  const backends = v.pool.backends.map(
+  const gw = v.gateway();
+  const backends = v.backends(nowMs).map(
     (b): StatusBackend => ({
       id: b.id,
-      url: o.internal ? b.config.url : null,
-      weight: b.config.weight,
-      state: b.state(nowMs),
+      url: o.internal ? b.url : null,
+      weight: b.weight,
+      state: b.state,
       deadline: b.admin?.state === 'draining' && b.admin.deadline !== null ? new Date(b.admin.deadline).toISOString() : null,
       removed: b.removed,
       rooms: b.rooms,
-      sockets: b.liveSockets,
+      sockets: b.sockets,
     }),
   );
-  const events = v.events
-    .list()
+  const events = v
+    .events()
     .slice(-STATUS_EVENTS)
     .reverse()
     .map(
@@ -96,12 +88,12 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
       }),
     );
   return {
-    gatewayId: v.id,
-    store: v.store.kind,
-    degraded: v.placer.isDegraded,
-    ready: v.isReady,
-    sockets: v.tunnels.size,
-    rooms: v.tunnels.roomCount,
+    gatewayId: gw.gatewayId,
+    store: gw.store,
+    degraded: gw.degraded,
+    ready: gw.ready,
+    sockets: gw.sockets,
+    rooms: gw.rooms,
     totalRooms: backends.reduce((n, b) => n + b.rooms, 0),
     totalSockets: backends.reduce((n, b) => n + b.sockets, 0),
     backends,

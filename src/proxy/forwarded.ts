@@ -2,6 +2,7 @@
 // a configured trusted proxy; otherwise they are replaced, so djust's DJUST_TRUSTED_PROXY_COUNT=1
 // (client = last XFF entry) always sees the address roomgate saw.
 import { BlockList, isIP } from 'node:net';
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 
 export interface ForwardContext {
   /** The TCP peer address as the socket reports it. */
@@ -12,8 +13,6 @@ export interface ForwardContext {
   readonly strippedPrefix: string | null;
 }
 
-// Hop-by-hop headers (RFC 9110 7.6.1) are not forwarded on plain HTTP requests.
-const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
 // Headers that claim something about the client: dropped when the peer is not trusted.
 const CLIENT_CLAIMS = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-prefix', 'forwarded', 'x-real-ip']);
 // Names a Connection header may not take away: the body's framing (dropping Content-Length while

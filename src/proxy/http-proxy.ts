@@ -11,7 +11,9 @@ import type { KeyResult } from '../room/extract.js';
 import { serializeRoomCookie } from '../room/cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import type { Forwarding } from './forwarded.js';
-import { classifyError, isConnectFailure, plainResponse } from './errors.js';
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
+import { plainResponse } from '../http/replies.js';
+import { classifyError, isConnectFailure } from './errors.js';
 import type { Router } from './router.js';
 
 export interface HttpProxyOptions {
@@ -27,8 +29,6 @@ export interface HttpProxyOptions {
   readonly logger: Logger;
 }
 
-// Response headers the backend's connection framing owns; Node writes its own.
-const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'trailer', 'upgrade', 'te']);
 const COOKIE_SOURCES = new Set(['query', 'path-prefix', 'page-path', 'header']);
 // RFC 9110 9.2.2: a request of these methods may be sent again when a reused keep-alive
 // connection was closed under it (the backend may or may not have seen it).
@@ -159,7 +159,8 @@ export class HttpProxy {
       const headers: string[] = [];
       const raw = proxyRes.rawHeaders;
       for (let i = 0; i + 1 < raw.length; i += 2) {
-        if (!HOP_BY_HOP_RESPONSE.has((raw[i] as string).toLowerCase())) headers.push(raw[i] as string, raw[i + 1] as string);
+        // Hop-by-hop fields belong to the backend connection; Node writes its own framing.
+        if (!HOP_BY_HOP.has((raw[i] as string).toLowerCase())) headers.push(raw[i] as string, raw[i + 1] as string);
       }
       const cookie = this.roomCookieFor(req, key, o.forwarding.proto(req.rawHeaders, ctx) === 'https');
       if (cookie) headers.push('Set-Cookie', cookie);

@@ -18,6 +18,7 @@
 // commands connection, so that the first call of each is one round trip too.
 import { createHash } from 'node:crypto';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { errorMessage } from '../http/errors.js';
 
 /** The one hash tag of every key of the Redis stores (all keys in one Redis Cluster slot). */
 export const HASH_TAG = '{rg}';
@@ -39,10 +40,6 @@ export class LuaScript {
   constructor(readonly lua: string) {
     this.sha = createHash('sha1').update(lua).digest('hex');
   }
-}
-
-export function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }
 
 /** The URL without its password, for messages. */

@@ -16,8 +16,9 @@
  *  - Secrets rotate: the first secret signs, every secret verifies.
  *  - `verify` never throws: hostile input only ever yields { ok: false }.
  */
-import { createHash, createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import { sha256 } from '../http/digest.js';
 
 export type CookieFormat = 'roomgate' | 'django-signer' | 'django-cookie';
 
@@ -135,7 +136,7 @@ function roomgateSigner(opts: SigningOptions): RoomSigner {
  */
 function djangoKeys(secrets: readonly string[], secretPrefix: string, salt: string): KeyObject[] {
   return secrets.map((s) =>
-    createSecretKey(createHash('sha256').update(`${salt}signer${secretPrefix}${s}`, 'utf8').digest()),
+    createSecretKey(sha256(`${salt}signer${secretPrefix}${s}`)),
   );
 }
 

@@ -9,7 +9,7 @@ import { rememberPeer } from '../http/peer.js';
 import { ALLOWED_METHODS, checkRequestHead, type HeadRefusal } from '../http/request-head.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { plainResponse, rawResponse } from '../proxy/errors.js';
+import { plainResponse, rawResponse } from '../http/replies.js';
 
 export interface PublicServerOptions {
   readonly maxHeaderBytes: number;

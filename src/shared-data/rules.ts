@@ -28,6 +28,7 @@
 //   anything else, and an increment whose result would not be finite, is rejected (nothing written).
 // - Keys (rooms, boards, members, backends, gateway ids) are plain strings everywhere: Maps, never
 //   object lookups, so "__proto__" and "constructor" are ordinary names.
+import { errorMessage } from '../http/errors.js';
 import type {
   LobbyPage,
   LobbyQuery,
@@ -232,7 +233,7 @@ export function copyMeta(store: string, meta: RoomMeta): { json: string; meta: R
   try {
     json = JSON.stringify(meta);
   } catch (err) {
-    fail(store, `room metadata is not JSON: ${err instanceof Error ? err.message : String(err)}`);
+    fail(store, `room metadata is not JSON: ${errorMessage(err)}`);
   }
   return { json, meta: parseMetaJson(json) };
 }

@@ -6,7 +6,7 @@ import { createReadStream } from 'node:fs';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { pipeline } from 'node:stream';
 import type { Logger } from '../observability/logger.js';
-import { plainResponse } from '../proxy/errors.js';
+import { plainResponse } from '../http/replies.js';
 import { cacheControl, etagOf, evaluatePreconditions, httpDate, ifRangeHolds } from './conditional.js';
 import { contentType } from './content-type.js';
 import { acceptedVariants, type Variant } from './encoding.js';

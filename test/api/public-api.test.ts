@@ -1,42 +1,39 @@
-// The public data API over real sockets: a node:http server on 127.0.0.1:0 whose handler is
-// PublicApi.handle, over the in-memory shared store (several handles on one state stand for several
-// gateways). Every route, every error code, tokens, limits, the SSE lobby stream (snapshot, change
-// events, coalescing, unavailable and recovery, ping, shutdown, disconnect), a store that is down,
-// and the OpenAPI document against the routes. Every wait has a timeout.
+// The public data API over real sockets: a node:http server on 127.0.0.1:0 that hands every
+// request under /_roomgate/ to the control plane (as the public server does), over the in-memory
+// shared store (several handles on one state stand for several gateways). Every route, every
+// error code, tokens, limits, the SSE lobby stream (snapshot, change events, coalescing,
+// unavailable and recovery, ping, shutdown, disconnect), a store that is down, and the raw paths
+// fastify's inject() would normalize ("." and ".."). The OpenAPI document: test/api/openapi.test.ts.
+// Every wait has a timeout.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { API_PREFIX, PublicApi, type PublicApiOptions } from '../../src/api/public-api.js';
-import { OPENAPI_DOCUMENT } from '../../src/api/openapi.js';
+import { API_PREFIX } from '../../src/control/api-routes.js';
+import type { ControlPlane } from '../../src/control/control-plane.js';
 import { MemorySharedDataState, MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
 import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
-import { createLogger } from '../../src/observability/logger.js';
-import { createRoomValidator } from '../../src/room/validate.js';
-import { StreamSlots } from '../../src/http/stream-slots.js';
+import { makeControl, memoryLogger } from '../support/control.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
 const TOKEN2 = 'second-token-ABCDEFGHIJKLMNOP';
 const TTL = 60_000;
-const validateRoom = createRoomValidator('^[A-Za-z0-9_.:-]{1,128}$');
 
 // ---------------------------------------------------------------------------------------------
 // Harness
 
 /** Log lines written by the API (JSON strings), to check what is (and is not) logged. */
-const logLines: string[] = [];
-const logger = createLogger(
-  'debug',
-  new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      logLines.push(chunk.toString('utf8'));
-      cb();
-    },
-  }),
-);
+const { logger, lines: logLines } = memoryLogger('debug');
+
+interface ApiOptions {
+  tokens: string[];
+  maxMetaBytes: number;
+  streamIntervalMs: number;
+  streamPingMs: number;
+  bodyTimeoutMs: number;
+}
 
 interface Harness {
-  readonly api: PublicApi;
+  readonly api: ControlPlane;
   readonly server: http.Server;
   readonly base: string;
   readonly port: number;
@@ -44,19 +41,17 @@ interface Harness {
 
 const harnesses: Harness[] = [];
 
-async function startApi(store: SharedDataStore, over: Partial<PublicApiOptions> = {}): Promise<Harness> {
-  const api = new PublicApi({
+async function startApi(store: SharedDataStore, over: Partial<ApiOptions> = {}): Promise<Harness> {
+  const { control: api } = makeControl(
     store,
-    tokens: [TOKEN, TOKEN2],
-    validateRoom,
-    maxMetaBytes: 512,
-    streamIntervalMs: 150,
-    streamSlots: new StreamSlots(64),
-    logger,
-    streamPingMs: 15_000,
-    ...over,
+    { api: { tokens: over.tokens ?? [TOKEN, TOKEN2], maxMetaBytes: over.maxMetaBytes ?? 512, streamIntervalMs: over.streamIntervalMs ?? 150, maxStreams: 64 } },
+    { logger, streamPingMs: over.streamPingMs ?? 15_000, ...(over.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: over.bodyTimeoutMs }) },
+  );
+  const server = http.createServer((req, res) => {
+    if (api.owns(req.url ?? '/')) return api.handle(req, res);
+    res.writeHead(599);
+    res.end();
   });
-  const server = http.createServer((req, res) => api.handle(req, res));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => resolve());
@@ -69,7 +64,7 @@ async function startApi(store: SharedDataStore, over: Partial<PublicApiOptions> 
 
 async function stopAll(): Promise<void> {
   for (const h of harnesses.splice(0)) {
-    h.api.close();
+    await h.api.close();
     h.server.closeAllConnections();
     await new Promise<void>((resolve) => h.server.close(() => resolve()));
   }
@@ -1141,7 +1136,7 @@ describe('lobby stream (SSE)', () => {
     let ended = 0;
     a.res.on('end', () => ended++);
     b.res.on('end', () => ended++);
-    h2.api.close();
+    h2.api.closeStreams();
     await waitFor(() => ended === 2, 3_000, 'both streams to end');
     expect(h2.api.streams).toBe(0);
     const after = await call(h2, 'GET', '/lobby/stream');
@@ -1151,101 +1146,5 @@ describe('lobby stream (SSE)', () => {
     expect((await call(h2, 'GET', '/online')).json.total).toBe(1);
     // The server can close: nothing holds a connection open.
     h2.server.closeIdleConnections();
-  });
-});
-
-describe('OpenAPI document', () => {
-  let h: Harness;
-  beforeAll(async () => {
-    h = await startApi(memoryStores().mine);
-  });
-
-  const ROUTES: [string, string][] = [
-    ['get', '/online'],
-    ['get', '/lobby'],
-    ['get', '/lobby/stream'],
-    ['get', '/rooms/{room}'],
-    ['put', '/rooms/{room}/meta'],
-    ['delete', '/rooms/{room}/meta'],
-    ['get', '/leaderboards/{board}'],
-    ['get', '/leaderboards/{board}/members/{member}'],
-    ['post', '/leaderboards/{board}/scores'],
-    ['get', '/openapi.json'],
-  ];
-
-  it('is served as JSON, is OpenAPI 3.1, and lists exactly the routes', async () => {
-    const a = await call(h, 'GET', '/openapi.json');
-    expect(a.status).toBe(200);
-    expect(a.json).toEqual(JSON.parse(JSON.stringify(OPENAPI_DOCUMENT)));
-    const doc = a.json;
-    expect(doc.openapi).toBe('3.1.0');
-    expect(doc.servers).toEqual([{ url: '/_roomgate/api' }]);
-    const listed: [string, string][] = [];
-    for (const [path, item] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
-      for (const m of Object.keys(item)) listed.push([m, path]);
-    }
-    expect(listed.sort()).toEqual([...ROUTES].sort());
-    // Each described route exists on the server (not a 404 route / 405) with sample parameters.
-    for (const [method, path] of ROUTES) {
-      if (path === '/lobby/stream') continue;
-      const concrete = path.replace('{room}', 'r1').replace('{board}', 'b1').replace('{member}', 'm1');
-      const r = await call(h, method.toUpperCase(), concrete, { token: TOKEN, body: method === 'get' || method === 'delete' ? undefined : {} });
-      expect(r.status, `${method} ${path}`).not.toBe(405);
-      if (r.status === 404) expect(r.json.error.message, `${method} ${path}`).not.toMatch(/^no route/);
-    }
-  });
-
-  it('describes parameters, bodies, responses and the error shape; every $ref resolves', () => {
-    const doc = JSON.parse(JSON.stringify(OPENAPI_DOCUMENT)) as Record<string, any>;
-    const refs: string[] = [];
-    const walk = (v: unknown): void => {
-      if (Array.isArray(v)) v.forEach(walk);
-      else if (v && typeof v === 'object') {
-        for (const [k, x] of Object.entries(v)) {
-          if (k === '$ref' && typeof x === 'string') refs.push(x);
-          else walk(x);
-        }
-      }
-    };
-    walk(doc);
-    expect(refs.length).toBeGreaterThan(20);
-    for (const r of refs) {
-      expect(r.startsWith('#/')).toBe(true);
-      let node: unknown = doc;
-      for (const part of r.slice(2).split('/')) node = (node as Record<string, unknown> | undefined)?.[part];
-      expect(node, r).toBeDefined();
-    }
-    expect(doc.components.schemas.Error.properties.error.properties.code.enum).toEqual([
-      'bad_request',
-      'unauthorized',
-      'forbidden',
-      'not_found',
-      'payload_too_large',
-      'method_not_allowed',
-      'store_unavailable',
-      'too_many_streams',
-      'internal',
-    ]);
-    expect(doc.paths['/lobby/stream'].get.responses['503']).toEqual({ $ref: '#/components/responses/StreamUnavailable' });
-    for (const [method, path] of ROUTES) {
-      const op = doc.paths[path][method];
-      expect(op.operationId, `${method} ${path}`).toEqual(expect.any(String));
-      expect(Object.keys(op.responses).some((s) => s.startsWith('2')), `${method} ${path}`).toBe(true);
-      // Path parameters are declared.
-      for (const name of path.match(/\{(\w+)\}/g) ?? []) {
-        const declared = (op.parameters as { $ref?: string; name?: string }[]).map((p) => p.name ?? p.$ref?.split('/').pop());
-        expect(declared, `${method} ${path}`).toContain(name.slice(1, -1));
-      }
-      if (['put', 'post'].includes(method)) {
-        expect(op.requestBody.required).toBe(true);
-        expect(op.security).toEqual([{ bearer: [] }, { basic: [] }]);
-        expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403', '413', '503']));
-      }
-      if (path !== '/openapi.json') expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['400', '503']));
-    }
-    expect(doc.components.responses.StoreUnavailable.headers['Retry-After']).toBeDefined();
-    expect(doc.components.responses.MethodNotAllowed.headers.Allow).toBeDefined();
-    expect(doc.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
-    expect(doc.components.securitySchemes.basic).toMatchObject({ type: 'http', scheme: 'basic' });
   });
 });

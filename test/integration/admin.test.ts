@@ -190,7 +190,7 @@ describe('admin API: read routes', () => {
     expect(one.json).toMatchObject({ id: 'b2', url: backends[1]!.url, state: 'up' });
     const none = await admin(gw, 'GET', '/backends/nope');
     expect(none.status).toBe(404);
-    expect(none.json.error).toMatch(/no backend "nope"/);
+    expect(none.json.error).toEqual({ code: 'not_found', message: expect.stringMatching(/no backend "nope"/) });
   });
 
   it('GET /status', async () => {
@@ -236,15 +236,18 @@ describe('admin API: read routes', () => {
       const r = await admin(gw, 'GET', `/rooms/${encodeURIComponent(room)}`);
       expect(r.status, room).toBe(400);
       expect(r.json, room).toEqual({
-        error: `invalid room key: it must match room.pattern ${DEFAULT_PATTERN} and be 1 to 1024 characters`,
-        pattern: DEFAULT_PATTERN,
-        maxLength: 1024,
+        error: {
+          code: 'invalid_room_key',
+          message: `invalid room key: it must match room.pattern ${DEFAULT_PATTERN} and be 1 to 1024 characters`,
+          pattern: DEFAULT_PATTERN,
+          maxLength: 1024,
+        },
       });
     }
     // The pattern is the gateway's own: a key the default accepts, refused by a narrower pattern.
     const narrow = await admin(readOnly, 'GET', '/rooms/adm-live');
     expect(narrow.status).toBe(400);
-    expect(narrow.json).toMatchObject({ error: expect.stringContaining(NARROW_PATTERN), pattern: NARROW_PATTERN });
+    expect(narrow.json).toMatchObject({ error: { code: 'invalid_room_key', message: expect.stringContaining(NARROW_PATTERN), pattern: NARROW_PATTERN } });
     expect(await roomOf(readOnly, 'game-42')).toMatchObject({ room: 'game-42', reason: 'ring', placement: null });
     // Nothing was placed, and valid keys still answer.
     expect(await roomOf(gw, 'x'.repeat(128))).toMatchObject({ placement: null, wouldPlace: true });
@@ -286,8 +289,8 @@ describe('admin API: Host check against DNS rebinding', () => {
     for (const host of hosts) {
       const r = await withHost(gw, '/status', host);
       expect(r.status, host).toBe(421);
-      expect(r.headers['content-type'], host).toBe('application/json');
-      expect(JSON.parse(r.body).error, host).toMatch(/is not accepted on the admin port .*DNS rebinding.*admin\.allowedHosts/);
+      expect(r.headers['content-type'], host).toBe('application/json; charset=utf-8');
+      expect(JSON.parse(r.body).error, host).toEqual({ code: 'misdirected_request', message: expect.stringMatching(/is not accepted on the admin port .*DNS rebinding.*admin\.allowedHosts/) });
     }
     for (const path of ['/metrics', '/backends', '/backends/b1', '/events', '/rooms/adm-live', '/', '/_roomgate/', '/_roomgate/status/stream', '/healthz', '/readyz', '/nope']) {
       const r = await withHost(gw, path, 'evil.example');
@@ -316,7 +319,7 @@ describe('admin API: writes', () => {
     for (const o of [{}, { token: WRONG }, { token: '' }, { auth: TOKEN }, { auth: `Basic ${TOKEN}` }, { token: `${TOKEN}x` }]) {
       const r = await admin(gw, 'POST', '/backends/b1/drain', { ...o, body: '{}' });
       expect(r.status, JSON.stringify(o)).toBe(401);
-      expect(r.json.error).toMatch(/bearer token/);
+      expect(r.json.error).toEqual({ code: 'unauthorized', message: expect.stringMatching(/bearer token/) });
     }
     // Refused before anything else: an unknown backend with a wrong token is still 401.
     expect((await admin(gw, 'POST', '/backends/nope/drain', { token: WRONG })).status).toBe(401);
@@ -324,18 +327,18 @@ describe('admin API: writes', () => {
 
     const r = await admin(readOnly, 'POST', '/backends/b1/drain', { token: TOKEN, body: '{}' });
     expect(r.status).toBe(403);
-    expect(r.json.error).toMatch(/admin\.token/);
+    expect(r.json.error).toEqual({ code: 'forbidden', message: expect.stringMatching(/admin\.token/) });
     expect((await backendsOf(readOnly)).get('b1')).toMatchObject({ state: 'up', admin: null });
   });
 
   it('validates requests: unknown backend 404, bad deadlineMs 400, bad JSON 400, oversized body 413', async () => {
     const unknown = await admin(gw, 'POST', '/backends/nope/drain', { token: TOKEN, body: '{}' });
     expect(unknown.status).toBe(404);
-    expect(unknown.json.error).toMatch(/no backend "nope"/);
+    expect(unknown.json.error).toEqual({ code: 'not_found', message: expect.stringMatching(/no backend "nope"/) });
     for (const body of ['{"deadlineMs":-1}', '{"deadlineMs":"10m"}', '{"deadlineMs":true}', '{"deadlineMs":1e999}', '[1]', 'not json', '"x"', 'null']) {
       const r = await admin(gw, 'POST', '/backends/b1/drain', { token: TOKEN, body });
       expect(r.status, body).toBe(400);
-      expect(r.json.error, body).toMatch(/deadlineMs|JSON object/);
+      expect(r.json.error, body).toEqual({ code: 'bad_request', message: expect.stringMatching(/deadlineMs|JSON object/) });
     }
     expect((await backendsOf(gw)).get('b1')).toMatchObject({ state: 'up', admin: null });
   });

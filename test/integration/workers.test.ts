@@ -337,7 +337,7 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
       }
       const r = await httpRequest(gw.adminPort, path, { headers: { host: 'evil.example' } });
       expect(r.status, path).toBe(421);
-      expect(JSON.parse(r.body).error, path).toMatch(/admin\.allowedHosts/);
+      expect(JSON.parse(r.body).error, path).toEqual({ code: 'misdirected_request', message: expect.stringMatching(/admin\.allowedHosts/) });
     }
   });
 

@@ -4,14 +4,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
-import { EventLog } from '../../src/runtime/events.js';
-import { BackendPool } from '../../src/runtime/pool.js';
 import type { LobbyRoom } from '../../src/shared-data/store.js';
 import { BASE_CSS, CONTRAST_PAIRS, PALETTE, cspHash, escapeHtml, html, percent, trusted } from '../../src/pages/html.js';
 import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
 import { STATUS_SCRIPT, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
-import { StatusStream } from '../../src/pages/status-stream.js';
-import { StreamSlots, sendStreamsFull } from '../../src/http/stream-slots.js';
+import { StatusStream } from '../../src/control/status-stream.js';
+import { StreamSlots, streamsFull } from '../../src/http/stream-slots.js';
+import { sendError } from '../../src/http/replies.js';
+import type { BackendEventView } from '../../src/runtime/views.js';
+import { fakeBackend } from '../support/control.js';
 import { waitFor } from '../support/processes.js';
 import { createRoomValidator } from '../../src/room/validate.js';
 
@@ -35,27 +36,20 @@ function inline(doc: string, tag: 'style' | 'script'): string[] {
   return [...doc.matchAll(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`, 'g'))].map((m) => m[1] as string);
 }
 
+/** A RuntimeView's reads, as the status page takes them: a degraded Redis gateway, b2 draining, hostile names. */
 function fakeView(): StatusView {
-  const events = new EventLog();
-  const pool = new BackendPool(
-    [
-      { id: 'b1', url: 'http://10.0.0.1:8000', host: '10.0.0.1', port: 8000, weight: 1 },
-      { id: 'b2', url: 'http://10.0.0.2:8000', host: '10.0.0.2', port: 8000, weight: 2 },
-    ],
-    10_000,
-    { onMembership: (added) => added.forEach((b) => events.add('joined', b.id, b.config.url)) },
-  );
-  pool.applyLoads(
-    new Map([
-      ['b1', 3],
-      ['b2', 1],
-    ]),
-    pool.loadMark(),
-  );
-  for (let i = 0; i < 6; i++) pool.socketOpened('b1');
-  pool.setAdmin('b2', { state: 'draining', deadline: Date.parse('2030-01-01T00:00:00Z'), since: Date.now() });
-  events.add('down', 'b1', `detail ${XSS}`);
-  return { id: `gw-${XSS}`, isReady: true, store: { kind: 'redis' }, placer: { isDegraded: true }, pool, tunnels: { size: 6, roomCount: 3 }, events };
+  const deadline = Date.parse('2030-01-01T00:00:00Z');
+  const backends = [
+    fakeBackend('b1', 'http://10.0.0.1:8000', { rooms: 3, sockets: 6 }),
+    fakeBackend('b2', 'http://10.0.0.2:8000', { weight: 2, rooms: 1, state: 'draining', admin: { state: 'draining', deadline, since: Date.now() } }),
+  ];
+  const event = (kind: BackendEventView['kind'], backend: string, detail: string): BackendEventView => ({ at: new Date().toISOString(), kind, backend, detail, roomsMoved: 0, liveRoomsMoved: 0 });
+  const events = [event('joined', 'b1', 'http://10.0.0.1:8000'), event('joined', 'b2', 'http://10.0.0.2:8000'), event('down', 'b1', `detail ${XSS}`)];
+  return {
+    gateway: () => ({ gatewayId: `gw-${XSS}`, store: 'redis', degraded: true, ready: true, sockets: 6, rooms: 3 }),
+    backends: () => backends,
+    events: () => events,
+  };
 }
 
 describe('html template', () => {
@@ -204,7 +198,7 @@ describe('status stream', () => {
     const stream = new StatusStream({ snapshot: () => value, intervalMs: 20, pingMs: 60_000, retryMs: 2000, maxBufferedBytes: 1 << 20 });
     const slots = new StreamSlots(1);
     server = http.createServer((req, res) => {
-      if (!slots.take(res)) return sendStreamsFull(res, slots.max);
+      if (!slots.take(res)) return sendError(res, streamsFull(slots.max));
       if (!stream.open(req, res)) {
         res.writeHead(503);
         res.end();

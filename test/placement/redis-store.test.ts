@@ -357,9 +357,10 @@ describe('RedisPlacementStore keys', () => {
   it('a heartbeat of 10000 live rooms is one call and reports every room', async () => {
     // This heartbeat also creates the 9999 missing placements (about the cost of refreshing 10000;
     // a few hundred ms on a loaded 2-core machine): latency is not what this test is about.
-    // A shorter gatewayTtlMs (still far above the heartbeat's duration): the placement below can
+    // A shorter gatewayTtlMs (still far above the heartbeat's duration, also on a machine busy
+    // with other work: at 1 s the report expired before the check once): the placement below can
     // age past it, so that only the report makes it busy.
-    const slow = { commandTimeoutMs: 5000, timing: { ...TIMING, gatewayTtlMs: 1000 } };
+    const slow = { commandTimeoutMs: 5000, timing: { ...TIMING, gatewayTtlMs: 3000 } };
     const s1 = open(server, { keyPrefix: 'big:', gatewayId: 'gw-1', ...slow });
     const s2 = open(server, { keyPrefix: 'big:', gatewayId: 'gw-2', ...slow });
     await Promise.all([s1.connect(), s2.connect()]);

@@ -6,7 +6,7 @@
 //   retry: 2000
 //   event: status    data: {gatewayId, store, degraded, ready, sockets, rooms, backends, events, ...}
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { openEventStream } from '../http/sse.js';
+import { openEventStream } from './sse.js';
 
 export interface StatusStreamOptions {
   /** The current snapshot; called once per interval while clients are connected. */

@@ -15,10 +15,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.js';
 import type { LobbyPage, LobbyQuery, LobbyRoom, Online, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
-import { openEventStream } from '../http/sse.js';
-
-export const STORE_UNAVAILABLE_MESSAGE =
-  'the shared data store is unavailable (lobby, presence and leaderboards); routing is unaffected, retry shortly';
+import { Errors, errorMessage } from '../http/errors.js';
+import { openEventStream } from './sse.js';
 
 export interface LobbyStreamOptions {
   readonly store: SharedDataStore;
@@ -241,7 +239,7 @@ export class LobbyStream {
 
   /** The store failed: tell each client once, and try snapshots again until it answers. */
   private markUnavailable(clients: Client[]): void {
-    const frame = `event: unavailable\ndata: ${JSON.stringify({ error: { code: 'store_unavailable', message: STORE_UNAVAILABLE_MESSAGE } })}\n\n`;
+    const frame = `event: unavailable\ndata: ${JSON.stringify(Errors.storeUnavailable().body())}\n\n`;
     for (const c of clients) {
       c.ready = false;
       c.snapSeq = 0;
@@ -303,8 +301,4 @@ function matches(q: LobbyQuery, r: LobbyRoom): boolean {
   if (q.minSockets !== undefined && r.sockets < q.minSockets) return false;
   if (q.status !== undefined && (r.meta === null || r.meta['status'] !== q.status)) return false;
   return true;
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? err.message : String(err);
 }

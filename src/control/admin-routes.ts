@@ -1,0 +1,144 @@
+// The admin API (admin port, loopback by default): metrics, status, backends, where-is-room,
+// events, and the drain / maintenance controls (token). Never on the public port. Before any
+// route, the 404 and a malformed URL included, the Host check against DNS rebinding
+// (src/http/host-check.ts) and then /healthz and /readyz are answered (ControlAppOptions.front).
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { TokenCheck } from '../http/auth.js';
+import { Errors, type HttpError } from '../http/errors.js';
+import type { BackendAdminState } from '../placement/store.js';
+import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../room/validate.js';
+import type { BackendSnapshot, RuntimeView } from '../runtime/views.js';
+import type { ControlApp, RouteConfig } from './app.js';
+
+export interface AdminRoutesOptions {
+  readonly view: RuntimeView;
+  /** Token for writes (Bearer, or Basic password; see src/http/auth.ts); '' refuses every write. */
+  readonly token: string;
+  /** The gateway's room key validator (room.pattern): /rooms/KEY answers only for valid keys. */
+  readonly validateRoom: RoomValidator;
+  /** room.pattern, to say in the 400 what a key must match. */
+  readonly roomPattern: string;
+}
+
+const MAX_BODY = 4096;
+const DEFAULT_DRAIN_DEADLINE_MS = 10 * 60_000;
+const BODY_TIMEOUT_MS = 10_000;
+export const ADMIN_ROUTES_HINT = 'not found: GET /metrics /status /backends /backends/ID /events /rooms/ROOM; POST /backends/ID/{drain,undrain,maintenance}';
+
+const DEADLINE_MESSAGE = 'deadlineMs must be a number of milliseconds >= 0, or null for no deadline';
+const DrainBody = z.object({
+  deadlineMs: z
+    .number({ error: DEADLINE_MESSAGE })
+    .min(0, { error: DEADLINE_MESSAGE })
+    .nullable()
+    .optional()
+    .meta({ description: 'Milliseconds until the remaining sockets are closed (default 10 min); null: no deadline, rooms leave only as they empty.' }),
+});
+const IdParams = z.object({ id: z.string() });
+
+/** A body of at most 4 KiB: a JSON object, or nothing ({}). */
+function jsonObject(text: string): unknown {
+  const t = text.trim();
+  if (t === '') return {};
+  let v: unknown;
+  try {
+    v = JSON.parse(t);
+  } catch {
+    throw Errors.badRequest('body must be a JSON object');
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw Errors.badRequest('body must be a JSON object');
+  return v;
+}
+
+export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): void {
+  const v = o.view;
+  const tokens = new TokenCheck([o.token]);
+  const authorize = (req: FastifyRequest): HttpError | null => {
+    if (!tokens.configured) return Errors.forbidden('admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
+    if (tokens.accepts(req.headers.authorization)) return null;
+    return Errors.unauthorized('missing or wrong bearer token: send Authorization: Bearer <admin.token>', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate admin"' } });
+  };
+  const knownBackend = (req: FastifyRequest): HttpError | null => {
+    const id = (req.params as { id?: string }).id ?? '';
+    return v.backend(id, Date.now()) ? null : noBackend(id);
+  };
+  const read: RouteConfig = { kind: 'admin' };
+  const write: RouteConfig = {
+    kind: 'admin',
+    authorize,
+    precheck: knownBackend,
+    body: { cap: MAX_BODY, what: 'body', timeoutMs: BODY_TIMEOUT_MS, excess: 'drain', parse: jsonObject },
+  };
+
+  app.get('/metrics', { config: read }, async (_req, reply) => {
+    const m = await v.metrics();
+    return reply.code(200).headers({ 'Content-Type': m.contentType, 'Cache-Control': 'no-store' }).send(m.text);
+  });
+  app.get('/status', { config: read }, async () => v.gateway());
+  app.get('/backends', { config: read }, async () => {
+    const g = v.gateway();
+    return { backends: v.backends(Date.now()).map(backendJson), sockets: g.sockets, rooms: g.rooms, degraded: g.degraded };
+  });
+  app.get('/backends/:id', { config: read, schema: { params: IdParams } }, async (req) => {
+    const b = v.backend(req.params.id, Date.now());
+    if (!b) throw noBackend(req.params.id);
+    return backendJson(b);
+  });
+  app.get('/events', { config: read }, async () => ({ events: v.events() }));
+  app.get('/rooms/:room', { config: read, schema: { params: z.object({ room: z.string() }) } }, async (req) => {
+    const room = req.params.room;
+    // The same check as routing: a key the gateway would never route is not looked up (nor sent to the store).
+    if (!o.validateRoom(room)) {
+      throw Errors.invalidRoomKey(`invalid room key: it must match room.pattern ${o.roomPattern} and be 1 to ${MAX_ROOM_KEY_LENGTH} characters`, {
+        detail: { pattern: o.roomPattern, maxLength: MAX_ROOM_KEY_LENGTH },
+      });
+    }
+    return v.explainRoom(room, Date.now());
+  });
+
+  const setState = async (id: string, state: BackendAdminState | null): Promise<unknown> => {
+    await v.setAdminState(id, state).catch((err: Error) => {
+      throw Errors.storeUnavailable(`placement store unavailable: ${err.message}`);
+    });
+    return backendJson(v.backend(id, Date.now()) as BackendSnapshot);
+  };
+  app.post('/backends/:id/drain', { config: write, schema: { params: IdParams, body: DrainBody } }, async (req) => {
+    const now = Date.now();
+    // deadlineMs: null drains with no deadline (rooms leave only as they empty).
+    const ms = req.body.deadlineMs === undefined ? DEFAULT_DRAIN_DEADLINE_MS : req.body.deadlineMs;
+    return setState(req.params.id, { state: 'draining', deadline: ms === null ? null : now + ms, since: now });
+  });
+  app.post('/backends/:id/maintenance', { config: write, schema: { params: IdParams } }, async (req) =>
+    setState(req.params.id, { state: 'maintenance', deadline: null, since: Date.now() }),
+  );
+  for (const action of ['undrain', 'activate']) {
+    app.post(`/backends/:id/${action}`, { config: write, schema: { params: IdParams } }, async (req) => setState(req.params.id, null));
+  }
+  app.post('/backends/:id/:action', { config: write, schema: { params: z.object({ id: z.string(), action: z.string() }) } }, async (req) => {
+    throw Errors.notFound(`unknown action "${req.params.action}": drain, undrain, maintenance`);
+  });
+}
+
+function noBackend(id: string): HttpError {
+  return Errors.notFound(`no backend "${id}"`);
+}
+
+const iso = (ms: number | null): string | null => (ms ? new Date(ms).toISOString() : null);
+
+function backendJson(b: BackendSnapshot): unknown {
+  return {
+    id: b.id,
+    url: b.url,
+    weight: b.weight,
+    state: b.state,
+    health: b.health,
+    passiveDownUntil: iso(b.passiveDownUntil),
+    admin: b.admin ? { ...b.admin, deadline: iso(b.admin.deadline), since: new Date(b.admin.since).toISOString() } : null,
+    removed: b.removed,
+    rooms: b.rooms,
+    sockets: b.sockets,
+    inflight: b.inflight,
+    healthHistory: b.healthHistory,
+  };
+}

@@ -1,0 +1,115 @@
+// The control plane without a gateway: a ControlPlane over a fake RuntimeView (our own port: plain
+// data and recorded commands) and whatever shared-data store the test gives, with the
+// configuration's defaults for every key a test does not set. For inject() tests and for tests
+// that hand a real node:http server's requests to it.
+import { Writable } from 'node:stream';
+import { configSchema, type Config } from '../../src/config/schema.js';
+import { ControlPlane, type ControlPlaneOptions } from '../../src/control/control-plane.js';
+import { createLogger, type Logger } from '../../src/observability/logger.js';
+import type { BackendAdminState } from '../../src/placement/store.js';
+import type { BackendEventView, BackendSnapshot, GatewaySnapshot, RoomExplanation, RuntimeView } from '../../src/runtime/views.js';
+import type { SharedDataStore } from '../../src/shared-data/store.js';
+
+type Section = 'admin' | 'api' | 'status' | 'room';
+export type ControlConfig = Pick<Config, Section>;
+export type ControlConfigOverrides = { [K in Section]?: Partial<Config[K]> };
+
+/** The defaults of every control-plane key, with the test's own values on top. */
+export function controlConfig(over: ControlConfigOverrides = {}): ControlConfig {
+  const d = configSchema.parse({});
+  return {
+    admin: { ...d.admin, ...over.admin },
+    api: { ...d.api, ...over.api },
+    status: { ...d.status, ...over.status },
+    room: { ...d.room, ...over.room },
+  };
+}
+
+/** A logger whose lines (JSON strings) the test can read. */
+export function memoryLogger(level = 'debug'): { logger: Logger; lines: string[] } {
+  const lines: string[] = [];
+  const logger = createLogger(
+    level,
+    new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        lines.push(chunk.toString('utf8'));
+        cb();
+      },
+    }),
+  );
+  return { logger, lines };
+}
+
+/** A RuntimeView of plain data; commands are recorded and change the data, or fail when told to. */
+export class FakeView implements RuntimeView {
+  snapshot: GatewaySnapshot = { gatewayId: 'gw-test', store: 'memory', degraded: false, ready: true, sockets: 3, rooms: 2 };
+  list: BackendSnapshot[] = [
+    fakeBackend('b1', 'http://10.0.0.1:8000', { rooms: 2, sockets: 3 }),
+    fakeBackend('b2', 'http://10.0.0.2:8000', { weight: 2 }),
+  ];
+  eventList: BackendEventView[] = [{ at: '2025-01-01T00:00:00.000Z', kind: 'joined', backend: 'b1', detail: 'http://10.0.0.1:8000', roomsMoved: 0, liveRoomsMoved: 0 }];
+  readonly commands: { id: string; state: BackendAdminState | null }[] = [];
+  /** setAdminState rejects with this (the store is down). */
+  storeDown: Error | null = null;
+  metricsFail = false;
+
+  gateway(): GatewaySnapshot {
+    return this.snapshot;
+  }
+  backends(): readonly BackendSnapshot[] {
+    return this.list;
+  }
+  backend(id: string): BackendSnapshot | null {
+    return this.list.find((b) => b.id === id) ?? null;
+  }
+  events(): readonly BackendEventView[] {
+    return this.eventList;
+  }
+  async explainRoom(room: string): Promise<RoomExplanation> {
+    return { room, placement: null, cached: false, backend: 'b1', reason: 'ring', wouldPlace: true, socketsHere: 0 };
+  }
+  async setAdminState(id: string, state: BackendAdminState | null): Promise<void> {
+    if (this.storeDown) throw this.storeDown;
+    this.commands.push({ id, state });
+    this.list = this.list.map((b) =>
+      b.id === id ? { ...b, admin: state, state: state === null ? 'up' : state.state === 'draining' ? 'draining' : 'maintenance' } : b,
+    );
+  }
+  async metrics(): Promise<{ contentType: string; text: string }> {
+    if (this.metricsFail) throw new Error('registry broke');
+    return { contentType: 'text/plain; version=0.0.4; charset=utf-8', text: 'roomgate_live_sockets{backend="b1"} 3\n' };
+  }
+}
+
+export function fakeBackend(id: string, url: string, over: Partial<BackendSnapshot> = {}): BackendSnapshot {
+  return {
+    id,
+    url,
+    weight: 1,
+    state: 'up',
+    health: 'up',
+    passiveDownUntil: null,
+    admin: null,
+    removed: false,
+    rooms: 0,
+    sockets: 0,
+    inflight: 0,
+    healthHistory: [{ at: 1_700_000_000_000, ok: true, ms: 1 }],
+    ...over,
+  };
+}
+
+export interface ControlHarness {
+  readonly control: ControlPlane;
+  readonly view: FakeView;
+}
+
+export function makeControl(
+  store: SharedDataStore,
+  over: ControlConfigOverrides = {},
+  extra: Partial<Omit<ControlPlaneOptions, 'config' | 'sharedData'>> = {},
+): ControlHarness {
+  const view = (extra.view as FakeView | undefined) ?? new FakeView();
+  const control = new ControlPlane({ config: controlConfig(over), view, sharedData: store, logger: extra.logger ?? memoryLogger('silent').logger, ...extra });
+  return { control, view };
+}
