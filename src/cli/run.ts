@@ -80,7 +80,8 @@ function report(err: unknown): number {
     return 2;
   }
   if (err instanceof ConfigError) {
-    sayError(err.message, 'hint: config/roomgate.example.yaml describes every key; roomgate check-config checks a configuration');
+    // Each problem carries its own suggestion (did you mean, what to set): no hint line after them.
+    sayError(err.message);
     return 2;
   }
   const e = err as NodeJS.ErrnoException & { address?: string; port?: number };

@@ -267,7 +267,7 @@ describe('deploy/docker-compose.yml', () => {
   it('without an admin token the status page would let nobody in: the config loader refuses it', () => {
     const copy = clone(doc);
     delete copy.services['roomgate-a'].environment.ROOMGATE_ADMIN_TOKEN;
-    expect(composeProblems(FILES.main, copy).join('\n')).toMatch(/status\.public: got "token" but admin\.token is empty/);
+    expect(composeProblems(FILES.main, copy).join('\n')).toMatch(/status\.public: got "token" while admin\.token is empty/);
   });
 
   const broken: [string, (d: Obj) => void, RegExp][] = [

@@ -1,4 +1,7 @@
 // The roomgate command as a user runs it: exit codes, messages, where and sign.
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
 import { createRoomSigner } from '../../src/room/signing.js';
@@ -82,13 +85,71 @@ describe('roomgate CLI', () => {
     const file = writeConfig({ listen: { port: 'eighty' }, cookie: { format: 'django' }, backends: [{ url: 'ftp://x' }] });
     const bad = await runCli(['check-config', '--config', file]);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toContain('listen.port: got "eighty"; expected a number');
-    expect(bad.stderr).toContain('cookie.format: got "django"; expected one of "roomgate" | "django-signer" | "django-cookie"');
+    expect(bad.stderr).toContain('listen.port: got "eighty"; expected a whole number from 0 to 65535\n');
+    expect(bad.stderr).toContain('cookie.format: got "django"; expected one of "roomgate", "django-signer" or "django-cookie"; did you mean "django-signer" or "django-cookie"?\n');
     expect(bad.stderr).toMatch(/backends\.0\.url: got "ftp:\/\/x"; expected an http:\/\/ URL/);
     // start refuses the same configuration before listening.
     const start = await runCli(['start', '--config', file]);
     expect(start.code).toBe(2);
     expect(start.stderr).toContain('listen.port: got "eighty"');
+  });
+
+  it('check-config names every problem in one run, in plain words, with suggestions and only secrets hidden', async () => {
+    const dir = join(tmpdir(), `roomgate-cli-missing-${process.pid}`);
+    const file = writeConfig({
+      listen: { prot: 8080, maxHeaders: 'many' },
+      admin: { token: 'hunter2' },
+      backends: [
+        { id: 'b1', url: 'http://10.0.0.5:8000' },
+        { id: 'b1', url: 'http://10.0.0.6:8000' },
+      ],
+      placement: { boundedLoadFactor: 'high' },
+      room: { pattern: '([' },
+      redis: { url: 'http://cache:6379' },
+      static: { mounts: [{ prefix: '/static/', dir }] },
+    });
+    const r = await runCli(['check-config', '--config', file]);
+    expect(r.code).toBe(2);
+    const lines = r.stderr.trimEnd().split('\n');
+    expect(lines[0]).toBe('roomgate: invalid configuration:');
+    // Type errors, unknown keys and the rules across keys (duplicate ids, a missing directory) together.
+    expect(lines.slice(1).sort()).toEqual(
+      [
+        'listen.prot: unknown key; did you mean "port"?',
+        'listen.maxHeaders: got "many"; expected a whole number from 16 to 10000',
+        'admin.token: got <redacted, 7 characters>; expected empty (admin writes off) or a token of at least 16 characters',
+        'placement.boundedLoadFactor: got "high"; expected 0 (bounded loads off: pure consistent hashing) or a number from 1 to 10',
+        'redis.url: got "http://cache:6379"; expected a redis:// or rediss:// URL, e.g. "redis://:password@10.0.0.7:6379/0"',
+        'room.pattern: got "(["; expected a regular expression (JavaScript syntax) that compiles; this one does not: unterminated character class',
+        'backends.1.id: got "b1", also the id of backends.0; expected an id no other backend has; give one of them another id',
+        `static.mounts.0.dir: got ${JSON.stringify(dir)}, which does not exist; expected a readable directory: create it (e.g. python manage.py collectstatic) or fix the path`,
+      ]
+        .map((p) => `  - ${p}`)
+        .sort(),
+    );
+    expect(r.stderr).not.toContain('hunter2');
+    expect(r.stderr).not.toMatch(/Invalid input|Too small|Unrecognized key|expected a array|expected not/);
+
+    // A YAML mistake: line, column, the line itself and a caret under the spot (a secret on it starred out).
+    writeFileSync(file, 'admin:\n  token: hunter2hunter2hunter2\nlisten:\n  port: 80: 1\n');
+    const y = await runCli(['check-config', '--config', file]);
+    expect(y.code).toBe(2);
+    expect(y.stderr).toBe(
+      [
+        'roomgate: invalid configuration:',
+        `  - config file ${file}: not valid YAML at line 4, column 9: a key and a nested key on one line; put the nested key on its own, indented line (e.g. "listen:" then "  port: 8080")`,
+        '      4 |   port: 80: 1',
+        '        |         ^',
+        '',
+      ].join('\n'),
+    );
+
+    // A valid configuration is printed with its secrets hidden, and only the password of a URL.
+    const ok = await runCli(['check-config'], { REDIS_URL: 'redis://app:pa55word-secret@cache:6379/2', ROOMGATE_ADMIN_TOKEN: 'admin-token-0123456789' });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toContain('"url": "redis://app:<redacted>@cache:6379/2"');
+    expect(ok.stdout).toContain('"token": "<redacted>"');
+    expect(ok.stdout).not.toMatch(/pa55word|admin-token-0123456789/);
   });
 
   it('check-config notes demo mode and a missing secret', async () => {

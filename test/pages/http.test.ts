@@ -235,7 +235,7 @@ describe('configuration', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/status\.public: got "yes"; expected .*off.*token.*open/);
     expect(noToken.code).toBe(2);
-    expect(noToken.stderr).toContain('status.public: got "token" but admin.token is empty');
+    expect(noToken.stderr).toContain('status.public: got "token" while admin.token is empty; expected "off" or "open", or set admin.token');
     expect(ok.code).toBe(0);
   });
 });

@@ -1,4 +1,5 @@
 // roomgate check-config: validate the configuration and print it (secrets redacted), without starting.
+import { redactUrlPassword } from '../../config/describe.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { demoNotes, isDemo } from '../../demo/demo-mode.js';
 import { flag } from '../args.js';
@@ -14,7 +15,8 @@ function redacted(config: LoadedConfig): unknown {
     cookie: { ...config.cookie, secrets: config.cookie.secrets.map(redact) },
     admin: { ...config.admin, token: redact(config.admin.token) },
     api: { ...config.api, tokens: config.api.tokens.map(redact) },
-    redis: { ...config.redis, url: config.redis.url?.replace(/\/\/[^@/]*@/, '//<redacted>@') ?? null },
+    // Only the password of the URL is secret: host, port and db stay readable.
+    redis: { ...config.redis, url: config.redis.url === null ? null : redactUrlPassword(config.redis.url) },
   };
 }
 
