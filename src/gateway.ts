@@ -59,20 +59,23 @@ export function signerFor(config: LoadedConfig, secrets: readonly string[]): Roo
 
 export class Gateway {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
+  /** The registry a cluster primary merges from its workers; the only part read from outside. */
   readonly metrics: Metrics;
-  readonly pool: BackendPool;
-  readonly tunnels: TunnelRegistry;
-  readonly events = new EventLog();
-  readonly store: PlacementStore;
+  // Everything below is owned here and reached from outside only through `view` (the control
+  // plane's port: snapshots and named commands), so a reader finds each state's one owner.
+  private readonly pool: BackendPool;
+  private readonly tunnels: TunnelRegistry;
+  private readonly events = new EventLog();
+  private readonly store: PlacementStore;
   /** Presence, lobby and leaderboards. */
-  readonly sharedData: SharedDataStore;
+  private readonly sharedData: SharedDataStore;
   /** The admin API, the public API and the pages (src/control/), on fastify; proxied traffic never reaches it. */
-  readonly control: ControlPlane;
-  readonly placer: Placer;
-  readonly health: HealthChecker;
-  readonly admission: Admission;
+  private readonly control: ControlPlane;
+  private readonly placer: Placer;
+  private readonly health: HealthChecker;
+  private readonly admission: Admission;
   /** What the control plane (admin API, pages) sees and may ask. */
-  readonly view: RuntimeView;
+  private readonly view: RuntimeView;
   private readonly discovery: DnsDiscovery | null;
   private readonly server: Server;
   private readonly admin: Server | null;

@@ -1,305 +1,388 @@
-// The configuration contract: every key, its type, its default and what is allowed.
-// config/roomgate.example.yaml documents the same keys; a test keeps the two equal.
+// The configuration contract: every key, its type, its default, what is allowed and what it does.
+// The words live next to the rules: `doc(...)` gives each key the text that the reference
+// (docs/configuration.md) and the example (config/roomgate.example.yaml) show, and each custom
+// rule says in its message what is allowed (an "expected ..." phrase). `npm run docs:config`
+// writes both files from here; a test fails when they are out of date.
+import { isIP } from 'node:net';
 import { z } from 'zod';
 
+/** What the reference, the example file and the error messages know about a key or a value type. */
+export interface KeyDoc {
+  /** What the key does, in sentences. */
+  text?: string;
+  /** What a value must be, when the type and range do not say it (a pattern, a format). */
+  allowed?: string;
+  /** Unit of a number. */
+  unit?: 'ms' | 's' | 'bytes';
+  /** What 0 means, when it is special (e.g. "no limit"). */
+  zero?: string;
+  /** What null means. */
+  null?: string;
+  /** A secret is never printed: 'value' hides all of it, 'url-password' only the password in a URL. */
+  secret?: 'value' | 'url-password';
+  /** A value worth showing (commented out in the example file) when the default is empty or null. */
+  example?: unknown;
+}
+
+/** The documentation of schema nodes; describe.ts reads it. */
+export const docs = z.registry<KeyDoc>();
+
+/** Gives a schema node its documentation and returns the node. */
+function doc<T extends z.ZodType>(schema: T, d: KeyDoc): T {
+  docs.add(schema, d);
+  return schema;
+}
+
+/** Text that must match `re`; `allowed` says what that means, for messages and the reference. */
+function matching(re: RegExp, allowed: string): z.ZodString {
+  return z.string().regex(re, allowed);
+}
+
 const port = z.number().int().min(0).max(65535);
-const positiveMs = z.number().int().min(1).max(86_400_000);
-const optionalMs = z.number().int().min(0).max(86_400_000); // 0 = off
+const positiveMs = doc(z.number().int().min(1).max(86_400_000), { unit: 'ms' });
+const optionalMs = doc(z.number().int().min(0).max(86_400_000), { unit: 'ms', zero: 'off' });
+const seconds = (min: number, max: number) => doc(z.number().int().min(min).max(max), { unit: 's' });
 
 export const KEY_SOURCES = ['path-prefix', 'query', 'page-path', 'cookie', 'header'] as const;
 export type KeySource = (typeof KEY_SOURCES)[number];
 
-const regex = z.string().superRefine((s, ctx) => {
-  try {
-    new RegExp(s);
-  } catch (err) {
-    ctx.addIssue({ code: 'custom', message: `not a valid regular expression (${(err as Error).message})` });
-  }
-});
+const regex = doc(
+  z.string().superRefine((s, ctx) => {
+    try {
+      new RegExp(s);
+    } catch (err) {
+      // "Invalid regular expression: /([/: Unterminated character class" -> "unterminated character class"
+      const why = (err as Error).message.replace(/^Invalid regular expression: \/.*\/[a-z]*: /s, '');
+      ctx.addIssue({ code: 'custom', message: `a regular expression (JavaScript syntax) that compiles; this one does not: ${why.charAt(0).toLowerCase()}${why.slice(1)}` });
+    }
+  }),
+  { allowed: 'a regular expression (JavaScript syntax)' },
+);
+
+const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;
+
+/** "host:port" with a port from 1 to 65535 ("[ipv6]:port" for IPv6). */
+const hostPort = (example: string) =>
+  z.string().refine(
+    (s) => {
+      const m = HOST_PORT.exec(s);
+      return m !== null && Number(m[2]) >= 1 && Number(m[2]) <= 65535;
+    },
+    { message: `a "host:port" with a port from 1 to 65535, e.g. "${example}"` },
+  );
+
+export function isIpOrCidr(s: string): boolean {
+  const [addr, bits, extra] = s.split('/');
+  if (extra !== undefined || !addr) return false;
+  const family = isIP(addr);
+  if (family === 0) return false;
+  if (bits === undefined) return true;
+  if (!/^\d{1,3}$/.test(bits)) return false;
+  return Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/** A DNS server as Node's resolver takes it: "ip", "ip:port" or "[ipv6]:port". */
+function isDnsServer(s: string): boolean {
+  if (isIP(s) !== 0) return true;
+  const m = /^(?:\[([0-9A-Fa-f:.]+)\]|([0-9.]+)):(\d{1,5})$/.exec(s);
+  if (!m) return false;
+  const addr = m[1] ?? m[2] ?? '';
+  const p = Number(m[3]);
+  return isIP(addr) !== 0 && p >= 1 && p <= 65535;
+}
 
 // A page path pattern such as /game/{room}/: {room} once, as one whole path segment; the rest literal.
-const pagePattern = z
-  .string()
-  .regex(/^\/(?:[^{}]*\/)?\{room\}(?:\/[^{}]*)?$/, 'a path with {room} once as a whole segment, e.g. "/game/{room}/"');
+const pagePattern = matching(/^\/(?:[^{}]*\/)?\{room\}(?:\/[^{}]*)?$/, 'a path with {room} once as a whole segment, e.g. "/game/{room}/"');
 
+const BACKEND_URL = 'an http:// URL with host and port and no path, e.g. "http://10.0.0.5:8000"';
 const backend = z.strictObject({
-  id: z
-    .string()
-    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'an id of 1-64 characters from A-Z a-z 0-9 _ . : -')
-    .optional(),
-  url: z.string().refine((s) => /^http:\/\/[^/?#\s]+\/?$/.test(s) && URL.canParse(s), {
-    message: 'an http:// URL with host and port and no path, e.g. "http://10.0.0.5:8000"',
+  id: doc(matching(/^[A-Za-z0-9_.:-]{1,64}$/, 'an id of 1-64 characters from A-Z a-z 0-9 _ . : -').optional(), {
+    text: 'Names the backend in logs, metrics and the admin API; the ring hashes ids, so keep them stable. Default: host:port of the URL.',
   }),
-  weight: z.number().min(0).max(100).default(1),
+  url: doc(
+    z.string().superRefine((s, ctx) => {
+      if (/^http:\/\/[^/?#\s]+\/?$/.test(s) && URL.canParse(s)) return;
+      const fix = /^https:\/\//i.test(s)
+        ? '; roomgate speaks plain HTTP to backends: write http://'
+        : /^http:\/\/[^/?#\s]+[/?#]./.test(s)
+          ? '; remove the path (roomgate forwards each request path as it comes)'
+          : '';
+      ctx.addIssue({ code: 'custom', message: BACKEND_URL + fix });
+    }),
+    { text: 'Where the backend listens.', allowed: BACKEND_URL },
+  ),
+  weight: doc(z.number().min(0).max(100).default(1), {
+    text: 'Relative share of new rooms; 0 takes no new rooms (its placed rooms stay).',
+    zero: 'no new rooms',
+  }),
 });
 
 // A static mount: URL prefix -> directory. The prefix is matched against the raw request path,
 // so it is limited to characters that are never percent-encoded; /_roomgate/ is roomgate's own.
 const staticMount = z.strictObject({
-  prefix: z
-    .string()
-    .regex(/^\/(?:[A-Za-z0-9_~!$&'()*+,;=:@.-]+\/)+$/, 'a URL path that starts and ends with "/", e.g. "/static/"')
-    .refine((p) => !p.split('/').some((s) => s === '.' || s === '..'), { message: 'a path without "." or ".." segments, e.g. "/static/"' })
-    .refine((p) => !p.startsWith('/_roomgate/'), { message: 'a prefix outside /_roomgate/ (reserved for roomgate\'s own API), e.g. "/static/"' }),
-  // Must exist and be a readable directory when the configuration is loaded; relative to the
-  // working directory.
-  dir: z.string().min(1),
+  prefix: doc(
+    matching(/^\/(?:[A-Za-z0-9_~!$&'()*+,;=:@.-]+\/)+$/, 'a URL path that starts and ends with "/", e.g. "/static/"')
+      .refine((p) => !p.split('/').some((s) => s === '.' || s === '..'), { message: 'a URL path without "." or ".." segments, e.g. "/static/"' })
+      .refine((p) => !p.startsWith('/_roomgate/'), { message: 'a URL path outside /_roomgate/ (reserved for roomgate\'s own pages and API), e.g. "/static/"' }),
+    {
+      text: 'URL path prefix served from `dir`; it starts and ends with "/". The longest matching prefix wins.',
+      allowed: 'a URL path that starts and ends with "/" (e.g. "/static/"), without "." or ".." segments, outside /_roomgate/',
+    },
+  ),
+  dir: doc(z.string().min(1), {
+    text: 'The directory to serve; relative to the working directory. It must exist and be readable when the configuration is loaded.',
+  }),
 });
 
+// A group of keys: every key has a default, so an absent group is all defaults.
+const section = <T extends z.core.$ZodLooseShape>(text: string, shape: T) => doc(z.strictObject(shape).prefault({} as z.input<z.ZodObject<T>>), { text });
+
 export const configSchema = z.strictObject({
-  listen: z
-    .strictObject({
-      host: z.string().min(1).default('0.0.0.0'),
-      port: port.default(8080),
-      // Bigger request heads are refused with 431 before any routing (Node's parser enforces it).
-      maxHeaderBytes: z.number().int().min(1024).max(1_048_576).default(16_384),
-      // More request header lines than this get 431 (Apache's LimitRequestFields is 100 too).
-      maxHeaders: z.number().int().min(16).max(10_000).default(100),
-      // Time a client has to send a complete request head (slowloris guard).
-      headersTimeoutMs: positiveMs.default(20_000),
-      // Time for a whole request, head and body, to arrive (a body trickled byte by byte is cut
-      // with 408). 0 = no limit. WebSocket sockets are not affected.
-      requestTimeoutMs: optionalMs.default(300_000),
-      // How long an idle keep-alive client connection stays open.
-      keepAliveTimeoutMs: positiveMs.default(5_000),
-    })
-    .prefault({}),
-  admin: z
-    .strictObject({
-      // The admin port (/metrics, /backends) binds to loopback unless you say otherwise.
-      host: z.string().min(1).default('127.0.0.1'),
-      port: port.default(9090),
-      enabled: z.boolean().default(true),
-      // Bearer token for admin writes (drain, undrain, maintenance). Empty: writes are refused.
-      // Prefer the ROOMGATE_ADMIN_TOKEN environment variable.
-      token: z.string().refine((t) => t === '' || t.length >= 16, { message: 'empty (writes off) or at least 16 characters' }).default(''),
-      // Host names (no port) the admin port answers besides IP addresses and localhost; other
-      // Hosts get 421, a guard against DNS rebinding (a web page re-pointing its own name at the
-      // admin port). E.g. the name Prometheus scrapes it by.
-      allowedHosts: z
-        .array(z.string().regex(/^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/, 'a host name without port, e.g. "roomgate-admin"'))
-        .default([]),
-    })
-    .prefault({}),
-  backends: z.array(backend).default([]),
-  discovery: z
-    .strictObject({
-      // DNS discovery of backends (a Kubernetes headless Service). null: the static list only.
-      dns: z
+  listen: section('The public listener: pages, API and WebSockets.', {
+    host: doc(z.string().min(1).default('0.0.0.0'), { text: 'Public address.' }),
+    port: doc(port.default(8080), { text: 'Public port; 0 = any free port (the `listening` log line says which).' }),
+    maxHeaderBytes: doc(z.number().int().min(1024).max(1_048_576).default(16_384), {
+      text: "Bigger request heads are refused with 431 before any routing (Node's parser enforces it).",
+      unit: 'bytes',
+    }),
+    maxHeaders: doc(z.number().int().min(16).max(10_000).default(100), {
+      text: "More request header lines than this get 431 (Apache's LimitRequestFields is 100 too).",
+    }),
+    headersTimeoutMs: doc(positiveMs.default(20_000), { text: 'Time a client has to send a complete request head (slowloris guard).' }),
+    requestTimeoutMs: doc(optionalMs.default(300_000), {
+      text: 'Time for a whole request, head and body, to arrive: a body trickled byte by byte is cut with 408. At least `headersTimeoutMs`. WebSocket sockets are not affected.',
+      zero: 'no limit',
+    }),
+    keepAliveTimeoutMs: doc(positiveMs.default(5_000), { text: 'How long an idle keep-alive client connection stays open.' }),
+  }),
+  admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance).', {
+    enabled: doc(z.boolean().default(true), { text: 'Run the admin listener.' }),
+    host: doc(z.string().min(1).default('127.0.0.1'), { text: 'Admin address: loopback unless you open it.' }),
+    port: doc(port.default(9090), { text: 'Admin port.' }),
+    token: doc(
+      z
+        .string()
+        .refine((t) => t === '' || t.length >= 16, { message: 'empty (admin writes off) or a token of at least 16 characters' })
+        .default(''),
+      {
+        text: 'Bearer token for admin writes (drain, undrain, maintenance) and for `status.public: token` (as bearer token or HTTP Basic password). Empty: writes are refused. Prefer the environment variable to the file.',
+        secret: 'value',
+      },
+    ),
+    allowedHosts: doc(z.array(matching(HOST_NAME, 'a host name without port, e.g. "roomgate-admin"')).default([]), {
+      text: 'Host names (no port) the admin port answers besides IP addresses and localhost, e.g. the name Prometheus scrapes it by. Other Hosts get 421: a guard against DNS rebinding (a web page re-pointing its own name at the admin port).',
+      example: ['roomgate-admin'],
+    }),
+  }),
+  backends: doc(z.array(backend).default([]), {
+    text: 'The app backends: single-process servers that each hold their rooms in memory. Empty (and no `discovery.dns`): `roomgate start` runs demo backends (see `demo`).',
+    example: [
+      { id: 'b1', url: 'http://10.0.0.5:8000', weight: 1 },
+      { id: 'b2', url: 'http://10.0.0.6:8000' },
+    ],
+  }),
+  discovery: section('Backends found by DNS instead of (or besides) the static `backends` list.', {
+    dns: doc(
+      z
         .strictObject({
-          name: z.string().min(1),
-          type: z.enum(['A', 'AAAA', 'A+AAAA', 'SRV']).default('SRV'),
-          // Port of A/AAAA backends (SRV records carry their own).
-          port: port.default(8000),
-          intervalMs: positiveMs.default(5_000),
-          // DNS servers ("ip" or "ip:port"); empty = the system's resolvers.
-          servers: z.array(z.string()).default([]),
+          name: doc(z.string().min(1), {
+            text: 'The DNS name to query: for SRV records of a headless Service `_<port name>._<protocol>.<service>.<namespace>.svc.cluster.local`.',
+            allowed: 'a DNS name, e.g. "_http._tcp.app-headless.default.svc.cluster.local"',
+          }),
+          type: doc(z.enum(['A', 'AAAA', 'A+AAAA', 'SRV']).default('SRV'), { text: 'Record type: SRV (stable ids from pod names, ports from the records), A, AAAA or A+AAAA.' }),
+          port: doc(port.default(8000), { text: 'Port of A/AAAA backends (SRV records carry their own).' }),
+          intervalMs: doc(positiveMs.default(5_000), { text: 'How often the name is resolved again.' }),
+          servers: doc(z.array(z.string().refine(isDnsServer, { message: 'a DNS server "ip" or "ip:port" ("[ipv6]:port"), e.g. "10.96.0.10" or "10.96.0.10:53"' })).default([]), {
+            text: "DNS servers to ask; empty: the system's resolvers.",
+          }),
         })
         .nullable()
         .default(null),
-    })
-    .prefault({}),
-  health: z
-    .strictObject({
-      // null (default): a TCP connect check, which every backend passes while it listens (like
-      // HAProxy's plain `check`): many apps (Django, djust) have no health route, and a default
-      // path they answer 404 would take every backend out. A path: GET it on each backend
-      // (2xx/3xx passes), opt-in for apps that have such a route.
-      path: z.string().startsWith('/', 'a path starting with "/"').nullable().default(null),
-      // Host header of the HTTP check; null = host:port of the backend's URL. Django answers 400
-      // to a Host that is not in ALLOWED_HOSTS (e.g. "127.0.0.1:8000"): set one it accepts.
-      host: z
-        .string()
-        .regex(/^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/, 'a Host header value: a name or address with an optional port, e.g. "app.example.com" or "app.example.com:8000"')
+      {
+        text: 'DNS discovery of backends, e.g. a Kubernetes headless Service.',
+        null: 'no DNS discovery: the static list only',
+        example: { name: '_http._tcp.app-headless.default.svc.cluster.local', type: 'SRV', port: 8000, intervalMs: 5000, servers: [] },
+      },
+    ),
+  }),
+  health: section('Health checks of each backend.', {
+    path: doc(z.string().startsWith('/', 'a path starting with "/", e.g. "/healthz"').nullable().default(null), {
+      text: "A path to GET on each backend (2xx/3xx passes), for apps that have a health route. null: a TCP connect check, which a backend passes while it listens (like HAProxy's plain `check`): many apps (Django, djust) have no health route, and a default path they answer 404 would take every backend out.",
+      null: 'a TCP connect check',
+    }),
+    host: doc(
+      matching(
+        /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/,
+        'a Host header value: a name or address with an optional port, e.g. "app.example.com" or "app.example.com:8000"',
+      )
         .nullable()
         .default(null),
-      intervalMs: positiveMs.default(2_000),
-      timeoutMs: positiveMs.default(1_000),
-      // Consecutive passes to go down -> up, failures to go up -> down.
-      rise: z.number().int().min(1).max(100).default(2),
-      fall: z.number().int().min(1).max(100).default(3),
-      // A backend marked down by its checks gets no new rooms. 'keep': its live sockets stay until
-      // they end by themselves (a failed check is weaker evidence than sockets carrying frames),
-      // and its rooms' new sockets and pages still go there while this gateway holds live sockets
-      // of them, so no room is split. 'close': its sockets are closed at once (unless no other
-      // backend is up), as HAProxy's on-marked-down shutdown-sessions.
-      onDown: z.enum(['keep', 'close']).default('keep'),
-    })
-    .prefault({}),
-  placement: z
-    .strictObject({
-      // A room with no live socket keeps its backend this long (longer than djust's ~150 s
-      // reconnect window: 10 attempts, back-off up to 30 s).
-      idleTtlMs: positiveMs.default(180_000),
-      // A cached placement is re-read from the store after this long.
-      cacheTtlMs: positiveMs.default(5_000),
-      // Live rooms and load figures are exchanged with the store this often.
-      heartbeatMs: positiveMs.default(1_000),
-      // A gateway silent this long no longer holds rooms busy (must exceed 2 heartbeats).
-      gatewayTtlMs: positiveMs.default(5_000),
-      // Bounded loads: a new room skips a backend whose load is at ceil(factor * average).
-      // 0 turns them off (pure consistent hashing). Never applies to a placed room.
-      boundedLoadFactor: z.union([z.literal(0), z.number().min(1).max(10)]).default(1.25),
-      // What "load" counts: rooms placed (all gateways) or this gateway's live sockets.
-      loadMetric: z.enum(['rooms', 'sockets']).default('rooms'),
-    })
-    .prefault({}),
-  redis: z
-    .strictObject({
-      // redis://[:password@]host:port/db, rediss:// for TLS. null: in-memory store (one gateway).
-      // Prefer the REDIS_URL environment variable.
-      url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').nullable().default(null),
-      // Sentinel form: "host:port" of each sentinel (env REDIS_SENTINELS, comma-separated) and the
-      // master group name. redis.url, if set, then only carries password, TLS (rediss://) and db
-      // (its host:port is not used).
-      sentinels: z.array(z.string()).default([]),
-      sentinelName: z.string().min(1).default('mymaster'),
-      // Cluster form: "host:port" of some cluster nodes (env REDIS_CLUSTER_NODES, comma-separated).
-      // redis.url, if set, then only carries password and TLS (rediss://; its host:port is not used).
-      clusterNodes: z.array(z.string()).default([]),
-      // Every key starts with this, so several apps can share one Redis.
-      keyPrefix: z.string().regex(/^[A-Za-z0-9_.:-]{0,64}$/, 'up to 64 characters from A-Z a-z 0-9 _ . : -').default('roomgate:'),
-      // No Redis call waits longer than this (then the gateway runs degraded).
-      commandTimeoutMs: positiveMs.default(500),
-    })
-    .prefault({}),
-  api: z
-    .strictObject({
-      // The shared-data API under /_roomgate/api/ on the public port (lobby, presence, leaderboards).
-      enabled: z.boolean().default(true),
-      // Bearer tokens allowed to write room metadata and scores (16+ characters each). Empty:
-      // writes are refused. Prefer the ROOMGATE_API_TOKENS environment variable.
-      tokens: z.array(z.string().min(16, 'at least 16 characters')).default([]),
-      // Largest room metadata document accepted (bytes of JSON).
-      maxMetaBytes: z.number().int().min(64).max(1_048_576).default(4_096),
-      // The lobby stream pushes changes at most this often.
-      streamIntervalMs: z.number().int().min(50).max(60_000).default(500),
-      // Concurrent Server-Sent Event streams per port (a count): on the public port the lobby
-      // streams and the public status streams together, on the admin port the status streams.
-      // Each holds a connection and up to 1 MiB of unread frames, so this bounds what anyone who
-      // reaches the port can hold open; past it: 503 with Retry-After. Per worker with --workers.
-      maxStreams: z.number().int().min(1).max(10_000).default(64),
-    })
-    .prefault({}),
-  status: z
-    .strictObject({
-      // The status page (/_roomgate/) on the public port: 'off' (admin port only), 'token' (the
-      // admin token as HTTP Basic password or bearer token), 'open' (anyone). Always on the admin port.
-      public: z.enum(['off', 'token', 'open']).default('off'),
-    })
-    .prefault({}),
-  presence: z
-    .strictObject({
-      // A gateway's presence counts vanish this long after its last heartbeat (crash, kill -9).
-      ttlMs: z.number().int().min(1_000).max(15_000).default(10_000),
-    })
-    .prefault({}),
-  admission: z
-    .strictObject({
-      // Per backend: WebSocket handshakes in flight (0 = unlimited).
-      maxInflightUpgrades: z.number().int().min(0).max(100_000).default(200),
-      // Per backend: handshakes per second, also the burst (0 = unlimited).
-      upgradesPerSecond: z.number().int().min(0).max(1_000_000).default(500),
-      retryAfterS: z.number().int().min(1).max(3600).default(1),
-    })
-    .prefault({}),
-  demo: z
-    .strictObject({
-      // With no backends configured, `roomgate start` runs this many demo backends itself.
-      backends: z.number().int().min(1).max(16).default(3),
-      basePort: port.default(8101),
-    })
-    .prefault({}),
-  room: z
-    .strictObject({
-      sources: z
+      {
+        text: 'Host header of the HTTP check (only with `health.path`). Django answers 400 to a Host that is not in ALLOWED_HOSTS (e.g. "127.0.0.1:8000"): set one it accepts.',
+        null: "host:port of the backend's URL",
+      },
+    ),
+    intervalMs: doc(positiveMs.default(2_000), { text: 'Time between two checks of one backend.' }),
+    timeoutMs: doc(positiveMs.default(1_000), { text: 'A check slower than this fails; at most `intervalMs`.' }),
+    rise: doc(z.number().int().min(1).max(100).default(2), { text: 'Passes in a row for a backend that is down to come back up.' }),
+    fall: doc(z.number().int().min(1).max(100).default(3), { text: 'Failures in a row for a backend that is up to go down.' }),
+    onDown: doc(z.enum(['keep', 'close']).default('keep'), {
+      text: "A backend marked down by its checks gets no new rooms. keep: its live sockets stay until they end by themselves (a failed check is weaker evidence than sockets carrying frames), and its rooms' new sockets and pages still go there while this gateway holds live sockets of them, so no room is split. close: its sockets are closed at once (unless no other backend is up), as HAProxy's on-marked-down shutdown-sessions.",
+    }),
+  }),
+  placement: section('Which backend a room goes to, and how long it stays there.', {
+    idleTtlMs: doc(positiveMs.default(180_000), {
+      text: "A room with no live socket keeps its backend this long; longer than djust's reconnect window (~150 s: 10 attempts, back-off up to 30 s).",
+    }),
+    cacheTtlMs: doc(positiveMs.default(5_000), { text: 'A cached placement is re-read from the store after this long.' }),
+    heartbeatMs: doc(positiveMs.default(1_000), { text: 'Live rooms and load figures are exchanged with the store this often.' }),
+    gatewayTtlMs: doc(positiveMs.default(5_000), { text: 'A gateway silent this long no longer holds rooms busy; at least 2 x `heartbeatMs`.' }),
+    boundedLoadFactor: doc(z.union([z.literal(0), z.number().min(1).max(10)]).default(1.25), {
+      text: 'Bounded loads: a new room skips a backend whose load is at ceil(factor x average). Never applies to a placed room.',
+      zero: 'bounded loads off: pure consistent hashing',
+    }),
+    loadMetric: doc(z.enum(['rooms', 'sockets']).default('rooms'), { text: "What load counts: rooms placed (all gateways) or this gateway's live sockets." }),
+  }),
+  redis: section(
+    'The store several gateways share (placements, presence, shared data). Three forms: `url` alone; Sentinel (`sentinels` and `sentinelName`, `url` then only carries password, TLS and db); Cluster (`clusterNodes`, `url` then only carries password and TLS).',
+    {
+      url: doc(
+        z
+          .string()
+          .refine((s) => /^rediss?:\/\//.test(s) && URL.canParse(s), { message: 'a redis:// or rediss:// URL, e.g. "redis://:password@10.0.0.7:6379/0"' })
+          .nullable()
+          .default(null),
+        {
+          text: 'redis://[:password@]host:port/db, or rediss:// for TLS. Prefer the environment variable to the file (it carries the password).',
+          null: 'an in-memory store, for one gateway',
+          secret: 'url-password',
+        },
+      ),
+      sentinels: doc(z.array(hostPort('10.0.0.5:26379')).default([]), {
+        text: 'Sentinel form: "host:port" of each sentinel. Not together with `clusterNodes`.',
+        example: ['10.0.0.5:26379', '10.0.0.6:26379', '10.0.0.7:26379'],
+      }),
+      sentinelName: doc(z.string().min(1).default('mymaster'), { text: 'The Sentinel master group name.' }),
+      clusterNodes: doc(z.array(hostPort('10.0.0.5:6379')).default([]), {
+        text: 'Cluster form: "host:port" of some Cluster nodes (the rest are discovered). Not together with `sentinels`; db 0 only.',
+        example: ['10.0.0.5:6379', '10.0.0.6:6379'],
+      }),
+      keyPrefix: doc(matching(/^[A-Za-z0-9_.:-]{0,64}$/, 'up to 64 characters from A-Z a-z 0-9 _ . : -').default('roomgate:'), {
+        text: 'Every key starts with this, so several apps can share one Redis.',
+      }),
+      commandTimeoutMs: doc(positiveMs.default(500), { text: 'No Redis call waits longer than this (then the gateway runs degraded).' }),
+    },
+  ),
+  api: section('The shared-data API under /_roomgate/api/ on the public port: lobby, presence, leaderboards.', {
+    enabled: doc(z.boolean().default(true), { text: 'Serve the API.' }),
+    tokens: doc(z.array(z.string().min(16, 'a token of at least 16 characters')).default([]), {
+      text: 'Bearer tokens allowed to write room metadata and scores (any of them passes, as bearer token or HTTP Basic password). Empty: writes are refused. Prefer the environment variable to the file.',
+      secret: 'value',
+    }),
+    maxMetaBytes: doc(z.number().int().min(64).max(1_048_576).default(4_096), { text: 'Largest room metadata document accepted (bytes of JSON).', unit: 'bytes' }),
+    streamIntervalMs: doc(z.number().int().min(50).max(60_000).default(500), { text: 'The lobby stream pushes changes at most this often.', unit: 'ms' }),
+    maxStreams: doc(z.number().int().min(1).max(10_000).default(64), {
+      text: 'Server-Sent Event streams open at once per port: on the public port the lobby and public status streams together, on the admin port the status streams. Each holds a connection and up to 1 MiB of unread frames, so this bounds what anyone who reaches the port can hold open; past it: 503 with Retry-After. Per worker with --workers.',
+    }),
+  }),
+  status: section('The status page /_roomgate/ (always on the admin port).', {
+    public: doc(z.enum(['off', 'token', 'open']).default('off'), {
+      text: 'The status page on the public port. off: admin port only; token: with the admin token (`admin.token`, as HTTP Basic password or bearer token); open: anyone.',
+    }),
+  }),
+  presence: section('Presence counts that gateways share.', {
+    ttlMs: doc(z.number().int().min(1_000).max(15_000).default(10_000), {
+      text: "A gateway's presence counts vanish this long after its last heartbeat (crash, kill -9); at least 2 x `placement.heartbeatMs`.",
+      unit: 'ms',
+    }),
+  }),
+  admission: section('Limits on WebSocket handshakes per backend; beyond them: 503 with Retry-After.', {
+    maxInflightUpgrades: doc(z.number().int().min(0).max(100_000).default(200), { text: 'Per backend: WebSocket handshakes in flight.', zero: 'unlimited' }),
+    upgradesPerSecond: doc(z.number().int().min(0).max(1_000_000).default(500), { text: 'Per backend: handshakes per second, also the burst.', zero: 'unlimited' }),
+    retryAfterS: doc(seconds(1, 3600).default(1), { text: 'Retry-After of the 503 beyond those limits.' }),
+  }),
+  demo: section('Demo backends, for trying roomgate out.', {
+    backends: doc(z.number().int().min(1).max(16).default(3), { text: 'With no backends configured, `roomgate start` runs this many demo backends itself.' }),
+    basePort: doc(port.default(8101), { text: 'They listen on 127.0.0.1:basePort, basePort+1, ...' }),
+  }),
+  room: section('Where the room key of a request is read from, and what a valid key looks like.', {
+    sources: doc(
+      z
         .array(z.enum(KEY_SOURCES))
         .min(1)
         .refine((a) => new Set(a).size === a.length, { message: 'each source at most once' })
         .default(['path-prefix', 'query', 'page-path', 'cookie', 'header']),
-      pattern: regex.default('^[A-Za-z0-9_.:-]{1,128}$'),
-      queryParam: z.string().min(1).default('room'),
-      // /r/{room}/rest is forwarded as /rest. Must start and end with "/".
-      pathPrefix: z
-        .string()
-        .regex(/^\/([A-Za-z0-9_.-]+\/)+$/, 'a path like "/r/" that starts and ends with "/"')
-        .default('/r/'),
-      pagePaths: z.array(pagePattern).default(['/game/{room}/']),
-      header: z
-        .string()
-        .regex(/^[A-Za-z0-9-]+$/, 'an HTTP header name')
-        .default('X-Room-Key'),
-      // What to do with a request that carries no valid room key.
-      noRoom: z.enum(['least-loaded', 'reject']).default('least-loaded'),
-    })
-    .prefault({}),
-  cookie: z
-    .strictObject({
-      name: z
-        .string()
-        .regex(/^[A-Za-z0-9_-]{1,64}$/, 'a cookie name of 1-64 characters from A-Z a-z 0-9 _ -')
-        .default('roomgate_room'),
-      // 'roomgate' (own format), 'django-signer' (signing.Signer(salt=...)),
-      // 'django-cookie' (HttpResponse.set_signed_cookie(name, room, salt=...)).
-      format: z.enum(['roomgate', 'django-signer', 'django-cookie']).default('roomgate'),
-      // The first secret signs, all verify. Prefer the ROOMGATE_COOKIE_SECRETS environment variable.
-      secrets: z.array(z.string().min(16, 'at least 16 characters')).default([]),
-      salt: z.string().default(''),
-      // Cookie lifetime and the oldest signature accepted (formats with a timestamp). 0 = session cookie.
-      maxAgeS: z.number().int().min(0).max(31_536_000).default(86_400),
-      // false accepts a plain, unsigned room cookie: only for apps on a trusted network.
-      signed: z.boolean().default(true),
-      // Set the signed room cookie on page responses whose key came from query, path or header.
-      setOnPages: z.boolean().default(true),
-    })
-    .prefault({}),
-  proxy: z
-    .strictObject({
-      // Upgrades are proxied on paths with one of these prefixes; others get 404. "/" = any path.
-      websocketPaths: z
-        .array(z.string().startsWith('/', 'a path prefix starting with "/"'))
-        .min(1)
-        .default(['/']),
-      connectTimeoutMs: positiveMs.default(5_000),
-      // Time from sending a request to the backend's response head; then 504.
-      responseTimeoutMs: positiveMs.default(60_000),
-      // Close a proxied WebSocket with no traffic either way for this long. 0 = never (djust pings every 30 s).
-      websocketIdleTimeoutMs: optionalMs.default(0),
-      // Idle keep-alive connections kept per backend.
-      maxIdleSocketsPerBackend: z.number().int().min(0).max(10_000).default(64),
-      // Peers whose X-Forwarded-* headers are trusted (IPs or CIDRs). Others' are replaced.
-      trustedProxies: z.array(z.string()).default([]),
-      // A backend that refuses a connection gets no new traffic for this long.
-      passiveDownMs: positiveMs.default(10_000),
-      // Retry-After seconds sent with a 503 when no backend can take a request.
-      retryAfterS: z.number().int().min(1).max(3600).default(2),
-    })
-    .prefault({}),
-  static: z
-    .strictObject({
-      // Directories roomgate serves itself (e.g. Django's collectstatic output); longest prefix wins.
-      // A path under a mount never reaches a backend (404 when the file is missing).
-      mounts: z.array(staticMount).default([]),
-      // Cache-Control max-age (s) of files whose name has no content hash; 0 = no-cache.
-      maxAgeS: z.number().int().min(0).max(31_536_000).default(60),
-      // Paths (under the mount) matching this are content-hashed: cached a year, immutable.
-      // The default matches "app.3f2a9c1b.js" and Django's "css/base.5af66c1b1797.css". null = none.
-      hashedNames: regex.nullable().default('[.-][0-9a-f]{8,64}\\.[A-Za-z0-9]+$'),
-    })
-    .prefault({}),
-  shutdown: z
-    .strictObject({
-      // After SIGTERM: readiness is false for this long before the listener closes.
-      readinessDelayMs: optionalMs.default(0),
-      // Then live sockets get this long to finish before they are closed.
-      graceMs: optionalMs.default(10_000),
-    })
-    .prefault({}),
-  log: z
-    .strictObject({
-      level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-    })
-    .prefault({}),
+      { text: 'Where the room key is read from, in order; the first valid key wins.' },
+    ),
+    pattern: doc(regex.default('^[A-Za-z0-9_.:-]{1,128}$'), { text: 'A room key must match this (and be at most 1024 characters).' }),
+    queryParam: doc(z.string().min(1).default('room'), { text: 'Query parameter carrying the key: ?room=42.' }),
+    pathPrefix: doc(matching(/^\/([A-Za-z0-9_.-]+\/)+$/, 'a path that starts and ends with "/", e.g. "/r/"').default('/r/'), {
+      text: 'Per-tab prefix: /r/42/ws/live/ is forwarded as /ws/live/.',
+    }),
+    pagePaths: doc(z.array(pagePattern).default(['/game/{room}/']), { text: 'Page paths that name the room (not stripped).' }),
+    header: doc(matching(/^[A-Za-z0-9-]+$/, 'an HTTP header name (A-Z a-z 0-9 -), e.g. "X-Room-Key"').default('X-Room-Key'), {
+      text: 'Header carrying the key, for non-browser clients and upstream balancers.',
+    }),
+    noRoom: doc(z.enum(['least-loaded', 'reject']).default('least-loaded'), {
+      text: 'A request with no valid room key: least-loaded sends it to the least-loaded backend, reject answers 400.',
+    }),
+  }),
+  cookie: section('The room cookie: which room a browser is in, signed so that a client cannot choose a room by forging it.', {
+    name: doc(matching(/^[A-Za-z0-9_-]{1,64}$/, 'a cookie name of 1-64 characters from A-Z a-z 0-9 _ -').default('roomgate_room'), { text: 'Room cookie name.' }),
+    format: doc(z.enum(['roomgate', 'django-signer', 'django-cookie']).default('roomgate'), {
+      text: "roomgate: its own format; django-signer: Django's signing.Signer(salt=...); django-cookie: Django's HttpResponse.set_signed_cookie(name, room, salt=...).",
+    }),
+    secrets: doc(z.array(z.string().min(16, 'a secret of at least 16 characters')).default([]), {
+      text: 'Signing secrets: the first signs, all verify (rotate by putting the new one first). With a Django format: the app\'s SECRET_KEY. Empty: a random secret per start, with a warning. Prefer the environment variable to the file.',
+      secret: 'value',
+    }),
+    salt: doc(z.string().default(''), {
+      text: "Django salt (django-signer, django-cookie). With a Django format and `setOnPages: true`: a salt only roomgate uses, never one the app passes to Signer or set_signed_cookie.",
+    }),
+    maxAgeS: doc(seconds(0, 31_536_000).default(86_400), {
+      text: 'Cookie lifetime and the oldest signature accepted (formats with a timestamp).',
+      zero: 'a session cookie',
+    }),
+    signed: doc(z.boolean().default(true), { text: 'false accepts and sets a plain, unsigned room cookie: only for apps on a trusted network.' }),
+    setOnPages: doc(z.boolean().default(true), { text: 'Set the signed room cookie on page responses whose key came from query, path or header.' }),
+  }),
+  proxy: section('Forwarding requests and WebSockets to backends.', {
+    websocketPaths: doc(z.array(z.string().startsWith('/', 'a path prefix starting with "/"')).min(1).default(['/']), {
+      text: 'Upgrades are proxied on paths with one of these prefixes; others get 404. "/" = any path.',
+    }),
+    connectTimeoutMs: doc(positiveMs.default(5_000), { text: 'Connecting to a backend; then it is marked down.' }),
+    responseTimeoutMs: doc(positiveMs.default(60_000), { text: "Time from sending a request to the backend's response head (or 101); then 504." }),
+    websocketIdleTimeoutMs: doc(optionalMs.default(0), { text: 'Close a proxied WebSocket with no traffic either way for this long (djust pings every 30 s).', zero: 'never' }),
+    maxIdleSocketsPerBackend: doc(z.number().int().min(0).max(10_000).default(64), { text: 'Idle keep-alive connections kept per backend.' }),
+    trustedProxies: doc(z.array(z.string().refine(isIpOrCidr, { message: 'an IP address or CIDR such as "10.0.0.0/8" or "::1"' })).default([]), {
+      text: "Peers whose X-Forwarded-* headers are believed. Others' are replaced.",
+      example: ['10.0.0.0/8'],
+    }),
+    passiveDownMs: doc(positiveMs.default(10_000), { text: 'A backend that refuses a connection gets no new traffic for this long.' }),
+    retryAfterS: doc(seconds(1, 3600).default(2), { text: 'Retry-After of a 503 when no backend can take a request.' }),
+  }),
+  static: section(
+    "Files roomgate serves itself, never proxied (e.g. Django's collectstatic output, STATIC_ROOT): GET/HEAD, ETag/Last-Modified, ranges, precompressed file.br/file.gz.",
+    {
+      mounts: doc(z.array(staticMount).default([]), {
+        text: 'Directories to serve, each a URL prefix and a directory. A path under a prefix never reaches a backend (404 when the file is missing).',
+        example: [{ prefix: '/static/', dir: '/app/staticfiles' }],
+      }),
+      maxAgeS: doc(seconds(0, 31_536_000).default(60), { text: 'Cache-Control max-age of files whose name has no content hash.', zero: 'no-cache' }),
+      hashedNames: doc(regex.nullable().default('[.-][0-9a-f]{8,64}\\.[A-Za-z0-9]+$'), {
+        text: 'Paths (under the mount) matching this are content-hashed: cached a year, immutable. The default matches "app.3f2a9c1b.js" and Django\'s "css/base.5af66c1b1797.css".',
+        null: 'no name is content-hashed',
+      }),
+    },
+  ),
+  shutdown: section('What SIGTERM does.', {
+    readinessDelayMs: doc(optionalMs.default(0), { text: 'After SIGTERM, /readyz answers 503 this long before the listener closes.', zero: 'close at once' }),
+    graceMs: doc(optionalMs.default(10_000), { text: 'Then live sockets get this long to finish before they are closed.', zero: 'close them at once' }),
+  }),
+  log: section('Logging (JSON lines on stdout).', {
+    level: doc(z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'), { text: 'The least severe level logged.' }),
+  }),
 });
 
 export type Config = z.infer<typeof configSchema>;

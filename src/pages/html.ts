@@ -86,14 +86,35 @@ export const CONTRAST_PAIRS: readonly (readonly [string, keyof typeof PALETTE, k
 ];
 
 const P = PALETTE;
+const FONT = 'system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif';
 // Bars without inline style attributes (the CSP forbids them): a width class per percent.
 const WIDTHS = Array.from({ length: 101 }, (_, i) => `.p${i}{width:${i}%}`).join('');
+
+/**
+ * Columns that are left out of the layout while no row has a value in them: a table lists them in
+ * data-hide (space-separated), its cells name theirs in data-col.
+ */
+export const HIDEABLE_COLUMNS = ['title', 'status', 'details', 'detail'] as const;
+export type HideableColumn = (typeof HIDEABLE_COLUMNS)[number];
+const HIDE_RULES = HIDEABLE_COLUMNS.map((c) => `table[data-hide~="${c}"] [data-col="${c}"]{display:none}`).join('\n');
+
+/**
+ * Below this width a table with class "stack" shows each row as a block of "label value" lines
+ * (labels from each cell's data-label; a labelled cell holds one element or one text), so no
+ * page is wider than a phone.
+ */
+export const STACK_BELOW = '40rem';
+
+/** The value of a table's data-hide: the hideable columns in which no row has a value. */
+export function hiddenColumns(columns: readonly HideableColumn[], rows: readonly Readonly<Partial<Record<HideableColumn, string>>>[]): string {
+  return columns.filter((c) => !rows.some((r) => (r[c] ?? '') !== '')).join(' ');
+}
 
 /** The stylesheet shared by the status and lobby pages (a constant: its hash goes into the CSP). */
 export const BASE_CSS = `
 :root{color-scheme:light}
 *{box-sizing:border-box}
-body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,"Noto Sans",sans-serif;color:${P.text};background:${P.background}}
+body{margin:0;font:16px/1.5 ${FONT};color:${P.text};background:${P.background}}
 .wrap{max-width:72rem;margin:0 auto;padding:1rem 1.25rem 3rem}
 header.top{border-bottom:1px solid ${P.border};margin-bottom:1rem}
 h1{font-size:1.75rem;margin:.5rem 0}
@@ -135,6 +156,25 @@ button,.button{font:inherit;font-weight:600;color:${P.background};background:${P
 .card p{margin:0}
 .card.action{display:flex;flex-direction:column;justify-content:space-between;gap:.25rem}
 table.narrow{max-width:36rem}
+[hidden]{display:none!important}
+th,td,code,.mono{overflow-wrap:anywhere}
+thead th,td.num{overflow-wrap:normal}
+${HIDE_RULES}
+@media (max-width:${STACK_BELOW}){
+.wrap{padding:.75rem .75rem 2rem}
+h1{font-size:1.5rem}
+.facts{grid-template-columns:minmax(0,1fr);gap:0}
+.facts dd{margin-bottom:.5rem}
+table.stack,table.stack caption,table.stack tbody,table.stack tr{display:block;width:100%}
+table.stack thead{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap}
+table.stack tr{border-bottom:1px solid ${P.border};padding:.5rem 0}
+table.stack th,table.stack td{display:block;border:0;padding:.1rem 0;text-align:left}
+table.stack td,table.stack th[data-label]{display:grid;grid-template-columns:9rem minmax(0,1fr);gap:0 .5rem;font-weight:400}
+table.stack [data-label]::before{content:attr(data-label);font:600 1rem/1.5 ${FONT};color:${P.muted}}
+table.stack td:empty{display:none}
+table.stack .meter{justify-content:flex-start}
+.bar{width:5rem}
+}
 `;
 
 export interface Page {
@@ -196,3 +236,62 @@ export function percent(value: number, total: number): number {
   if (!(total > 0) || !(value > 0)) return 0;
   return Math.max(0, Math.min(100, Math.round((value / total) * 100)));
 }
+
+/**
+ * The event-stream client both pages' scripts embed (a function declaration, constant text).
+ * `liveStream(url, listeners, say)` opens an EventSource and passes its events to `listeners`.
+ * EventSource retries by itself only after a stream that was open ends; an answer other than a
+ * 200 event stream (503: every stream slot taken or the store down; 401) makes it give up for
+ * good. Then this asks the server once what it was, says so through `say(text, paused)` ("Live
+ * updates paused: <why>; retrying in N s", counting down) and opens a new EventSource after the
+ * answer's Retry-After or a back-off (2, 4, 8, 16, 30 s), whichever is longer.
+ */
+export const STREAM_CLIENT_JS = `
+  function liveStream(url, listeners, say) {
+    var failures = 0;
+    var es = null;
+    function reason(status, code) {
+      if (code === 'too_many_streams') return 'too many live pages are open on this server right now';
+      if (code === 'store_unavailable') return 'the server\\u2019s data store is unavailable';
+      if (status === 401 || status === 403) return 'the server did not accept this page\\u2019s credentials (reload the page to sign in again)';
+      if (status) return 'the server answered ' + status;
+      return 'the server cannot be reached';
+    }
+    function probe() {
+      // Asks the stream's URL once (on this origin, without credentials in the URL) what the answer was.
+      var ctl = typeof AbortController === 'function' ? new AbortController() : null;
+      var target = url.charAt(0) === '/' ? location.origin + url : url;
+      return fetch(target, { headers: { Accept: 'text/event-stream' }, cache: 'no-store', signal: ctl ? ctl.signal : undefined }).then(function (res) {
+        var after = Number(res.headers.get('Retry-After')) || 0;
+        if (res.ok) { if (ctl) ctl.abort(); return { text: 'the connection was lost', after: 0 }; }
+        return res.json().catch(function () { return null; }).then(function (body) {
+          var code = body && body.error && body.error.code;
+          return { text: reason(res.status, code), after: after };
+        });
+      }).catch(function () { return { text: reason(0, null), after: 0 }; });
+    }
+    function pause(why) {
+      failures++;
+      var left = Math.max(why.after, Math.min(30, Math.pow(2, failures)));
+      function tick() {
+        if (left <= 0) { say('Live updates paused: ' + why.text + '; retrying now.', true); open(); return; }
+        say('Live updates paused: ' + why.text + '; retrying in ' + left + ' s.', true);
+        left--;
+        setTimeout(tick, 1000);
+      }
+      tick();
+    }
+    function open() {
+      es = new EventSource(url);
+      Object.keys(listeners).forEach(function (name) {
+        es.addEventListener(name, function (ev) { failures = 0; listeners[name](ev); });
+      });
+      es.onerror = function () {
+        if (es.readyState !== 2) { say('Live updates interrupted; reconnecting.', false); return; }
+        es.close();
+        probe().then(pause);
+      };
+    }
+    open();
+  }
+`;

@@ -6,7 +6,7 @@
 // data: escaped by the template here, set with textContent by the script.
 import { randomInt } from 'node:crypto';
 import type { LobbyRoom, Online, Ranked, SharedDataStore } from '../shared-data/store.js';
-import { html, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
+import { STREAM_CLIENT_JS, hiddenColumns, html, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const LOBBY_PATH = '/_roomgate/lobby';
 export const NEW_ROOM_PATH = '/_roomgate/lobby/new';
@@ -91,11 +91,11 @@ function roomRow(r: LobbyRoom, template: string): SafeHtml {
   const href = roomHref(template, r.room);
   return html`<tr data-room="${r.room}">
 <th scope="row" class="mono">${href === null ? r.room : html`<a href="${href}">${r.room}</a>`}</th>
-<td>${m.title}</td>
-<td>${m.status}</td>
-<td class="num" data-col="sockets">${r.sockets}</td>
-<td class="mono">${r.backend}</td>
-<td class="muted">${m.details}</td>
+<td data-col="title" data-label="Title">${m.title}</td>
+<td data-col="status" data-label="Status">${m.status}</td>
+<td class="num" data-col="sockets" data-label="Players">${r.sockets}</td>
+<td class="mono" data-col="backend" data-label="Backend">${r.backend}</td>
+<td class="muted" data-col="details" data-label="Details">${m.details}</td>
 </tr>`;
 }
 
@@ -111,6 +111,10 @@ export interface LobbyPageOptions {
 
 export function renderLobbyPage(d: LobbyData, o: LobbyPageOptions, nowMs = Date.now()): RenderedPage {
   const online = d.online;
+  const rooms = d.rooms ?? [];
+  const scores = d.scores ?? [];
+  // Columns no room has a value in are left out (the script keeps this up to date).
+  const hide = hiddenColumns(['title', 'status', 'details'], rooms.map((r) => metaParts(r.meta)));
   const boardUrl = `${o.apiPrefix}/leaderboards/${encodeURIComponent(d.board)}?limit=${BOARD_ROWS}`;
   const body = html`<a class="skip" href="#rooms-h">Skip to rooms</a>
 <div class="wrap">
@@ -135,32 +139,32 @@ ${d.rooms === null || online === null ? html`<p id="unavailable" class="notice">
 </section>
 <section aria-labelledby="rooms-h">
 <h2 id="rooms-h">Rooms</h2>
-<table id="rooms">
+<table id="rooms" class="stack" data-hide="${hide}">
 <caption>Live rooms, most players first (up to ${LOBBY_ROWS}). Follow a room's link to join it.</caption>
 <thead><tr>
 <th scope="col">Room</th>
-<th scope="col">Title</th>
-<th scope="col">Status</th>
-<th scope="col" class="num">Players</th>
-<th scope="col">Backend</th>
-<th scope="col">Details</th>
+<th scope="col" data-col="title">Title</th>
+<th scope="col" data-col="status">Status</th>
+<th scope="col" class="num" data-col="sockets">Players</th>
+<th scope="col" data-col="backend">Backend</th>
+<th scope="col" data-col="details">Details</th>
 </tr></thead>
 <tbody>
-${(d.rooms ?? []).map((r) => roomRow(r, o.roomPath))}
+${rooms.map((r) => roomRow(r, o.roomPath))}
 </tbody>
 </table>
-<p id="no-rooms"${(d.rooms ?? []).length > 0 ? html` hidden` : ''}>No live rooms yet: start one with “New room”.</p>
+<p id="no-rooms"${rooms.length > 0 ? html` hidden` : ''}>No live rooms yet: start one with “New room”.</p>
 </section>
 <section aria-labelledby="board-h">
 <h2 id="board-h">Leaderboard <code>${d.board}</code></h2>
-<table id="board" class="narrow">
+<table id="board" class="narrow"${scores.length > 0 ? '' : html` hidden`}>
 <caption>Top ${BOARD_ROWS} scores.</caption>
 <thead><tr><th scope="col" class="num">Rank</th><th scope="col">Player</th><th scope="col" class="num">Score</th></tr></thead>
 <tbody>
-${(d.scores ?? []).map(scoreRow)}
+${scores.map(scoreRow)}
 </tbody>
 </table>
-<p id="no-scores"${(d.scores ?? []).length > 0 ? html` hidden` : ''}>${d.scores === null ? 'Scores are unavailable right now.' : 'No scores yet.'}</p>
+<p id="no-scores"${scores.length > 0 ? html` hidden` : ''}>${d.scores === null ? 'Scores are unavailable right now.' : 'No scores yet.'}</p>
 </section>
 </main>
 </div>`;
@@ -169,7 +173,9 @@ ${(d.scores ?? []).map(scoreRow)}
 
 /**
  * Keeps the lobby live: the lobby stream's `snapshot` replaces the room list, `rooms` events
- * update or remove rooms, `unavailable` shows a notice; the leaderboard is re-read every 5 s.
+ * update or remove rooms, `unavailable` shows a notice; a stream the server refuses (503) is
+ * retried and the status line says why updates are paused; the leaderboard is re-read every 5 s.
+ * Columns no room has a value in (Title, Status, Details) and an empty leaderboard are hidden.
  * Rows are built with DOM calls and textContent only. Constant, so its hash is in the CSP.
  */
 export const LOBBY_SCRIPT = `
@@ -183,6 +189,10 @@ export const LOBBY_SCRIPT = `
   var live = document.getElementById('live');
   var rooms = new Map();
   var rows = new Map();
+  // The body cells after the room's: data-col, label (data-label), class.
+  var COLUMNS = [['title', 'Title', null], ['status', 'Status', null], ['sockets', 'Players', 'num'], ['backend', 'Backend', 'mono'], ['details', 'Details', 'muted']];
+  var HIDEABLE = ['title', 'status', 'details'];
+  var table = document.getElementById('rooms');
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
@@ -215,13 +225,12 @@ export const LOBBY_SCRIPT = `
       if (h === null) th.textContent = r.room;
       else { var a = el('a', null, r.room); a.setAttribute('href', h); th.appendChild(a); }
       tr.appendChild(th);
-      tr.appendChild(el('td'));
-      tr.appendChild(el('td'));
-      var n = el('td', 'num');
-      n.setAttribute('data-col', 'sockets');
-      tr.appendChild(n);
-      tr.appendChild(el('td', 'mono'));
-      tr.appendChild(el('td', 'muted'));
+      COLUMNS.forEach(function (c) {
+        var td = el('td', c[2]);
+        td.setAttribute('data-col', c[0]);
+        td.setAttribute('data-label', c[1]);
+        tr.appendChild(td);
+      });
     }
     var values = [null, m.title, m.status, String(r.sockets), r.backend, m.details];
     for (var i = 1; i < values.length; i++) if (cells[i].textContent !== values[i]) cells[i].textContent = values[i];
@@ -239,6 +248,10 @@ export const LOBBY_SCRIPT = `
       if (tbody.children[i] !== tr) tbody.insertBefore(tr, tbody.children[i] || null);
     });
     document.getElementById('no-rooms').hidden = list.length > 0;
+    // A column no listed room has a value in is left out of the layout.
+    var parts = list.map(function (r) { return metaParts(r.meta); });
+    var hide = HIDEABLE.filter(function (c) { return !parts.some(function (m) { return m[c] !== ''; }); }).join(' ');
+    if (table.getAttribute('data-hide') !== hide) table.setAttribute('data-hide', hide);
   }
   function online(o) {
     if (!o) return;
@@ -254,29 +267,34 @@ export const LOBBY_SCRIPT = `
   }
   // Rows rendered by the server are adopted, so the first snapshot does not rebuild them.
   Array.prototype.forEach.call(tbody.querySelectorAll('tr[data-room]'), function (tr) { rows.set(tr.getAttribute('data-room'), tr); });
-  var es = new EventSource(main.getAttribute('data-stream'));
+${STREAM_CLIENT_JS}
   function parse(ev) { try { return JSON.parse(ev.data); } catch (e) { return null; } }
-  es.addEventListener('snapshot', function (ev) {
-    var d = parse(ev);
-    if (!d) return;
-    rooms.clear();
-    d.rooms.forEach(function (r) { rooms.set(r.room, r); });
-    online(d.online);
-    notice('');
-    render();
-    live.textContent = 'Live: counts update as players come and go.';
-  });
-  es.addEventListener('rooms', function (ev) {
-    var d = parse(ev);
-    if (!d) return;
-    d.rooms.forEach(function (r) { if (r.gone) rooms.delete(r.room); else rooms.set(r.room, r); });
-    online(d.online);
-    render();
-  });
-  es.addEventListener('unavailable', function () {
-    notice('The lobby data store is unavailable right now; rooms keep working. Retrying.');
-  });
-  es.onerror = function () { live.textContent = 'Live updates interrupted; reconnecting.'; };
+  function say(text, paused) {
+    live.textContent = text;
+    live.className = paused ? 'notice' : 'muted';
+  }
+  liveStream(main.getAttribute('data-stream'), {
+    snapshot: function (ev) {
+      var d = parse(ev);
+      if (!d) return;
+      rooms.clear();
+      d.rooms.forEach(function (r) { rooms.set(r.room, r); });
+      online(d.online);
+      notice('');
+      render();
+      say('Live: counts update as players come and go.', false);
+    },
+    rooms: function (ev) {
+      var d = parse(ev);
+      if (!d) return;
+      d.rooms.forEach(function (r) { if (r.gone) rooms.delete(r.room); else rooms.set(r.room, r); });
+      online(d.online);
+      render();
+    },
+    unavailable: function () {
+      notice('The lobby data store is unavailable right now; rooms keep working. Retrying.');
+    }
+  }, say);
 
   var boardUrl = main.getAttribute('data-board-url');
   var boardBody = document.querySelector('#board tbody');
@@ -299,6 +317,8 @@ export const LOBBY_SCRIPT = `
       while (boardBody.firstChild) boardBody.removeChild(boardBody.firstChild);
       boardBody.appendChild(f);
       var none = document.getElementById('no-scores');
+      // No scores: the table (headers only) is left out, the sentence says so.
+      document.getElementById('board').hidden = d.entries.length === 0;
       none.hidden = d.entries.length > 0;
       none.textContent = 'No scores yet.';
     }).catch(function () { /* keep the last table; the next poll retries */ });

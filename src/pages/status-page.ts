@@ -3,7 +3,7 @@
 // table is complete without JavaScript; the constant script below only replaces it with each
 // snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
 import type { BackendEventKind, BackendStateName, RuntimeView } from '../runtime/views.js';
-import { html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
+import { STREAM_CLIENT_JS, hiddenColumns, html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const STATUS_PATH = '/_roomgate/';
 export const STATUS_STREAM_PATH = '/_roomgate/status/stream';
@@ -109,7 +109,7 @@ export function placementMode(s: Pick<StatusSnapshot, 'store' | 'degraded'>): st
 
 function stateCell(b: StatusBackend): SafeHtml {
   const extra = b.removed ? ' (removed)' : b.deadline ? ` until ${shortTime(b.deadline)}` : '';
-  return html`<span class="state state-${b.state}">${b.state}</span><span class="state-extra">${extra}</span>`;
+  return html`<span><span class="state state-${b.state}">${b.state}</span><span class="state-extra">${extra}</span></span>`;
 }
 
 function meter(kind: 'rooms' | 'sockets', value: number, total: number): SafeHtml {
@@ -120,22 +120,22 @@ function meter(kind: 'rooms' | 'sockets', value: number, total: number): SafeHtm
 function backendRow(b: StatusBackend, s: StatusSnapshot, internal: boolean): SafeHtml {
   return html`<tr data-backend="${b.id}">
 <th scope="row" class="mono">${b.id}</th>
-${internal ? html`<td class="mono">${b.url ?? ''}</td>` : ''}
-<td>${stateCell(b)}</td>
-<td class="num">${meter('rooms', b.rooms, s.totalRooms)}</td>
-<td class="num">${meter('sockets', b.sockets, s.totalSockets)}</td>
-<td class="num">${b.weight}</td>
+${internal ? html`<td class="mono" data-label="URL">${b.url ?? ''}</td>` : ''}
+<td data-label="State">${stateCell(b)}</td>
+<td class="num" data-label="Rooms">${meter('rooms', b.rooms, s.totalRooms)}</td>
+<td class="num" data-label="Sockets">${meter('sockets', b.sockets, s.totalSockets)}</td>
+<td class="num" data-label="Weight">${b.weight}</td>
 </tr>`;
 }
 
 function eventRow(e: StatusEvent): SafeHtml {
   return html`<tr>
-<td class="mono"><time datetime="${e.at}">${shortTime(e.at)}</time></td>
-<td>${e.kind}</td>
-<th scope="row" class="mono">${e.backend}</th>
-<td>${e.detail}</td>
-<td class="num">${e.roomsMoved}</td>
-<td class="num">${e.liveRoomsMoved}</td>
+<td class="mono" data-label="Time (UTC)"><time datetime="${e.at}">${shortTime(e.at)}</time></td>
+<td data-label="Event">${e.kind}</td>
+<th scope="row" class="mono" data-label="Backend">${e.backend}</th>
+<td data-col="detail" data-label="Detail">${e.detail}</td>
+<td class="num" data-label="Rooms moved">${e.roomsMoved}</td>
+<td class="num" data-label="Live rooms moved">${e.liveRoomsMoved}</td>
 </tr>`;
 }
 
@@ -161,7 +161,7 @@ export function renderStatusPage(s: StatusSnapshot, o: StatusOptions, nowMs = Da
 </section>
 <section aria-labelledby="backends-h">
 <h2 id="backends-h">Backends</h2>
-<table id="backends">
+<table id="backends" class="stack">
 <caption>State of each backend; rooms placed on it (all gateways) and live sockets through this gateway, with each one's share.</caption>
 <thead><tr>
 <th scope="col">Backend</th>
@@ -179,13 +179,13 @@ ${s.backends.map((b) => backendRow(b, s, o.internal))}
 </section>
 <section aria-labelledby="events-h">
 <h2 id="events-h">Recent events</h2>
-<table id="events">
+<table id="events" class="stack" data-hide="${hiddenColumns(['detail'], s.events)}">
 <caption>Membership, health and drain events, newest first (last ${STATUS_EVENTS}), with the rooms each moved.</caption>
 <thead><tr>
 <th scope="col">Time (UTC)</th>
 <th scope="col">Event</th>
 <th scope="col">Backend</th>
-<th scope="col">Detail</th>
+<th scope="col" data-col="detail">Detail</th>
 <th scope="col" class="num">Rooms moved</th>
 <th scope="col" class="num">Live rooms moved</th>
 </tr></thead>
@@ -202,8 +202,9 @@ ${s.events.map(eventRow)}
 
 /**
  * Upgrades the page to live: each `status` event carries a whole StatusSnapshot; the tables are
- * rebuilt from it with DOM calls (textContent, class names), never from markup. Constant, so its
- * hash is in the page's CSP.
+ * rebuilt from it with DOM calls (textContent, class names), never from markup; a stream the
+ * server refuses (503) is retried, and the status line says why updates are paused. Constant,
+ * so its hash is in the page's CSP.
  */
 export const STATUS_SCRIPT = `
 (function () {
@@ -238,9 +239,11 @@ export const STATUS_SCRIPT = `
     m.appendChild(el('span', 'pct muted', p + '%'));
     return m;
   }
-  function cell(tr, tag, cls, child) {
+  function cell(tr, tag, cls, child, label, col) {
     var c = el(tag, cls);
     if (tag === 'th') c.setAttribute('scope', 'row');
+    if (label) c.setAttribute('data-label', label);
+    if (col) c.setAttribute('data-col', col);
     if (child !== undefined) { if (typeof child === 'object') c.appendChild(child); else c.textContent = String(child); }
     tr.appendChild(c);
     return c;
@@ -249,25 +252,26 @@ export const STATUS_SCRIPT = `
     var tr = el('tr');
     tr.setAttribute('data-backend', b.id);
     cell(tr, 'th', 'mono', b.id);
-    if (internal) cell(tr, 'td', 'mono', b.url || '');
-    var st = cell(tr, 'td');
-    st.appendChild(el('span', 'state state-' + b.state, b.state));
-    st.appendChild(el('span', 'state-extra', b.removed ? ' (removed)' : b.deadline ? ' until ' + short(b.deadline) : ''));
-    cell(tr, 'td', 'num', meter('rooms', b.rooms, s.totalRooms));
-    cell(tr, 'td', 'num', meter('sockets', b.sockets, s.totalSockets));
-    cell(tr, 'td', 'num', b.weight);
+    if (internal) cell(tr, 'td', 'mono', b.url || '', 'URL');
+    var st = cell(tr, 'td', null, undefined, 'State');
+    var sp = st.appendChild(el('span'));
+    sp.appendChild(el('span', 'state state-' + b.state, b.state));
+    sp.appendChild(el('span', 'state-extra', b.removed ? ' (removed)' : b.deadline ? ' until ' + short(b.deadline) : ''));
+    cell(tr, 'td', 'num', meter('rooms', b.rooms, s.totalRooms), 'Rooms');
+    cell(tr, 'td', 'num', meter('sockets', b.sockets, s.totalSockets), 'Sockets');
+    cell(tr, 'td', 'num', b.weight, 'Weight');
     return tr;
   }
   function eventRow(e) {
     var tr = el('tr');
     var t = el('time', null, short(e.at));
     t.setAttribute('datetime', e.at);
-    cell(tr, 'td', 'mono', t);
-    cell(tr, 'td', null, e.kind);
-    cell(tr, 'th', 'mono', e.backend);
-    cell(tr, 'td', null, e.detail);
-    cell(tr, 'td', 'num', e.roomsMoved);
-    cell(tr, 'td', 'num', e.liveRoomsMoved);
+    cell(tr, 'td', 'mono', t, 'Time (UTC)');
+    cell(tr, 'td', null, e.kind, 'Event');
+    cell(tr, 'th', 'mono', e.backend, 'Backend');
+    cell(tr, 'td', null, e.detail, 'Detail', 'detail');
+    cell(tr, 'td', 'num', e.roomsMoved, 'Rooms moved');
+    cell(tr, 'td', 'num', e.liveRoomsMoved, 'Live rooms moved');
     return tr;
   }
   function replace(tbody, rows) {
@@ -303,19 +307,28 @@ export const STATUS_SCRIPT = `
     up.textContent = short(now);
     replace(document.querySelector('#backends tbody'), s.backends.map(function (b) { return backendRow(b, s); }));
     replace(document.querySelector('#events tbody'), s.events.map(eventRow));
+    // An empty column is left out of the layout (the public port's events name no URLs).
+    var hide = s.events.some(function (e) { return e.detail !== ''; }) ? '' : 'detail';
+    var events = document.getElementById('events');
+    if (events.getAttribute('data-hide') !== hide) events.setAttribute('data-hide', hide);
     document.getElementById('no-backends').hidden = s.backends.length > 0;
     document.getElementById('no-events').hidden = s.events.length > 0;
     var said = changes(s);
     if (said.length) announce.textContent = said.join('. ');
     previous = s;
   }
-  var es = new EventSource(main.getAttribute('data-stream'));
-  es.addEventListener('status', function (ev) {
-    var s;
-    try { s = JSON.parse(ev.data); } catch (e) { return; }
-    render(s);
-    live.textContent = 'Live: updates as they happen.';
-  });
-  es.onerror = function () { live.textContent = 'Live updates interrupted; reconnecting.'; };
+${STREAM_CLIENT_JS}
+  function say(text, paused) {
+    live.textContent = text;
+    live.className = paused ? 'notice' : 'muted';
+  }
+  liveStream(main.getAttribute('data-stream'), {
+    status: function (ev) {
+      var s;
+      try { s = JSON.parse(ev.data); } catch (e) { return; }
+      render(s);
+      say('Live: updates as they happen.', false);
+    }
+  }, say);
 })();
 `;

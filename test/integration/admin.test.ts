@@ -458,7 +458,7 @@ describe('roomgate drain / undrain / status', () => {
 
   it('drain --deadline 90s prints the backend as draining; undrain prints it active; status lists the backends', async () => {
     const t0 = Date.now();
-    const d = await runCli(['drain', 'b2', '--deadline', '90s', '--admin', url(), '--token', TOKEN]);
+    const d = await runCli(['drain', 'b2', '--deadline', '90s', '--admin', url(), '--token', TOKEN, '--json']);
     expect(d.code, d.stderr).toBe(0);
     const dj = JSON.parse(d.stdout) as BackendJson;
     expect(dj).toMatchObject({ id: 'b2', state: 'draining', admin: { state: 'draining' } });
@@ -467,7 +467,7 @@ describe('roomgate drain / undrain / status', () => {
     expect(deadline).toBeLessThanOrEqual(Date.now() + 90_000 + 1_000);
     expect((await backendsOf(gw)).get('b2')!.state).toBe('draining');
 
-    const s = await runCli(['status', '--admin', `${url()}/`]);
+    const s = await runCli(['status', '--admin', `${url()}/`, '--json']);
     expect(s.code, s.stderr).toBe(0);
     const sj = JSON.parse(s.stdout) as { backends: BackendJson[] };
     expect(sj.backends.map((b) => [b.id, b.state])).toEqual([
@@ -477,7 +477,7 @@ describe('roomgate drain / undrain / status', () => {
     ]);
 
     // The token from the environment works as well as --token.
-    const u = await runCli(['undrain', 'b2', '--admin', url()], { ROOMGATE_ADMIN_TOKEN: TOKEN });
+    const u = await runCli(['undrain', 'b2', '--admin', url(), '--json'], { ROOMGATE_ADMIN_TOKEN: TOKEN });
     expect(u.code, u.stderr).toBe(0);
     expect(JSON.parse(u.stdout)).toMatchObject({ id: 'b2', state: 'up', admin: null });
     expect((await backendsOf(gw)).get('b2')).toMatchObject({ state: 'up', admin: null });

@@ -97,7 +97,7 @@ describe('status page on the admin port', () => {
     expect(page.text.match(/class="state state-up"/g)).toHaveLength(2);
     expect(page.text.match(/class="fill rooms p\d+"/g)).toHaveLength(2);
     expect(page.text.match(/class="fill sockets p\d+"/g)).toHaveLength(2);
-    expect(page.text).toMatch(/<td>joined<\/td>\n<th scope="row" class="mono">b1<\/th>/);
+    expect(page.text).toMatch(/<td data-label="Event">joined<\/td>\n<th scope="row" class="mono" data-label="Backend">b1<\/th>/);
     expect(page.text).toContain('in memory (this gateway only)');
     const gatewayId = /<code id="gateway-id">([^<]+)<\/code>/.exec(page.text)?.[1];
     const status = (await (await fetch(`${admin(gwOff)}/status`, { signal: AbortSignal.timeout(5_000) })).json()) as { gatewayId: string };
@@ -217,8 +217,8 @@ describe('lobby page', () => {
     }, 100);
     expect(page.text).not.toMatch(/<img|<svg|<script>alert/);
     expect(page.text).toContain(`<a href="/game/${encodeURIComponent(XSS)}/">&lt;img src=x onerror=alert(1)&gt;</a>`);
-    expect(page.text).toContain('<td>&lt;img src=x onerror=alert(1)&gt;</td>');
-    expect(page.text).toContain('<td>&quot;&gt;&lt;svg onload=alert(2)&gt;</td>');
+    expect(page.text).toContain('<td data-col="title" data-label="Title">&lt;img src=x onerror=alert(1)&gt;</td>');
+    expect(page.text).toContain('<td data-col="status" data-label="Status">&quot;&gt;&lt;svg onload=alert(2)&gt;</td>');
     expect(page.text).toContain('note: &lt;/script&gt;&lt;script&gt;alert(3)&lt;/script&gt;');
     expect(page.text).toContain('<th scope="row">&lt;img src=x onerror=alert(1)&gt;</th><td class="num">7</td>');
     await c.close();
@@ -235,7 +235,7 @@ describe('configuration', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/status\.public: got "yes"; expected .*off.*token.*open/);
     expect(noToken.code).toBe(2);
-    expect(noToken.stderr).toContain('status.public: got "token" but admin.token is empty');
+    expect(noToken.stderr).toContain('status.public: got "token" while admin.token is empty; expected "off" or "open", or set admin.token');
     expect(ok.code).toBe(0);
   });
 });

@@ -2,10 +2,11 @@
 // colour contrast, rendering of hostile values, room links and names, credentials, the stream.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import vm from 'node:vm';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
 import type { LobbyRoom } from '../../src/shared-data/store.js';
-import { BASE_CSS, CONTRAST_PAIRS, PALETTE, cspHash, escapeHtml, html, percent, trusted } from '../../src/pages/html.js';
+import { BASE_CSS, CONTRAST_PAIRS, HIDEABLE_COLUMNS, PALETTE, STREAM_CLIENT_JS, cspHash, escapeHtml, hiddenColumns, html, percent, trusted } from '../../src/pages/html.js';
 import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
 import { STATUS_SCRIPT, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
 import { StatusStream } from '../../src/control/status-stream.js';
@@ -68,6 +69,17 @@ describe('html template', () => {
     for (const p of [0, 33, 100]) expect(BASE_CSS).toContain(`.p${p}{width:${p}%}`);
   });
 
+  it('empty columns: data-hide names the columns no row has a value in; the stylesheet leaves them out', () => {
+    expect(hiddenColumns(['title', 'status', 'details'], [])).toBe('title status details');
+    expect(hiddenColumns(['title', 'status', 'details'], [{ title: '', status: 'open' }, { title: '', details: 'a: 1' }])).toBe('title');
+    expect(hiddenColumns(['detail'], [{ detail: 'x' }])).toBe('');
+    for (const c of HIDEABLE_COLUMNS) expect(BASE_CSS).toContain(`table[data-hide~="${c}"] [data-col="${c}"]{display:none}`);
+    expect(BASE_CSS).toContain('[hidden]{display:none!important}');
+    // Narrow screens: tables of class "stack" show rows as labelled blocks.
+    expect(BASE_CSS).toMatch(/@media \(max-width:40rem\)\{[^]*table\.stack thead\{position:absolute/);
+    expect(BASE_CSS).toContain('content:attr(data-label)');
+  });
+
   it('colours have enough contrast (text 4.5:1, bars 3:1), the demo banner tones too', () => {
     for (const [what, fg, bg, min] of CONTRAST_PAIRS) {
       expect(contrast(PALETTE[fg], PALETTE[bg]), what).toBeGreaterThanOrEqual(min);
@@ -119,11 +131,19 @@ describe('status page', () => {
     const doc = renderStatusPage(snap, { internal: false }).html;
     expect(doc).not.toContain('10.0.0.');
     expect(doc).not.toContain('>URL<');
+    // The down event keeps its detail: the Detail column stays.
+    expect(doc).toContain('<table id="events" class="stack" data-hide="">');
+    const joinedOnly: StatusView = { ...fakeView(), events: () => fakeView().events().filter((e) => e.kind === 'joined') };
+    const bare = renderStatusPage(collectStatus(joinedOnly, { internal: false }), { internal: false }).html;
+    expect(bare).toContain('<table id="events" class="stack" data-hide="detail">');
+    expect(bare).toContain('<th scope="col" data-col="detail">Detail</th>');
+    expect(bare).toContain('<td data-col="detail" data-label="Detail"></td>');
   });
 
   it('the script never builds markup from data', () => {
     for (const s of [STATUS_SCRIPT, LOBBY_SCRIPT]) {
       expect(s).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
+      expect(s).toContain(STREAM_CLIENT_JS);
     }
   });
 });
@@ -144,7 +164,7 @@ describe('lobby page', () => {
     );
     const doc = page.html;
     expect(doc).toContain('<a href="/game/blue/">blue</a>');
-    expect(doc).toContain('<td class="num" data-col="sockets">2</td>');
+    expect(doc).toContain('<td class="num" data-col="sockets" data-label="Players">2</td>');
     expect(doc).toContain('<p class="big" id="online-total" aria-labelledby="online-label">3</p>');
     expect(doc).toContain('capacity: 4, tags: [&quot;a&quot;,&quot;&lt;/script&gt;&quot;]');
     expect(doc).toContain(`<a href="/game/${encodeURIComponent(XSS)}/">&lt;img src=x onerror=alert(1)&gt;</a>`);
@@ -154,6 +174,20 @@ describe('lobby page', () => {
     expect(page.csp).toContain(`script-src ${cspHash(LOBBY_SCRIPT)}`);
     expect(page.csp).toContain(`style-src ${cspHash(BASE_CSS)}`);
     expect(page.csp).toContain("connect-src 'self'");
+  });
+
+  it('leaves out the columns no room has a value in, and the leaderboard table while it is empty', () => {
+    const opts = { roomPath: '/game/{room}/', apiPrefix: '/_roomgate/api' };
+    const base = { total: 2, online: { total: 2, rooms: 2, byBackend: { b1: 2 } }, board: 'global' };
+    const bare = renderLobbyPage({ ...base, rooms: [room('a', 1), room('b', 1, {})], scores: [] }, opts).html;
+    expect(bare).toContain('<table id="rooms" class="stack" data-hide="title status details">');
+    for (const c of ['title', 'status', 'details']) expect(bare).toContain(`<th scope="col" data-col="${c}">`);
+    expect(bare).toContain('<table id="board" class="narrow" hidden>');
+    expect(bare).toMatch(/<p id="no-scores">No scores yet\.<\/p>/);
+    const some = renderLobbyPage({ ...base, rooms: [room('a', 1, { status: 'open' }), room('b', 1, { mode: 'ffa' })], scores: [{ member: 'ana', score: 1, rank: 1 }] }, opts).html;
+    expect(some).toContain('<table id="rooms" class="stack" data-hide="title">');
+    expect(some).toContain('<table id="board" class="narrow">');
+    expect(some).toContain('<p id="no-scores" hidden>');
   });
 
   it('says when the store is unavailable instead of failing', () => {
@@ -182,6 +216,104 @@ describe('lobby page', () => {
     expect(metaParts(null)).toEqual({ title: '', status: '', details: '' });
     expect(metaParts({ title: 3, status: 'open', a: { b: 1 } })).toEqual({ title: '3', status: 'open', details: 'a: {"b":1}' });
     expect(metaParts({ long: 'x'.repeat(500) }).details).toHaveLength(160);
+  });
+});
+
+describe('stream client of the pages', () => {
+  interface FakeSource {
+    url: string;
+    readyState: number;
+    onerror: (() => void) | null;
+    listeners: Record<string, (ev: { data: string }) => void>;
+    closed: boolean;
+  }
+
+  /** Runs STREAM_CLIENT_JS against a fake EventSource and fetch; `answer` is what the probe gets. */
+  function run(answer: () => Promise<unknown>) {
+    const sources: FakeSource[] = [];
+    const said: string[] = [];
+    const got: string[] = [];
+    class EventSource {
+      readonly s: FakeSource;
+      constructor(url: string) {
+        this.s = { url, readyState: 0, onerror: null, listeners: {}, closed: false };
+        sources.push(this.s);
+      }
+      get readyState(): number {
+        return this.s.readyState;
+      }
+      set onerror(f: () => void) {
+        this.s.onerror = f;
+      }
+      addEventListener(name: string, f: (ev: { data: string }) => void): void {
+        this.s.listeners[name] = f;
+      }
+      close(): void {
+        this.s.closed = true;
+        this.s.readyState = 2;
+      }
+    }
+    const fetch = vi.fn(answer);
+    const ctx = vm.createContext({ EventSource, fetch, setTimeout, AbortController, location: { origin: 'http://gw.test' }, Math, Number, Object, say: (t: string) => said.push(t), got: (d: string) => got.push(d) });
+    vm.runInContext(`${STREAM_CLIENT_JS}\nliveStream('/_roomgate/status/stream', { status: function (ev) { got(ev.data); } }, say);`, ctx);
+    return { sources, said, got, fetch };
+  }
+
+  const refused = (code: string, retryAfter: string) => async () => ({
+    ok: false,
+    status: 503,
+    headers: new Headers({ 'Retry-After': retryAfter }),
+    json: async () => ({ error: { code, message: 'x' } }),
+  });
+
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('a refused stream (503 too_many_streams): says why and counts down from Retry-After, then opens a new one', async () => {
+    vi.useFakeTimers();
+    const c = run(refused('too_many_streams', '5'));
+    expect(c.sources).toHaveLength(1);
+    const first = c.sources[0] as FakeSource;
+    first.readyState = 2; // the browser gave up
+    first.onerror?.();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(c.fetch).toHaveBeenCalledWith('http://gw.test/_roomgate/status/stream', expect.objectContaining({ cache: 'no-store' }));
+    expect(c.said.at(-1)).toBe('Live updates paused: too many live pages are open on this server right now; retrying in 5 s.');
+    await vi.advanceTimersByTimeAsync(1000);
+    expect(c.said.at(-1)).toMatch(/retrying in 4 s\.$/);
+    expect(c.sources).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(4000);
+    expect(c.said.at(-1)).toMatch(/retrying now\.$/);
+    expect(c.sources).toHaveLength(2);
+    c.sources[1]?.listeners['status']?.({ data: '{"n":1}' });
+    expect(c.got).toEqual(['{"n":1}']);
+  });
+
+  it('store down, unreachable server, a stream that reconnects by itself', async () => {
+    vi.useFakeTimers();
+    const down = run(refused('store_unavailable', '2'));
+    (down.sources[0] as FakeSource).readyState = 2;
+    down.sources[0]?.onerror?.();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(down.said.at(-1)).toMatch(/^Live updates paused: the server.s data store is unavailable; retrying in 2 s\.$/);
+
+    const gone = run(() => Promise.reject(new TypeError('failed to fetch')));
+    (gone.sources[0] as FakeSource).readyState = 2;
+    gone.sources[0]?.onerror?.();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(gone.said.at(-1)).toBe('Live updates paused: the server cannot be reached; retrying in 2 s.');
+    // Failing again: a longer back-off.
+    await vi.advanceTimersByTimeAsync(2000);
+    (gone.sources[1] as FakeSource).readyState = 2;
+    gone.sources[1]?.onerror?.();
+    await vi.advanceTimersByTimeAsync(0);
+    expect(gone.said.at(-1)).toMatch(/retrying in 4 s\.$/);
+
+    const blip = run(() => Promise.reject(new Error('not asked')));
+    blip.sources[0]?.onerror?.(); // readyState CONNECTING: EventSource retries by itself
+    expect(blip.said).toEqual(['Live updates interrupted; reconnecting.']);
+    expect(blip.fetch).not.toHaveBeenCalled();
   });
 });
 

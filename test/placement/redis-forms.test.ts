@@ -113,13 +113,13 @@ describe('Redis connection forms', () => {
   it('check-config rejects mixed and invalid forms, naming the field and the fix', async () => {
     const mixed = await runCli(['check-config'], { REDIS_SENTINELS: '10.0.0.1:26379', REDIS_CLUSTER_NODES: '10.0.0.1:6379' });
     expect(mixed.code).not.toBe(0);
-    expect(mixed.stderr).toMatch(/redis\.sentinels and redis\.clusterNodes: both set; use one form only/);
+    expect(mixed.stderr).toMatch(/redis\.clusterNodes: got \["10\.0\.0\.1:6379"\] while redis\.sentinels is set too; expected one form only, Sentinel or Cluster/);
     const bad = await runCli(['check-config'], { REDIS_SENTINELS: 'sentinel-without-port', REDIS_CLUSTER_NODES: '' });
     expect(bad.code).not.toBe(0);
-    expect(bad.stderr).toMatch(/redis\.sentinels\.0: got "sentinel-without-port"; expected "host:port"/);
+    expect(bad.stderr).toContain('redis.sentinels.0: got "sentinel-without-port" (from REDIS_SENTINELS); expected a "host:port" with a port from 1 to 65535');
     const db = await runCli(['check-config'], { REDIS_CLUSTER_NODES: '10.0.0.1:6379', REDIS_URL: 'redis://:hunter2secret@x/3' });
     expect(db.code).not.toBe(0);
-    expect(db.stderr).toMatch(/redis\.url: selects a db although redis\.clusterNodes is set/);
+    expect(db.stderr).toContain('redis.url: got "redis://:<redacted>@x/3" with redis.clusterNodes set; expected no db: Redis Cluster has only db 0, remove "/3" from the URL');
     expect(db.stderr + db.stdout).not.toContain('hunter2secret');
   });
 });

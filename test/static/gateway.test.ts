@@ -233,6 +233,8 @@ describe('static mount configuration through the CLI', () => {
     const missing = join(tmpdir(), `roomgate-no-such-dir-${process.pid}`);
     const r = await runCli(['check-config', '--config', writeConfig({ static: { mounts: [{ prefix: '/static/', dir: missing }] } })]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain(`static.mounts.0.dir: ${JSON.stringify(missing)} cannot be used (ENOENT); create it (e.g. python manage.py collectstatic) or fix the path`);
+    expect(r.stderr).toContain(
+      `static.mounts.0.dir: got ${JSON.stringify(missing)}, which does not exist; expected a readable directory: create it (e.g. python manage.py collectstatic) or fix the path\n`,
+    );
   });
 });
