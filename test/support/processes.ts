@@ -169,8 +169,10 @@ export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc>
   const proc = track(child);
   const stderr: string[] = [];
   if (child.stderr) createInterface({ input: child.stderr }).on('line', (l) => stderr.push(l));
+  // About half a second on an idle machine; 30 s because a shared CI machine with several suites
+  // running once took over 15 s. A gateway that fails to start exits, which is caught at once.
   const line = await Promise.race([
-    waitFor('gateway listening', 15_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
+    waitFor('gateway listening', 30_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
     proc.exited.then((code) => {
       throw new Error(`gateway exited early (${code}):\n${stderr.join('\n')}\n${proc.lines.join('\n')}`);
     }),
