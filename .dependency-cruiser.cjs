@@ -3,7 +3,8 @@
 //   -> runtime -> core and stores (placement, shared-data, backends, room, redis)
 //   -> kit and ground (http, config, observability)
 // Nothing imports upward; the data plane (server, proxy, static) and the control plane (api,
-// pages, control) never import each other; demo code is reached only from the CLI (main.ts).
+// pages, control) never import each other; demo code is reached only from the CLI (main.ts and
+// src/cli), and src/cli only from main.ts.
 const LOWER = '^src/(placement|shared-data|backends|room|redis|http|config|observability|lifecycle)/';
 const EDGE = '^src/(server|proxy|static|api|pages|control)/';
 const DATA_PLANE = '^src/(server|proxy|static)/';
@@ -57,6 +58,13 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/(main\\.ts|demo/|cli/)' },
       to: { path: '^src/demo/' },
+    },
+    {
+      name: 'cli-only-from-main',
+      comment: 'the commands (src/cli) are the entry point main.ts runs; nothing else imports them',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(main\\.ts|cli/)' },
+      to: { path: '^src/cli/' },
     },
   ],
   options: {

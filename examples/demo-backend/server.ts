@@ -68,6 +68,10 @@ interface Client {
   queryRoom: string | null;
 }
 
+/** Banner colours (white text on each, 4.5:1 or more); a backend's id picks one, so tabs compare at a glance. */
+export const GAME_PAGE_TONES = ['#1d4ed8', '#047857', '#b91c1c', '#6d28d9', '#9a3412', '#0e7490'] as const;
+const GAME_PAGE_TONES_COUNT = GAME_PAGE_TONES.length;
+
 /**
  * The page script is a constant (the ws path comes from the <meta> tag, as in
  * djust), so its CSP hash can be computed once and the page can forbid every
@@ -79,33 +83,67 @@ const PAGE_SCRIPT = `
   var path = (meta && meta.getAttribute('content')) || '/ws/live/';
   var status = document.getElementById('status');
   var members = document.getElementById('members');
-  var pageBackend = document.getElementById('backend-id').textContent;
+  var header = document.getElementById('backend');
+  var headerId = document.getElementById('backend-id');
+  var pageBackend = headerId.textContent;
   var wsBackend = document.getElementById('ws-backend');
+  var moved = document.getElementById('moved');
   // Concatenate with location.host (never resolve the path as a URL) so a
   // path like "//elsewhere/..." cannot point the socket at another origin.
   var proto = location.protocol === 'https:' ? 'wss://' : 'ws://';
-  var ws = new WebSocket(proto + location.host + path);
-  ws.onmessage = function (ev) {
-    var msg;
-    try { msg = JSON.parse(ev.data); } catch (e) { return; }
-    if (msg.type === 'connect') {
-      wsBackend.textContent = String(msg.backend);
-      // The page and its socket must reach the same process: say so if they did not.
-      if (msg.backend !== pageBackend) wsBackend.textContent += ' (the page came from ' + pageBackend + ': the room is split)';
-      status.textContent = 'Connected to backend ' + msg.backend + ', joining room';
-      ws.send(JSON.stringify({ type: 'mount', url: location.pathname }));
-    } else if (msg.type === 'mounted' || msg.type === 'presence') {
-      members.textContent = String(msg.members);
-      status.textContent = 'Live in room ' + msg.room;
-    }
-  };
-  ws.onclose = function (ev) { status.textContent = 'Disconnected (code ' + ev.code + ')'; };
+  // Reconnect as djust's client does: exponential back-off from BASE_MS, capped at CAP_MS, each
+  // wait jittered (half of it random) so the sockets of a dead backend do not all come back at once.
+  var BASE_MS = 500, CAP_MS = 5000;
+  var failures = 0;
+  var current = null;
+  function backoff(n) {
+    var d = Math.min(CAP_MS, BASE_MS * Math.pow(2, n));
+    return Math.round(d / 2 + Math.random() * d / 2);
+  }
+  // The server's tone rule (toneOf), so the banner colour follows the backend the room moved to.
+  function tone(id) {
+    var h = 0;
+    for (var i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) >>> 0;
+    return h % ${GAME_PAGE_TONES_COUNT};
+  }
+  function connect() {
+    var ws = new WebSocket(proto + location.host + path);
+    ws.onmessage = function (ev) {
+      var msg;
+      try { msg = JSON.parse(ev.data); } catch (e) { return; }
+      if (msg.type === 'connect') {
+        var b = String(msg.backend);
+        wsBackend.textContent = b;
+        if (current === null) {
+          // The page and its socket must reach the same process: say so if they did not.
+          if (b !== pageBackend) wsBackend.textContent += ' (the page came from ' + pageBackend + ': the room is split)';
+        } else if (b !== current) {
+          // The room's backend went away and the gateway placed the room on another one.
+          moved.textContent = 'Moved from backend ' + current + ' to backend ' + b + ' after its connection was lost';
+          moved.hidden = false;
+          headerId.textContent = b;
+          header.className = 'backend tone-' + tone(b);
+          document.title = document.title.replace(/\\([^()]*\\)$/, '(' + b + ')');
+        }
+        current = b;
+        status.textContent = 'Connected to backend ' + b + ', joining room';
+        ws.send(JSON.stringify({ type: 'mount', url: location.pathname }));
+      } else if (msg.type === 'mounted' || msg.type === 'presence') {
+        if (msg.type === 'mounted') failures = 0;
+        members.textContent = String(msg.members);
+        status.textContent = 'Live in room ' + msg.room + ' on backend ' + current;
+      }
+    };
+    ws.onclose = function (ev) {
+      var wait = backoff(failures++);
+      status.textContent = 'Disconnected (code ' + ev.code + '); reconnecting in ' + (wait / 1000).toFixed(1) + ' s (attempt ' + failures + ')';
+      setTimeout(connect, wait);
+    };
+  }
+  connect();
 })();
 `;
 const PAGE_SCRIPT_CSP = `'sha256-${createHash('sha256').update(PAGE_SCRIPT).digest('base64')}'`;
-
-/** Banner colours (white text on each, 4.5:1 or more); a backend's id picks one, so tabs compare at a glance. */
-export const GAME_PAGE_TONES = ['#1d4ed8', '#047857', '#b91c1c', '#6d28d9', '#9a3412', '#0e7490'] as const;
 
 /** The page's only stylesheet: a constant, so its hash goes into the CSP like the script's. */
 const PAGE_STYLE = `
@@ -121,8 +159,11 @@ ${GAME_PAGE_TONES.map((c, i) => `.tone-${i}{background:${c}}`).join('\n')}
 `;
 const PAGE_STYLE_CSP = `'sha256-${createHash('sha256').update(PAGE_STYLE).digest('base64')}'`;
 
-function toneOf(id: string): number {
-  return (createHash('sha256').update(id).digest()[0] ?? 0) % GAME_PAGE_TONES.length;
+/** A backend's banner colour; the page script has the same rule (tone()) for a room that moved. */
+export function toneOf(id: string): number {
+  let h = 0;
+  for (let i = 0; i < id.length; i++) h = (h * 31 + id.charCodeAt(i)) >>> 0;
+  return h % GAME_PAGE_TONES.length;
 }
 
 function escapeHtml(s: string): string {
@@ -142,7 +183,7 @@ function renderGamePage(id: string, room: string, wsPath: string): string {
 <style>${PAGE_STYLE}</style>
 </head>
 <body>
-<header class="backend tone-${toneOf(id)}">
+<header class="backend tone-${toneOf(id)}" id="backend">
 <p class="backend-label">Backend</p>
 <p class="backend-id" id="backend-id">${b}</p>
 </header>
@@ -152,9 +193,46 @@ function renderGamePage(id: string, room: string, wsPath: string): string {
 <p>Members in this room: <output id="members" aria-live="polite">0</output></p>
 <p>Socket connected to backend: <strong id="ws-backend">not yet</strong></p>
 <p id="status" role="status">Connecting</p>
+<p id="moved" role="status" hidden></p>
 <p><a href="/_roomgate/lobby">All rooms (the lobby, served by roomgate)</a></p>
 </main>
 <script>${PAGE_SCRIPT}</script>
+</body>
+</html>
+`;
+}
+
+/** The rooms the index page (GET /) links to; roomgate's demo banner links the same ones. */
+export const INDEX_ROOMS = ['chess', 'poker', 'tetris'] as const;
+
+function renderIndexPage(id: string): string {
+  const b = escapeHtml(id);
+  const rooms = INDEX_ROOMS.map((r) => `<li><a href="/game/${r}/">${r}</a></li>`).join('\n');
+  const perTab = INDEX_ROOMS[INDEX_ROOMS.length - 1] ?? 'tetris';
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>roomgate demo (${b})</title>
+<style>${PAGE_STYLE}</style>
+</head>
+<body>
+<header class="backend tone-${toneOf(id)}">
+<p class="backend-label">Backend</p>
+<p class="backend-id">${b}</p>
+</header>
+<main>
+<h1>roomgate demo</h1>
+<p>Every page and socket of a room reaches the one backend that holds it. Open a room in two tabs: both show the same backend.</p>
+<h2>Game rooms</h2>
+<ul id="rooms">
+${rooms}
+<li><a href="/r/${perTab}/game/${perTab}/">${perTab}, by path prefix (/r/${perTab}/)</a></li>
+</ul>
+<p><a href="/_roomgate/lobby">The lobby: every live room (served by roomgate)</a></p>
+<p>This page came from backend <strong>${b}</strong>; any backend can answer it.</p>
+</main>
 </body>
 </html>
 `;
@@ -408,6 +486,17 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
         'Content-Security-Policy': `default-src 'none'; script-src ${PAGE_SCRIPT_CSP}; style-src ${PAGE_STYLE_CSP}; connect-src 'self' ws: wss:`,
       });
       res.end(body);
+      return;
+    }
+    if (isGet && pathname === '/') {
+      const body = renderIndexPage(id);
+      res.writeHead(200, {
+        'Content-Type': 'text/html; charset=utf-8',
+        'Content-Length': Buffer.byteLength(body),
+        'Cache-Control': 'no-store',
+        'Content-Security-Policy': `default-src 'none'; style-src ${PAGE_STYLE_CSP}`,
+      });
+      res.end(req.method === 'HEAD' ? undefined : body);
       return;
     }
     if (isGet && pathname === '/healthz') {

@@ -18,6 +18,7 @@ export class ConfigError extends Error {
 /** Flags given on the command line; they win over file and environment. */
 export interface ConfigOverrides {
   port?: number | string;
+  host?: string | undefined;
   backends?: readonly string[];
 }
 
@@ -56,6 +57,7 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
   ROOMGATE_ADMIN_TOKEN: { key: 'admin.token', form: 'text', text: 'the admin token (the CLI sends it too)' },
   ROOMGATE_API_TOKENS: { key: 'api.tokens', form: 'list', text: 'comma-separated bearer tokens for API writes' },
   ROOMGATE_WORKERS: { text: 'start --workers: worker processes on the one port (1-64 or auto)' },
+  ROOMGATE_DEMO_BASE_PORT: { key: 'demo.basePort', form: 'number', text: 'the first demo backend port (the demo only)' },
   REDIS_URL: { key: 'redis.url', form: 'text', text: 'the Redis URL' },
   REDIS_SENTINELS: { key: 'redis.sentinels', form: 'list', text: 'comma-separated host:port of the Redis Sentinels' },
   REDIS_SENTINEL_NAME: { key: 'redis.sentinelName', form: 'text', text: 'the Sentinel master group name' },
@@ -63,7 +65,7 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
 };
 
 /** Command-line flags that set keys (ConfigOverrides), for the reference. */
-export const FLAGS: Readonly<Record<string, string>> = { 'listen.port': '--port', backends: '--backend' };
+export const FLAGS: Readonly<Record<string, string>> = { 'listen.port': '--port', 'listen.host': '--host', backends: '--backend' };
 
 export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   const env = opts.env ?? process.env;
@@ -172,6 +174,10 @@ function applyOverrides(raw: Record<string, unknown>, o: ConfigOverrides, origin
   if (o.port !== undefined) {
     setKey(raw, 'listen.port', typeof o.port === 'string' ? num(o.port) : o.port);
     origins.set('listen.port', '--port');
+  }
+  if (o.host) {
+    setKey(raw, 'listen.host', o.host);
+    origins.set('listen.host', '--host');
   }
   if (o.backends && o.backends.length > 0) {
     raw.backends = o.backends.flatMap(list).map(backendSpec);

@@ -220,9 +220,9 @@ function banner(s: Started): void {
     [
       '',
       'roomgate demo cluster: 2 gateways sharing one Redis, 3 demo backends',
-      `  gateway A:   ${pretty(a)}/game/lobby/`,
-      `  gateway B:   ${pretty(b)}/game/lobby/   (same room, same backend)`,
-      `  lobby:       ${pretty(a)}/_roomgate/api/lobby`,
+      `  gateway A:   ${pretty(a)}/game/chess/`,
+      `  gateway B:   ${pretty(b)}/game/chess/   (same room, same backend)`,
+      `  the lobby:   ${pretty(a)}/_roomgate/lobby   (its data: /_roomgate/api/lobby)`,
       `  online:      ${pretty(b)}/_roomgate/api/online`,
       `  admin A, B:  ${a.adminUrl}/backends  ${b.adminUrl}/backends`,
       `  drain b2:    ROOMGATE_ADMIN_TOKEN=${s.adminToken} node dist/src/main.js drain b2 --deadline 5m --admin ${a.adminUrl}`,

@@ -1,13 +1,59 @@
 // Demo mode: `roomgate start` with no backends and no discovery configured runs demo backends of
 // its own. Everything the demo needs lives here and is reached only from the CLI; the gateway,
 // the runtime and the cluster primary know nothing of it (the primary runs it as a Sidecar).
+// Only in demo mode, so that it can show all it does from a bare `npm start`:
+// - it listens on 127.0.0.1 unless a host is given (--host, ROOMGATE_HOST or listen.host in the
+//   file): the banner says localhost, and a demo is nothing to expose;
+// - with no configuration file (no --config, no $ROOMGATE_CONFIG), a cookie secret, an admin
+//   token and an API token are generated when none is in the environment (the CLI prints them
+//   once, in the banner), so sign, drain and API writes work. A configuration file is a
+//   deployment being tried: nothing is generated for it, its own secrets (or none) are used.
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
 import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../observability/logger.js';
 import { demoBackendSpecs, startDemoBackends, stopDemoBackends, type DemoBackend } from './demo-backends.js';
 
+/** The game rooms the banner links to (the demo backend's index page links the same). */
+export const DEMO_ROOMS = ['chess', 'poker', 'tetris'] as const;
+
 /** Demo mode: no static backends and no discovery. */
 export function isDemo(config: LoadedConfig): boolean {
   return config.backends.length === 0 && config.discovery.dns === null;
+}
+
+/** Where the configuration came from: a file (given or $ROOMGATE_CONFIG), a --host flag. */
+export interface DemoSource {
+  readonly file: string | undefined;
+  readonly overrides?: { readonly host?: string | undefined };
+}
+
+/** A configuration file is given: --config, or $ROOMGATE_CONFIG. */
+export function configFileGiven(source: DemoSource, env: NodeJS.ProcessEnv = process.env): boolean {
+  return Boolean(source.file ?? env.ROOMGATE_CONFIG);
+}
+
+/** What `check-config` notes about demo mode. */
+export function demoNotes(config: LoadedConfig, source: DemoSource): string[] {
+  const notes = [`no backends configured; start will run ${config.demo.backends} demo backends, on 127.0.0.1 unless a host is given (--host, ROOMGATE_HOST, listen.host)`];
+  if (configFileGiven(source)) return notes;
+  const missing = Object.entries(missingSecrets(config))
+    .filter(([, missing]) => missing)
+    .map(([name]) => name);
+  if (missing.length > 0) {
+    const names = missing.length === 1 ? missing[0] : `${missing.slice(0, -1).join(', ')} or ${missing.at(-1)}`;
+    notes.push(`no ${names} configured; start will generate ${missing.length === 1 ? 'it' : 'them'} for the demo and print ${missing.length === 1 ? 'it' : 'them'} in its banner`);
+  }
+  return notes;
+}
+
+function missingSecrets(config: LoadedConfig): Record<'cookie secret' | 'admin token' | 'API token', boolean> {
+  return {
+    'cookie secret': config.cookie.signed && config.cookie.secrets.length === 0,
+    'admin token': config.admin.enabled && config.admin.token === '',
+    'API token': config.api.enabled && config.api.tokens.length === 0,
+  };
 }
 
 /** The configured backends, or the demo backends `start` would run when none are configured. */
@@ -25,15 +71,56 @@ export function withDemoBackends(config: LoadedConfig): LoadedConfig {
   };
 }
 
+/** Secrets the demo generated because none was configured (null: configured, or not needed). */
+export interface DemoSecrets {
+  readonly cookieSecret: string | null;
+  readonly adminToken: string | null;
+  readonly apiToken: string | null;
+}
+
+const NONE: DemoSecrets = { cookieSecret: null, adminToken: null, apiToken: null };
+
+function generateSecrets(config: LoadedConfig, source: DemoSource): DemoSecrets {
+  if (configFileGiven(source)) return NONE;
+  const missing = missingSecrets(config);
+  const fresh = (): string => randomBytes(24).toString('base64url');
+  return {
+    cookieSecret: missing['cookie secret'] ? fresh() : null,
+    adminToken: missing['admin token'] ? fresh() : null,
+    apiToken: missing['API token'] ? fresh() : null,
+  };
+}
+
+/** A host is given: --host, ROOMGATE_HOST, or listen.host in the configuration file. */
+export function listenHostGiven(source: DemoSource, env: NodeJS.ProcessEnv = process.env): boolean {
+  if (source.overrides?.host || env.ROOMGATE_HOST) return true;
+  const path = source.file ?? env.ROOMGATE_CONFIG;
+  if (!path) return false;
+  try {
+    const doc = parseYaml(readFileSync(path, 'utf8')) as { listen?: { host?: unknown } } | null;
+    return doc?.listen?.host !== undefined;
+  } catch {
+    return false; // loadConfig read it already; a file that cannot be read again (a pipe) sets nothing
+  }
+}
+
 /** The demo backends as processes beside the gateway (or the cluster primary's workers). */
 export class DemoBackends {
+  /** Generated once: a reload (SIGHUP) keeps them. */
+  readonly secrets: DemoSecrets;
+  private readonly hostGiven: boolean;
   private running: DemoBackend[] = [];
   private starting: Promise<DemoBackend[]> | null = null;
 
   constructor(
     private readonly config: LoadedConfig,
     private readonly logger: Logger,
-  ) {}
+    /** The configuration file the demo started with (--config) and the flags. */
+    source: DemoSource,
+  ) {
+    this.secrets = generateSecrets(config, source);
+    this.hostGiven = listenHostGiven(source);
+  }
 
   get backends(): readonly DemoBackend[] {
     return this.running;
@@ -44,9 +131,18 @@ export class DemoBackends {
     this.running = await this.starting;
   }
 
-  /** The configuration the gateways run: the demo backends filled in. */
+  /** The configuration the gateways run: the demo backends, loopback and the generated secrets filled in. */
   configFor(c: LoadedConfig): LoadedConfig {
-    return withDemoBackends(c);
+    if (!isDemo(c)) return c;
+    const d = withDemoBackends(c);
+    const s = this.secrets;
+    return {
+      ...d,
+      listen: this.hostGiven ? d.listen : { ...d.listen, host: '127.0.0.1' },
+      cookie: s.cookieSecret !== null && d.cookie.secrets.length === 0 ? { ...d.cookie, secrets: [s.cookieSecret] } : d.cookie,
+      admin: s.adminToken !== null && d.admin.token === '' ? { ...d.admin, token: s.adminToken } : d.admin,
+      api: s.apiToken !== null && d.api.tokens.length === 0 ? { ...d.api, tokens: [s.apiToken] } : d.api,
+    };
   }
 
   /** Graceful stop; backends still starting are waited for (startDemoBackends stops them if it fails). */
@@ -58,22 +154,4 @@ export class DemoBackends {
   killNow(): void {
     for (const d of this.running) d.process.kill('SIGKILL');
   }
-}
-
-export function printDemoBanner(port: number, adminPort: number | null, demo: readonly DemoBackend[]): void {
-  const base = `http://localhost:${port}`;
-  const lines = [
-    '',
-    `roomgate demo: gateway on ${base} in front of ${demo.length} demo backends`,
-    `  a game room:            ${base}/game/lobby/`,
-    `  another room:           ${base}/game/blue/`,
-    `  a per-tab room (path):  ${base}/r/green/game/green/`,
-    `  which backend has it:   npx roomgate where lobby blue green`,
-    adminPort ? `  metrics:                http://127.0.0.1:${adminPort}/metrics` : '',
-    adminPort ? `  backends:               http://127.0.0.1:${adminPort}/backends` : '',
-    ...demo.map((d) => `  backend ${d.id}:           ${d.url} (pid ${d.process.pid})`),
-    '  Ctrl-C stops everything.',
-    '',
-  ];
-  process.stderr.write(`${lines.filter((l) => l !== '').join('\n')}\n\n`);
 }

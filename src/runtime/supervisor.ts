@@ -103,7 +103,9 @@ export class Supervisor {
     o.pool.setHealth(id, state, reason);
     o.metrics.backendStateChanges.inc({ backend: id, state, via: 'active' });
     o.events.add(state, id, reason, this.now());
-    o.logger.warn({ backend: id, state, reason }, `backend ${state}`);
+    // A backend going down is worth a warning; one that recovers is good news: info.
+    if (state === 'up') o.logger.info({ backend: id, state, reason }, 'backend up');
+    else o.logger.warn({ backend: id, state, reason }, 'backend down');
     if (state !== 'down' || b.liveSockets === 0) return;
     // health.onDown 'keep' (default): a failed check is weaker evidence than sockets that carry
     // frames; they live until they end by themselves (a dead backend's connections fail and close
@@ -131,7 +133,8 @@ export class Supervisor {
   passiveChanged(b: Backend, state: 'down' | 'up', reason: string): void {
     const { o } = this;
     o.metrics.backendStateChanges.inc({ backend: b.id, state, via: 'passive' });
-    o.logger.warn({ backend: b.id, state, reason }, `backend passively marked ${state}`);
+    if (state === 'up') o.logger.info({ backend: b.id, state, reason }, 'backend passively marked up');
+    else o.logger.warn({ backend: b.id, state, reason }, 'backend passively marked down');
     if (state === 'down') {
       o.health.reportFailure(b.id, reason);
       o.events.add('down', b.id, `passive: ${reason}`, this.now());

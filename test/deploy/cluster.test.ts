@@ -148,8 +148,9 @@ describe('npm run demo:cluster', () => {
     expect(ready.redis.pid).toBeGreaterThan(0);
     expect(new Set(ready.pids).size).toBe(6);
     // The banner names the URLs to open.
-    expect(r.stderr.join('\n')).toContain(`http://localhost:${ready.gateways[0]!.port}/game/lobby/`);
-    expect(r.stderr.join('\n')).toContain(`http://localhost:${ready.gateways[1]!.port}/game/lobby/`);
+    expect(r.stderr.join('\n')).toContain(`http://localhost:${ready.gateways[0]!.port}/game/chess/`);
+    expect(r.stderr.join('\n')).toContain(`http://localhost:${ready.gateways[1]!.port}/game/chess/`);
+    expect(r.stderr.join('\n')).toContain(`http://localhost:${ready.gateways[0]!.port}/_roomgate/lobby `);
     // Every process the cluster started is one it reports (Linux: its direct children).
     if (existsSync('/proc/self/stat')) expect(childrenOf(r.child.pid!).sort()).toEqual([...ready.pids].sort());
 
@@ -186,6 +187,10 @@ describe('npm run demo:cluster', () => {
       const online = await getJson<Online>(`${g.url}${API}/online`);
       expect(online.body.total).toBeGreaterThanOrEqual(2);
       expect(online.body.byBackend[backendA]).toBeGreaterThanOrEqual(2);
+      // The lobby page the banner prints.
+      const page = await fetch(`${g.url}/_roomgate/lobby`, { signal: AbortSignal.timeout(5_000) });
+      expect(page.status).toBe(200);
+      await page.arrayBuffer();
     }
 
     await Promise.all([withTimeout(viaA.close(), 5_000, 'close A'), withTimeout(viaB.close(), 5_000, 'close B')]);

@@ -245,6 +245,31 @@ describe('deploy/docker-compose.yml', () => {
     expect(hostPorts.sort()).toEqual(['8080', '8081']);
   });
 
+  it('the status page is reachable from the host: on every published gateway port, behind the admin token, and printed', () => {
+    const problems: string[] = [];
+    const gateways = loadGateways(doc.services as Record<string, Obj>, problems);
+    expect(problems).toEqual([]);
+    expect([...gateways.keys()].sort()).toEqual(['roomgate-a', 'roomgate-b']);
+    for (const [name, g] of gateways) {
+      expect(g.config.status.public, name).toBe('token');
+      expect(g.config.admin.token.length, name).toBeGreaterThanOrEqual(16);
+      // The gateway listens beyond its container and its listen port is the published one.
+      expect(g.config.listen.host, name).toBe('0.0.0.0');
+      const published = ((doc.services[name].ports ?? []) as string[]).map((p) => Number(p.split(':').at(-1)));
+      expect(published, name).toContain(g.config.listen.port);
+    }
+    const printed = (doc.services.urls.command as string[]).join('\n');
+    expect(printed).toContain('http://localhost:8080/_roomgate/ ');
+    expect(printed).toMatch(/password: the admin token/);
+    expect(printed).not.toMatch(/\/game\/lobby\//);
+  });
+
+  it('without an admin token the status page would let nobody in: the config loader refuses it', () => {
+    const copy = clone(doc);
+    delete copy.services['roomgate-a'].environment.ROOMGATE_ADMIN_TOKEN;
+    expect(composeProblems(FILES.main, copy).join('\n')).toMatch(/status\.public: got "token" while admin\.token is empty/);
+  });
+
   const broken: [string, (d: Obj) => void, RegExp][] = [
     ['a backend on another port than its URL', (d) => (d.services['backend-2'].command = ['--host', '0.0.0.0', '--port', '8001', '--id', 'b2']), /b2 http:\/\/backend-2:8000: no backend service listens there/],
     ['a backend listening on loopback only', (d) => (d.services['backend-1'].command = ['--host', '127.0.0.1', '--port', '8000', '--id', 'b1']), /backend-1: --host 127.0.0.1/],

@@ -6,26 +6,70 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
 import { createRoomSigner } from '../../src/room/signing.js';
 import { TEST_SECRET, runCli, stopAll, writeConfig } from '../support/processes.js';
+import { runCliPiped } from '../cli/support.js';
 
 afterAll(stopAll);
 
 describe('roomgate CLI', () => {
-  it('prints help and the version', async () => {
+  it('prints help, help COMMAND, COMMAND --help and the version', async () => {
     const help = await runCli(['--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/Usage: roomgate <command>/);
-    for (const cmd of ['start', 'check-config', 'where ROOM', 'sign ROOM']) expect(help.stdout).toContain(cmd);
+    for (const cmd of ['start', 'check-config', 'where ROOM', 'sign ROOM', 'status', 'drain BACKEND', 'undrain BACKEND', 'maintenance BACKEND', 'help [COMMAND]']) {
+      expect(help.stdout).toContain(cmd);
+    }
+    expect((await runCli(['help'])).stdout).toBe(help.stdout);
+    const whereHelp = await runCli(['help', 'where']);
+    expect(whereHelp.code).toBe(0);
+    expect(whereHelp.stdout).toMatch(/^Usage: roomgate where ROOM \[ROOM\.\.\.\] \[options\]/);
+    expect(whereHelp.stdout).toContain('--json');
+    expect(whereHelp.stdout).not.toContain('--workers');
+    for (const args of [['where', '--help'], ['where', '-h'], ['-h', 'where']]) expect((await runCli(args)).stdout, args.join(' ')).toBe(whereHelp.stdout);
+    const startHelp = await runCli(['start', '--help']);
+    expect(startHelp.stdout).toMatch(/^Usage: roomgate start \[options\]/);
+    expect(startHelp.stdout).toContain('--workers N');
+    const unknown = await runCli(['help', 'stauts']);
+    expect(unknown).toMatchObject({ code: 2, stdout: '' });
+    expect(unknown.stderr).toBe('roomgate: unknown command "stauts"; did you mean status?\nsee: roomgate help\n');
     expect((await runCli(['--version'])).stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
   });
 
-  it('refuses unknown commands and flags with usage and exit 2', async () => {
-    const r = await runCli(['frobnicate']);
-    expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/unknown command "frobnicate"/);
-    const f = await runCli(['start', '--prot', '1']);
-    expect(f.code).toBe(2);
-    expect(f.stderr).toMatch(/--prot/);
-    expect((await runCli([])).code).toBe(2);
+  it('names an unknown command or option with a suggestion and one hint line, exit 2', async () => {
+    const cases: [string[], string][] = [
+      [['frobnicate'], 'roomgate: unknown command "frobnicate"\nsee: roomgate help\n'],
+      [['wehre', 'a'], 'roomgate: unknown command "wehre"; did you mean where?\nsee: roomgate help\n'],
+      [['start', '--prot', '1'], 'roomgate: unknown option --prot; did you mean --port?\nsee: roomgate start --help\n'],
+      [['where', 'a', '--bakend', 'b1=http://127.0.0.1:9001'], 'roomgate: unknown option --bakend; did you mean --backend?\nsee: roomgate where --help\n'],
+      [['status', '--frob'], 'roomgate: unknown option --frob\nsee: roomgate status --help\n'],
+      [['drain', 'b1', '--dedline', '1m'], 'roomgate: unknown option --dedline; did you mean --deadline?\nsee: roomgate drain --help\n'],
+      [['undrain', 'b1', '--tokne', 'x'], 'roomgate: unknown option --tokne; did you mean --token?\nsee: roomgate undrain --help\n'],
+      [['maintenance', 'b1', '--jsno'], 'roomgate: unknown option --jsno; did you mean --json?\nsee: roomgate maintenance --help\n'],
+      [['start', '--hots', '0.0.0.0'], 'roomgate: unknown option --hots; did you mean --host?\nsee: roomgate start --help\n'],
+      [['status', '--deadline', '1m'], 'roomgate: --deadline is for drain only (not status)\nsee: roomgate status --help\n'],
+      [['drain', 'b1', '--json=yes'], 'roomgate: --json takes no value (got --json=yes)\nsee: roomgate drain --help\n'],
+      [['drain', 'b1', '--deadline'], 'roomgate: --deadline needs a value (--deadline D)\nsee: roomgate drain --help\n'],
+      [['drain'], 'roomgate: drain needs exactly one BACKEND\nsee: roomgate drain --help\n'],
+      [['where'], 'roomgate: where needs at least one ROOM\nsee: roomgate where --help\n'],
+      [['start', 'now'], 'roomgate: start takes no arguments (got now)\nsee: roomgate start --help\n'],
+      [[], 'roomgate: no command given\nsee: roomgate help\n'],
+    ];
+    for (const [args, stderr] of cases) {
+      const r = await runCli(args);
+      expect(r, args.join(' ')).toEqual({ code: 2, stdout: '', stderr });
+    }
+  });
+
+  it('exits 0 without a word when the reader of its output goes away (EPIPE)', async () => {
+    // ~200 KB of output: more than a pipe holds, so the CLI is still writing when head exits.
+    const rooms = Array.from({ length: 5_000 }, (_, i) => `room-${i}`);
+    const head = await runCliPiped(['where', '--offline', ...rooms], 'head -1');
+    expect(head).toEqual({ code: 0, stdout: expect.stringMatching(/^room-0\tdemo-[123]\t[^\n]*\n$/), stderr: expect.not.stringMatching(/EPIPE|Error/) });
+    // A reader that is gone before the first byte: every command that prints.
+    for (const args of [['check-config'], ['help'], ['where', '--offline', 'a', 'b', 'c'], ['start', '--help'], ['sign', 'r1']]) {
+      const r = await runCliPiped(args, 'true', { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
+      expect(r.stderr, args.join(' ')).not.toMatch(/EPIPE|Error|at /);
+      expect(r.code, args.join(' ')).toBe(0);
+    }
   });
 
   it('check-config validates without starting and names every problem', async () => {
@@ -35,6 +79,8 @@ describe('roomgate CLI', () => {
     expect(ok.stdout).toContain('"id": "b1"');
     expect(ok.stdout).not.toContain(TEST_SECRET);
     expect(ok.stdout).toContain('<redacted>');
+    const json = await runCli(['check-config', '--json', '--backend', 'b1=http://127.0.0.1:9001'], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
+    expect(JSON.parse(json.stdout)).toMatchObject({ valid: true, config: { backends: [{ id: 'b1' }], cookie: { secrets: ['<redacted>'] } }, notes: [] });
 
     const file = writeConfig({ listen: { port: 'eighty' }, cookie: { format: 'django' }, backends: [{ url: 'ftp://x' }] });
     const bad = await runCli(['check-config', '--config', file]);
@@ -123,17 +169,19 @@ describe('roomgate CLI', () => {
     expect(rows.map((x) => x.room)).toEqual(rooms);
     for (const row of rows) expect(row.backend).toBe(ring.first(row.room));
     expect(new Set(rows.map((x) => x.backend)).size).toBe(3);
+    // In a pipe: ROOM BACKEND URL REASON EPOCH SOCKETS_HERE, tab-separated ("-": not known offline).
     const text = await runCli(['where', 'room-1', ...backends.flatMap((b) => ['--backend', b])]);
-    expect(text.stdout).toBe(`room-1\t${ring.first('room-1')}\thttp://127.0.0.1:900${'abc'.indexOf(ring.first('room-1')!) + 1}\n`);
+    expect(text.stdout).toBe(`room-1\t${ring.first('room-1')}\thttp://127.0.0.1:900${'abc'.indexOf(ring.first('room-1')!) + 1}\tring\t-\t-\n`);
   });
 
   it('where reports invalid keys and exits 2; demo backends when none are configured', async () => {
-    const r = await runCli(['where', 'ok', 'a b', 'x'.repeat(200)]);
+    const r = await runCli(['where', '--offline', 'ok', 'a b', 'x'.repeat(200)]);
     expect(r.code).toBe(2);
     const lines = r.stdout.trim().split('\n');
-    expect(lines[0]).toMatch(/^ok\tdemo-[123]\thttp:\/\/127\.0\.0\.1:810[123]$/);
-    expect(lines[1]).toMatch(/^a b\terror: invalid room key/);
-    expect(lines[2]).toMatch(/error: invalid room key/);
+    expect(lines[0]).toMatch(/^ok\tdemo-[123]\thttp:\/\/127\.0\.0\.1:810[123]\tring\t-\t-$/);
+    // The admin API's words (GET /rooms/KEY answers 400 with them).
+    const refusal = 'error: invalid room key: it must match room.pattern ^[A-Za-z0-9_.:-]{1,128}$ and be 1 to 1024 characters';
+    expect(lines.slice(1)).toEqual([`a b\t${refusal}`, `${'x'.repeat(200)}\t${refusal}`]);
     expect((await runCli(['where'])).code).toBe(2);
   });
 
@@ -148,5 +196,9 @@ describe('roomgate CLI', () => {
     expect((await runCli(['sign', 'bad key'], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET })).code).toBe(2);
     const django = await runCli(['sign', 'r1', '--config', writeConfig({ cookie: { format: 'django-signer', salt: 's' } })], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
     expect(django.stdout.trim()).toMatch(/^r1:[A-Za-z0-9_-]{43}$/);
+    const json = await runCli(['sign', 'room-7', '--json'], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
+    const signed = JSON.parse(json.stdout) as { room: string; cookie: string; value: string };
+    expect(signed).toMatchObject({ room: 'room-7', cookie: 'roomgate_room' });
+    expect(signer.verify(signed.value, Date.now())).toEqual({ ok: true, room: 'room-7' });
   });
 });

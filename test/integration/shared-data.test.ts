@@ -26,6 +26,8 @@ const HEARTBEAT_MS = 200;
 const GATEWAY_TTL_MS = 1000;
 const PRESENCE_TTL_MS = 1000;
 const STREAM_INTERVAL_MS = 100;
+/** Added to a documented deadline that a test checks on the clock: scheduling lag on a busy 2-core machine. */
+const LOADED_MACHINE_SLACK_MS = 1_500;
 const MAX_META_BYTES = 4096; // api.maxMetaBytes default
 const API = '/_roomgate/api';
 const ROOMS = 100;
@@ -622,8 +624,14 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
     sse.close();
     await bounded(stop(gwC), 5_000, 'C exited');
     note(`kill -9 gateway C (15 sockets, 5 rooms of its own): its counts gone from A's /online after ${msA.toFixed(0)} ms, from B's after ${msB.toFixed(0)} ms (presence.ttlMs + heartbeat = ${PRESENCE_TTL_MS + HEARTBEAT_MS} ms); announced gone on A's lobby stream after ${streamMs.toFixed(0)} ms`);
-    // Measured from just before the kill; up to ~50 ms of it is the polling itself.
-    expect(Math.max(msA, msB)).toBeLessThanOrEqual(PRESENCE_TTL_MS + HEARTBEAT_MS + 100);
+    // Measured from just before the kill, to the answer of the first /online without C. The
+    // deadline is the documented one (C's presence stops counting presence.ttlMs after its last
+    // heartbeat, which was before the kill; a survivor's next heartbeat announces it, and the
+    // cached aggregate lives at most aggregateCacheMs, 250 ms) plus slack for the machine: on a
+    // busy 2-core machine the survivors' heartbeat timers, redis-server and the /online round trip
+    // itself each lag by hundreds of ms (1680 ms was seen). The bound still tells presence.ttlMs
+    // (1 s) from any other way out: the report's own key lives presence.ttlMs + 10 s.
+    expect(Math.max(msA, msB)).toBeLessThanOrEqual(PRESENCE_TTL_MS + HEARTBEAT_MS + LOADED_MACHINE_SLACK_MS);
 
     // Never lingering, never coming back: 1 s of readings on both, lobby included.
     const until = performance.now() + 1_000;

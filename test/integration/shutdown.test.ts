@@ -171,7 +171,7 @@ describe('demo mode', () => {
 
     const page = await timedGet(`${gw.url}/game/lobby/`, 5_000);
     expect(page.status).toBe(200);
-    const where = await runCli(['where', 'lobby', '--json', '--config', configFile]);
+    const where = await runCli(['where', 'lobby', '--json', '--config', configFile, '--admin', `http://127.0.0.1:${gw.adminPort}`]);
     expect(where.code, where.stderr).toBe(0);
     const [row] = JSON.parse(where.stdout) as { room: string; backend: string; url: string }[];
     expect(row?.backend).toBe(page.backend);

@@ -17,12 +17,13 @@ interface Harness {
   readonly timing: StoreTiming;
   /** A handle for one gateway; all handles of one harness share one state. */
   open(gatewayId: string): Promise<PlacementStore>;
-  /** Lets time pass: the memory clock jumps, for Redis the test really waits. */
+  /** Lets time pass: the memory clock jumps, for Redis the test really waits (scaled, see REDIS_TIME_SCALE). */
   advance(ms: number): Promise<void>;
   dispose(): Promise<void>;
 }
 
-// Short TTLs. The waits below keep >= 250 ms between a deadline and the moment a test looks.
+// Short TTLs. The waits below keep >= 250 ms between a deadline and the moment a test looks
+// (on the Redis store's real clock, 3 times that: REDIS_TIME_SCALE).
 const TIMING: StoreTiming = { idleTtlMs: 800, gatewayTtlMs: 400 };
 /**
  * A placement younger than gatewayTtlMs cannot be moved unforced (its sockets may not have been
@@ -58,21 +59,33 @@ function memoryHarness(timing: StoreTiming = TIMING): Harness {
 let redis: RedisServer | undefined;
 let harnessSeq = 0;
 
+/**
+ * Redis runs on the real clock, where the tests' margins (250-300 ms between a deadline and the
+ * moment a test looks) are not enough: on a busy 2-core machine a test process or redis-server
+ * can stall for longer (a placement placed, aged 500 ms and then refreshed had expired at its
+ * 800 ms idle TTL; the heartbeat re-created it and the busy check got 'lost-race'). So the Redis
+ * store gets every TTL multiplied by this factor, and advance() waits as much longer: each test
+ * keeps its logical timeline (the same relations between TTLs and waits as on the memory store's
+ * controlled clock), with margins of 750 ms and more.
+ */
+const REDIS_TIME_SCALE = 3;
+
 function redisHarness(timing: StoreTiming = TIMING): Harness {
   if (!redis) throw new Error('redis-server not started');
   const url = redis.url;
   // A fresh key prefix per test: tests share the server, never state.
   const keyPrefix = `contract-${process.pid}-${++harnessSeq}:`;
   const stores: RedisPlacementStore[] = [];
+  const real: StoreTiming = { idleTtlMs: timing.idleTtlMs * REDIS_TIME_SCALE, gatewayTtlMs: timing.gatewayTtlMs * REDIS_TIME_SCALE };
   return {
     timing,
     async open(gatewayId) {
-      const s = new RedisPlacementStore({ url, keyPrefix, gatewayId, timing, commandTimeoutMs: 1000 });
+      const s = new RedisPlacementStore({ url, keyPrefix, gatewayId, timing: real, commandTimeoutMs: 1000 });
       stores.push(s);
       await s.connect({ timeoutMs: 5000 });
       return s;
     },
-    advance: sleep,
+    advance: (ms) => sleep(ms * REDIS_TIME_SCALE),
     async dispose() {
       await Promise.all(stores.map((s) => s.close()));
     },

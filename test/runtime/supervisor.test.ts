@@ -34,7 +34,9 @@ class RecordingSharedData extends MemorySharedDataStore {
 function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2']) {
   let now = 1_700_000_000_000;
   const clock = { now: () => now, advance: (ms: number) => (now += ms) };
-  const logger = createLogger('silent');
+  // Every log line, parsed: which level a rule logs at is part of the rule.
+  const logs: Record<string, unknown>[] = [];
+  const logger = createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   const metrics = createMetrics(() => []);
   const events = new EventLog();
   const healthCalls: string[] = [];
@@ -93,7 +95,7 @@ function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2']) {
     tunnels.add(t);
     return t;
   };
-  return { clock, pool, tunnels, placer, store, sharedData, events, healthCalls, supervisor, open };
+  return { clock, pool, tunnels, placer, store, sharedData, events, healthCalls, supervisor, open, logs };
 }
 
 describe('Supervisor: health policy', () => {
@@ -106,6 +108,20 @@ describe('Supervisor: health policy', () => {
     expect(r.events.list().map((e) => [e.kind, e.backend, e.detail])).toContainEqual(['down', 'b1', '3 failed checks: timeout']);
     r.supervisor.healthChanged('b1', 'up', '2 passed checks');
     expect(r.pool.get('b1')!.acceptsNew(r.clock.now())).toBe(true);
+  });
+
+  it('a backend going down is logged at warn; one that recovers (checks or a connection) at info', () => {
+    const r = rig('keep');
+    const levelOf = (msg: string): unknown[] => r.logs.filter((l) => l.msg === msg).map((l) => [l.level, l.backend]);
+    r.supervisor.healthChanged('b1', 'down', '3 failed checks');
+    r.supervisor.healthChanged('b1', 'up', '2 passed checks');
+    expect(levelOf('backend down')).toEqual([['warn', 'b1']]);
+    expect(levelOf('backend up')).toEqual([['info', 'b1']]);
+    const b2 = r.pool.get('b2')!;
+    r.supervisor.passiveChanged(b2, 'down', 'ECONNREFUSED');
+    r.supervisor.passiveChanged(b2, 'up', 'connected');
+    expect(levelOf('backend passively marked down')).toEqual([['warn', 'b2']]);
+    expect(levelOf('backend passively marked up')).toEqual([['info', 'b2']]);
   });
 
   it('close: the sockets are closed while another backend is up; the panic guard keeps them when none is', () => {

@@ -35,6 +35,8 @@ export interface GatewayProc extends Proc {
   readonly wsUrl: string;
   /** Log lines (parsed JSON) so far. */
   logs(): Record<string, unknown>[];
+  /** stderr lines so far (the demo banner, errors). */
+  readonly stderr: string[];
 }
 
 const live = new Set<Proc>();
@@ -120,8 +122,8 @@ export function writeConfig(config: Record<string, unknown>): string {
 
 export interface GatewayOptions {
   backends?: readonly BackendProc[] | readonly string[];
-  /** YAML config content (written to a temp file). */
-  config?: Record<string, unknown>;
+  /** YAML config content (written to a temp file); false: no config file at all (the environment only). */
+  config?: Record<string, unknown> | false;
   env?: Record<string, string>;
   args?: string[];
   /** The log line that says the gateway listens (default: the first "listening" line). */
@@ -151,7 +153,7 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
 export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc> {
   const args = [MAIN, 'start', '--port', '0'];
   for (const b of o.backends ?? []) args.push('--backend', typeof b === 'string' ? b : `${b.id}=${b.url}`);
-  args.push('--config', writeConfig(merge(TEST_DEFAULTS, o.config ?? {})));
+  if (o.config !== false) args.push('--config', writeConfig(merge(TEST_DEFAULTS, o.config ?? {})));
   args.push(...(o.args ?? []));
   const child = spawn(process.execPath, args, {
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -167,8 +169,10 @@ export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc>
   const proc = track(child);
   const stderr: string[] = [];
   if (child.stderr) createInterface({ input: child.stderr }).on('line', (l) => stderr.push(l));
+  // About half a second on an idle machine; 30 s because a shared CI machine with several suites
+  // running once took over 15 s. A gateway that fails to start exits, which is caught at once.
   const line = await Promise.race([
-    waitFor('gateway listening', 15_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
+    waitFor('gateway listening', 30_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
     proc.exited.then((code) => {
       throw new Error(`gateway exited early (${code}):\n${stderr.join('\n')}\n${proc.lines.join('\n')}`);
     }),
@@ -180,6 +184,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc>
     adminPort,
     url: `http://127.0.0.1:${port}`,
     wsUrl: `ws://127.0.0.1:${port}`,
+    stderr,
     logs: () =>
       proc.lines.flatMap((l) => {
         try {

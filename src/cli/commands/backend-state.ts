@@ -1,0 +1,78 @@
+// roomgate drain / undrain / maintenance BACKEND: change a backend's state on the running gateway
+// (and every gateway sharing its store), then print one line: backend, new state, deadline.
+import { adminRequest, adminTarget, backendView, reportAdminError } from '../admin-client.js';
+import { flag, str, UsageError, type Values } from '../args.js';
+import type { Command } from '../command.js';
+import { ADMIN, DEADLINE, JSON_OUT, TOKEN } from '../options.js';
+import { deadlineText, formatFor, print, printJson, renderRows } from '../output.js';
+
+/** "90s", "10m", "1h", "1500ms" or plain milliseconds. */
+export function parseDuration(s: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s.trim());
+  if (!m) throw new UsageError(`bad duration "${s}": use e.g. 90s, 10m, 1h`, 'see: roomgate drain --help');
+  const unit = (m[2] ?? 'ms') as 'ms' | 's' | 'm' | 'h';
+  return Math.round(Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[unit]);
+}
+
+type Action = 'drain' | 'undrain' | 'maintenance';
+
+async function change(action: Action, backend: string, values: Values): Promise<number> {
+  const body = action === 'drain' ? { deadlineMs: parseDuration(str(values, 'deadline') ?? '10m') } : {};
+  const token = str(values, 'token') ?? process.env.ROOMGATE_ADMIN_TOKEN ?? '';
+  let raw: Record<string, unknown>;
+  try {
+    raw = await adminRequest(adminTarget(values), `/backends/${encodeURIComponent(backend)}/${action}`, { method: 'POST', token, body });
+  } catch (err) {
+    return reportAdminError(err, `${action} ${backend}`, action);
+  }
+  const b = backendView(raw);
+  const format = formatFor(flag(values, 'json'));
+  if (format === 'json') printJson(b);
+  else if (format === 'plain') print(renderRows('plain', [], [[b.id, b.state, b.deadline]]));
+  else {
+    const deadline = deadlineText('table', b.deadline);
+    print(`${b.id} is now ${b.state === 'maintenance' ? 'in maintenance' : b.state}${deadline ? `; deadline ${deadline}` : ''}`);
+  }
+  return 0;
+}
+
+const common = {
+  args: 'BACKEND',
+  minArgs: 1,
+  maxArgs: 1,
+  options: [ADMIN, TOKEN, JSON_OUT],
+} as const;
+
+const OUTPUT = `Prints one line: "demo-2 is now draining; deadline 2026-12-03 07:50:04Z (in 10m 0s)"; in a pipe
+BACKEND<TAB>STATE<TAB>DEADLINE (ISO time, or -); --json: the backend as in status --json.
+Needs the gateway's admin token (--token or $ROOMGATE_ADMIN_TOKEN).`;
+
+export const drain: Command = {
+  ...common,
+  name: 'drain',
+  options: [ADMIN, TOKEN, DEADLINE, JSON_OUT],
+  summary: 'no new rooms on BACKEND; its rooms stay until they empty or the deadline',
+  description: `BACKEND takes no new rooms; its rooms keep their sockets until they empty, or until the deadline
+(--deadline, default 10m), when their sockets are closed and the rooms placed elsewhere.
+${OUTPUT}`,
+  run: ({ values, positionals }) => change('drain', positionals[0] as string, values),
+};
+
+export const undrain: Command = {
+  ...common,
+  name: 'undrain',
+  summary: 'BACKEND takes new rooms again (after drain or maintenance)',
+  description: `BACKEND is active again: it takes new rooms. Rooms placed elsewhere meanwhile stay there.
+${OUTPUT}`,
+  run: ({ values, positionals }) => change('undrain', positionals[0] as string, values),
+};
+
+export const maintenance: Command = {
+  ...common,
+  name: 'maintenance',
+  summary: 'no traffic at all to BACKEND: its rooms move now',
+  description: `BACKEND gets no traffic at all: its rooms move to other backends at once (their sockets are
+closed and reconnect there). For a restart after a drain.
+${OUTPUT}`,
+  run: ({ values, positionals }) => change('maintenance', positionals[0] as string, values),
+};

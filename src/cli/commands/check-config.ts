@@ -1,0 +1,54 @@
+// roomgate check-config: validate the configuration and print it (secrets redacted), without starting.
+import { redactUrlPassword } from '../../config/describe.js';
+import type { LoadedConfig } from '../../config/load.js';
+import { demoNotes, isDemo } from '../../demo/demo-mode.js';
+import { flag } from '../args.js';
+import type { Command } from '../command.js';
+import { configSource, loadFrom, type ConfigSource } from '../config.js';
+import { BACKEND, CONFIG, JSON_OUT, PORT } from '../options.js';
+import { print, printJson } from '../output.js';
+
+function redacted(config: LoadedConfig): unknown {
+  const redact = (s: string): string => (s ? '<redacted>' : '');
+  return {
+    ...config,
+    cookie: { ...config.cookie, secrets: config.cookie.secrets.map(redact) },
+    admin: { ...config.admin, token: redact(config.admin.token) },
+    api: { ...config.api, tokens: config.api.tokens.map(redact) },
+    // Only the password of the URL is secret: host, port and db stay readable.
+    redis: { ...config.redis, url: config.redis.url === null ? null : redactUrlPassword(config.redis.url) },
+  };
+}
+
+/** What start will do on its own with this configuration. */
+function notes(config: LoadedConfig, source: ConfigSource): string[] {
+  if (isDemo(config)) return demoNotes(config, source);
+  if (config.cookie.signed && config.cookie.secrets.length === 0) {
+    return ['no cookie secret; start will generate one and room cookies will not survive a restart'];
+  }
+  return [];
+}
+
+export const checkConfig: Command = {
+  name: 'check-config',
+  args: '',
+  minArgs: 0,
+  maxArgs: 0,
+  summary: 'validate the configuration and print it, without starting',
+  description: `Validates the configuration (file, environment, flags) as start would, and prints it with
+secrets redacted, then notes on what start will do by itself (the demo, a generated secret).
+An invalid configuration: one line per problem on stderr, exit 2.
+--json: {"valid": true, "config": {...}, "notes": ["..."]}.`,
+  options: [CONFIG, BACKEND, PORT, JSON_OUT],
+  async run({ values }) {
+    const source = configSource(values);
+    const config = loadFrom(source);
+    if (flag(values, 'json')) {
+      printJson({ valid: true, config: redacted(config), notes: notes(config, source) });
+      return 0;
+    }
+    print(`configuration is valid\n${JSON.stringify(redacted(config), null, 2)}`);
+    for (const n of notes(config, source)) print(`note: ${n}`);
+    return 0;
+  },
+};

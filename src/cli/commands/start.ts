@@ -1,0 +1,124 @@
+// roomgate start: run the gateway (one process, or a primary and N workers); with no backends and
+// no discovery configured, the demo: demo backends of its own, and a banner saying what to open.
+import { parseWorkers } from '../../cluster/count.js';
+import { runPrimary } from '../../cluster/primary.js';
+import { isClusterWorker, runWorker } from '../../cluster/worker.js';
+import type { LoadedConfig } from '../../config/load.js';
+import { DemoBackends, isDemo } from '../../demo/demo-mode.js';
+import { Gateway } from '../../gateway.js';
+import { onStopSignals } from '../../lifecycle/signals.js';
+import { createLogger } from '../../observability/logger.js';
+import { flag, str, UsageError, type Values } from '../args.js';
+import { KEEP_RUNNING, type Command } from '../command.js';
+import { configSource, loadFrom, type ConfigSource } from '../config.js';
+import { BACKEND, CONFIG, HOST, JSON_OUT, PORT, WORKERS } from '../options.js';
+import { showDemoBanner } from '../demo-banner.js';
+
+function workersFrom(values: Values): number {
+  const given = str(values, 'workers');
+  try {
+    return given !== undefined ? parseWorkers(given) : parseWorkers(process.env.ROOMGATE_WORKERS, 'ROOMGATE_WORKERS');
+  } catch (err) {
+    throw new UsageError((err as Error).message, 'see: roomgate start --help');
+  }
+}
+
+/** One process: the gateway (and the demo backends), until a signal. */
+async function startOne(config: LoadedConfig, source: ConfigSource, json: boolean): Promise<void> {
+  const logger = createLogger(config.log.level);
+  const demo = isDemo(config) ? new DemoBackends(config, logger, source) : null;
+  let gateway: Gateway | null = null;
+  // A signal during start-up is held until start-up ends (every step of it has a timeout), then
+  // acted on: dying half-way would orphan the demo backends already started.
+  const signals = onStopSignals({
+    onSignal: (signal, n) => {
+      if (n === 1 && gateway === null) logger.warn({ signal }, 'signal during start-up: stopping once start-up has finished');
+    },
+    graceful: (signal) => {
+      logger.info({ signal }, 'shutdown requested');
+      (gateway?.stop() ?? Promise.resolve())
+        .then(() => demo?.stop())
+        .then(
+          () => {
+            logger.flush();
+            process.exit(0);
+          },
+          (err: Error) => {
+            logger.error({ err: err.message }, 'shutdown failed');
+            process.exit(1);
+          },
+        );
+    },
+    immediate: (signal) => {
+      logger.warn({ signal }, 'second signal: exiting now');
+      demo?.killNow();
+    },
+  });
+  if (demo) {
+    await demo.start();
+    config = demo.configFor(config);
+  }
+  const gw = new Gateway(config, { logger });
+  try {
+    await gw.start();
+  } catch (err) {
+    signals.dispose();
+    await demo?.stop();
+    throw err;
+  }
+  gateway = gw;
+  if (demo) showDemoBanner(demo, config, { port: gw.port, adminPort: gw.adminPort }, source, json);
+  signals.ready();
+  // SIGHUP: re-read the configuration; the backend list is applied without dropping a socket.
+  process.on('SIGHUP', () => {
+    try {
+      const next = loadFrom(source);
+      gw.reload(demo ? demo.configFor(next) : next);
+    } catch (err) {
+      logger.error({ err: (err as Error).message }, 'reload refused: the running configuration stays');
+    }
+  });
+}
+
+export const start: Command = {
+  name: 'start',
+  args: '',
+  minArgs: 0,
+  maxArgs: 0,
+  summary: 'run the gateway (no backends configured: a demo with 3 backends of its own)',
+  description: `Runs the gateway until SIGTERM or SIGINT (graceful; a second signal exits at once). SIGHUP re-reads
+the configuration. Logs are JSON lines on stdout.
+With no backends and no discovery configured, it runs the demo: 3 demo backends of its own, on
+127.0.0.1 unless a host is given (--host, ROOMGATE_HOST or listen.host), and prints a banner on
+stderr: the pages to open, the tokens and how to use them. With no configuration file, a cookie
+secret, an admin token and an API token are generated for the run (those not in the
+environment) and printed in the banner, once. --json: the banner as one JSON line on stdout.`,
+  options: [CONFIG, BACKEND, PORT, HOST, WORKERS, JSON_OUT],
+  async run({ values }) {
+    // A worker of `start --workers N` (forked by the primary, same arguments) runs the
+    // configuration the primary sends it.
+    if (isClusterWorker()) {
+      await runWorker();
+      return KEEP_RUNNING;
+    }
+    const workers = workersFrom(values);
+    const source = configSource(values);
+    const config = loadFrom(source);
+    const json = flag(values, 'json');
+    if (workers === 1) {
+      await startOne(config, source, json);
+      return KEEP_RUNNING;
+    }
+    const demo = isDemo(config) ? new DemoBackends(config, createLogger(config.log.level).child({ role: 'primary' }), source) : undefined;
+    const running = demo ? demo.configFor(config) : config;
+    await runPrimary(running, {
+      workers,
+      sidecars: demo,
+      reloadConfig: () => loadFrom(source),
+      onListening: ({ port, adminPort }) => {
+        if (demo) showDemoBanner(demo, running, { port, adminPort }, source, json);
+      },
+    });
+    return KEEP_RUNNING;
+  },
+};

@@ -1,0 +1,58 @@
+// `roomgate help`, `roomgate help CMD`, `roomgate CMD --help`: rendered from the commands themselves.
+import { ENV_VARS } from '../config/load.js';
+import type { OptionSpec } from './args.js';
+import type { Command } from './command.js';
+import { HELP } from './options.js';
+
+export const OUTPUT_RULE = 'Output: a table on a terminal, tab-separated lines without a header in a pipe, --json for scripts.';
+export const EXIT_CODES = 'Exit codes: 0 ok (also when a pipe closes early), 1 failure while running, 2 bad usage or configuration.';
+
+function optionLines(options: readonly OptionSpec[]): string[] {
+  const left = options.map((o) => `${o.short ? `-${o.short}, ` : ''}--${o.name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`);
+  const width = Math.max(...left.map((l) => l.length));
+  return options.map((o, i) => `  ${(left[i] as string).padEnd(width)}  ${o.help}`);
+}
+
+export function usage(commands: readonly Command[]): string {
+  const names = commands.map((c) => `${c.name}${c.args ? ` ${c.args}` : ''}`);
+  names.push('help [COMMAND]');
+  const width = Math.max(...names.map((n) => n.length));
+  const summaries = [...commands.map((c) => c.summary), "this text, or a command's options and output"];
+  return [
+    'Usage: roomgate <command> [options]',
+    '',
+    'Commands:',
+    ...names.map((n, i) => `  ${n.padEnd(width)}  ${summaries[i]}`),
+    '',
+    "Run 'roomgate help COMMAND' (or 'roomgate COMMAND --help') for its options and output.",
+    'roomgate --version prints the version.',
+    OUTPUT_RULE,
+    `Environment: ${Object.keys(ENV_VARS).join(', ')}, ROOMGATE_ADMIN_URL`,
+    EXIT_CODES,
+  ].join('\n');
+}
+
+export function commandHelp(c: Command): string {
+  return [
+    `Usage: roomgate ${c.name}${c.args ? ` ${c.args}` : ''} [options]`,
+    '',
+    c.description,
+    '',
+    'Options:',
+    ...optionLines([...c.options, HELP]),
+    '',
+    EXIT_CODES,
+  ].join('\n');
+}
+
+/** `roomgate help --json`: the commands and their options, for completion scripts. */
+export function helpJson(commands: readonly Command[]): unknown {
+  return {
+    commands: commands.map((c) => ({
+      name: c.name,
+      args: c.args,
+      summary: c.summary,
+      options: c.options.map((o) => ({ name: `--${o.name}`, value: o.type === 'string' ? (o.value ?? 'VALUE') : null, repeatable: o.multiple === true, help: o.help })),
+    })),
+  };
+}
