@@ -25,6 +25,8 @@ export interface BackendView {
   readonly acceptsNew: boolean;
   /** Gone for every gateway (maintenance, removed, drain deadline passed): its rooms may be moved while live. */
   readonly gone: boolean;
+  /** Removed from the list: it keeps its sockets (no gateway closes them), so moves off it do not wait for them. */
+  readonly removed: boolean;
   /**
    * Not routable only because its active health checks failed: no passive mark (a refused
    * connection), not gone.
@@ -63,8 +65,17 @@ export interface PlaceIntent {
   readonly expectedEpoch: number;
   /** The backend the room leaves, if it had one. */
   readonly from: string | null;
-  /** Move even if other gateways hold live sockets on `from` (it is gone for everyone). */
+  /** `from` is gone for everyone (maintenance, removed, unknown, drain deadline passed): a forced move, even of a live room. */
   readonly force: boolean;
+  /**
+   * Move at once, even while gateways (this one included) hold live sockets of the room on `from`:
+   * only when no gateway will close them (a backend removed from the list keeps its sockets; an
+   * unknown one is nobody's to close). Every other move waits (room-busy) until no gateway reports
+   * the room live there. At a drain deadline or maintenance each gateway closes its sockets on the
+   * backend in its next heartbeat and reports the room gone in the same heartbeat, so the moved
+   * room's new sockets never meet old ones still open through a gateway that has not got there yet.
+   */
+  readonly overrideLive: boolean;
 }
 
 export type Decision =
@@ -85,11 +96,13 @@ export function decide(room: string | null, view: DecideView): Decision {
     if (from?.routable) return { route: p.backend, reason: 'sticky' };
     if (from?.checksDownOnly && view.onDown === 'keep' && view.liveOnPlacement) return { route: p.backend, reason: 'sticky-live' };
   }
+  // A placement on a backend nobody knows any more is as gone as a removed one.
+  const unclosed = p !== null && (from === undefined || from.removed);
   const place: PlaceIntent = {
     expectedEpoch: p?.epoch ?? 0,
     from: p?.backend ?? null,
-    // A placement on a backend nobody knows any more is as gone as a removed one.
-    force: p !== null && (from === undefined || from.gone),
+    force: unclosed || from?.gone === true,
+    overrideLive: unclosed,
   };
   const chosen = placeOnRing(room, view);
   if (chosen === undefined) return noBackend(view);

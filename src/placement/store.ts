@@ -37,8 +37,10 @@ export interface LiveRoom {
 
 export interface PlaceOptions {
   /**
-   * Move even if other gateways hold live sockets on the current backend: used when that backend
-   * is gone for everyone (maintenance, removed, drain deadline passed), never for a local view.
+   * Move even if other gateways hold live sockets on the current backend: used only when no
+   * gateway will close them (the backend was removed from the list, or is unknown), never for a
+   * local view. A drain deadline or maintenance does not force: every gateway closes its sockets
+   * there and reports the room gone, and the move waits for that.
    */
   readonly force: boolean;
 }

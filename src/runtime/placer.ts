@@ -81,14 +81,15 @@ export class Placer {
       if (!('route' in d) || d.place === undefined || !write) return { decision: d, placement, cached };
       const { place } = d;
       // Our own sockets are known exactly: never move a room we hold live sockets of elsewhere,
-      // unless its backend is gone for everyone.
-      if (place.from !== null && place.from !== d.route && !place.force && this.o.tunnels.socketsInRoom(room, place.from) > 0) {
+      // unless nobody will ever close them (removed or unknown backend). At a drain deadline or
+      // maintenance our heartbeat closes them first (Supervisor.tick).
+      if (place.from !== null && place.from !== d.route && !place.overrideLive && this.o.tunnels.socketsInRoom(room, place.from) > 0) {
         return { decision: this.busy(), placement, cached };
       }
       if (this.degraded) return { decision: this.placeProvisionally(room, d.route, placement, nowMs, d), placement, cached };
       let result;
       try {
-        result = await this.o.store.place(room, d.route, place.expectedEpoch, { force: place.force });
+        result = await this.o.store.place(room, d.route, place.expectedEpoch, { force: place.overrideLive });
       } catch (err) {
         this.setDegraded(true, (err as Error).message);
         return { decision: this.placeProvisionally(room, d.route, placement, nowMs, d), placement, cached };
@@ -216,7 +217,8 @@ export class Placer {
   private recover(why: string): Promise<void> {
     this.recovering ??= (async () => {
       try {
-        this.o.logger.warn({ why }, 'placement store reachable again: restoring and reconciling');
+        // Good news (info); a failure to recover is logged at warn below.
+        this.o.logger.info({ why }, 'placement store reachable again: restoring and reconciling');
         await this.restoreAdminStates();
         await this.o.store.heartbeat(this.o.tunnels.liveRooms());
         this.degraded = false;

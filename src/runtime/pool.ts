@@ -314,6 +314,7 @@ export class BackendPool {
       routable: b.routable(nowMs),
       acceptsNew: b.acceptsNew(nowMs),
       gone: b.gone(nowMs),
+      removed: b.removed,
       checksDownOnly: b.checksDownOnly(nowMs),
       weight: b.config.weight,
       load: loadMetric === 'rooms' ? b.rooms : b.liveSockets,

@@ -60,11 +60,20 @@ export class Supervisor {
 
   /** One heartbeat: exchange live rooms and loads with the store, publish presence, enforce drain deadlines. */
   async tick(): Promise<void> {
-    const now = this.now();
+    // Deadlines first, so this heartbeat's report already leaves out the rooms just closed: a room
+    // leaving a gone backend is placed elsewhere only once no gateway reports it live there
+    // (PlaceIntent.overrideLive), and this is what ends the wait.
+    this.enforceDeadlines(this.now());
     const live = this.o.tunnels.liveRooms();
-    await Promise.all([this.o.placer.heartbeat(now, live), this.publishPresence(live)]);
-    for (const b of this.o.pool.backends) this.enforceDeadline(b, now);
+    await Promise.all([this.o.placer.heartbeat(this.now(), live), this.publishPresence(live)]);
+    // Again with the administrative states the heartbeat just read (a drain set by another
+    // gateway whose store event was missed); those rooms leave the next report.
+    this.enforceDeadlines(this.now());
     this.o.pool.sweep();
+  }
+
+  private enforceDeadlines(now: number): void {
+    for (const b of this.o.pool.backends) this.enforceDeadline(b, now);
   }
 
   /**
@@ -74,7 +83,7 @@ export class Supervisor {
   private async publishPresence(live: ReturnType<TunnelRegistry['liveRooms']>): Promise<void> {
     try {
       await this.o.sharedData.publishPresence(live, this.o.presenceTtlMs);
-      if (this.presenceFailing) this.o.logger.warn('presence published again: shared data store reachable');
+      if (this.presenceFailing) this.o.logger.info('presence published again: shared data store reachable');
       this.presenceFailing = false;
     } catch (err) {
       if (!this.presenceFailing) this.o.logger.error({ err: (err as Error).message }, 'presence not published: shared data store unreachable (routing is unaffected)');

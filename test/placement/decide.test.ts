@@ -4,7 +4,7 @@ import { buildRing } from '../../src/placement/ring.js';
 
 const ids = ['a', 'b', 'c'];
 const ring = buildRing(ids.map((id) => ({ id, weight: 1 })));
-const bv = (id: string, over: Partial<BackendView> = {}): BackendView => ({ id, routable: true, acceptsNew: true, gone: false, checksDownOnly: false, weight: 1, load: 0, busy: 0, ...over });
+const bv = (id: string, over: Partial<BackendView> = {}): BackendView => ({ id, routable: true, acceptsNew: true, gone: false, removed: false, checksDownOnly: false, weight: 1, load: 0, busy: 0, ...over });
 const up = (over: Partial<BackendView> = {}): BackendView[] => ids.map((id) => bv(id, over));
 const view = (backends: BackendView[], over: Partial<DecideView> = {}): DecideView => ({
   ring,
@@ -23,7 +23,7 @@ const rooms = Array.from({ length: 200 }, (_, i) => `room-${i}`);
 describe('decide: new rooms', () => {
   it('places a new room on its ring owner', () => {
     for (const room of rooms) {
-      expect(decide(room, view(up()))).toEqual({ route: ring.first(room), reason: 'ring', place: { expectedEpoch: 0, from: null, force: false } });
+      expect(decide(room, view(up()))).toEqual({ route: ring.first(room), reason: 'ring', place: { expectedEpoch: 0, from: null, force: false, overrideLive: false } });
     }
   });
 
@@ -61,14 +61,18 @@ describe('decide: sticky placements', () => {
       const owner = ring.first(room)!;
       const backends = up().map((b) => (b.id === owner ? { ...b, routable: false, acceptsNew: false } : b));
       const d = decide(room, view(backends, { placement: { backend: owner, epoch: 7 } }));
-      expect(d).toMatchObject({ route: ring.walk(room)[1], place: { expectedEpoch: 7, from: owner, force: false } });
+      expect(d).toMatchObject({ route: ring.walk(room)[1], place: { expectedEpoch: 7, from: owner, force: false, overrideLive: false } });
     }
   });
 
   it('forces the move when the backend is gone for everyone or unknown', () => {
     const backends = up().map((b) => (b.id === 'a' ? { ...b, routable: false, acceptsNew: false, gone: true } : b));
-    expect(decide('r', view(backends, { placement: { backend: 'a', epoch: 2 } }))).toMatchObject({ place: { from: 'a', force: true, expectedEpoch: 2 } });
-    expect(decide('r', view(up(), { placement: { backend: 'zz', epoch: 2 } }))).toMatchObject({ place: { from: 'zz', force: true } });
+    // Gone (maintenance, drain deadline): forced, but the move waits for live sockets to be closed.
+    expect(decide('r', view(backends, { placement: { backend: 'a', epoch: 2 } }))).toMatchObject({ place: { from: 'a', force: true, overrideLive: false, expectedEpoch: 2 } });
+    // Removed (nobody closes its sockets) or unknown: the move does not wait for them.
+    const removed = backends.map((b) => (b.id === 'a' ? { ...b, removed: true } : b));
+    expect(decide('r', view(removed, { placement: { backend: 'a', epoch: 2 } }))).toMatchObject({ place: { from: 'a', force: true, overrideLive: true } });
+    expect(decide('r', view(up(), { placement: { backend: 'zz', epoch: 2 } }))).toMatchObject({ place: { from: 'zz', force: true, overrideLive: true } });
   });
 });
 
@@ -91,7 +95,7 @@ describe('decide: rooms stay whole when their backend fails its health checks (h
     for (const room of rooms.slice(0, 50)) {
       const owner = ring.first(room)!;
       const d = decide(room, view(checksDown(room), { placement: { backend: owner, epoch: 3 }, liveOnPlacement: false }));
-      expect(d).toMatchObject({ route: ring.walk(room)[1], place: { expectedEpoch: 3, from: owner, force: false } });
+      expect(d).toMatchObject({ route: ring.walk(room)[1], place: { expectedEpoch: 3, from: owner, force: false, overrideLive: false } });
     }
   });
 
@@ -101,16 +105,16 @@ describe('decide: rooms stay whole when their backend fails its health checks (h
     const placement = { backend: owner, epoch: 3 };
     // The pool says checksDownOnly: false for a passive mark, and for a gone backend.
     const passive = decide(room, view(checksDown(room, { checksDownOnly: false }), { placement, liveOnPlacement: true }));
-    expect(passive).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: false } });
+    expect(passive).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: false, overrideLive: false } });
     const gone = decide(room, view(checksDown(room, { checksDownOnly: false, gone: true }), { placement, liveOnPlacement: true }));
-    expect(gone).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: true } });
+    expect(gone).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: true, overrideLive: false } });
   });
 
   it('close: today\'s rule, the room is placed elsewhere even with live sockets here', () => {
     const room = rooms[1]!;
     const owner = ring.first(room)!;
     const d = decide(room, view(checksDown(room), { placement: { backend: owner, epoch: 3 }, liveOnPlacement: true, onDown: 'close' }));
-    expect(d).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: false } });
+    expect(d).toMatchObject({ route: ring.walk(room)[1], place: { from: owner, force: false, overrideLive: false } });
   });
 
   it('never gives a down backend a new room, and a routable placement stays plain sticky', () => {

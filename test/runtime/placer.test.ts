@@ -254,7 +254,7 @@ describe('Placer: new rooms and stickiness', () => {
     const epochs = new Map<string, number>();
     for (const room of rooms) {
       const d = await a.resolve(room);
-      expect(d, room).toEqual({ route: owners.get(room), reason: 'ring', place: { expectedEpoch: 0, from: null, force: false } });
+      expect(d, room).toEqual({ route: owners.get(room), reason: 'ring', place: { expectedEpoch: 0, from: null, force: false, overrideLive: false } });
       const p = await stored(a, room);
       expect(p.backend, room).toBe(owners.get(room));
       expect(p.epoch, room).toBeGreaterThanOrEqual(1);
@@ -346,7 +346,7 @@ describe('Placer: backends that are down for one gateway', () => {
       expect(next).not.toBe('b2');
       const old = await stored(a, room);
       // Compare-and-set against the placement read, and a new, higher epoch.
-      expect(await a.resolve(room), room).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: old.epoch, from: 'b2', force: false } });
+      expect(await a.resolve(room), room).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: old.epoch, from: 'b2', force: false, overrideLive: false } });
       const now = await stored(a, room);
       expect(now.backend, room).toBe(next);
       expect(now.epoch, room).toBeGreaterThan(old.epoch);
@@ -386,7 +386,7 @@ describe('Placer: backends that are down for one gateway', () => {
 
     // A has been silent for gatewayTtlMs: its sockets no longer hold the room, B moves it.
     clock = reportedAt + TIMING.gatewayTtlMs;
-    expect(await b.resolve(room!)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b1', force: false } });
+    expect(await b.resolve(room!)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b1', force: false, overrideLive: false } });
     const moved = await stored(a, room!);
     expect(moved.backend).toBe(next);
     expect(moved.epoch).toBeGreaterThan(first.epoch);
@@ -423,12 +423,16 @@ describe('Placer: backends that are down for one gateway', () => {
     expect(t.closed).toBe(false);
 
     // A room of the same backend without sockets here moves.
-    expect(await a.resolve(other!)).toMatchObject({ route: walk(a, other!)[1], place: { expectedEpoch: otherFirst.epoch, from: 'b3', force: false } });
+    expect(await a.resolve(other!)).toMatchObject({ route: walk(a, other!)[1], place: { expectedEpoch: otherFirst.epoch, from: 'b3', force: false, overrideLive: false } });
 
-    // Forced (b3 goes into maintenance): the busy room moves too, and its socket here is closed.
+    // b3 goes into maintenance: while our socket there is open the room still waits (the
+    // heartbeat closes it first, Supervisor.tick); once it is closed the room moves, forced.
     a.pool.setAdmin('b3', maintenance());
+    expect(await a.resolve(room!)).toEqual({ reject: 503, reason: 'room-busy', retryAfterS: 2 });
+    expect(t.closed).toBe(false);
+    expect(a.tunnels.closeBackend('b3')).toBe(1);
     const next = walk(a, room!)[1]!;
-    expect(await a.resolve(room!)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b3', force: true } });
+    expect(await a.resolve(room!)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b3', force: true, overrideLive: false } });
     expect((await stored(a, room!)).backend).toBe(next);
     expect((await stored(a, room!)).epoch).toBeGreaterThan(first.epoch);
     expect(a.placed.at(-1)).toEqual({ room, from: 'b3', to: next, forced: true, liveMoved: true });
@@ -452,7 +456,7 @@ describe('Placer: a backend down by its health checks (health.onDown)', () => {
     advance(CACHE_TTL_MS + 1); // and from a fresh store read
     expect(await keep.resolve(live!)).toEqual({ route: 'b2', reason: 'sticky-live' });
     expect(keep.store.places).toHaveLength(writes);
-    expect(await keep.resolve(idle!)).toMatchObject({ route: walk(keep, idle!)[1], place: { from: 'b2', force: false } });
+    expect(await keep.resolve(idle!)).toMatchObject({ route: walk(keep, idle!)[1], place: { from: 'b2', force: false, overrideLive: false } });
 
     // Passively marked down as well (a refused connection): no longer kept; our live socket there
     // makes the Placer refuse the move instead (the room is never split).
@@ -469,67 +473,78 @@ describe('Placer: a backend down by its health checks (health.onDown)', () => {
 });
 
 describe('Placer: backends gone for everyone (forced moves)', () => {
-  it('maintenance: the room moves with force although another gateway holds it live, and that gateway closes its sockets', async () => {
+  it('maintenance: the room waits while another gateway still reports it live there, then moves, forced', async () => {
     const state = new MemoryPlacementState();
     const a = gateway(state, 'gw-a');
     const b = gateway(state, 'gw-b');
-    const [room, bystander] = roomsOwnedBy(a, 'b2', 2, 'maint');
+    const [room] = roomsOwnedBy(a, 'b2', 1, 'maint');
     const next = walk(a, room!)[1]!;
-    for (const r of [room!, bystander!]) expect(route(await a.resolve(r))).toBe('b2');
+    expect(route(await a.resolve(room!))).toBe('b2');
     const first = await stored(a, room!);
     // Old enough to be moved (gatewayTtlMs): below, only A's report makes it busy.
     advance(TIMING.gatewayTtlMs);
-    const moving = openTunnel(a, room!, 'b2');
-    const moving2 = openTunnel(a, room!, 'b2');
-    const staying = openTunnel(a, bystander!, 'b2');
+    const t = openTunnel(a, room!, 'b2');
     await a.placer.heartbeat(clock);
 
     // Without maintenance B's local view (b2 down) is not enough: busy.
     b.pool.markDown('b2', clock, 'test');
     expect(await b.resolve(room!)).toMatchObject({ reject: 503, reason: 'room-busy' });
 
+    // Maintenance: gone for everyone, but A has not closed its socket yet (its next heartbeat
+    // does): moving now would put the room on two backends. Busy, nothing written.
     b.pool.setAdmin('b2', maintenance());
-    expect(await b.resolve(room!)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b2', force: true } });
-    expect(b.store.places.at(-1)).toMatchObject({ room, backend: next, expectedEpoch: first.epoch, force: true, result: { ok: true, placement: { backend: next } } });
+    a.pool.setAdmin('b2', maintenance());
+    const writes = b.store.places.filter((p) => p.result?.ok).length;
+    expect(await b.resolve(room!)).toMatchObject({ reject: 503, reason: 'room-busy' });
+    expect(b.store.places.at(-1)).toMatchObject({ room, backend: next, force: false, result: { ok: false, reason: 'busy' } });
+    expect(b.store.places.filter((p) => p.result?.ok)).toHaveLength(writes);
+    expect(t.closed).toBe(false);
+
+    // A's heartbeat closes its sockets on b2 and reports without them: now the room moves.
+    a.tunnels.closeBackend('b2');
+    await a.placer.heartbeat(clock);
+    expect(await b.resolve(room!)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b2', force: true, overrideLive: false } });
     expect((await stored(b, room!)).epoch).toBeGreaterThan(first.epoch);
     expect(b.placed.at(-1)).toEqual({ room, from: 'b2', to: next, forced: true, liveMoved: true });
-
-    // A learnt it from the store event: both its sockets of the room on b2 are closed, the
-    // other room's socket on b2 is untouched, and A now routes the room to the new backend.
-    expect(a.tunnels.socketsInRoom(room!)).toBe(0);
-    expect([moving, moving2].every((t) => t.closed)).toBe(true);
-    expect(a.tunnels.socketsInRoom(bystander!, 'b2')).toBe(1);
-    expect(staying.closed).toBe(false);
-    expect(a.pool.get('b2')!.liveSockets).toBe(1);
-    const writes = a.store.places.length;
+    const writesA = a.store.places.length;
     expect(await a.resolve(room!)).toEqual({ route: next, reason: 'sticky' });
-    expect(a.store.places).toHaveLength(writes);
+    expect(a.store.places).toHaveLength(writesA);
   });
 
   it('removed from the pool: the room moves with force although another gateway holds it live', async () => {
     const state = new MemoryPlacementState();
     const a = gateway(state, 'gw-a');
     const b = gateway(state, 'gw-b');
-    const [room] = roomsOwnedBy(a, 'b1', 1, 'removed');
-    expect(route(await a.resolve(room!))).toBe('b1');
+    const [room, bystander] = roomsOwnedBy(a, 'b1', 2, 'removed');
+    for (const r of [room!, bystander!]) expect(route(await a.resolve(r))).toBe('b1');
     const first = await stored(a, room!);
     const t = openTunnel(a, room!, 'b1');
+    const t2 = openTunnel(a, room!, 'b1');
+    const staying = openTunnel(a, bystander!, 'b1');
     await a.placer.heartbeat(clock);
 
+    // No gateway closes the sockets of a removed backend (a reload never drops one), so waiting
+    // for them would keep the room there for ever: the move overrides the live reports.
     b.pool.setBackends([B2, B3]);
     expect(b.pool.get('b1')?.removed).toBe(true);
     const d = await b.resolve(room!);
-    expect(d).toMatchObject({ place: { expectedEpoch: first.epoch, from: 'b1', force: true } });
+    expect(d).toMatchObject({ place: { expectedEpoch: first.epoch, from: 'b1', force: true, overrideLive: true } });
     expect(['b2', 'b3']).toContain(route(d));
     expect((await stored(b, room!)).backend).toBe(route(d));
     expect((await stored(b, room!)).epoch).toBeGreaterThan(first.epoch);
+    expect(b.placed.at(-1)).toEqual({ room, from: 'b1', to: route(d), forced: true, liveMoved: true });
+    // A learnt it from the store event: both its sockets of the room on b1 are closed, the other
+    // room's socket on b1 is untouched.
     expect(a.tunnels.socketsInRoom(room!)).toBe(0);
-    expect(t.closed).toBe(true);
+    expect([t, t2].every((x) => x.closed)).toBe(true);
+    expect(a.tunnels.socketsInRoom(bystander!, 'b1')).toBe(1);
+    expect(staying.closed).toBe(false);
+    expect(a.pool.get('b1')!.liveSockets).toBe(1);
   });
 });
 
 describe('Placer: draining', () => {
-  it('keeps its rooms (sticky), gets no new ones, and once the deadline passes its rooms move with force', async () => {
+  it('keeps its rooms (sticky), gets no new ones, and once the deadline passes its rooms move, forced, a live one once no gateway reports it there', async () => {
     const state = new MemoryPlacementState();
     const a = gateway(state, 'gw-a');
     const b = gateway(state, 'gw-b');
@@ -564,18 +579,23 @@ describe('Placer: draining', () => {
       if (ownedByB1.includes(room)) expect(d, room).toMatchObject({ route: walk(a, room)[1], reason: 'ring-skip' });
     }
 
-    // Deadline passed: b1 is gone for everyone. The live room moves even though A still reports
-    // it (its heartbeat is fresh), and A's socket of it is closed.
+    // Deadline passed: b1 is gone for everyone. The live room waits while A still reports it
+    // (its heartbeat is fresh); the rooms without sockets move at once, forced.
     clock = deadline;
     await a.placer.heartbeat(clock);
+    expect(await b.resolve(live)).toMatchObject({ reject: 503, reason: 'room-busy' });
+    expect(t.closed).toBe(false);
+    for (const room of kept.slice(1)) {
+      expect(await a.resolve(room), room).toMatchObject({ route: walk(a, room)[1], place: { from: 'b1', force: true, overrideLive: false } });
+    }
+    // A's heartbeat closes its socket there (Supervisor.tick) and reports the room gone: it moves.
+    a.tunnels.closeBackend('b1');
+    await a.placer.heartbeat(clock);
     const next = walk(b, live)[1]!;
-    expect(await b.resolve(live)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b1', force: true } });
+    expect(await b.resolve(live)).toEqual({ route: next, reason: 'ring-skip', place: { expectedEpoch: first.epoch, from: 'b1', force: true, overrideLive: false } });
     expect((await stored(b, live)).backend).toBe(next);
     expect(t.closed).toBe(true);
     expect(a.tunnels.socketsInRoom(live)).toBe(0);
-    for (const room of kept.slice(1)) {
-      expect(await a.resolve(room), room).toMatchObject({ route: walk(a, room)[1], place: { from: 'b1', force: true } });
-    }
   });
 });
 
@@ -649,7 +669,7 @@ describe('Placer: degraded (store unreachable)', () => {
 
     const placesBefore = a.store.places.length;
     for (const room of [fresh!, agreed!, conflict!]) {
-      expect(await a.resolve(room), room).toEqual({ route: 'b1', reason: 'ring', place: { expectedEpoch: 0, from: null, force: false } });
+      expect(await a.resolve(room), room).toEqual({ route: 'b1', reason: 'ring', place: { expectedEpoch: 0, from: null, force: false, overrideLive: false } });
     }
     expect(a.store.places).toHaveLength(placesBefore); // degraded: nothing is even attempted
     // The provisional placement is sticky while degraded.
@@ -661,9 +681,9 @@ describe('Placer: degraded (store unreachable)', () => {
 
     // Meanwhile another gateway places two of them: one on the same backend, one elsewhere.
     // (A does not hear of it: no events while its store is unreachable.)
-    expect(await other.place(agreed!, 'b1', 0, { force: false })).toMatchObject({ ok: true });
+    expect(await other.place(agreed!, 'b1', 0, { force: false, overrideLive: false })).toMatchObject({ ok: true });
     const elsewhere = walk(a, conflict!)[1]!;
-    expect(await other.place(conflict!, elsewhere, 0, { force: false })).toMatchObject({ ok: true });
+    expect(await other.place(conflict!, elsewhere, 0, { force: false, overrideLive: false })).toMatchObject({ ok: true });
     expect(t.closed).toBe(false);
 
     // A heartbeat while still unreachable changes nothing.
@@ -736,7 +756,7 @@ describe('Placer: idle expiry', () => {
     expect(a.placer.cachedPlacement(live!)).toEqual(liveFirst);
 
     // Placed anew: on its ring owner now that it is up, as a fresh placement (epoch 1, from none).
-    expect(await a.resolve(idle!)).toEqual({ route: 'b2', reason: 'ring', place: { expectedEpoch: 0, from: null, force: false } });
+    expect(await a.resolve(idle!)).toEqual({ route: 'b2', reason: 'ring', place: { expectedEpoch: 0, from: null, force: false, overrideLive: false } });
     expect((await stored(a, idle!)).backend).toBe('b2');
     expect(await a.resolve(live!)).toEqual({ route: liveOn, reason: 'sticky' });
   });

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { ResolvedBackend } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
-import { MemoryPlacementStore } from '../../src/placement/memory-store.js';
+import { MemoryPlacementState, MemoryPlacementStore } from '../../src/placement/memory-store.js';
 import { EventLog } from '../../src/runtime/events.js';
 import { Placer } from '../../src/runtime/placer.js';
 import { setAdminState } from '../../src/runtime/runtime-view.js';
@@ -31,9 +31,19 @@ class RecordingSharedData extends MemorySharedDataStore {
   }
 }
 
-function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2']) {
+interface Clock {
+  now(): number;
+  advance(ms: number): number;
+}
+
+function fakeClock(): Clock {
   let now = 1_700_000_000_000;
-  const clock = { now: () => now, advance: (ms: number) => (now += ms) };
+  return { now: () => now, advance: (ms: number) => (now += ms) };
+}
+
+/** One gateway's runtime; gateways sharing `shared` (a placement store's state and a clock) see each other. */
+function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2'], shared?: { state: MemoryPlacementState; clock: Clock; gatewayId: string }) {
+  const clock = shared?.clock ?? fakeClock();
   // Every log line, parsed: which level a rule logs at is part of the rule.
   const logs: Record<string, unknown>[] = [];
   const logger = createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
@@ -51,7 +61,7 @@ function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2']) {
     onMembership: (added, removed) => sup().membershipChanged(added, removed),
   });
   const tunnels = new TunnelRegistry(pool, clock.now);
-  const store = new MemoryPlacementStore('gw-test', { idleTtlMs: 180_000, gatewayTtlMs: 5_000 }, undefined, clock.now);
+  const store = new MemoryPlacementStore(shared?.gatewayId ?? 'gw-test', { idleTtlMs: 180_000, gatewayTtlMs: 5_000 }, shared?.state, clock.now);
   const sharedData = new RecordingSharedData('gw-test', { presenceTtlMs: 10_000 }, undefined, clock.now);
   const placer = new Placer({
     store,
@@ -171,6 +181,12 @@ describe('Supervisor: heartbeat', () => {
     await r.supervisor.tick();
     expect(r.sharedData.reports).toHaveLength(2);
     expect(await r.sharedData.online()).toMatchObject({ total: 2, rooms: 1 });
+    // The failure is an error, logged once; the recovery is good news (info), not a warning.
+    const lines = r.logs.filter((l) => /presence/.test(String(l.msg))).map((l) => [l.level, l.msg]);
+    expect(lines).toEqual([
+      ['error', 'presence not published: shared data store unreachable (routing is unaffected)'],
+      ['info', 'presence published again: shared data store reachable'],
+    ]);
   });
 
   it('a drain deadline closes the remaining sockets when it passes, not before; maintenance at once', async () => {
@@ -190,6 +206,57 @@ describe('Supervisor: heartbeat', () => {
     await r.supervisor.tick();
     expect(maint.closed).toBe(true);
     expect(kept.closed).toBe(false);
+  });
+
+  it('two gateways at a drain deadline: the room moves only once neither reports it live there, never onto a second backend while one still holds it', async () => {
+    // The deadline is one instant, but each gateway reaches it in its own heartbeat. A closes its
+    // socket of the room first and its client comes back at once; B still holds its own socket of
+    // the same room on b1 until its next tick. Placing the room elsewhere now would put it on two
+    // backends for up to a heartbeat.
+    const clock = fakeClock();
+    const state = new MemoryPlacementState();
+    const a = rig('keep', ['b1', 'b2', 'b3'], { state, clock, gatewayId: 'gw-a' });
+    const b = rig('keep', ['b1', 'b2', 'b3'], { state, clock, gatewayId: 'gw-b' });
+    const room = Array.from({ length: 50 }, (_, i) => `split-${i}`).find((r) => a.pool.ring.first(r) === 'b1')!;
+    expect(await a.placer.resolve(room, clock.now())).toMatchObject({ route: 'b1' });
+    const viaA = a.open(room, 'b1');
+    const viaB = b.open(room, 'b1');
+    // Both gateways beat every second; the placement grows older than gatewayTtlMs (no longer young).
+    for (let i = 0; i < 6; i++) {
+      clock.advance(1_000);
+      await a.supervisor.tick();
+      await b.supervisor.tick();
+    }
+
+    const deadline = clock.now() + 2_000;
+    await setAdminState(a.store, a.pool, 'b1', { state: 'draining', deadline, since: clock.now() });
+    expect(b.pool.get('b1')!.admin?.state).toBe('draining');
+    clock.advance(1_000);
+    await a.supervisor.tick();
+    await b.supervisor.tick();
+    expect([viaA.closed, viaB.closed]).toEqual([false, false]);
+    clock.advance(1_000);
+
+    // Past the deadline, before A's tick: A's own socket is still open, so A does not move the room.
+    expect(await a.placer.resolve(room, clock.now())).toMatchObject({ reject: 503, reason: 'room-busy' });
+    await a.supervisor.tick();
+    expect(viaA.closed).toBe(true);
+    expect(viaB.closed).toBe(false);
+    // A's client reconnects through A: B still reports the room live on b1, so it waits.
+    expect(await a.placer.resolve(room, clock.now())).toMatchObject({ reject: 503, reason: 'room-busy', retryAfterS: 1 });
+    expect(await b.placer.resolve(room, clock.now())).toMatchObject({ reject: 503, reason: 'room-busy' });
+    expect((await a.store.get(room))?.backend).toBe('b1');
+
+    // B's tick closes its socket and reports the room gone in the same heartbeat: the move goes through, forced.
+    clock.advance(400);
+    await b.supervisor.tick();
+    expect(viaB.closed).toBe(true);
+    const moved = await a.placer.resolve(room, clock.now());
+    expect(moved).toMatchObject({ place: { from: 'b1', force: true, overrideLive: false } });
+    expect(['b2', 'b3']).toContain('route' in moved ? moved.route : null);
+    expect((await a.store.get(room))?.backend).toBe('route' in moved ? moved.route : null);
+    expect(a.events.list().filter((e) => e.kind === 'drain-deadline').map((e) => e.detail)).toEqual(['closed 1 sockets']);
+    expect(b.events.list().filter((e) => e.kind === 'drain-deadline').map((e) => e.detail)).toEqual(['closed 1 sockets']);
   });
 
   it('a removed backend keeps its sockets and is forgotten once they are gone', async () => {

@@ -95,7 +95,7 @@ function ringOwners(config: LoadedConfig, rooms: readonly string[]): Row[] {
   const c = withDemoBackends(config);
   const ring = buildRing(c.backends.map((b) => ({ id: b.id, weight: b.weight })));
   const valid = createRoomValidator(c.room.pattern);
-  const backends = c.backends.map((b) => ({ id: b.id, routable: true, acceptsNew: b.weight > 0, gone: false, checksDownOnly: false, weight: b.weight, load: 0, busy: 0 }));
+  const backends = c.backends.map((b) => ({ id: b.id, routable: true, acceptsNew: b.weight > 0, gone: false, removed: false, checksDownOnly: false, weight: b.weight, load: 0, busy: 0 }));
   return rooms.map((room): Row => {
     if (!valid(room)) return { room, error: invalidRoomMessage(c.room.pattern), code: 2 };
     const d = decide(room, { ring, backends, placement: null, liveOnPlacement: false, onDown: c.health.onDown, noRoom: 'reject', boundFactor: 0, tieBreak: 0, retryAfterS: 1 });
