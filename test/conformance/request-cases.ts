@@ -1,6 +1,6 @@
 // The request corpus: raw byte streams for every class of RFC 9112 framing and the request
-// smuggling families, each with the outcome roomgate is meant to give (README, "Routing and
-// proxying"). Shared by requests.test.ts, the fuzzer (as seeds) and bench/conformance (side by side
+// smuggling families, each with the outcome roomgate is meant to give (docs/proxying.md and
+// docs/security.md). Shared by requests.test.ts, the fuzzer (as seeds) and bench/conformance (side by side
 // with nginx, HAProxy and a reference proxy on http-proxy-3).
 import type { Framing } from './strict-parser.js';
 import { HANDSHAKE } from './raw.js';

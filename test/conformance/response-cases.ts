@@ -1,6 +1,6 @@
 // The response corpus: the backend answers a request (a GET, a HEAD, or a WebSocket handshake)
-// with scripted raw bytes; each case says what the client must get. Intended (README, "Routing and
-// proxying"): a malformed answer gets 502 while nothing was sent yet, and a warning in the log;
+// with scripted raw bytes; each case says what the client must get. Intended (docs/proxying.md and
+// docs/security.md): a malformed answer gets 502 while nothing was sent yet, and a warning in the log;
 // valid answers are relayed intact (obs-text byte-exact); 1xx are not relayed, the final answer is;
 // 204/304/HEAD bodies never are; a cut body ends the client connection without a complete-looking
 // response; an unsolicited second answer never reaches another request. Upgrades: only a complete

@@ -15,7 +15,7 @@
 //   6. B cannot reach b1 (a forwarder B uses is cut), A can: a. live rooms, b. rooms A has just
 //      placed on b1, c. b1 back for B
 //   7. Redis killed and restarted under a stream of visitors; b. the drain outlives the restart
-// Measured figures are written to test-output/figures/placement.txt at the end (for the README). PLACEMENT_TEST_LOGS=DIR keeps both
+// Measured figures are written to test-output/figures/placement.txt at the end (docs/placement.md quotes them). PLACEMENT_TEST_LOGS=DIR keeps both
 // gateways' logs and every split sample there, for investigating a failure.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -354,7 +354,7 @@ export async function pingPong(c: Client, timeoutMs = 5_000): Promise<void> {
 }
 
 /**
- * Measured figures of a test file (the README quotes them): written to
+ * Measured figures of a test file (the docs quote them): written to
  * test-output/figures/NAME.txt (gitignored) instead of the console, which stays for failures.
  * Returns the file's path.
  */
