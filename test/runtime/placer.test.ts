@@ -681,9 +681,9 @@ describe('Placer: degraded (store unreachable)', () => {
 
     // Meanwhile another gateway places two of them: one on the same backend, one elsewhere.
     // (A does not hear of it: no events while its store is unreachable.)
-    expect(await other.place(agreed!, 'b1', 0, { force: false, overrideLive: false })).toMatchObject({ ok: true });
+    expect(await other.place(agreed!, 'b1', 0, { force: false })).toMatchObject({ ok: true });
     const elsewhere = walk(a, conflict!)[1]!;
-    expect(await other.place(conflict!, elsewhere, 0, { force: false, overrideLive: false })).toMatchObject({ ok: true });
+    expect(await other.place(conflict!, elsewhere, 0, { force: false })).toMatchObject({ ok: true });
     expect(t.closed).toBe(false);
 
     // A heartbeat while still unreachable changes nothing.
