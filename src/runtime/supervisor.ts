@@ -5,7 +5,7 @@
 // every rule here is tested with a fake clock and plain tunnel objects.
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { StoreEvent } from '../placement/store.js';
+import type { BackendAdminState, StoreEvent } from '../placement/store.js';
 import type { SharedDataStore } from '../shared-data/store.js';
 import type { EventLog } from './events.js';
 import type { Placer } from './placer.js';
@@ -36,8 +36,13 @@ export interface SupervisorOptions {
   readonly now?: () => number;
 }
 
+/** setTimeout's longest delay; a deadline further away is left to the heartbeat. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export class Supervisor {
   private timer: NodeJS.Timeout | null = null;
+  /** One timer per draining backend, at its deadline. */
+  private readonly deadlineTimers = new Map<string, NodeJS.Timeout>();
   private presenceFailing = false;
   private readonly now: () => number;
 
@@ -56,6 +61,8 @@ export class Supervisor {
   stop(): void {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    for (const t of this.deadlineTimers.values()) clearTimeout(t);
+    this.deadlineTimers.clear();
   }
 
   /** One heartbeat: exchange live rooms and loads with the store, publish presence, enforce drain deadlines. */
@@ -176,5 +183,33 @@ export class Supervisor {
     const kind = ev.state?.state ?? 'active';
     this.o.events.add(kind, ev.id, ev.state?.deadline ? `deadline ${new Date(ev.state.deadline).toISOString()}` : '', this.now());
     this.o.logger.warn({ backend: ev.id, state: kind, deadline: ev.state?.deadline ?? null }, 'backend administrative state changed');
+    this.scheduleEnforcement(ev.id, ev.state);
+  }
+
+  /**
+   * The rooms of a gone backend move only once no gateway reports them live there, and a gateway
+   * stops reporting them in the heartbeat that closes them. Waiting for the next regular heartbeat
+   * would keep their clients in 503s for up to heartbeatMs: maintenance runs one at once, a drain
+   * deadline at the deadline itself. The regular heartbeat remains the fallback (a missed event, a
+   * deadline beyond a timer's range, a state read at start).
+   */
+  private scheduleEnforcement(id: string, state: BackendAdminState | null): void {
+    const pending = this.deadlineTimers.get(id);
+    if (pending) clearTimeout(pending);
+    this.deadlineTimers.delete(id);
+    if (this.timer === null) return; // not started, or stopped
+    if (state?.state === 'maintenance') {
+      void this.tick();
+      return;
+    }
+    if (state?.state !== 'draining' || state.deadline === null) return;
+    const delay = Math.max(0, state.deadline - this.now() + 1); // +1: never a millisecond early
+    if (delay > MAX_TIMER_MS) return;
+    const t = setTimeout(() => {
+      this.deadlineTimers.delete(id);
+      void this.tick();
+    }, delay);
+    t.unref();
+    this.deadlineTimers.set(id, t);
   }
 }

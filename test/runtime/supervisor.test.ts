@@ -1,5 +1,6 @@
 // The runtime's rules over time, with a fake clock and no sockets: a real pool, tunnel registry,
 // placer, event log and in-memory stores; tunnels are plain objects that record being closed.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { ResolvedBackend } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
@@ -31,6 +32,15 @@ class RecordingSharedData extends MemorySharedDataStore {
   }
 }
 
+/** Polls a condition every 5 ms; fails after 5 s. */
+async function waitUntil(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`condition not met within ${timeoutMs} ms: ${cond.toString()}`);
+    await sleep(5);
+  }
+}
+
 interface Clock {
   now(): number;
   advance(ms: number): number;
@@ -42,7 +52,7 @@ function fakeClock(): Clock {
 }
 
 /** One gateway's runtime; gateways sharing `shared` (a placement store's state and a clock) see each other. */
-function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2'], shared?: { state: MemoryPlacementState; clock: Clock; gatewayId: string }) {
+function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2'], shared?: { state: MemoryPlacementState; clock: Clock; gatewayId: string }, heartbeatMs = 1_000) {
   const clock = shared?.clock ?? fakeClock();
   // Every log line, parsed: which level a rule logs at is part of the rule.
   const logs: Record<string, unknown>[] = [];
@@ -88,10 +98,12 @@ function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2'], shared?: { state: Mem
     metrics,
     logger,
     onDown,
-    heartbeatMs: 1_000,
+    heartbeatMs,
     presenceTtlMs: 10_000,
     now: clock.now,
   });
+  // As the gateway wires it: every gateway hears every administrative change through its store.
+  store.subscribe((ev) => sup().storeEvent(ev));
   pool.setBackends(ids.map(backend));
   const open = (room: string, backendId: string): TestTunnel => {
     const t: TestTunnel = {
@@ -257,6 +269,42 @@ describe('Supervisor: heartbeat', () => {
     expect((await a.store.get(room))?.backend).toBe('route' in moved ? moved.route : null);
     expect(a.events.list().filter((e) => e.kind === 'drain-deadline').map((e) => e.detail)).toEqual(['closed 1 sockets']);
     expect(b.events.list().filter((e) => e.kind === 'drain-deadline').map((e) => e.detail)).toEqual(['closed 1 sockets']);
+  });
+
+  it('once started, maintenance closes the sockets at once and a drain deadline at the deadline, without waiting for the next heartbeat', async () => {
+    // The regular heartbeat is a minute away: every report below comes from the store event or the deadline timer.
+    const r = rig('keep', ['b1', 'b2', 'b3'], undefined, 60_000);
+    r.supervisor.start(); // one heartbeat now
+    try {
+      await waitUntil(() => r.sharedData.reports.length === 1);
+      const maint = r.open('r1', 'b1');
+      const draining = r.open('r2', 'b2');
+      const kept = r.open('r3', 'b3');
+      await setAdminState(r.store, r.pool, 'b1', { state: 'maintenance', deadline: null, since: r.clock.now() });
+      // The store event ran a heartbeat: closed first, then reported without the room.
+      expect(maint.closed).toBe(true);
+      await waitUntil(() => r.sharedData.reports.length === 2);
+      expect(r.sharedData.reports.at(-1)!.map((p) => p.room).sort()).toEqual(['r2', 'r3']);
+
+      // A deadline 60 ms ahead (fake clock): nothing is closed before it; a timer at the deadline closes it.
+      await setAdminState(r.store, r.pool, 'b2', { state: 'draining', deadline: r.clock.now() + 60, since: r.clock.now() });
+      expect(draining.closed).toBe(false);
+      r.clock.advance(60);
+      await waitUntil(() => draining.closed);
+      await waitUntil(() => r.sharedData.reports.length === 3);
+      expect(r.sharedData.reports.at(-1)!.map((p) => p.room)).toEqual(['r3']);
+      expect(kept.closed).toBe(false);
+
+      // Undrained before its deadline: the timer is dropped (no heartbeat runs at the old deadline).
+      await setAdminState(r.store, r.pool, 'b3', { state: 'draining', deadline: r.clock.now() + 50, since: r.clock.now() });
+      await setAdminState(r.store, r.pool, 'b3', null);
+      r.clock.advance(50);
+      await sleep(200);
+      expect(kept.closed).toBe(false);
+      expect(r.sharedData.reports).toHaveLength(3);
+    } finally {
+      r.supervisor.stop();
+    }
   });
 
   it('a removed backend keeps its sockets and is forgotten once they are gone', async () => {

@@ -242,6 +242,8 @@ export class Client {
   readonly messages: Record<string, unknown>[] = [];
   readonly ws: WebSocket;
   closeCode: number | null = null;
+  /** The HTTP answer that refused the handshake, if one did. */
+  refusal: { status: number; retryAfter: string | null } | null = null;
   readonly opened: Promise<void>;
   readonly closed: Promise<number>;
 
@@ -258,7 +260,12 @@ export class Client {
     this.opened = new Promise((resolve, reject) => {
       this.ws.once('open', () => resolve());
       this.ws.once('error', reject);
-      this.ws.once('unexpected-response', (_req, res) => reject(new Error(`unexpected response ${res.statusCode}`)));
+      this.ws.once('unexpected-response', (_req, res) => {
+        const retryAfter = res.headers['retry-after'];
+        this.refusal = { status: res.statusCode ?? 0, retryAfter: typeof retryAfter === 'string' ? retryAfter : null };
+        res.resume();
+        reject(new Error(`unexpected response ${res.statusCode}`));
+      });
     });
     this.closed = new Promise((resolve) => {
       this.ws.once('close', (code) => {
