@@ -32,7 +32,10 @@ RUN npx tsc -p tsconfig.json \
 # bookworm-slim rather than alpine: glibc's resolver behaves as expected with Kubernetes search
 # domains and ndots (the Redis host, backend host names); roomgate has no native modules.
 FROM node:24-bookworm-slim AS runtime
+# NODE_OPTIONS: the V8 flags roomgate runs with (src/node-flags.ts; why in docs/performance.md),
+# for the gateway and every worker it forks.
 ENV NODE_ENV=production \
+    NODE_OPTIONS=--max-semi-space-size=4 \
     ROOMGATE_CONFIG=/etc/roomgate/roomgate.yaml
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -13,6 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, removeDir, startProc, stopProc, tempDir, waitHttpOk, which, type Proc } from './procs.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 
 export const TARGETS = ['direct', 'nginx', 'haproxy', 'roomgate'] as const;
 export type TargetName = (typeof TARGETS)[number];
@@ -195,14 +196,22 @@ function startRoomgate(dir: string, port: number, ctx: ProxyContext): Proc {
   };
   const file = join(dir, 'roomgate.yaml');
   writeFileSync(file, JSON.stringify(merge(config, ctx.roomgateConfig ?? {}), null, 2));
-  // BENCH_ROOMGATE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": extra node flags (profiling).
-  const nodeArgs = (process.env.BENCH_ROOMGATE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const nodeArgs = roomgateNodeArgs();
   return startProc('roomgate', process.execPath, [...nodeArgs, ROOMGATE_MAIN, 'start', '--config', file], {
     cpu: ctx.cpu,
     cwd: dir,
     // A clean environment: no ROOMGATE_* or REDIS_* of the caller's leaks in.
     env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: dir, ROOMGATE_COOKIE_SECRETS: ctx.secret, NODE_ENV: 'production' },
   });
+}
+
+/**
+ * The node flags roomgate runs with here: the ones it ships with (npm start, the image), unless
+ * BENCH_ROOMGATE_NODE_ARGS replaces them, e.g. "--max-semi-space-size=4 --cpu-prof
+ * --cpu-prof-dir=/tmp/prof" to profile, or "" to measure V8's defaults.
+ */
+export function roomgateNodeArgs(): string[] {
+  return (process.env.BENCH_ROOMGATE_NODE_ARGS ?? NODE_FLAGS.join(' ')).split(' ').filter(Boolean);
 }
 
 /** `over` merged into `base`, objects key by key, anything else replaced. */

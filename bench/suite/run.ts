@@ -22,7 +22,7 @@ import { createRoomSigner } from '../../src/room/signing.js';
 import { loadAvg1 } from './cpu.js';
 import { LoadGen } from './driver.js';
 import { cleanupAll, startProc, waitLine } from './procs.js';
-import { ROOMGATE_MAIN, ROOT, TARGETS, ensureTools, versions, type BackendAddr, type TargetName } from './proxies.js';
+import { ROOMGATE_MAIN, ROOT, TARGETS, ensureTools, roomgateNodeArgs, versions, type BackendAddr, type TargetName } from './proxies.js';
 import { derive, markdown, svg, targetRows, type Meta } from './report.js';
 import { runWorkload, type Context, type Options, type RunRecord, type Workload, type WorkloadKind } from './workloads.js';
 
@@ -280,6 +280,7 @@ async function main(): Promise<void> {
       backends: `${backends.length} (bench/suite/backend.ts)`,
       window: `${a.o.durationS} s`,
       'warm-up': `${a.o.warmupS} s`,
+      'roomgate node flags': roomgateNodeArgs().join(' ') || '(none)',
       'room cookie': 'roomgate: signed roomgate_room (HMAC-SHA256); nginx/HAProxy: plain room',
       'roomgate admission limits': 'off (0)',
       'burst in flight': a.o.burstInflight,

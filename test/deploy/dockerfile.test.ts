@@ -7,12 +7,14 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
+import { spawnSync } from 'node:child_process';
 import { configSchema } from '../../src/config/schema.js';
+import { NODE_FLAGS } from '../../src/node-flags.js';
 import { dockerStages, dockerignoreExcludes, execForm, parseDockerfile, readText, ROOT, type Stage } from '../support/deploy-files.js';
 
 const DOCKERFILE = readText('Dockerfile');
 const DOCKERIGNORE = readText('.dockerignore');
-const PKG = JSON.parse(readText('package.json')) as { files: string[] };
+const PKG = JSON.parse(readText('package.json')) as { files: string[]; scripts: Record<string, string> };
 const LOCK = JSON.parse(readText('package-lock.json')) as { packages: Record<string, { dev?: boolean; hasInstallScript?: boolean }> };
 const DEFAULT_PORT = configSchema.parse({}).listen.port;
 
@@ -80,6 +82,9 @@ function dockerfileProblems(text: string): string[] {
   // Config from a mounted file and the environment.
   const env = final.instructions.filter((i) => i.cmd === 'ENV').map((i) => i.args).join(' ');
   if (!/ROOMGATE_CONFIG=\/etc\/roomgate\/roomgate\.yaml/.test(env)) problems.push('ENV ROOMGATE_CONFIG=/etc/roomgate/roomgate.yaml missing');
+  // The V8 flags roomgate is measured with (src/node-flags.ts) reach the gateway and its workers.
+  const nodeOptions = /NODE_OPTIONS=("[^"]*"|\S*)/.exec(env)?.[1]?.replace(/"/g, '').split(/\s+/) ?? [];
+  for (const flag of NODE_FLAGS) if (!nodeOptions.includes(flag)) problems.push(`ENV NODE_OPTIONS lacks ${flag} (src/node-flags.ts)`);
   if (!final.instructions.some((i) => i.cmd === 'EXPOSE' && i.args.split(/\s+/).includes(String(DEFAULT_PORT)))) problems.push(`EXPOSE ${DEFAULT_PORT} missing`);
   return problems;
 }
@@ -128,6 +133,15 @@ describe('Dockerfile', () => {
     expect(scripted).toEqual([]);
   });
 
+  it('runs the gateway with the node flags of src/node-flags.ts everywhere, and node accepts them', () => {
+    const start = PKG.scripts.start?.split(/\s+/) ?? [];
+    for (const flag of NODE_FLAGS) expect(start.slice(0, start.indexOf('dist/src/main.js'))).toContain(flag);
+    // A renamed or removed V8 flag makes node refuse to start ("bad option"): caught here, not in production.
+    const r = spawnSync(process.execPath, [...NODE_FLAGS, '-e', 'process.exit(0)'], { encoding: 'utf8', timeout: 10_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+  });
+
   const broken: [string, (s: string) => string, RegExp][] = [
     ['an old base image', (s) => s.replace(/node:24-bookworm-slim AS runtime/, 'node:20-bookworm-slim AS runtime'), /expected a node:24 image/],
     ['no USER', (s) => s.replace(/^USER .*$/m, ''), /no USER/],
@@ -135,6 +149,7 @@ describe('Dockerfile', () => {
     ['shell-form CMD', (s) => s.replace(/^CMD .*$/m, 'CMD node dist/src/main.js start'), /shell form/],
     ['shell-form ENTRYPOINT', (s) => s.replace(/^ENTRYPOINT .*$/m, 'ENTRYPOINT node dist/src/main.js'), /shell form/],
     ['no HEALTHCHECK', (s) => s.replace(/^HEALTHCHECK[\s\S]*?\n(?=ENTRYPOINT)/m, ''), /no HEALTHCHECK/],
+    ['no NODE_OPTIONS', (s) => s.replace(/^ {4}NODE_OPTIONS=.*\n/m, ''), /NODE_OPTIONS lacks --max-semi-space-size/],
     ['dev dependencies at run time', (s) => s.replace('npm ci --omit=dev', 'npm ci'), /--omit=dev/],
     ['a single stage', (s) => s.replace(/^FROM node:24-bookworm-slim AS runtime$/m, '').replace(/^COPY --from=build.*$/gm, ''), /multi-stage|build stage/],
   ];
