@@ -43,6 +43,11 @@ export interface GatewayOptions {
   readonly store?: PlacementStore;
   /** Presence, lobby and leaderboards from elsewhere (a cluster worker's IPC store); default per the config. */
   readonly sharedData?: SharedDataStore;
+  /**
+   * A cluster worker with balance 'kernel': binds the public port itself with SO_REUSEPORT, beside
+   * the other workers, instead of sharing the primary's listening socket.
+   */
+  readonly reusePort?: boolean;
 }
 
 /** The cookie signer for a configuration; null when the cookie is a plain room key. */
@@ -288,7 +293,7 @@ export class Gateway {
       // 503, and both stores keep reconnecting by themselves.
       const failed = (await Promise.allSettled([this.store.connect(), this.sharedData.connect()])).find((r) => r.status === 'rejected');
       if (failed) logger.error({ err: String((failed as PromiseRejectedResult).reason?.message ?? failed) }, 'Redis unreachable at start: degraded mode');
-      await listenOn(this.server, listen.host, listen.port);
+      await listenOn(this.server, listen.host, listen.port, this.opts.reusePort === true, this.opts.reusePort === true);
       // Exclusive: a cluster worker's admin listener is its own, never shared round-robin.
       if (this.admin) await listenOn(this.admin, admin.host, admin.port, true);
     } catch (err) {
@@ -394,11 +399,12 @@ export class Gateway {
   }
 }
 
-function listenOn(server: Server, host: string, port: number, exclusive = false): Promise<void> {
+/** `exclusive`: a cluster worker's own socket, not the primary's; `reusePort`: one of several on the port. */
+function listenOn(server: Server, host: string, port: number, exclusive = false, reusePort = false): Promise<void> {
   return new Promise((resolve, reject) => {
     const onError = (err: Error): void => reject(err);
     server.once('error', onError);
-    server.listen({ port, host, exclusive }, () => {
+    server.listen({ port, host, exclusive, reusePort }, () => {
       server.off('error', onError);
       resolve();
     });

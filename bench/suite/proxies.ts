@@ -197,7 +197,9 @@ function startRoomgate(dir: string, port: number, ctx: ProxyContext): Proc {
   const file = join(dir, 'roomgate.yaml');
   writeFileSync(file, JSON.stringify(merge(config, ctx.roomgateConfig ?? {}), null, 2));
   const nodeArgs = roomgateNodeArgs();
-  return startProc('roomgate', process.execPath, [...nodeArgs, ROOMGATE_MAIN, 'start', '--config', file], {
+  // BENCH_ROOMGATE_START_ARGS="--workers 2 --balance primary": more arguments for `roomgate start`.
+  const startArgs = (process.env.BENCH_ROOMGATE_START_ARGS ?? '').split(' ').filter(Boolean);
+  return startProc('roomgate', process.execPath, [...nodeArgs, ROOMGATE_MAIN, 'start', '--config', file, ...startArgs], {
     cpu: ctx.cpu,
     cwd: dir,
     // A clean environment: no ROOMGATE_* or REDIS_* of the caller's leaks in.

@@ -281,6 +281,7 @@ async function main(): Promise<void> {
       window: `${a.o.durationS} s`,
       'warm-up': `${a.o.warmupS} s`,
       'roomgate node flags': roomgateNodeArgs().join(' ') || '(none)',
+      ...(process.env.BENCH_ROOMGATE_START_ARGS ? { 'roomgate start arguments': process.env.BENCH_ROOMGATE_START_ARGS } : {}),
       'room cookie': 'roomgate: signed roomgate_room (HMAC-SHA256); nginx/HAProxy: plain room',
       'roomgate admission limits': 'off (0)',
       'burst in flight': a.o.burstInflight,

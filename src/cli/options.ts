@@ -24,6 +24,12 @@ export const WORKERS: OptionSpec = {
   value: 'N',
   help: 'N worker processes on the one port (1-64, or auto = one per CPU; default 1 or $ROOMGATE_WORKERS)',
 };
+export const BALANCE: OptionSpec = {
+  name: 'balance',
+  type: 'string',
+  value: 'HOW',
+  help: 'how --workers share the port: kernel (each accepts its own, SO_REUSEPORT; default on Linux) or primary (it hands each connection on); default $ROOMGATE_BALANCE',
+};
 export const ADMIN: OptionSpec = {
   name: 'admin',
   type: 'string',

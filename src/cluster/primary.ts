@@ -1,5 +1,6 @@
 // The primary of `roomgate start --workers N`: forks N workers (each a Gateway on the one public
-// port, shared by the cluster module), and owns what must exist once:
+// port: each binding it with SO_REUSEPORT, or sharing the primary's through the cluster module,
+// per `--balance`), and owns what must exist once:
 // - without Redis, the placement and shared-data stores (store-host.ts), served to the workers
 //   over IPC, so the workers agree on placements as gateways sharing a Redis do;
 // - sidecars given by the CLI (the demo backends), started once, their list sent to the workers;
@@ -15,11 +16,12 @@
 import { randomBytes } from 'node:crypto';
 import cluster, { type Worker } from 'node:cluster';
 import type http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import type { Readable } from 'node:stream';
 import { pino } from 'pino';
 import type { LoadedConfig } from '../config/load.js';
+import type { Balance } from './count.js';
 import { onStopSignals } from '../lifecycle/signals.js';
 import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { createClusterAdminServer } from './admin.js';
@@ -42,6 +44,8 @@ export interface Sidecars {
 
 export interface PrimaryOptions {
   readonly workers: number;
+  /** How the workers share the public port (count.ts). */
+  readonly balance: Balance;
   readonly sidecars?: Sidecars;
   /** Reads the configuration again (SIGHUP). */
   readonly reloadConfig: () => LoadedConfig;
@@ -91,6 +95,8 @@ class ClusterPrimary {
   private readonly metrics: ClusterMetrics;
   private readonly secret: string | null;
   private workerConfig: LoadedConfig;
+  /** With balance 'kernel': the public port every worker binds (port 0 resolved once, here). */
+  private publicPort: number | null = null;
   private admin: http.Server | null = null;
   private starting = true;
   private stopping = false;
@@ -126,6 +132,7 @@ class ClusterPrimary {
     const base = this.o.sidecars ? this.o.sidecars.configFor(c) : c;
     return {
       ...base,
+      listen: this.publicPort === null ? base.listen : { ...base.listen, port: this.publicPort },
       cookie: { ...base.cookie, secrets: base.cookie.secrets.length === 0 && this.secret ? [this.secret] : base.cookie.secrets },
       admin: { ...base.admin, host: '127.0.0.1', port: 0 },
     };
@@ -167,6 +174,10 @@ class ClusterPrimary {
         });
         await listenOn(this.admin, config.admin.host, config.admin.port);
       }
+      if (this.o.balance === 'kernel') {
+        this.publicPort = await freePublicPort(this.workerConfig.listen.host, this.workerConfig.listen.port);
+        this.workerConfig = this.prepare(this.config);
+      }
       cluster.setupPrimary({ stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
       const allReady = new Promise<void>((resolve, reject) => {
         this.startup = { resolve, reject };
@@ -194,6 +205,7 @@ class ClusterPrimary {
         host: config.listen.host,
         adminPort,
         workers: this.slots.length,
+        balance: this.o.balance,
         workerPids: this.slots.map((s) => s.ready?.pid),
         gatewayIds: this.slots.map((s) => s.ready?.gatewayId),
         store: this.host ? 'memory (primary)' : 'redis',
@@ -215,7 +227,7 @@ class ClusterPrimary {
 
     const peer = new RpcPeer(channelToChild(worker), { timeoutMs: IPC_TIMEOUT_MS, peerName: `worker ${slot.index} (pid ${pid})` });
     slot.peer = peer;
-    peer.handle(INIT, (): WorkerInit => ({ index: slot.index, config: this.workerConfig, ipcStores: this.host !== null }));
+    peer.handle(INIT, (): WorkerInit => ({ index: slot.index, config: this.workerConfig, ipcStores: this.host !== null, reusePort: this.o.balance === 'kernel' }));
     slot.detach = this.host ? this.host.attach(peer, `${hostname()}-${pid}-w${slot.index}`) : null;
     peer.handle(READY, (info) => {
       if (slot.worker !== worker) return false;
@@ -374,6 +386,7 @@ class ClusterPrimary {
   private workersJson(): unknown {
     return {
       primaryPid: process.pid,
+      balance: this.o.balance,
       store: this.host ? 'memory (primary)' : 'redis',
       workers: this.slots.map((s) => ({
         worker: s.index,
@@ -429,6 +442,23 @@ function listenOn(server: http.Server, host: string, port: number): Promise<void
     server.listen(port, host, () => {
       server.off('error', onError);
       resolve();
+    });
+  });
+}
+
+/**
+ * The port the workers will bind with SO_REUSEPORT, checked free first by a plain bind: sockets
+ * with SO_REUSEPORT of the same user share a port silently, so without this a second roomgate
+ * started on the same port would take half of the first one's connections instead of failing.
+ * Port 0 becomes one concrete port here, the same for every worker (and for a worker started again).
+ */
+function freePublicPort(host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ port, host, exclusive: true }, () => {
+      const bound = (probe.address() as AddressInfo).port;
+      probe.close(() => resolve(bound));
     });
   });
 }

@@ -16,6 +16,8 @@ export interface WorkerInit {
   readonly config: LoadedConfig;
   /** The primary serves the in-memory stores (no Redis configured). */
   readonly ipcStores: boolean;
+  /** Bind the public port with SO_REUSEPORT (balance 'kernel'); else share the primary's (round-robin). */
+  readonly reusePort: boolean;
 }
 
 /** Worker -> primary, once it listens. */

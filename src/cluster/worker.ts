@@ -1,5 +1,6 @@
 // One worker of `roomgate start --workers N`: a normal Gateway (its own id, health checks, placer
-// cache, tunnels) on the port all workers share through the cluster module. It gets its
+// cache, tunnels) on the port all workers share: bound by each with SO_REUSEPORT (balance
+// 'kernel'), or the primary's, through the cluster module (balance 'primary'). It gets its
 // configuration from the primary, so every worker runs the same one (and the same cookie secret).
 // Without Redis its placement and shared stores are the primary's, over IPC; with Redis it has its
 // own Redis connections, like a separate gateway. Its admin listener is private (127.0.0.1, any
@@ -31,7 +32,7 @@ export async function runWorker(): Promise<void> {
     const init = await peer.call<WorkerInit>(INIT, [], 10_000);
     logger = createLogger(init.config.log.level).child({ worker: init.index });
     const stores = init.ipcStores ? { store: new IpcPlacementStore(peer), sharedData: new IpcSharedDataStore(peer) } : {};
-    gateway = new Gateway(init.config, { logger, ...stores });
+    gateway = new Gateway(init.config, { logger, reusePort: init.reusePort, ...stores });
     await gateway.start();
   } catch (err) {
     // main() reports the error (in this tick's promise callbacks), then the worker exits with its
@@ -64,8 +65,8 @@ export async function runWorker(): Promise<void> {
     stop('asked by the primary');
     return true;
   });
-  // The primary gone: Node's cluster module exits the worker at once (its sockets close; the
-  // primary held the listening socket anyway); nothing to do here.
+  // The primary gone: Node's cluster module exits the worker at once (its sockets close, its own
+  // listening socket with them); nothing to do here.
 
   onStopSignals({
     graceful: stop,

@@ -57,6 +57,7 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
   ROOMGATE_ADMIN_TOKEN: { key: 'admin.token', form: 'text', text: 'the admin token (the CLI sends it too)' },
   ROOMGATE_API_TOKENS: { key: 'api.tokens', form: 'list', text: 'comma-separated bearer tokens for API writes' },
   ROOMGATE_WORKERS: { text: 'start --workers: worker processes on the one port (1-64 or auto)' },
+  ROOMGATE_BALANCE: { text: 'start --balance: how workers share the port (kernel or primary)' },
   ROOMGATE_DEMO_BASE_PORT: { key: 'demo.basePort', form: 'number', text: 'the first demo backend port (the demo only)' },
   REDIS_URL: { key: 'redis.url', form: 'text', text: 'the Redis URL' },
   REDIS_SENTINELS: { key: 'redis.sentinels', form: 'list', text: 'comma-separated host:port of the Redis Sentinels' },

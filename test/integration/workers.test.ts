@@ -14,7 +14,7 @@
 // SIGHUP reaches every worker, SIGTERM stops everything, with Redis every worker is a gateway of
 // its own, a dead primary takes its workers along, demo mode starts the demo backends once, and
 // --workers is validated.
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
@@ -36,6 +36,7 @@ const fleets: RoomFleet[] = [];
 
 interface WorkersJson {
   primaryPid: number;
+  balance: 'kernel' | 'primary';
   store: string;
   workers: { worker: number; state: string; pid: number | null; gatewayId: string | null; restarts: number }[];
 }
@@ -51,8 +52,8 @@ function baseConfig(extra: Record<string, unknown>): Record<string, unknown> {
   };
 }
 
-async function startCluster(config: Record<string, unknown>, workers = '2'): Promise<GatewayProc> {
-  const gw = await startGateway({ config, args: ['--workers', workers], readyLine: PRIMARY_LISTENING });
+async function startCluster(config: Record<string, unknown>, workers = '2', extraArgs: string[] = []): Promise<GatewayProc> {
+  const gw = await startGateway({ config, args: ['--workers', workers, ...extraArgs], readyLine: PRIMARY_LISTENING });
   if (gw.child.pid) primaries.add(gw.child.pid);
   const line = JSON.parse(gw.lines.find(PRIMARY_LISTENING)!) as { workerPids: number[] };
   for (const p of line.workerPids) seenPids.add(p);
@@ -121,6 +122,41 @@ function parentOf(pid: number): number {
   // /proc/PID/stat: "pid (comm) state ppid ..."; comm may contain spaces, so split after ")".
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+}
+
+/**
+ * The processes holding a listening TCP socket on `port`: the socket inodes of /proc/net/tcp(6)
+ * in LISTEN state, matched against each process's open file descriptors.
+ */
+function listenersOf(port: number, pids: readonly number[]): number[] {
+  const inodes = new Set<string>();
+  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text = '';
+    try {
+      text = readFileSync(table, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const f = line.trim().split(/\s+/);
+      // local_address is HEXIP:HEXPORT; state 0A is LISTEN; the inode is the tenth field.
+      if (f.length > 9 && f[3] === '0A' && parseInt(f[1]!.split(':')[1]!, 16) === port) inodes.add(f[9]!);
+    }
+  }
+  return pids.filter((pid) => {
+    try {
+      return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+        try {
+          const m = /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`));
+          return m !== null && inodes.has(m[1]!);
+        } catch {
+          return false; // closed meanwhile
+        }
+      });
+    } catch {
+      return false;
+    }
+  });
 }
 
 async function allDead(pids: readonly number[], timeoutMs: number, what: string): Promise<void> {
@@ -275,6 +311,21 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
     // Each worker logged its own "listening" on the one port.
     const workerLines = gw.logs().filter((l) => l.msg === 'listening' && typeof l.worker === 'number');
     expect(workerLines.map((l) => l.port)).toEqual([line.port, line.port]);
+    // The default on Linux: each worker holds its own listening socket (SO_REUSEPORT); the primary
+    // holds none, so no connection passes through it.
+    expect((line as { balance?: string }).balance).toBe('kernel');
+    expect((await workersOf(gw)).balance).toBe('kernel');
+    expect(listenersOf(line.port, [gw.child.pid!, ...line.workerPids]).sort()).toEqual([...line.workerPids].sort());
+  });
+
+  it('a second roomgate with workers on the same port exits naming the port, instead of sharing it', async () => {
+    // Sockets with SO_REUSEPORT of one user would share the port silently; the primary checks first.
+    const r = await runCli(['start', '--workers', '2', '--port', String(gw.port), '--backend', 'x=http://127.0.0.1:1']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr + r.stdout).toMatch(new RegExp(`EADDRINUSE|in use`));
+    expect(r.stderr + r.stdout).toContain(String(gw.port));
+    const line = JSON.parse(gw.lines.find(PRIMARY_LISTENING)!) as { workerPids: number[] };
+    expect(listenersOf(gw.port, line.workerPids).length).toBe(2);
   });
 
   it('a room is never split across backends, although its sockets come through both workers', async () => {
@@ -408,7 +459,7 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
   });
 });
 
-describe('--workers 2 with Redis: every worker is a gateway of its own', () => {
+describe('--workers 2 --balance primary, with Redis: every worker is a gateway of its own', () => {
   let redis: RedisServer;
   const alive = new Map<string, BackendProc>();
   const fleet = new RoomFleet();
@@ -421,8 +472,14 @@ describe('--workers 2 with Redis: every worker is a gateway of its own', () => {
   beforeAll(async () => {
     redis = await startRedis();
     for (const b of await startBackends(['r1', 'r2', 'r3'])) alive.set(b.id, b);
-    gw = await startCluster(baseConfig({ backends: [...alive.values()].map((b) => ({ id: b.id, url: b.url })), redis: { url: redis.url } }));
+    gw = await startCluster(baseConfig({ backends: [...alive.values()].map((b) => ({ id: b.id, url: b.url })), redis: { url: redis.url } }), '2', ['--balance', 'primary']);
     watcher.start();
+  });
+
+  it('the primary holds the one listening socket and hands connections to the workers', async () => {
+    const workers = await readyWorkers(gw);
+    expect((await workersOf(gw)).balance).toBe('primary');
+    expect(listenersOf(gw.port, [gw.child.pid!, ...workers.map((w) => w.pid!)])).toEqual([gw.child.pid]);
   });
 
   it('each worker heartbeats into Redis under its own gateway id', async () => {
@@ -512,6 +569,14 @@ describe('--workers values', () => {
     const env = await runCli(['start', '--port', '0'], { ROOMGATE_WORKERS: 'lots' });
     expect(env.code).toBe(2);
     expect(env.stderr).toContain('ROOMGATE_WORKERS: got "lots"');
+    for (const bad of ['both', 'KERNEL', '1']) {
+      const r = await runCli(['start', '--balance', bad, '--port', '0']);
+      expect(r.code, bad).toBe(2);
+      expect(r.stderr).toContain(`--balance: got ${JSON.stringify(bad)}; expected "kernel"`);
+    }
+    const balanceEnv = await runCli(['start', '--port', '0'], { ROOMGATE_BALANCE: 'rr' });
+    expect(balanceEnv.code).toBe(2);
+    expect(balanceEnv.stderr).toContain('ROOMGATE_BALANCE: got "rr"');
     const where = await runCli(['where', 'room1', '--workers', '2']);
     expect(where.code).toBe(2);
     expect(where.stderr).toContain('--workers is for start only');

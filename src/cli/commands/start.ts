@@ -1,6 +1,6 @@
 // roomgate start: run the gateway (one process, or a primary and N workers); with no backends and
 // no discovery configured, the demo: demo backends of its own, and a banner saying what to open.
-import { parseWorkers } from '../../cluster/count.js';
+import { parseBalance, parseWorkers, type Balance } from '../../cluster/count.js';
 import { runPrimary } from '../../cluster/primary.js';
 import { isClusterWorker, runWorker } from '../../cluster/worker.js';
 import type { LoadedConfig } from '../../config/load.js';
@@ -11,13 +11,14 @@ import { createLogger } from '../../observability/logger.js';
 import { flag, str, UsageError, type Values } from '../args.js';
 import { KEEP_RUNNING, type Command } from '../command.js';
 import { configSource, loadFrom, type ConfigSource } from '../config.js';
-import { BACKEND, CONFIG, HOST, JSON_OUT, PORT, WORKERS } from '../options.js';
+import { BACKEND, BALANCE, CONFIG, HOST, JSON_OUT, PORT, WORKERS } from '../options.js';
 import { showDemoBanner } from '../demo-banner.js';
 
-function workersFrom(values: Values): number {
-  const given = str(values, 'workers');
+/** The option if given, else its environment variable; a bad value is a usage error naming its source. */
+function optionOrEnv<T>(values: Values, name: string, env: string, parse: (value: string | undefined, source: string) => T): T {
+  const given = str(values, name);
   try {
-    return given !== undefined ? parseWorkers(given) : parseWorkers(process.env.ROOMGATE_WORKERS, 'ROOMGATE_WORKERS');
+    return given !== undefined ? parse(given, `--${name}`) : parse(process.env[env], env);
   } catch (err) {
     throw new UsageError((err as Error).message, 'see: roomgate start --help');
   }
@@ -93,7 +94,7 @@ With no backends and no discovery configured, it runs the demo: 3 demo backends 
 stderr: the pages to open, the tokens and how to use them. With no configuration file, a cookie
 secret, an admin token and an API token are generated for the run (those not in the
 environment) and printed in the banner, once. --json: the banner as one JSON line on stdout.`,
-  options: [CONFIG, BACKEND, PORT, HOST, WORKERS, JSON_OUT],
+  options: [CONFIG, BACKEND, PORT, HOST, WORKERS, BALANCE, JSON_OUT],
   async run({ values }) {
     // A worker of `start --workers N` (forked by the primary, same arguments) runs the
     // configuration the primary sends it.
@@ -101,7 +102,9 @@ environment) and printed in the banner, once. --json: the banner as one JSON lin
       await runWorker();
       return KEEP_RUNNING;
     }
-    const workers = workersFrom(values);
+    const workers = optionOrEnv(values, 'workers', 'ROOMGATE_WORKERS', (v, src) => parseWorkers(v, src));
+    // Checked with one process too: a typo is an error, not a setting that waits for --workers.
+    const balance: Balance = optionOrEnv(values, 'balance', 'ROOMGATE_BALANCE', (v, src) => parseBalance(v, src));
     const source = configSource(values);
     const config = loadFrom(source);
     const json = flag(values, 'json');
@@ -113,6 +116,7 @@ environment) and printed in the banner, once. --json: the banner as one JSON lin
     const running = demo ? demo.configFor(config) : config;
     await runPrimary(running, {
       workers,
+      balance,
       sidecars: demo,
       reloadConfig: () => loadFrom(source),
       onListening: ({ port, adminPort }) => {
