@@ -4,6 +4,7 @@
 // data plane's in src/proxy/, the control plane's in its own modules.
 import { randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
 import { MemorySharedDataStore } from './shared-data/memory-store.js';
@@ -13,7 +14,7 @@ import { DnsDiscovery } from './backends/discovery.js';
 import { EventLog } from './runtime/events.js';
 import { HealthChecker } from './backends/health.js';
 import { BackendPool } from './runtime/pool.js';
-import type { LoadedConfig, ResolvedBackend } from './config/load.js';
+import { ConfigError, type LoadedConfig, type ResolvedBackend } from './config/load.js';
 import type { Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { MemoryPlacementStore } from './placement/memory-store.js';
@@ -34,6 +35,7 @@ import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
 import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
+import { daysLeft, TlsCertificates, TlsFileError, type TlsSettings } from './server/tls.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 
@@ -48,6 +50,39 @@ export interface GatewayOptions {
    * the other workers, instead of sharing the primary's listening socket.
    */
   readonly reusePort?: boolean;
+}
+
+/** The TLS settings of a configuration; null while no certificate is listed (plain HTTP). */
+export function tlsSettings(config: LoadedConfig): TlsSettings | null {
+  return config.tls.certs.length === 0 ? null : { certs: config.tls.certs, minVersion: config.tls.minVersion };
+}
+
+/**
+ * Reads and checks the configured certificates (files readable, PEM, key matching): null without
+ * TLS; a ConfigError naming the field otherwise, so `start` and `check-config` exit 2 on it.
+ */
+export function loadTls(config: LoadedConfig): TlsCertificates | null {
+  const settings = tlsSettings(config);
+  if (settings === null) return null;
+  try {
+    return new TlsCertificates(settings);
+  } catch (err) {
+    if (err instanceof TlsFileError) throw new ConfigError([err.message]);
+    throw err;
+  }
+}
+
+/** Certificates that expire within this many days are warned about (at start, on reload, check-config). */
+export const TLS_EXPIRY_WARNING_DAYS = 21;
+
+/** A warning per certificate that has expired or expires soon; [] when all are fine. */
+export function tlsExpiryWarnings(tls: TlsCertificates, nowMs: number): string[] {
+  return tls.all.flatMap((c, i) => {
+    const days = daysLeft(c, nowMs);
+    if (days >= TLS_EXPIRY_WARNING_DAYS) return [];
+    const when = days < 0 ? `expired on ${c.validTo.toISOString()}` : `expires in ${days} days (${c.validTo.toISOString()})`;
+    return [`tls.certs[${i}]: the certificate in ${c.files.cert} (${c.names.join(', ')}) ${when}`];
+  });
 }
 
 /** The cookie signer for a configuration; null when the cookie is a plain room key. */
@@ -83,6 +118,9 @@ export class Gateway {
   private readonly view: RuntimeView;
   private readonly discovery: DnsDiscovery | null;
   private readonly server: Server;
+  /** The public port's certificates; null without TLS. */
+  private readonly tls: TlsCertificates | null;
+  private tlsTimer: NodeJS.Timeout | null = null;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
   private readonly supervisor: Supervisor;
@@ -255,7 +293,9 @@ export class Gateway {
           })
         : null;
     const isReady = (): boolean => this.ready;
+    this.tls = loadTls(config);
     this.server = createPublicServer({
+      tls: this.tls,
       maxHeaderBytes: config.listen.maxHeaderBytes,
       maxHeaders: config.listen.maxHeaders,
       headersTimeoutMs: config.listen.headersTimeoutMs,
@@ -302,6 +342,16 @@ export class Gateway {
       throw err;
     }
     this.supervisor.start();
+    if (this.tls) {
+      for (const w of tlsExpiryWarnings(this.tls, Date.now())) logger.warn(w);
+      const every = this.config.tls.reloadCheckMs;
+      if (every > 0) {
+        this.tlsTimer = setInterval(() => {
+          if (this.tls?.changedOnDisk()) this.reloadTls(tlsSettings(this.config), 'a certificate file changed');
+        }, every);
+        this.tlsTimer.unref();
+      }
+    }
     this.ready = true;
     logger.info(
       {
@@ -326,6 +376,7 @@ export class Gateway {
     const applied: string[] = [];
     const needsRestart: string[] = [];
     for (const key of Object.keys(next) as (keyof LoadedConfig)[]) {
+      if (key === 'tls') continue; // below: the files are read again even when the keys are the same
       if (JSON.stringify(next[key]) === JSON.stringify(this.config[key])) continue;
       if (key === 'backends' && !this.discovery) {
         this.pool.setBackends(next.backends as ResolvedBackend[]);
@@ -333,8 +384,37 @@ export class Gateway {
       } else needsRestart.push(key);
     }
     this.config = { ...this.config, backends: next.backends };
+    // TLS: certificates are read again on every reload (a renewed file keeps its name); new
+    // certificate paths apply too. Turning TLS on or off changes what the port speaks: a restart.
+    const nextTls = tlsSettings(next);
+    if (this.tls === null || nextTls === null) {
+      if ((this.tls === null) !== (nextTls === null)) needsRestart.push('tls');
+    } else if (this.reloadTls(nextTls, 'reload')) {
+      applied.push('tls');
+      this.config = { ...this.config, tls: next.tls };
+    } else needsRestart.push('tls');
     this.opts.logger.warn({ applied, needsRestart }, 'configuration reloaded');
     return { applied, needsRestart };
+  }
+
+  /**
+   * Reads the certificates again and puts them in use for new handshakes (open sockets keep
+   * theirs). On failure the old ones stay and the error is logged; returns whether it worked.
+   */
+  private reloadTls(settings: TlsSettings | null, why: string): boolean {
+    const { logger } = this.opts;
+    if (!this.tls || !settings) return false;
+    try {
+      const loaded = this.tls.reload(settings);
+      const def = this.tls.default;
+      (this.server as HttpsServer).setSecureContext({ cert: def.certPem, key: def.keyPem, minVersion: settings.minVersion });
+      logger.info({ why, certs: loaded.map((c) => ({ names: c.names, validTo: c.validTo.toISOString() })) }, 'TLS certificates reloaded');
+      for (const w of tlsExpiryWarnings(this.tls, Date.now())) logger.warn(w);
+      return true;
+    } catch (err) {
+      logger.error({ why, err: (err as Error).message }, 'TLS certificates not reloaded: the ones in use stay');
+      return false;
+    }
   }
 
   get port(): number {
@@ -362,6 +442,8 @@ export class Gateway {
     const { logger } = this.opts;
     const { readinessDelayMs, graceMs } = this.config.shutdown;
     this.ready = false;
+    if (this.tlsTimer) clearInterval(this.tlsTimer);
+    this.tlsTimer = null;
     logger.info({ sockets: this.tunnels.size, readinessDelayMs, graceMs }, 'stopping: readiness is now false');
     if (readinessDelayMs > 0) await sleep(readinessDelayMs);
     this.control.closeStreams(); // lobby and status streams would otherwise hold connections open

@@ -156,6 +156,25 @@ export const configSchema = z.strictObject({
     }),
     keepAliveTimeoutMs: doc(positiveMs.default(5_000), { text: 'How long an idle keep-alive client connection stays open.' }),
   }),
+  tls: section('TLS on the public port (https and wss), off while no certificate is listed.', {
+    certs: doc(
+      z
+        .array(
+          z.strictObject({
+            cert: doc(z.string().min(1), { text: 'PEM certificate file, the chain after it (fullchain.pem).' }),
+            key: doc(z.string().min(1), { text: 'PEM private key file of that certificate.' }),
+          }),
+        )
+        .max(100)
+        .default([]),
+      {
+        text: 'Certificates and keys from PEM files. The first is for clients that send no server name or one no certificate covers; the others are chosen by SNI from the names in each certificate (DNS subjectAltNames, else the CN; *.example.com covers one label). Read again on SIGHUP and when a file changes, without dropping a socket; a reload that fails keeps the certificates in use. Listing certificates turns TLS on: the port then speaks only TLS.',
+        example: [{ cert: '/etc/roomgate/tls/fullchain.pem', key: '/etc/roomgate/tls/privkey.pem' }],
+      },
+    ),
+    minVersion: doc(z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'), { text: 'Oldest TLS version accepted; Node picks the ciphers and curves (modern defaults).' }),
+    reloadCheckMs: doc(optionalMs.default(10_000), { text: 'How often the certificate files are checked for a change (size or time); a change reloads them.', zero: 'only on SIGHUP' }),
+  }),
   admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance).', {
     enabled: doc(z.boolean().default(true), { text: 'Run the admin listener.' }),
     host: doc(z.string().min(1).default('127.0.0.1'), { text: 'Admin address: loopback unless you open it.' }),

@@ -183,8 +183,14 @@ class UpgradeTunnel implements Tunnel {
   private interims = 0;
   /** While refusing: where the relayed answer's body ends. */
   private bodyEnd: BodyEnd | null = null;
-  /** A relayed read is still queued at the client: backend reads wait for its drain. */
+  /** A relayed read is still queued at the client: backend reads wait until it is written. */
   private waiting = false;
+  /**
+   * The write callback of relayed reads (one per tunnel, made once). 'drain' is not enough: it
+   * comes only after a write() that returned false, and a write can return true and still be
+   * queued (a TLS socket's always are for a moment): reading would then never resume.
+   */
+  private readonly written = (): void => this.clientDrained();
 
   get backendId(): string {
     return this.backend.id;
@@ -336,10 +342,13 @@ class UpgradeTunnel implements Tunnel {
     return false;
   }
 
-  /** Backend -> client: written straight from the read buffer; reading pauses until it is flushed. */
+  /**
+   * Backend -> client: written straight from the read buffer, which the next read reuses, so
+   * reading pauses until this write has left it (the write's callback resumes it).
+   */
   private relay(buf: Buffer, from: number, to: number): boolean {
     if (this.client.destroyed) return false;
-    this.client.write(buf.subarray(from, to));
+    this.client.write(buf.subarray(from, to), this.written);
     if (this.client.writableLength === 0) return true;
     this.waiting = true;
     return false;

@@ -3,6 +3,9 @@
 // a backend; everything else goes to the proxies. Proxied traffic does not go through a web
 // framework: no body parsing, no routing tables on the hot path.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
+import type { TLSSocket } from 'node:tls';
+import type { TlsCertificates } from './tls.js';
 import type { Socket } from 'node:net';
 import { healthAnswer } from '../http/health-answer.js';
 import { rememberPeer } from '../http/peer.js';
@@ -24,10 +27,12 @@ export interface PublicServerOptions {
   readonly onUpgrade: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** TLS on the port (https and wss only), or null: plain HTTP. */
+  readonly tls: TlsCertificates | null;
 }
 
 export function createPublicServer(o: PublicServerOptions): http.Server {
-  const server = http.createServer({
+  const options: http.ServerOptions = {
     maxHeaderSize: o.maxHeaderBytes,
     headersTimeout: o.headersTimeoutMs,
     keepAliveTimeout: o.keepAliveTimeoutMs,
@@ -36,7 +41,22 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     // Both timeouts are enforced by a sweep this often (Node's default, 30 s, would let a 20 s
     // limit run to 50 s); upgraded sockets are not in the swept list.
     connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.floor(Math.min(o.headersTimeoutMs, o.requestTimeoutMs || Infinity) / 4))),
-  });
+  };
+  const tls = o.tls;
+  // https.Server is an http.Server underneath (same parser, events and limits); only the bytes
+  // before the first request differ. The default certificate is given as PEM so `setSecureContext`
+  // can swap it on reload; the others come from the SNI callback, which reads the current set.
+  const server: http.Server = tls
+    ? https.createServer({ ...options, cert: tls.default.certPem, key: tls.default.keyPem, minVersion: tls.settingsMinVersion, SNICallback: tls.sniCallback })
+    : http.createServer(options);
+  if (tls) {
+    // A failed handshake (plain HTTP on the TLS port, a scanner, an old client) never reaches the
+    // HTTP layer: counted and logged at debug, the socket is closed by Node.
+    server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
+      o.metrics.clientErrors.inc({ code: 'tls' });
+      o.logger.debug({ err: err.code ?? err.message, peer: socket.remoteAddress }, 'TLS handshake failed');
+    });
+  }
   // One more than the limit: Node silently drops lines past maxHeadersCount, so the head check
   // sees "more than allowed" instead of a truncated list (which would lose our X-Forwarded-For
   // behind the app's own limit).

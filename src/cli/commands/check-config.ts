@@ -2,6 +2,7 @@
 import { redactUrlPassword } from '../../config/describe.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { demoNotes, isDemo } from '../../demo/demo-mode.js';
+import { loadTls, tlsExpiryWarnings } from '../../gateway.js';
 import { flag } from '../args.js';
 import type { Command } from '../command.js';
 import { configSource, loadFrom, type ConfigSource } from '../config.js';
@@ -20,13 +21,16 @@ function redacted(config: LoadedConfig): unknown {
   };
 }
 
-/** What start will do on its own with this configuration. */
+/** What start will do on its own with this configuration, and certificates about to expire. */
 function notes(config: LoadedConfig, source: ConfigSource): string[] {
-  if (isDemo(config)) return demoNotes(config, source);
+  // The certificate files are read as start reads them: a bad one is an invalid configuration.
+  const tls = loadTls(config);
+  const expiry = tls ? tlsExpiryWarnings(tls, Date.now()) : [];
+  if (isDemo(config)) return [...demoNotes(config, source), ...expiry];
   if (config.cookie.signed && config.cookie.secrets.length === 0) {
-    return ['no cookie secret; start will generate one and room cookies will not survive a restart'];
+    return ['no cookie secret; start will generate one and room cookies will not survive a restart', ...expiry];
   }
-  return [];
+  return expiry;
 }
 
 export const checkConfig: Command = {
@@ -36,7 +40,9 @@ export const checkConfig: Command = {
   maxArgs: 0,
   summary: 'validate the configuration and print it, without starting',
   description: `Validates the configuration (file, environment, flags) as start would, and prints it with
-secrets redacted, then notes on what start will do by itself (the demo, a generated secret).
+secrets redacted, then notes on what start will do by itself (the demo, a generated secret) and on
+TLS certificates that expire within 21 days. Certificate files are read and checked (PEM, the key
+matching the certificate) as start reads them.
 An invalid configuration: one line per problem on stderr, exit 2.
 --json: {"valid": true, "config": {...}, "notes": ["..."]}.`,
   options: [CONFIG, BACKEND, PORT, JSON_OUT],

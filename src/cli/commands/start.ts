@@ -5,7 +5,7 @@ import { runPrimary } from '../../cluster/primary.js';
 import { isClusterWorker, runWorker } from '../../cluster/worker.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { DemoBackends, isDemo } from '../../demo/demo-mode.js';
-import { Gateway } from '../../gateway.js';
+import { Gateway, loadTls } from '../../gateway.js';
 import { onStopSignals } from '../../lifecycle/signals.js';
 import { createLogger } from '../../observability/logger.js';
 import { flag, str, UsageError, type Values } from '../args.js';
@@ -107,6 +107,8 @@ environment) and printed in the banner, once. --json: the banner as one JSON lin
     const balance: Balance = optionOrEnv(values, 'balance', 'ROOMGATE_BALANCE', (v, src) => parseBalance(v, src));
     const source = configSource(values);
     const config = loadFrom(source);
+    // Certificate files checked before anything starts (a bad one: exit 2, naming the field).
+    loadTls(config);
     const json = flag(values, 'json');
     if (workers === 1) {
       await startOne(config, source, json);
