@@ -35,6 +35,7 @@ import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
 import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
+import { createRedirectServer } from './server/redirect-server.js';
 import { daysLeft, TlsCertificates, TlsFileError, type TlsSettings } from './server/tls.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
@@ -121,6 +122,8 @@ export class Gateway {
   /** The public port's certificates; null without TLS. */
   private readonly tls: TlsCertificates | null;
   private tlsTimer: NodeJS.Timeout | null = null;
+  /** tls.redirectPort: plain HTTP answered with redirects to https; null when not configured. */
+  private readonly redirect: Server | null;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
   private readonly supervisor: Supervisor;
@@ -294,8 +297,13 @@ export class Gateway {
         : null;
     const isReady = (): boolean => this.ready;
     this.tls = loadTls(config);
+    this.redirect =
+      this.tls && config.tls.redirectPort !== null
+        ? createRedirectServer({ httpsPort: () => this.port, isReady: () => this.ready, maxHeaderBytes: config.listen.maxHeaderBytes, headersTimeoutMs: config.listen.headersTimeoutMs })
+        : null;
     this.server = createPublicServer({
       tls: this.tls,
+      hsts: this.tls && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}${config.tls.hstsIncludeSubdomains ? '; includeSubDomains' : ''}` : null,
       maxHeaderBytes: config.listen.maxHeaderBytes,
       maxHeaders: config.listen.maxHeaders,
       headersTimeoutMs: config.listen.headersTimeoutMs,
@@ -334,6 +342,8 @@ export class Gateway {
       const failed = (await Promise.allSettled([this.store.connect(), this.sharedData.connect()])).find((r) => r.status === 'rejected');
       if (failed) logger.error({ err: String((failed as PromiseRejectedResult).reason?.message ?? failed) }, 'Redis unreachable at start: degraded mode');
       await listenOn(this.server, listen.host, listen.port, this.opts.reusePort === true, this.opts.reusePort === true);
+      // Shared by a cluster's workers through the primary: it only answers with redirects.
+      if (this.redirect) await listenOn(this.redirect, listen.host, this.config.tls.redirectPort ?? 0);
       // Exclusive: a cluster worker's admin listener is its own, never shared round-robin.
       if (this.admin) await listenOn(this.admin, admin.host, admin.port, true);
     } catch (err) {
@@ -358,6 +368,7 @@ export class Gateway {
         port: this.port,
         host: listen.host,
         adminPort: this.adminPort,
+        ...(this.tls ? { tls: true, redirectPort: this.redirect ? ((this.redirect.address() as AddressInfo | null)?.port ?? null) : null } : {}),
         gatewayId: this.id,
         store: this.store.kind,
         backends: this.pool.backends.map((b) => `${b.id}=${b.config.url}`),
@@ -447,6 +458,10 @@ export class Gateway {
     logger.info({ sockets: this.tunnels.size, readinessDelayMs, graceMs }, 'stopping: readiness is now false');
     if (readinessDelayMs > 0) await sleep(readinessDelayMs);
     this.control.closeStreams(); // lobby and status streams would otherwise hold connections open
+    if (this.redirect?.listening) {
+      this.redirect.close();
+      this.redirect.closeAllConnections();
+    }
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
     const deadline = Date.now() + graceMs;
@@ -469,6 +484,7 @@ export class Gateway {
     this.httpProxy.close();
     await this.control.close();
     if (this.server.listening) this.server.close();
+    if (this.redirect?.listening) this.redirect.close();
     // A clean stop removes this gateway's presence at once instead of waiting for it to expire.
     await this.sharedData.withdrawPresence().catch(() => undefined);
     await Promise.all([this.store.close().catch(() => undefined), this.sharedData.close().catch(() => undefined)]);

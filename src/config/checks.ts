@@ -225,4 +225,19 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
       });
     },
   },
+  {
+    rule: '`tls.redirectPort` and `tls.hstsMaxAgeS` only with `tls.certs`; `tls.redirectPort` is not `listen.port`.',
+    check(v) {
+      const certs = v.get('tls.certs') ?? [];
+      const redirect = v.get('tls.redirectPort');
+      const problems: string[] = [];
+      if (certs.length === 0) {
+        if (redirect !== undefined && redirect !== null) problems.push(`tls.redirectPort: got ${redirect} while tls.certs is empty; expected null, or list certificates in tls.certs (the redirect leads to https)`);
+        if ((v.get('tls.hstsMaxAgeS') ?? 0) > 0) problems.push('tls.hstsMaxAgeS: got a max-age while tls.certs is empty; expected 0, or list certificates in tls.certs (the header is sent over TLS only)');
+      } else if (redirect !== undefined && redirect !== null && redirect !== 0 && redirect === v.get('listen.port')) {
+        problems.push(`tls.redirectPort: got ${redirect}, which is listen.port; expected another port (the plain-HTTP listener beside the TLS one, e.g. 80 beside 443)`);
+      }
+      return problems;
+    },
+  },
 ];

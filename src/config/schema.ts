@@ -174,6 +174,17 @@ export const configSchema = z.strictObject({
     ),
     minVersion: doc(z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'), { text: 'Oldest TLS version accepted; Node picks the ciphers and curves (modern defaults).' }),
     reloadCheckMs: doc(optionalMs.default(10_000), { text: 'How often the certificate files are checked for a change (size or time); a change reloads them.', zero: 'only on SIGHUP' }),
+    redirectPort: doc(port.nullable().default(null), {
+      text: 'A plain-HTTP listener on this port (same address as the public one) that answers every request with a 308 to the same URL on https, except /healthz and /readyz, which it answers itself (probes often speak plain HTTP). Only with certificates.',
+      null: 'no plain-HTTP listener',
+      example: 80,
+    }),
+    hstsMaxAgeS: doc(z.number().int().min(0).max(63_072_000).default(0), {
+      text: 'Strict-Transport-Security: browsers that saw it use only https for the host this long. Added to every answer on the TLS port that has none of its own (a backend\'s own wins). Start small: a browser remembers it even if TLS is turned off later.',
+      unit: 's',
+      zero: 'no header',
+    }),
+    hstsIncludeSubdomains: doc(z.boolean().default(false), { text: 'Adds includeSubDomains to Strict-Transport-Security: every subdomain must then serve https too.' }),
   }),
   admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance).', {
     enabled: doc(z.boolean().default(true), { text: 'Run the admin listener.' }),

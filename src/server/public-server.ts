@@ -29,6 +29,8 @@ export interface PublicServerOptions {
   readonly logger: Logger;
   /** TLS on the port (https and wss only), or null: plain HTTP. */
   readonly tls: TlsCertificates | null;
+  /** The Strict-Transport-Security value for every answer on the TLS port, or null. */
+  readonly hsts: string | null;
 }
 
 export function createPublicServer(o: PublicServerOptions): http.Server {
@@ -47,7 +49,14 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   // before the first request differ. The default certificate is given as PEM so `setSecureContext`
   // can swap it on reload; the others come from the SNI callback, which reads the current set.
   const server: http.Server = tls
-    ? https.createServer({ ...options, cert: tls.default.certPem, key: tls.default.keyPem, minVersion: tls.settingsMinVersion, SNICallback: tls.sniCallback })
+    ? https.createServer({
+        ...options,
+        ...(o.hsts ? { ServerResponse: withHsts(o.hsts) } : {}),
+        cert: tls.default.certPem,
+        key: tls.default.keyPem,
+        minVersion: tls.settingsMinVersion,
+        SNICallback: tls.sniCallback,
+      })
     : http.createServer(options);
   if (tls) {
     // A failed handshake (plain HTTP on the TLS port, a scanner, an old client) never reaches the
@@ -164,4 +173,30 @@ function endSocket(socket: Socket, response: string): void {
   socket.on('error', () => socket.destroy());
   socket.end(response);
   setTimeout(() => socket.destroy(), 1_000).unref();
+}
+
+const STS = 'strict-transport-security';
+
+/**
+ * A ServerResponse that adds Strict-Transport-Security to every answer without one of its own
+ * (a backend's wins), whoever writes it: the proxy (raw header list), the control plane, static
+ * files, roomgate's own replies, or an implicit head. One place, so no answer path is missed.
+ */
+export function withHsts(value: string): typeof http.ServerResponse {
+  class HstsResponse extends http.ServerResponse {
+    override writeHead(status: number, reason?: unknown, headers?: unknown): this {
+      const named = typeof reason === 'string';
+      let h = named ? headers : reason;
+      if (!this.hasHeader(STS)) {
+        if (Array.isArray(h)) {
+          if (!h.some((x, i) => i % 2 === 0 && String(x).toLowerCase() === STS)) h = [...(h as string[]), 'Strict-Transport-Security', value];
+        } else if (h !== null && typeof h === 'object') {
+          if (!Object.keys(h).some((k) => k.toLowerCase() === STS)) h = { ...(h as Record<string, unknown>), 'Strict-Transport-Security': value };
+        } else this.setHeader('Strict-Transport-Security', value);
+      }
+      const args = (named ? [status, reason, h] : [status, h]).filter((x) => x !== undefined);
+      return (super.writeHead as (...a: unknown[]) => this)(...args);
+    }
+  }
+  return HstsResponse as unknown as typeof http.ServerResponse;
 }

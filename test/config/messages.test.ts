@@ -258,6 +258,10 @@ describe('every rule of the schema speaks plain words', () => {
           raw: { static: { mounts: [{ prefix: '/s/', dir: join(dir, 'nope') }] } },
           problem: `static.mounts.0.dir: got ${JSON.stringify(join(dir, 'nope'))}, which does not exist; expected a readable directory: create it (e.g. python manage.py collectstatic) or fix the path`,
         },
+        [CROSS_CHECKS[13]!.rule]: {
+          raw: { tls: { redirectPort: 8081 } },
+          problem: 'tls.redirectPort: got 8081 while tls.certs is empty; expected null, or list certificates in tls.certs (the redirect leads to https)',
+        },
       };
       // Every rule in checks.ts has a case here.
       expect(Object.keys(cases).sort()).toEqual(CROSS_CHECKS.map((c) => c.rule).sort());

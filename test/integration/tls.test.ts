@@ -239,3 +239,57 @@ describe('bad certificate files', () => {
     expect(r.stdout).toMatch(/note: tls\.certs\[0\]: the certificate in .*soon\.crt \(soon\.test\) expires in [45] days/);
   });
 });
+
+describe('tls.redirectPort and HSTS', () => {
+  let gw: GatewayProc;
+  let redirectPort: number;
+
+  beforeAll(async () => {
+    gw = await startGateway({ backends: [backend], config: { tls: { certs: [a], redirectPort: 0, hstsMaxAgeS: 600 } } });
+    const line = JSON.parse(gw.lines.find((l) => l.includes('"msg":"listening"'))!) as { redirectPort: number; tls: boolean };
+    expect(line.tls).toBe(true);
+    redirectPort = line.redirectPort;
+    expect(redirectPort).toBeGreaterThan(0);
+  });
+
+  it('answers plain HTTP with a 308 to the same path on https, and the health paths itself', async () => {
+    const r = await httpRequest(redirectPort, '/game/r-1/?x=1', { headers: { host: `a.test:${redirectPort}` } });
+    expect(r.status).toBe(308);
+    expect(r.headers.location).toBe(`https://a.test:${gw.port}/game/r-1/?x=1`);
+    const v6 = await httpRequest(redirectPort, '/', { headers: { host: `[::1]:${redirectPort}` } });
+    expect(v6.headers.location).toBe(`https://[::1]:${gw.port}/`);
+    expect((await httpRequest(redirectPort, '/healthz', { headers: { host: 'a.test' } })).status).toBe(200);
+    expect((await httpRequest(redirectPort, '/readyz', { headers: { host: 'a.test' } })).status).toBe(200);
+    // A Host that cannot be a server name is not echoed into a Location.
+    expect((await httpRequest(redirectPort, '/', { headers: { host: 'evil.test/../x' } })).status).toBe(400);
+    // No tunnel on the plain port.
+    const up = await httpRequest(redirectPort, '/ws/live/', { headers: { host: 'a.test', connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-version': '13' } });
+    expect(up.status).toBe(400);
+  });
+
+  it('sends Strict-Transport-Security on answers over TLS: proxied pages and roomgate\'s own', async () => {
+    const page = await httpsGet(gw.port, '/game/hsts/', 'a.test', a.cert);
+    expect(page.status).toBe(200);
+    expect(page.headers['strict-transport-security']).toBe('max-age=600');
+    // Several Set-Cookie lines of the backend's and roomgate's room cookie all survive.
+    expect(([] as string[]).concat(page.headers['set-cookie'] ?? []).some((c) => c.startsWith('roomgate_room='))).toBe(true);
+    for (const path of ['/healthz', '/_roomgate/api/online', '/no-such-page-xyz']) {
+      expect((await httpsGet(gw.port, path, 'a.test', a.cert)).headers['strict-transport-security'], path).toBe('max-age=600');
+    }
+    // Not on the plain redirect port (RFC 6797: only over TLS).
+    expect((await httpRequest(redirectPort, '/', { headers: { host: 'a.test' } })).headers['strict-transport-security']).toBeUndefined();
+  });
+
+  it('refuses redirectPort and HSTS without certificates, naming the key', async () => {
+    for (const [tls, problem] of [
+      [{ redirectPort: 8081 }, /tls\.redirectPort: got 8081 while tls\.certs is empty/],
+      [{ hstsMaxAgeS: 60 }, /tls\.hstsMaxAgeS: got a max-age while tls\.certs is empty/],
+      [{ certs: [a], redirectPort: 8443 }, /tls\.redirectPort: got 8443, which is listen\.port/],
+    ] as const) {
+      const config = writeConfig({ listen: { port: 8443 }, backends: [{ id: 't1', url: backend.url }], tls });
+      const r = await runCli(['check-config', '--config', config]);
+      expect(r.code, JSON.stringify(tls)).toBe(2);
+      expect(r.stderr).toMatch(problem);
+    }
+  });
+});
