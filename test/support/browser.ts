@@ -26,6 +26,8 @@ const open = new Map<BrowserContext, string>();
 
 export interface BrowserOptions {
   javaScriptEnabled?: boolean;
+  /** More Chromium flags (e.g. a pinned certificate, host resolver rules). */
+  args?: readonly string[];
 }
 
 /** A browser with its own fresh profile (a persistent context: the only way to choose the dir). */
@@ -36,7 +38,7 @@ export async function launchBrowser(o: BrowserOptions = {}): Promise<BrowserCont
     ctx = await chromium.launchPersistentContext(dir, {
       executablePath: CHROMIUM,
       headless: true,
-      args: CHROMIUM_ARGS,
+      args: [...CHROMIUM_ARGS, ...(o.args ?? [])],
       javaScriptEnabled: o.javaScriptEnabled ?? true,
       viewport: { width: 1200, height: 800 },
       timeout: 30_000,
