@@ -51,19 +51,22 @@ export interface GatewayOptions {
    * the other workers, instead of sharing the primary's listening socket.
    */
   readonly reusePort?: boolean;
+  /** TLS session ticket keys shared with the other workers (48 bytes); default: this process's own. */
+  readonly tlsTicketKeys?: Buffer;
 }
 
 /** The TLS settings of a configuration; null while no certificate is listed (plain HTTP). */
-export function tlsSettings(config: LoadedConfig): TlsSettings | null {
-  return config.tls.certs.length === 0 ? null : { certs: config.tls.certs, minVersion: config.tls.minVersion };
+export function tlsSettings(config: LoadedConfig, ticketKeys?: Buffer): TlsSettings | null {
+  if (config.tls.certs.length === 0) return null;
+  return { certs: config.tls.certs, minVersion: config.tls.minVersion, ...(ticketKeys ? { ticketKeys } : {}) };
 }
 
 /**
  * Reads and checks the configured certificates (files readable, PEM, key matching): null without
  * TLS; a ConfigError naming the field otherwise, so `start` and `check-config` exit 2 on it.
  */
-export function loadTls(config: LoadedConfig): TlsCertificates | null {
-  const settings = tlsSettings(config);
+export function loadTls(config: LoadedConfig, ticketKeys?: Buffer): TlsCertificates | null {
+  const settings = tlsSettings(config, ticketKeys);
   if (settings === null) return null;
   try {
     return new TlsCertificates(settings);
@@ -296,7 +299,7 @@ export class Gateway {
           })
         : null;
     const isReady = (): boolean => this.ready;
-    this.tls = loadTls(config);
+    this.tls = loadTls(config, opts.tlsTicketKeys);
     this.redirect =
       this.tls && config.tls.redirectPort !== null
         ? createRedirectServer({ httpsPort: () => this.port, isReady: () => this.ready, maxHeaderBytes: config.listen.maxHeaderBytes, headersTimeoutMs: config.listen.headersTimeoutMs })
@@ -357,7 +360,7 @@ export class Gateway {
       const every = this.config.tls.reloadCheckMs;
       if (every > 0) {
         this.tlsTimer = setInterval(() => {
-          if (this.tls?.changedOnDisk()) this.reloadTls(tlsSettings(this.config), 'a certificate file changed');
+          if (this.tls?.changedOnDisk()) this.reloadTls(tlsSettings(this.config, this.opts.tlsTicketKeys), 'a certificate file changed');
         }, every);
         this.tlsTimer.unref();
       }
@@ -397,7 +400,7 @@ export class Gateway {
     this.config = { ...this.config, backends: next.backends };
     // TLS: certificates are read again on every reload (a renewed file keeps its name); new
     // certificate paths apply too. Turning TLS on or off changes what the port speaks: a restart.
-    const nextTls = tlsSettings(next);
+    const nextTls = tlsSettings(next, this.opts.tlsTicketKeys);
     if (this.tls === null || nextTls === null) {
       if ((this.tls === null) !== (nextTls === null)) needsRestart.push('tls');
     } else if (this.reloadTls(nextTls, 'reload')) {
@@ -418,7 +421,7 @@ export class Gateway {
     try {
       const loaded = this.tls.reload(settings);
       const def = this.tls.default;
-      (this.server as HttpsServer).setSecureContext({ cert: def.certPem, key: def.keyPem, minVersion: settings.minVersion });
+      (this.server as HttpsServer).setSecureContext({ cert: def.certPem, key: def.keyPem, minVersion: settings.minVersion, ...(settings.ticketKeys ? { ticketKeys: settings.ticketKeys } : {}) });
       logger.info({ why, certs: loaded.map((c) => ({ names: c.names, validTo: c.validTo.toISOString() })) }, 'TLS certificates reloaded');
       for (const w of tlsExpiryWarnings(this.tls, Date.now())) logger.warn(w);
       return true;

@@ -95,6 +95,8 @@ class ClusterPrimary {
   private readonly metrics: ClusterMetrics;
   private readonly secret: string | null;
   private workerConfig: LoadedConfig;
+  /** TLS session ticket keys for every worker (a session resumes on any of them); made once per start. */
+  private readonly ticketKeys = randomBytes(48).toString('base64');
   /** With balance 'kernel': the public port every worker binds (port 0 resolved once, here). */
   private publicPort: number | null = null;
   private admin: http.Server | null = null;
@@ -227,7 +229,7 @@ class ClusterPrimary {
 
     const peer = new RpcPeer(channelToChild(worker), { timeoutMs: IPC_TIMEOUT_MS, peerName: `worker ${slot.index} (pid ${pid})` });
     slot.peer = peer;
-    peer.handle(INIT, (): WorkerInit => ({ index: slot.index, config: this.workerConfig, ipcStores: this.host !== null, reusePort: this.o.balance === 'kernel' }));
+    peer.handle(INIT, (): WorkerInit => ({ index: slot.index, config: this.workerConfig, ipcStores: this.host !== null, reusePort: this.o.balance === 'kernel', tlsTicketKeys: this.ticketKeys }));
     slot.detach = this.host ? this.host.attach(peer, `${hostname()}-${pid}-w${slot.index}`) : null;
     peer.handle(READY, (info) => {
       if (slot.worker !== worker) return false;

@@ -18,6 +18,8 @@ export interface WorkerInit {
   readonly ipcStores: boolean;
   /** Bind the public port with SO_REUSEPORT (balance 'kernel'); else share the primary's (round-robin). */
   readonly reusePort: boolean;
+  /** TLS session ticket keys of the whole cluster (base64, 48 bytes), so sessions resume on any worker. */
+  readonly tlsTicketKeys: string;
 }
 
 /** Worker -> primary, once it listens. */

@@ -32,7 +32,7 @@ export async function runWorker(): Promise<void> {
     const init = await peer.call<WorkerInit>(INIT, [], 10_000);
     logger = createLogger(init.config.log.level).child({ worker: init.index });
     const stores = init.ipcStores ? { store: new IpcPlacementStore(peer), sharedData: new IpcSharedDataStore(peer) } : {};
-    gateway = new Gateway(init.config, { logger, reusePort: init.reusePort, ...stores });
+    gateway = new Gateway(init.config, { logger, reusePort: init.reusePort, tlsTicketKeys: Buffer.from(init.tlsTicketKeys, 'base64'), ...stores });
     await gateway.start();
   } catch (err) {
     // main() reports the error (in this tick's promise callbacks), then the worker exits with its

@@ -55,6 +55,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
         cert: tls.default.certPem,
         key: tls.default.keyPem,
         minVersion: tls.settingsMinVersion,
+        ...(tls.ticketKeys ? { ticketKeys: tls.ticketKeys } : {}),
         SNICallback: tls.sniCallback,
       })
     : http.createServer(options);

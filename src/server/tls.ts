@@ -16,6 +16,12 @@ export interface CertFiles {
 export interface TlsSettings {
   readonly certs: readonly CertFiles[];
   readonly minVersion: SecureVersion;
+  /**
+   * Session ticket keys (48 bytes) for every certificate's context: the workers of one roomgate
+   * share them, so a client resumes its session whichever worker it reaches. Absent: Node's own
+   * random keys per context.
+   */
+  readonly ticketKeys?: Buffer;
 }
 
 /** One certificate as read: its context, the names it serves and when it expires. */
@@ -33,7 +39,7 @@ export interface LoadedCert {
 export class TlsFileError extends Error {}
 
 /** Reads and checks one certificate and key pair; `field` names it in errors (tls.certs[0]). */
-export function loadCert(files: CertFiles, field: string, minVersion: SecureVersion): LoadedCert {
+export function loadCert(files: CertFiles, field: string, minVersion: SecureVersion, ticketKeys?: Buffer): LoadedCert {
   const read = (path: string, which: 'cert' | 'key'): string => {
     try {
       return readFileSync(path, 'utf8');
@@ -58,7 +64,7 @@ export function loadCert(files: CertFiles, field: string, minVersion: SecureVers
   if (!x509.checkPrivateKey(key)) {
     throw new TlsFileError(`${field}: the key in ${files.key} does not belong to the certificate in ${files.cert}`);
   }
-  const context = createSecureContext({ cert: certPem, key: keyPem, minVersion });
+  const context = createSecureContext({ cert: certPem, key: keyPem, minVersion, ...(ticketKeys ? { ticketKeys } : {}) });
   return { files, context, names: certNames(x509), validTo: new Date(x509.validTo), certPem, keyPem };
 }
 
@@ -94,6 +100,10 @@ export class TlsCertificates {
 
   get settingsMinVersion(): SecureVersion {
     return this.settings.minVersion;
+  }
+
+  get ticketKeys(): Buffer | undefined {
+    return this.settings.ticketKeys;
   }
 
   /** The certificate for clients without SNI or with a name no certificate covers. */
@@ -142,7 +152,7 @@ export class TlsCertificates {
 
 function loadAll(settings: TlsSettings): LoadedCert[] {
   if (settings.certs.length === 0) throw new TlsFileError('tls.certs: at least one certificate is needed for TLS');
-  return settings.certs.map((c, i) => loadCert(c, `tls.certs[${i}]`, settings.minVersion));
+  return settings.certs.map((c, i) => loadCert(c, `tls.certs[${i}]`, settings.minVersion, settings.ticketKeys));
 }
 
 function fileStamps(settings: TlsSettings): string {

@@ -293,3 +293,47 @@ describe('tls.redirectPort and HSTS', () => {
     }
   });
 });
+
+/** A TLS connection that offers `session`; resolves with whether it was resumed and the ticket it got. */
+function handshake(port: number, ca: string, session?: Buffer): Promise<{ reused: boolean; ticket: Buffer | undefined }> {
+  return new Promise((resolve, reject) => {
+    let ticket: Buffer | undefined;
+    const s = tlsConnect({ host: '127.0.0.1', port, servername: 'a.test', ca: execFileSync('cat', [ca]), session });
+    const timer = setTimeout(() => s.destroy(new Error('TLS handshake timed out')), 5_000);
+    s.on('session', (t: Buffer) => (ticket = t));
+    s.on('secureConnect', () => {
+      clearTimeout(timer);
+      const reused = s.isSessionReused();
+      // TLS 1.3 sends its tickets right after the handshake: a moment to receive them.
+      setTimeout(() => {
+        s.end();
+        resolve({ reused, ticket });
+      }, 100);
+    });
+    s.on('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+  });
+}
+
+describe('TLS with --workers 2', () => {
+  it('resumes sessions whichever worker a connection reaches (ticket keys shared by the cluster)', async () => {
+    const gw = await startGateway({
+      backends: [backend],
+      config: { tls: { certs: [a, b] } },
+      args: ['--workers', '2'],
+      readyLine: (l) => l.includes('"msg":"listening"') && l.includes('"role":"primary"'),
+    });
+    let { ticket } = await handshake(gw.port, a.cert);
+    const reused: boolean[] = [];
+    // Each a new TCP connection from a new port: the kernel spreads them over both workers.
+    for (let i = 0; i < 24; i++) {
+      const r = await handshake(gw.port, a.cert, ticket);
+      reused.push(r.reused);
+      ticket = r.ticket ?? ticket;
+    }
+    expect(reused.filter((x) => !x).length, `not resumed: ${reused.filter((x) => !x).length} of 24`).toBe(0);
+    expect(await stop(gw)).toBe(0);
+  });
+});
