@@ -51,8 +51,10 @@ COPY --from=build /out/config/roomgate.example.yaml /etc/roomgate/roomgate.yaml
 USER node
 EXPOSE 8080
 # /healthz is answered by roomgate itself. A config file that moves listen.port must set
-# ROOMGATE_PORT too (or override the healthcheck).
+# ROOMGATE_PORT too (or override the healthcheck). With TLS on the port (tls.certs or
+# ROOMGATE_TLS_CERTS) plain HTTP is refused, so the check asks over https then, trusting the
+# container's own certificate without verifying it (it checks liveness, not identity).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=10s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.ROOMGATE_PORT||8080)+'/healthz',{signal:AbortSignal.timeout(4000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "-e", "const p=process.env.ROOMGATE_PORT||8080,ok=r=>process.exit(r.statusCode===200?0:1),get=(m,next)=>require(m).get({host:'127.0.0.1',port:p,path:'/healthz',rejectUnauthorized:false,timeout:2000},ok).on('timeout',function(){this.destroy(new Error('timeout'))}).on('error',next);get('http',()=>get('https',()=>process.exit(1)))"]
 ENTRYPOINT ["node", "dist/src/main.js"]
 CMD ["start"]

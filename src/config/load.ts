@@ -39,7 +39,7 @@ export interface ResolvedBackend {
 export type LoadedConfig = Omit<Config, 'backends'> & { backends: ResolvedBackend[] };
 
 /** How an environment variable's text becomes a value. */
-type EnvForm = 'text' | 'number' | 'list' | 'backends';
+type EnvForm = 'text' | 'number' | 'list' | 'backends' | 'certs';
 
 /**
  * Environment variables read: the key each sets (none: read elsewhere, e.g. by the CLI) and what
@@ -56,6 +56,7 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
   ROOMGATE_LOG_LEVEL: { key: 'log.level', form: 'text', text: 'the log level' },
   ROOMGATE_ADMIN_TOKEN: { key: 'admin.token', form: 'text', text: 'the admin token (the CLI sends it too)' },
   ROOMGATE_API_TOKENS: { key: 'api.tokens', form: 'list', text: 'comma-separated bearer tokens for API writes' },
+  ROOMGATE_TLS_CERTS: { key: 'tls.certs', form: 'certs', text: 'comma-separated CERT:KEY pairs of PEM file paths (the first is the default), e.g. a Kubernetes TLS Secret mounted at /etc/roomgate/tls: /etc/roomgate/tls/tls.crt:/etc/roomgate/tls/tls.key' },
   ROOMGATE_WORKERS: { text: 'start --workers: worker processes on the one port (1-64 or auto)' },
   ROOMGATE_BALANCE: { text: 'start --balance: how workers share the port (kernel or primary)' },
   ROOMGATE_DEMO_BASE_PORT: { key: 'demo.basePort', form: 'number', text: 'the first demo backend port (the demo only)' },
@@ -160,6 +161,12 @@ const FORMS: Record<EnvForm, (s: string) => unknown> = {
   number: num,
   list,
   backends: (s) => list(s).map(backendSpec),
+  // CERT:KEY, split at the last colon; without one, the key is missing and the schema says so.
+  certs: (s) =>
+    list(s).map((pair) => {
+      const colon = pair.lastIndexOf(':');
+      return colon <= 0 ? { cert: pair } : { cert: pair.slice(0, colon), key: pair.slice(colon + 1) };
+    }),
 };
 
 function applyEnv(raw: Record<string, unknown>, env: NodeJS.ProcessEnv, origins: Map<string, string>): void {

@@ -54,6 +54,15 @@ describe('configuration', () => {
     expect(f.backends).toEqual([{ id: '[::1]:9004', url: 'http://[::1]:9004', host: '::1', port: 9004, weight: 1 }]);
   });
 
+  it('ROOMGATE_TLS_CERTS: CERT:KEY pairs, split at the last colon; a pair without a key is named', () => {
+    const c = loadConfig({ env: { ROOMGATE_TLS_CERTS: '/etc/tls/tls.crt:/etc/tls/tls.key, /x/b.pem:/x/b.key' } });
+    expect(c.tls.certs).toEqual([
+      { cert: '/etc/tls/tls.crt', key: '/etc/tls/tls.key' },
+      { cert: '/x/b.pem', key: '/x/b.key' },
+    ]);
+    expect(problems(() => loadConfig({ env: { ROOMGATE_TLS_CERTS: '/etc/tls/tls.crt' } }))).toEqual(['tls.certs.0.key: missing; expected non-empty text']);
+  });
+
   it('names the field, the bad value and what is allowed', () => {
     const file = writeConfig({ listen: { port: 70000 }, room: { noRoom: 'random', sources: ['query', 'qeury'] }, proxy: { trustedProxies: ['10.0.0.0/33'] } });
     const p = problems(() => loadConfig({ file, env: {} }));

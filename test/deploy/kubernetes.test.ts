@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ENV_VARS, loadConfig, type LoadedConfig } from '../../src/config/load.js';
-import { clone, loadKustomize, parseDockerfile, readText, ROOT, yamlDocs, type K8sDoc, type KustomizeBase, type Obj } from '../support/deploy-files.js';
+import { clone, loadKustomize, parseDockerfile, readText, ROOT, yamlDocs, yamlDocsOf, type K8sDoc, type KustomizeBase, type Obj } from '../support/deploy-files.js';
 
 const IMAGE = 'roomgate:local'; // the compose files' image, too
 const DEMO_BACKEND = 'dist/examples/demo-backend/server.js';
@@ -229,6 +229,18 @@ function baseProblems(base: KustomizeBase): Checked {
         if (!((c.ports ?? []) as Obj[]).some((p) => p.containerPort === pub)) problems.push(`${where}: no containerPort ${pub} (listen.port)`);
         problems.push(...probeProblems(where, c.readinessProbe, 'readinessProbe', { path: '/readyz', port: pub, c }));
         problems.push(...probeProblems(where, c.livenessProbe, 'livenessProbe', { path: '/healthz', port: pub, c }));
+        // With TLS on the public port plain HTTP is refused: the probes must speak HTTPS, and the
+        // certificate files must come from a mounted volume.
+        const tls = config.tls.certs.length > 0;
+        for (const [label, probe] of [['readinessProbe', c.readinessProbe], ['livenessProbe', c.livenessProbe]] as const) {
+          const scheme = probe?.httpGet ? String(probe.httpGet.scheme ?? 'HTTP') : null;
+          if (scheme !== null && (scheme === 'HTTPS') !== tls) problems.push(`${where}: ${label} scheme ${scheme} while TLS is ${tls ? 'on' : 'off'}; expected ${tls ? 'HTTPS' : 'HTTP'}`);
+        }
+        for (const f of config.tls.certs.flatMap((x) => [x.cert, x.key])) {
+          const mount = ((c.volumeMounts ?? []) as Obj[]).find((m) => f.startsWith(`${String(m.mountPath).replace(/\/$/, '')}/`));
+          const volume = mount && ((w.pod.volumes ?? []) as Obj[]).find((v) => v.name === mount.name);
+          if (!volume?.secret?.secretName) problems.push(`${where}: ${f} is not in a volume mounted from a Secret`);
+        }
         const preStop = preStopSeconds(c);
         if (Number.isNaN(preStop)) problems.push(`${where}: preStop is neither a sleep nor exec sleep N`);
         if (preStop <= 0) problems.push(`${where}: no preStop sleep: endpoints are not updated before the listener closes`);
@@ -488,5 +500,60 @@ describe('the image name', () => {
     for (const base of [BASE, SIDECAR]) {
       for (const w of workloads(base.docs)) for (const c of w.containers) if (String(c.image).startsWith('roomgate')) expect(c.image, `${w.name}/${c.name}`).toBe(IMAGE);
     }
+  });
+});
+
+/** A JSON patch (add, replace) applied in place, as kustomize applies a Component's patches. */
+function applyJsonPatch(doc: Obj, ops: readonly Obj[]): void {
+  for (const op of ops) {
+    const parts = String(op.path).split('/').slice(1);
+    const last = parts.pop() as string;
+    let at: Obj = doc;
+    for (const p of parts) {
+      if (at[p] === undefined) throw new Error(`patch ${op.path}: no ${p}`);
+      at = at[p];
+    }
+    if (op.op === 'add' && Array.isArray(at) && last === '-') (at as unknown[]).push(op.value);
+    else if (op.op === 'add' || op.op === 'replace') {
+      const target = at as Record<string, unknown>;
+      if (op.op === 'replace' && target[last] === undefined) throw new Error(`patch ${op.path}: nothing to replace`);
+      target[last] = op.value;
+    } else throw new Error(`patch ${op.path}: op ${op.op} not applied here`);
+  }
+}
+
+/** The base with the tls Component applied. */
+function withTlsComponent(base: KustomizeBase, component: Obj): KustomizeBase {
+  const b = clone(base);
+  for (const p of component.patches as Obj[]) {
+    const target = b.docs.find((d) => d.doc.kind === p.target.kind && d.doc.metadata?.name === p.target.name);
+    if (!target) throw new Error(`patch target ${p.target.kind}/${p.target.name} not in the base`);
+    applyJsonPatch(target.doc, yamlDocsOf(p.patch as string)[0] as Obj[]);
+  }
+  return b;
+}
+
+describe('deploy/kubernetes/tls (a Component: TLS from a Secret)', () => {
+  const [component] = yamlDocs('deploy/kubernetes/tls/kustomization.yaml');
+
+  it('is a Component whose patches apply to the base, and the result keeps every rule with TLS on', () => {
+    expect(component!.kind).toBe('Component');
+    const tls = withTlsComponent(BASE, component!);
+    const checked = baseProblems(tls);
+    expect(checked.problems).toEqual([]);
+    const gw = checked.gateways[0]!;
+    expect(gw.config.tls.certs).toEqual([{ cert: '/etc/roomgate-tls/tls.crt', key: '/etc/roomgate-tls/tls.key' }]);
+    const svc = find(tls.docs, 'Service', 'roomgate')!;
+    expect(svc.spec.ports[0]).toEqual({ name: 'https', port: 443, targetPort: 'http' });
+  });
+
+  it('fails without the probes on HTTPS, or with the files outside a Secret volume', () => {
+    const noScheme = clone(component!);
+    noScheme.patches[0].patch = (noScheme.patches[0].patch as string).replace(/\n- op: add\n\s+path: \/spec\/template\/spec\/containers\/0\/readinessProbe\/httpGet\/scheme\n\s+value: HTTPS/, '');
+    expect(noScheme.patches[0].patch).not.toBe(component!.patches[0].patch);
+    expect(baseProblems(withTlsComponent(BASE, noScheme)).problems.join('\n')).toMatch(/readinessProbe scheme HTTP while TLS is on/);
+    const elsewhere = clone(component!);
+    elsewhere.patches[0].patch = (elsewhere.patches[0].patch as string).replace('value: /etc/roomgate-tls/tls.crt:/etc/roomgate-tls/tls.key', 'value: /tmp/tls.crt:/tmp/tls.key');
+    expect(baseProblems(withTlsComponent(BASE, elsewhere)).problems.join('\n')).toMatch(/\/tmp\/tls\.crt is not in a volume mounted from a Secret/);
   });
 });

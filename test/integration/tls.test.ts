@@ -4,7 +4,7 @@
 // in use on SIGHUP and by the periodic check, with 200 live wss sockets kept open; a reload that
 // fails keeps the old certificate; bad files stop start and check-config with exit 2 naming the
 // field; plain HTTP on the TLS port is refused without harm.
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import https from 'node:https';
@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { execForm, parseDockerfile, readText } from '../support/deploy-files.js';
 import { httpRequest, metricValue, runCli, startBackend, startGateway, stop, stopAll, waitFor, writeConfig, type BackendProc, type GatewayProc } from '../support/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-tls-test-'));
@@ -335,5 +336,21 @@ describe('TLS with --workers 2', () => {
     }
     expect(reused.filter((x) => !x).length, `not resumed: ${reused.filter((x) => !x).length} of 24`).toBe(0);
     expect(await stop(gw)).toBe(0);
+  });
+});
+
+describe("the image's HEALTHCHECK", () => {
+  it('passes against a plain and a TLS gateway, and fails when nothing answers', async () => {
+    const check = parseDockerfile(readText('Dockerfile')).filter((i) => i.cmd === 'HEALTHCHECK').at(-1);
+    const argv = execForm(check!.args.replace(/^(--\S+\s+)*CMD\s+/, ''))!;
+    expect(argv.slice(0, 2)).toEqual(['node', '-e']);
+    const run = (port: number): number | null => spawnSync(process.execPath, ['-e', argv[2]!], { env: { PATH: process.env.PATH ?? '', ROOMGATE_PORT: String(port) }, timeout: 10_000 }).status;
+    const plain = await startGateway({ backends: [backend] });
+    const tls = await startGateway({ backends: [backend], config: { tls: { certs: [a] } } });
+    expect(run(plain.port)).toBe(0);
+    expect(run(tls.port)).toBe(0);
+    await stop(plain);
+    expect(run(plain.port)).toBe(1);
+    await stop(tls);
   });
 });

@@ -18,7 +18,12 @@ export type Obj = Record<string, any>;
 
 /** Every YAML document of a file (merge keys on, as Docker Compose reads them); throws on a YAML error. */
 export function yamlDocs(rel: string): Obj[] {
-  const docs = parseAllDocuments(readText(rel), { merge: true });
+  return yamlDocsOf(readText(rel), rel);
+}
+
+/** Every YAML document of a text (e.g. a patch embedded in a kustomization); throws on a YAML error. */
+export function yamlDocsOf(text: string, rel = 'text'): Obj[] {
+  const docs = parseAllDocuments(text, { merge: true });
   if (!Array.isArray(docs)) throw new Error(`${rel}: not YAML`);
   const out: Obj[] = [];
   for (const d of docs) {
