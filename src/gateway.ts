@@ -406,7 +406,9 @@ export class Gateway {
     } else if (this.reloadTls(nextTls, 'reload')) {
       applied.push('tls');
       this.config = { ...this.config, tls: next.tls };
-    } else needsRestart.push('tls');
+    }
+    // A failed certificate reload is logged by reloadTls (the ones in use stay); a restart would
+    // fail on the same files, so it is not listed as needing one.
     this.opts.logger.warn({ applied, needsRestart }, 'configuration reloaded');
     return { applied, needsRestart };
   }

@@ -19,7 +19,7 @@ const IMAGE_CONFIG = /ROOMGATE_CONFIG=(\S+)/.exec(
     .join(' '),
 )?.[1];
 
-const FILES = { main: 'deploy/docker-compose.yml', sidecar: 'deploy/docker-compose.sidecar.yml' } as const;
+const FILES = { main: 'deploy/docker-compose.yml', sidecar: 'deploy/docker-compose.sidecar.yml', tls: 'deploy/docker-compose.tls.yml' } as const;
 
 function load(rel: string): Obj {
   const [doc] = yamlDocs(rel);
@@ -116,8 +116,11 @@ function composeProblems(file: string, doc: Obj): string[] {
         continue;
       }
       const hasHealth = Boolean(target.healthcheck?.test) && target.healthcheck?.disable !== true;
-      const want = hasHealth ? 'service_healthy' : 'service_started';
-      if (spec?.condition !== want) problems.push(`${name}: depends_on ${dep} with condition ${spec?.condition}; expected ${want}`);
+      // A one-shot job (no healthcheck, no restart policy: it runs once and exits) is waited for
+      // until it has finished well.
+      const job = !hasHealth && target.restart === undefined;
+      const want = hasHealth ? ['service_healthy'] : job ? ['service_started', 'service_completed_successfully'] : ['service_started'];
+      if (!want.includes(spec?.condition)) problems.push(`${name}: depends_on ${dep} with condition ${spec?.condition}; expected ${want.join(' or ')}`);
     }
     // Published ports: only the gateway (or the namespace its gateway lives in), on its listen port.
     for (const p of (svc.ports ?? []) as string[]) {
@@ -142,6 +145,9 @@ function composeProblems(file: string, doc: Obj): string[] {
     if (!Object.entries(services).some(([n, s]) => s.ports && n === netns(name, svc))) problems.push(`${name}: the gateway is not published`);
     const hc = healthUrl(svc);
     if (hc?.pathname !== '/healthz' || Number(hc.port) !== config.listen.port) problems.push(`${name}: healthcheck ${hc?.href}; expected /healthz on port ${config.listen.port}`);
+    // TLS on the port refuses plain HTTP: the healthcheck must ask over https (and the reverse).
+    const tls = config.tls.certs.length > 0;
+    if (hc && (hc.protocol === 'https:') !== tls) problems.push(`${name}: healthcheck ${hc.href} speaks ${hc.protocol === 'https:' ? 'https' : 'plain HTTP'}, but TLS is ${tls ? 'on' : 'off'}`);
     const grace = config.shutdown.readinessDelayMs + config.shutdown.graceMs;
     const stop = svc.stop_grace_period ? durationMs(String(svc.stop_grace_period)) : 10_000;
     if (stop <= grace) problems.push(`${name}: stop_grace_period ${stop} ms is not longer than readinessDelayMs + graceMs (${grace} ms): SIGKILL would cut the grace`);
@@ -191,14 +197,14 @@ function composeProblems(file: string, doc: Obj): string[] {
 
   // The printed URLs are the published ones.
   const printed = Object.values(services)
-    .filter((s) => kindOf(s) === 'other' && argvOf(s).join(' ').includes('http://localhost:'))
+    .filter((s) => kindOf(s) === 'other' && /https?:\/\/localhost:/.test(argvOf(s).join(' ')))
     .map((s) => argvOf(s).join(' '))
     .join('\n');
   if (!printed) problems.push(`${file}: nothing prints the URL to open`);
   for (const [name, svc] of Object.entries(services)) {
     for (const p of (svc.ports ?? []) as string[]) {
       const host = String(p).split(':').at(-2);
-      if (!printed.includes(`http://localhost:${host}/`)) problems.push(`${name}: published port ${host} is not in the printed URLs`);
+      if (!printed.includes(`http://localhost:${host}/`) && !printed.includes(`https://localhost:${host}/`)) problems.push(`${name}: published port ${host} is not in the printed URLs`);
     }
   }
 
@@ -326,5 +332,55 @@ describe('deploy/docker-compose.sidecar.yml', () => {
     const copy = clone(doc);
     breakIt(copy);
     expect(composeProblems(FILES.sidecar, copy).join('\n')).toMatch(problem);
+  });
+});
+
+/**
+ * `docker compose -f base -f override` for the keys the TLS override uses: mappings merge key by
+ * key, `volumes` lists join (one per target path, the override's wins), anything else (a list such
+ * as healthcheck.test or command, a scalar) is replaced.
+ */
+function composeMerge(base: unknown, over: unknown, key = ''): unknown {
+  if (Array.isArray(base) && Array.isArray(over) && key === 'volumes') {
+    const target = (v: unknown): string => String(v).split(':')[1] ?? String(v);
+    return [...base.filter((b) => !over.some((o) => target(o) === target(b))), ...over];
+  }
+  if (base && over && typeof base === 'object' && typeof over === 'object' && !Array.isArray(base) && !Array.isArray(over)) {
+    const out: Obj = { ...(base as Obj) };
+    for (const [k, v] of Object.entries(over as Obj)) out[k] = k in out ? composeMerge(out[k], v, k) : v;
+    return out;
+  }
+  return over;
+}
+
+describe('deploy/docker-compose.tls.yml (self-signed TLS over the demo topology)', () => {
+  const merged = composeMerge(load(FILES.main), load(FILES.tls)) as Obj;
+
+  it('keeps every rule of the demo topology with TLS on both gateways', () => {
+    expect(composeProblems(FILES.main, merged)).toEqual([]);
+    const problems: string[] = [];
+    const gateways = loadGateways(merged.services as Record<string, Obj>, problems);
+    expect(problems).toEqual([]);
+    expect([...gateways.keys()].sort()).toEqual(['roomgate-a', 'roomgate-b']);
+    for (const [name, g] of gateways) {
+      const svc = merged.services[name] as Obj;
+      expect(g.config.tls.certs, name).toEqual([{ cert: '/tls/tls.crt', key: '/tls/tls.key' }]);
+      // The files come from the volume the certificate service writes, made before the gateway starts.
+      expect(svc.volumes, name).toContain('tls:/tls:ro');
+      expect(svc.depends_on['tls-cert'], name).toEqual({ condition: 'service_completed_successfully' });
+      expect(healthUrl(svc)?.protocol, name).toBe('https:');
+      // The compose config file is still mounted: the override adds to the volumes.
+      expect(svc.volumes.some((v: string) => v.endsWith(':/etc/roomgate/roomgate.yaml:ro')), name).toBe(true);
+    }
+    expect((merged.services['tls-cert'].volumes as string[])).toContain('tls:/tls');
+    expect(String(merged.services['tls-cert'].command)).toMatch(/subjectAltName=DNS:localhost/);
+    expect((merged.services.urls.command as string[]).join('\n')).toContain('https://localhost:8080/game/chess/');
+    expect(merged.volumes).toHaveProperty('tls');
+  });
+
+  it('fails when a gateway keeps a plain-HTTP healthcheck under TLS', () => {
+    const copy = clone(merged);
+    copy.services['roomgate-b'].healthcheck.test = ['CMD', 'node', '-e', "fetch('http://127.0.0.1:8080/healthz')"];
+    expect(composeProblems(FILES.main, copy).join('\n')).toMatch(/roomgate-b: healthcheck http:\/\/127\.0\.0\.1:8080\/healthz speaks plain HTTP, but TLS is on/);
   });
 });
