@@ -125,6 +125,8 @@ export class Gateway {
   /** The public port's certificates; null without TLS. */
   private readonly tls: TlsCertificates | null;
   private tlsTimer: NodeJS.Timeout | null = null;
+  /** The last failed reload's error: the periodic check retries, but says the same thing once. */
+  private tlsReloadError: string | null = null;
   /** tls.redirectPort: plain HTTP answered with redirects to https; null when not configured. */
   private readonly redirect: Server | null;
   private readonly admin: Server | null;
@@ -424,11 +426,17 @@ export class Gateway {
       const loaded = this.tls.reload(settings);
       const def = this.tls.default;
       (this.server as HttpsServer).setSecureContext({ cert: def.certPem, key: def.keyPem, minVersion: settings.minVersion, ...(settings.ticketKeys ? { ticketKeys: settings.ticketKeys } : {}) });
+      this.tlsReloadError = null;
       logger.info({ why, certs: loaded.map((c) => ({ names: c.names, validTo: c.validTo.toISOString() })) }, 'TLS certificates reloaded');
       for (const w of tlsExpiryWarnings(this.tls, Date.now())) logger.warn(w);
       return true;
     } catch (err) {
-      logger.error({ why, err: (err as Error).message }, 'TLS certificates not reloaded: the ones in use stay');
+      const message = (err as Error).message;
+      // The change check tries again every reloadCheckMs until the files read well: the same
+      // error at error level once (and again on SIGHUP), then at debug.
+      const level = message === this.tlsReloadError && why !== 'reload' ? 'debug' : 'error';
+      this.tlsReloadError = message;
+      logger[level]({ why, err: message }, 'TLS certificates not reloaded: the ones in use stay');
       return false;
     }
   }

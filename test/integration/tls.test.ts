@@ -211,6 +211,15 @@ describe('TLS on the public port', () => {
     copyFileSync(c2.key, files.key);
     copyFileSync(c2.cert, files.cert);
     await waitFor('the new certificate served', 10_000, async () => (await servedFingerprint(watched.port, 'c.test')) === fingerprintOf(c2.cert));
+    // A broken pair on disk: retried at every check, said at error level once, the old one served.
+    copyFileSync(b.key, files.key);
+    const failures = (): Record<string, unknown>[] => watched.logs().filter((l) => l.msg === 'TLS certificates not reloaded: the ones in use stay');
+    await waitFor('several failed checks', 10_000, () => failures().length >= 4);
+    expect(failures().filter((l) => l.level === 'error')).toHaveLength(1);
+    expect(failures().filter((l) => l.level === 'debug').length).toBeGreaterThanOrEqual(3);
+    expect(await servedFingerprint(watched.port, 'c.test')).toBe(fingerprintOf(c2.cert));
+    copyFileSync(c2.key, files.key);
+    await waitFor('reloaded once the pair is whole again', 10_000, () => watched.logs().filter((l) => l.msg === 'TLS certificates reloaded').length >= 2);
     expect(await stop(watched)).toBe(0);
   });
 });
