@@ -14,7 +14,7 @@ import { DnsDiscovery } from './backends/discovery.js';
 import { EventLog } from './runtime/events.js';
 import { HealthChecker } from './backends/health.js';
 import { BackendPool } from './runtime/pool.js';
-import { ConfigError, type LoadedConfig, type ResolvedBackend } from './config/load.js';
+import type { LoadedConfig, ResolvedBackend } from './config/load.js';
 import type { Logger } from './observability/logger.js';
 import { createMetrics, type Metrics } from './observability/metrics.js';
 import { MemoryPlacementStore } from './placement/memory-store.js';
@@ -36,7 +36,7 @@ import { createRoomValidator } from './room/validate.js';
 import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
 import { createRedirectServer } from './server/redirect-server.js';
-import { daysLeft, TlsCertificates, TlsFileError, type TlsSettings } from './server/tls.js';
+import { loadTls, tlsSettings, TlsReloader } from './server/tls-config.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 
@@ -53,40 +53,6 @@ export interface GatewayOptions {
   readonly reusePort?: boolean;
   /** TLS session ticket keys shared with the other workers (48 bytes); default: this process's own. */
   readonly tlsTicketKeys?: Buffer;
-}
-
-/** The TLS settings of a configuration; null while no certificate is listed (plain HTTP). */
-export function tlsSettings(config: LoadedConfig, ticketKeys?: Buffer): TlsSettings | null {
-  if (config.tls.certs.length === 0) return null;
-  return { certs: config.tls.certs, minVersion: config.tls.minVersion, ...(ticketKeys ? { ticketKeys } : {}) };
-}
-
-/**
- * Reads and checks the configured certificates (files readable, PEM, key matching): null without
- * TLS; a ConfigError naming the field otherwise, so `start` and `check-config` exit 2 on it.
- */
-export function loadTls(config: LoadedConfig, ticketKeys?: Buffer): TlsCertificates | null {
-  const settings = tlsSettings(config, ticketKeys);
-  if (settings === null) return null;
-  try {
-    return new TlsCertificates(settings);
-  } catch (err) {
-    if (err instanceof TlsFileError) throw new ConfigError([err.message]);
-    throw err;
-  }
-}
-
-/** Certificates that expire within this many days are warned about (at start, on reload, check-config). */
-export const TLS_EXPIRY_WARNING_DAYS = 21;
-
-/** A warning per certificate that has expired or expires soon; [] when all are fine. */
-export function tlsExpiryWarnings(tls: TlsCertificates, nowMs: number): string[] {
-  return tls.all.flatMap((c, i) => {
-    const days = daysLeft(c, nowMs);
-    if (days >= TLS_EXPIRY_WARNING_DAYS) return [];
-    const when = days < 0 ? `expired on ${c.validTo.toISOString()}` : `expires in ${days} days (${c.validTo.toISOString()})`;
-    return [`tls.certs[${i}]: the certificate in ${c.files.cert} (${c.names.join(', ')}) ${when}`];
-  });
 }
 
 /** The cookie signer for a configuration; null when the cookie is a plain room key. */
@@ -122,11 +88,8 @@ export class Gateway {
   private readonly view: RuntimeView;
   private readonly discovery: DnsDiscovery | null;
   private readonly server: Server;
-  /** The public port's certificates; null without TLS. */
-  private readonly tls: TlsCertificates | null;
-  private tlsTimer: NodeJS.Timeout | null = null;
-  /** The last failed reload's error: the periodic check retries, but says the same thing once. */
-  private tlsReloadError: string | null = null;
+  /** The public port's certificate reloads; null without TLS. */
+  private readonly tls: TlsReloader | null;
   /** tls.redirectPort: plain HTTP answered with redirects to https; null when not configured. */
   private readonly redirect: Server | null;
   private readonly admin: Server | null;
@@ -301,14 +264,14 @@ export class Gateway {
           })
         : null;
     const isReady = (): boolean => this.ready;
-    this.tls = loadTls(config, opts.tlsTicketKeys);
+    const certificates = loadTls(config, opts.tlsTicketKeys);
     this.redirect =
-      this.tls && config.tls.redirectPort !== null
+      certificates && config.tls.redirectPort !== null
         ? createRedirectServer({ httpsPort: () => this.port, isReady: () => this.ready, maxHeaderBytes: config.listen.maxHeaderBytes, headersTimeoutMs: config.listen.headersTimeoutMs })
         : null;
     this.server = createPublicServer({
-      tls: this.tls,
-      hsts: this.tls && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}${config.tls.hstsIncludeSubdomains ? '; includeSubDomains' : ''}` : null,
+      tls: certificates,
+      hsts: certificates && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}${config.tls.hstsIncludeSubdomains ? '; includeSubDomains' : ''}` : null,
       maxHeaderBytes: config.listen.maxHeaderBytes,
       maxHeaders: config.listen.maxHeaders,
       headersTimeoutMs: config.listen.headersTimeoutMs,
@@ -326,6 +289,7 @@ export class Gateway {
       metrics,
       logger,
     });
+    this.tls = certificates ? new TlsReloader(certificates, this.server as HttpsServer, logger) : null;
     this.admin = this.control.adminServer;
     const dns = config.discovery.dns;
     this.discovery = dns
@@ -357,16 +321,7 @@ export class Gateway {
       throw err;
     }
     this.supervisor.start();
-    if (this.tls) {
-      for (const w of tlsExpiryWarnings(this.tls, Date.now())) logger.warn(w);
-      const every = this.config.tls.reloadCheckMs;
-      if (every > 0) {
-        this.tlsTimer = setInterval(() => {
-          if (this.tls?.changedOnDisk()) this.reloadTls(tlsSettings(this.config, this.opts.tlsTicketKeys), 'a certificate file changed');
-        }, every);
-        this.tlsTimer.unref();
-      }
-    }
+    this.tls?.start(() => tlsSettings(this.config, this.opts.tlsTicketKeys), this.config.tls.reloadCheckMs);
     this.ready = true;
     logger.info(
       {
@@ -405,40 +360,14 @@ export class Gateway {
     const nextTls = tlsSettings(next, this.opts.tlsTicketKeys);
     if (this.tls === null || nextTls === null) {
       if ((this.tls === null) !== (nextTls === null)) needsRestart.push('tls');
-    } else if (this.reloadTls(nextTls, 'reload')) {
+    } else if (this.tls.reload(nextTls, 'reload')) {
       applied.push('tls');
       this.config = { ...this.config, tls: next.tls };
     }
-    // A failed certificate reload is logged by reloadTls (the ones in use stay); a restart would
+    // A failed certificate reload is logged by the reloader (the ones in use stay); a restart would
     // fail on the same files, so it is not listed as needing one.
     this.opts.logger.warn({ applied, needsRestart }, 'configuration reloaded');
     return { applied, needsRestart };
-  }
-
-  /**
-   * Reads the certificates again and puts them in use for new handshakes (open sockets keep
-   * theirs). On failure the old ones stay and the error is logged; returns whether it worked.
-   */
-  private reloadTls(settings: TlsSettings | null, why: string): boolean {
-    const { logger } = this.opts;
-    if (!this.tls || !settings) return false;
-    try {
-      const loaded = this.tls.reload(settings);
-      const def = this.tls.default;
-      (this.server as HttpsServer).setSecureContext({ cert: def.certPem, key: def.keyPem, minVersion: settings.minVersion, ...(settings.ticketKeys ? { ticketKeys: settings.ticketKeys } : {}) });
-      this.tlsReloadError = null;
-      logger.info({ why, certs: loaded.map((c) => ({ names: c.names, validTo: c.validTo.toISOString() })) }, 'TLS certificates reloaded');
-      for (const w of tlsExpiryWarnings(this.tls, Date.now())) logger.warn(w);
-      return true;
-    } catch (err) {
-      const message = (err as Error).message;
-      // The change check tries again every reloadCheckMs until the files read well: the same
-      // error at error level once (and again on SIGHUP), then at debug.
-      const level = message === this.tlsReloadError && why !== 'reload' ? 'debug' : 'error';
-      this.tlsReloadError = message;
-      logger[level]({ why, err: message }, 'TLS certificates not reloaded: the ones in use stay');
-      return false;
-    }
   }
 
   get port(): number {
@@ -466,8 +395,7 @@ export class Gateway {
     const { logger } = this.opts;
     const { readinessDelayMs, graceMs } = this.config.shutdown;
     this.ready = false;
-    if (this.tlsTimer) clearInterval(this.tlsTimer);
-    this.tlsTimer = null;
+    this.tls?.stop();
     logger.info({ sockets: this.tunnels.size, readinessDelayMs, graceMs }, 'stopping: readiness is now false');
     if (readinessDelayMs > 0) await sleep(readinessDelayMs);
     this.control.closeStreams(); // lobby and status streams would otherwise hold connections open

@@ -22,7 +22,13 @@ export function createRedirectServer(o: RedirectServerOptions): http.Server {
     if (health) return send(res, health.status, health.body, {});
     const location = httpsUrl(req, o.httpsPort());
     if (location === null) return send(res, 400, 'a Host header naming this server is needed to redirect to https\n', {});
-    send(res, 308, `see ${location}\n`, { Location: location });
+    try {
+      send(res, 308, `see ${location}\n`, { Location: location });
+    } catch {
+      // A target Node's parser let through but its header check refuses: an answer, not a crash.
+      if (!res.headersSent) send(res, 400, 'this target cannot be redirected\n', {});
+      else res.destroy();
+    }
   });
   // Upgrades and CONNECT: no tunnel on the plain port; the client is told where to go instead.
   server.on('upgrade', (_req, socket) => socket.end(rawResponse(400, 'use wss:// on the TLS port\n')));

@@ -2,7 +2,7 @@
 import { redactUrlPassword } from '../../config/describe.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { demoNotes, isDemo } from '../../demo/demo-mode.js';
-import { loadTls, tlsExpiryWarnings } from '../../gateway.js';
+import { loadTls, tlsExpiryWarnings } from '../../server/tls-config.js';
 import { flag } from '../args.js';
 import type { Command } from '../command.js';
 import { configSource, loadFrom, type ConfigSource } from '../config.js';
