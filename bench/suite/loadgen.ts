@@ -28,6 +28,8 @@ export interface ClientSpec {
   readonly path: string;
   readonly origin: string;
   readonly cookie: string;
+  /** wss to the proxy. */
+  readonly tls?: boolean;
 }
 
 export type Mode = 'game' | 'idle' | 'burst';
@@ -85,7 +87,7 @@ let pinger: Ticker<Client> | undefined;
 function openOne(spec: ClientSpec, mode: Mode, timeoutMs: number, hist: Histogram, welcome: [string, string][]): Promise<void> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const ws = new WsClient({ host: '127.0.0.1', port: spec.port, path: spec.path, headers: browserHeaders(spec.origin, spec.cookie), timeoutMs });
+    const ws = new WsClient({ host: '127.0.0.1', port: spec.port, path: spec.path, headers: browserHeaders(spec.origin, spec.cookie), timeoutMs, tls: spec.tls === true });
     const client: Client = { ws, inputSeq: 0 };
     let settled = false;
     const timer = setTimeout(() => fail(new Error(`no welcome frame within ${timeoutMs} ms`)), timeoutMs);

@@ -50,6 +50,8 @@ export interface ProxyContext {
   readonly nofile: number;
   /** Merged over roomgate's generated config (--roomgate-config). */
   readonly roomgateConfig?: Record<string, unknown>;
+  /** --tls: every proxy terminates TLS with this certificate (pem: certificate and key, for HAProxy). */
+  readonly tls?: { readonly cert: string; readonly key: string; readonly pem: string } | undefined;
 }
 
 export async function startTarget(name: TargetName, ctx: ProxyContext): Promise<Running> {
@@ -62,7 +64,7 @@ export async function startTarget(name: TargetName, ctx: ProxyContext): Promise<
     else if (name === 'haproxy') proc = startHaproxy(dir, port, ctx);
     else proc = startRoomgate(dir, port, ctx);
     // /healthz: roomgate answers it itself; nginx and HAProxy proxy it to a backend.
-    await waitHttpOk(proc, `http://127.0.0.1:${port}/healthz`, 20_000);
+    await waitHttpOk(proc, `${ctx.tls ? 'https' : 'http'}://127.0.0.1:${port}/healthz`, 20_000);
   } catch (err) {
     removeDir(dir);
     throw err;
@@ -131,7 +133,10 @@ ${ctx.backends.map((b) => `    server 127.0.0.1:${b.port};`).join('\n')}
     keepalive 64;
   }
   server {
-    listen 127.0.0.1:${port} backlog=4096;
+    listen 127.0.0.1:${port}${ctx.tls ? ' ssl' : ''} backlog=4096;${ctx.tls ? `
+    ssl_certificate ${ctx.tls.cert};
+    ssl_certificate_key ${ctx.tls.key};
+    ssl_protocols TLSv1.2 TLSv1.3;` : ''}
     location / {
       proxy_pass http://rooms;
       proxy_http_version 1.1;
@@ -167,8 +172,8 @@ defaults
   timeout http-request 20s
   option forwardfor
 frontend public
-  bind 127.0.0.1:${port}
-  http-request set-header X-Forwarded-Proto http
+  bind 127.0.0.1:${port}${ctx.tls ? ` ssl crt ${ctx.tls.pem}` : ''}
+  http-request set-header X-Forwarded-Proto ${ctx.tls ? 'https' : 'http'}
   default_backend rooms
 backend rooms
   balance hash req.cook(room)
@@ -193,6 +198,7 @@ function startRoomgate(dir: string, port: number, ctx: ProxyContext): Proc {
     // The HTTP check of the published results (the default is a TCP connect check now); the bench
     // backends answer GET /healthz.
     health: { path: '/healthz' },
+    ...(ctx.tls ? { tls: { certs: [{ cert: ctx.tls.cert, key: ctx.tls.key }] } } : {}),
   };
   const file = join(dir, 'roomgate.yaml');
   writeFileSync(file, JSON.stringify(merge(config, ctx.roomgateConfig ?? {}), null, 2));

@@ -21,7 +21,7 @@ import { parse as parseYaml } from 'yaml';
 import { createRoomSigner } from '../../src/room/signing.js';
 import { loadAvg1 } from './cpu.js';
 import { LoadGen } from './driver.js';
-import { cleanupAll, startProc, waitLine } from './procs.js';
+import { cleanupAll, startProc, tempDir, waitLine } from './procs.js';
 import { ROOMGATE_MAIN, ROOT, TARGETS, ensureTools, roomgateNodeArgs, versions, type BackendAddr, type TargetName } from './proxies.js';
 import { derive, markdown, svg, targetRows, type Meta } from './report.js';
 import { runWorkload, type Context, type Options, type RunRecord, type Workload, type WorkloadKind } from './workloads.js';
@@ -50,6 +50,8 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/suite/ru
   --page-connections N   wrk connections (default 64)
   --proxy-cpu C          the proxy's core (default 0), --load-cpu C: backends and load (default 1)
   --out DIR              where latest.md, latest.svg and latest.json go (default bench/results)
+  --tls                  every proxy terminates TLS (wss, https) with a P-256 certificate made here;
+                         the direct target (plain backends) is left out
   --roomgate-config FILE YAML/JSON merged over roomgate's generated config (e.g. health: {timeoutMs: 3000})
   --from-json FILE       run nothing: write the report and chart again from a latest.json
   -h, --help`;
@@ -59,7 +61,7 @@ function fail(msg: string): never {
   process.exit(2);
 }
 
-function parse(argv: string[]): { roomgateConfig: string | undefined; fromJson: string | undefined; o: Options; rounds: number; games: number[]; kinds: WorkloadKind[]; targets: TargetName[]; burst: number; scale: number; proxyCpu: string; loadCpu: string; out: string } {
+function parse(argv: string[]): { tls: boolean; roomgateConfig: string | undefined; fromJson: string | undefined; o: Options; rounds: number; games: number[]; kinds: WorkloadKind[]; targets: TargetName[]; burst: number; scale: number; proxyCpu: string; loadCpu: string; out: string } {
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -80,6 +82,7 @@ function parse(argv: string[]): { roomgateConfig: string | undefined; fromJson: 
       out: { type: 'string', default: join(ROOT, 'bench/results') },
       'from-json': { type: 'string' },
       'roomgate-config': { type: 'string' },
+      tls: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -103,6 +106,7 @@ function parse(argv: string[]): { roomgateConfig: string | undefined; fromJson: 
   const proxyCpu = values['proxy-cpu'] ?? '0';
   const loadCpu = values['load-cpu'] ?? (cpus > 1 ? '1' : '0');
   return {
+    tls: values.tls === true,
     fromJson: values['from-json'],
     roomgateConfig: values['roomgate-config'],
     rounds: Math.round(num('rounds', values.rounds, 1, 100)),
@@ -208,6 +212,21 @@ async function main(): Promise<void> {
     roomgateConfig = parsed as Record<string, unknown>;
     notes.push(`roomgate config overrides (--roomgate-config): ${JSON.stringify(roomgateConfig)}`);
   }
+  let tls: Context['tls'];
+  if (a.tls) {
+    // The direct target is the backends themselves, which speak plain HTTP.
+    a.targets = a.targets.filter((t) => t !== 'direct');
+    if (a.targets.length === 0) fail('--tls leaves no target: name nginx, haproxy or roomgate');
+    const dir = tempDir('roomgate-bench-tls-');
+    const cert = join(dir, 'bench.crt');
+    const key = join(dir, 'bench.key');
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
+    if (made.status !== 0) fail('--tls needs openssl to make the certificate');
+    const pem = join(dir, 'bench.pem');
+    writeFileSync(pem, readFileSync(cert, 'utf8') + readFileSync(key, 'utf8'));
+    tls = { cert, key, pem };
+    notes.push('TLS: every proxy terminates TLS (P-256 certificate, TLS 1.3 from the load generator and wrk); the direct target is left out');
+  }
   if (a.proxyCpu === a.loadCpu) notes.push(`one core only: the proxy and the load share CPU ${a.proxyCpu}, so CPU figures include contention`);
 
   const tools = ['taskset', ...a.targets.filter((t) => t === 'nginx' || t === 'haproxy'), ...(a.kinds.includes('page') ? ['wrk'] : [])];
@@ -251,7 +270,7 @@ async function main(): Promise<void> {
   const secret = randomBytes(24).toString('base64url');
   const signer = createRoomSigner({ secrets: [secret], format: 'roomgate', cookieName: 'roomgate_room', salt: '', maxAgeS: 86_400 });
   const loadPids = [...backends.map((b) => b.pid), ...loadgen.pids];
-  const ctx: Context = { backends, proxyCpu: a.proxyCpu, loadCpu: a.loadCpu, secret, signer, nofile, loadgen, loadPids, roomgateConfig, opts: a.o };
+  const ctx: Context = { backends, proxyCpu: a.proxyCpu, loadCpu: a.loadCpu, secret, signer, nofile, loadgen, loadPids, roomgateConfig, opts: a.o, ...(tls ? { tls } : {}) };
 
   const records: RunRecord[] = [];
   for (let round = 1; round <= a.rounds; round++) {

@@ -49,6 +49,8 @@ export interface Context {
   /** Backends and load generators: their CPU is the load side's. */
   readonly loadPids: readonly number[];
   readonly opts: Options;
+  /** --tls: the proxies terminate TLS with this certificate (the direct target cannot). */
+  readonly tls?: { readonly cert: string; readonly key: string; readonly pem: string };
 }
 
 export interface RunRecord {
@@ -84,7 +86,8 @@ function clientSpecs(ctx: Context, run: Running, n: number, query: string): Clie
     if (s === undefined) signed.set(r, (s = ctx.signer.sign(room, now)));
     // direct: straight to the room's backend (any fixed mapping will do: it is the limit).
     const port = run.port ?? ctx.backends[r % ctx.backends.length]!.port;
-    out.push({ port, path: `${WS_PATH}${query}`, origin: `http://127.0.0.1:${port}`, cookie: cookieHeader(room, s, i) });
+    const tls = run.port !== null && ctx.tls !== undefined;
+    out.push({ port, path: `${WS_PATH}${query}`, origin: `${tls ? 'https' : 'http'}://127.0.0.1:${port}`, cookie: cookieHeader(room, s, i), tls });
   }
   return out;
 }
@@ -131,7 +134,7 @@ export async function runWorkload(ctx: Context, w: Workload, target: TargetName,
   const rec: RunRecord = { round, workload: w.key, kind: w.kind, target, ok: false, notes: [], m: {}, cond: { load1: loadAvg1(), windowS: 0, proxyCoreBusy: Number.NaN, loadCoreBusy: Number.NaN, loadSide: Number.NaN } };
   let run: Running;
   try {
-    run = await startTarget(target, { backends: ctx.backends, cpu: ctx.proxyCpu, secret: ctx.secret, nofile: ctx.nofile, roomgateConfig: ctx.roomgateConfig });
+    run = await startTarget(target, { backends: ctx.backends, cpu: ctx.proxyCpu, secret: ctx.secret, nofile: ctx.nofile, roomgateConfig: ctx.roomgateConfig, tls: ctx.tls });
   } catch (err) {
     rec.error = `${target} did not start: ${(err as Error).message}`;
     return rec;
@@ -301,7 +304,7 @@ interface WrkResult {
 }
 
 async function wrk(ctx: Context, port: number, script: string, seconds: number): Promise<WrkResult> {
-  const p = startProc('wrk', 'wrk', ['-t1', `-c${ctx.opts.pageConnections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, `http://127.0.0.1:${port}${PAGE_PATH}`], { cpu: ctx.loadCpu });
+  const p = startProc('wrk', 'wrk', ['-t1', `-c${ctx.opts.pageConnections}`, `-d${seconds}s`, '--timeout', '5s', '-s', script, `${ctx.tls && port !== ctx.backends[0]!.port ? 'https' : 'http'}://127.0.0.1:${port}${PAGE_PATH}`], { cpu: ctx.loadCpu });
   const line = await waitLine(p, 'result line', (l) => l.startsWith('WRKJSON '), (seconds + 30) * 1000);
   await p.exited;
   return JSON.parse(line.slice('WRKJSON '.length)) as WrkResult;

@@ -11,6 +11,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 const MAX_FRAME = 1 << 20;
@@ -23,6 +24,8 @@ export interface WsClientOptions {
   /** Headers after Host/Connection/Upgrade, in order (Origin, User-Agent, Cookie, ...). */
   readonly headers: Record<string, string>;
   readonly timeoutMs: number;
+  /** wss: TLS to the proxy (the suite's own self-signed certificate, not verified). */
+  readonly tls?: boolean;
 }
 
 export class WsClient {
@@ -41,7 +44,8 @@ export class WsClient {
   onClose: (err?: Error) => void = () => undefined;
 
   constructor(o: WsClientOptions) {
-    this.socket = connect({ host: o.host, port: o.port, noDelay: true });
+    this.socket = o.tls ? tlsConnect({ host: o.host, port: o.port, rejectUnauthorized: false }) : connect({ host: o.host, port: o.port, noDelay: true });
+    if (o.tls) this.socket.setNoDelay(true);
     this.timer = setTimeout(() => this.fail(new Error(`no 101 within ${o.timeoutMs} ms`)), o.timeoutMs);
     const head = [`GET ${o.path} HTTP/1.1`, `Host: ${o.host}:${o.port}`, 'Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${this.key}`];
     for (const [k, v] of Object.entries(o.headers)) head.push(`${k}: ${v}`);

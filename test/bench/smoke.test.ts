@@ -18,35 +18,47 @@ function installed(cmd: string): boolean {
 // As root the suite installs nginx and HAProxy itself (apt-get); otherwise they must be there.
 const canRun = process.getuid?.() === 0 || (installed('nginx') && installed('haproxy'));
 
+/** One tiny round of the game workload; checks a row per target with frames and no split. */
+async function smoke(out: string, targets: readonly string[], extra: readonly string[]): Promise<string> {
+  const args = [RUN, '--rounds', '1', '--clients', '40', '--duration', '2', '--warmup', '0.5', '--only', 'game', '--out', out, ...extra];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
+  expect(code, `bench exited ${code}:\n${stderr}`).toBe(0);
+
+  const lines = stdout.split('\n');
+  const at = lines.findIndex((l) => l.startsWith('## game, 40 clients'));
+  expect(at, stdout).toBeGreaterThan(0);
+  const header = lines[at + 2]!.split('|').map((c) => c.trim());
+  const splitCol = header.indexOf('rooms split');
+  expect(splitCol).toBeGreaterThan(0);
+  for (const t of targets) {
+    const row = lines.slice(at).find((l) => l.startsWith(`| ${t} |`));
+    expect(row, `no row for ${t} in:\n${stdout}`).toBeDefined();
+    const cells = row!.split('|').map((c) => c.trim());
+    expect(cells[splitCol], `${t}: rooms split`).toBe('0');
+    // Frames were delivered (40 clients x 5/s, whatever the noise).
+    expect(Number(cells[header.indexOf('frames/s')]!.split(' ')[0]!.replace(/,/g, ''))).toBeGreaterThan(50);
+  }
+  expect(readFileSync(join(out, 'latest.svg'), 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
+  expect(JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8')).runs).toHaveLength(targets.length);
+  return stdout;
+}
+
 describe('bench suite smoke run', () => {
   const out = mkdtempSync(join(tmpdir(), 'roomgate-bench-smoke-'));
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
   it.skipIf(!canRun)('reports every target, with no room split', async () => {
-    const args = [RUN, '--rounds', '1', '--clients', '40', '--duration', '2', '--warmup', '0.5', '--only', 'game', '--out', out];
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c)));
-    expect(code, `bench exited ${code}:\n${stderr}`).toBe(0);
+    await smoke(out, TARGETS, []);
+  }, 240_000);
 
-    const lines = stdout.split('\n');
-    const at = lines.findIndex((l) => l.startsWith('## game, 40 clients'));
-    expect(at, stdout).toBeGreaterThan(0);
-    const header = lines[at + 2]!.split('|').map((c) => c.trim());
-    const splitCol = header.indexOf('rooms split');
-    expect(splitCol).toBeGreaterThan(0);
-    for (const t of TARGETS) {
-      const row = lines.slice(at).find((l) => l.startsWith(`| ${t} |`));
-      expect(row, `no row for ${t} in:\n${stdout}`).toBeDefined();
-      const cells = row!.split('|').map((c) => c.trim());
-      expect(cells[splitCol], `${t}: rooms split`).toBe('0');
-      // Frames were delivered (40 clients x 5/s, whatever the noise).
-      expect(Number(cells[header.indexOf('frames/s')]!.split(' ')[0]!.replace(/,/g, ''))).toBeGreaterThan(50);
-    }
-    expect(readFileSync(join(out, 'latest.svg'), 'utf8')).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
-    expect(JSON.parse(readFileSync(join(out, 'latest.json'), 'utf8')).runs).toHaveLength(TARGETS.length);
+  it.skipIf(!canRun)('--tls: every proxy on TLS (wss from the load generator), direct left out', async () => {
+    const stdout = await smoke(join(out, 'tls'), ['nginx', 'haproxy', 'roomgate'], ['--tls']);
+    expect(stdout).toMatch(/note: TLS: every proxy terminates TLS/);
+    expect(stdout).not.toMatch(/^\| direct \|/m);
   }, 240_000);
 });
