@@ -36,7 +36,7 @@ import { createRoomValidator } from './room/validate.js';
 import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
 import { createRedirectServer } from './server/redirect-server.js';
-import { loadTls, tlsSettings, TlsReloader } from './server/tls-config.js';
+import { hstsValue, loadTls, tlsSettings, TlsReloader } from './server/tls-config.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 
@@ -271,7 +271,7 @@ export class Gateway {
         : null;
     this.server = createPublicServer({
       tls: certificates,
-      hsts: certificates && config.tls.hstsMaxAgeS > 0 ? `max-age=${config.tls.hstsMaxAgeS}${config.tls.hstsIncludeSubdomains ? '; includeSubDomains' : ''}` : null,
+      hsts: certificates ? hstsValue(config) : null,
       maxHeaderBytes: config.listen.maxHeaderBytes,
       maxHeaders: config.listen.maxHeaders,
       headersTimeoutMs: config.listen.headersTimeoutMs,

@@ -186,9 +186,10 @@ class UpgradeTunnel implements Tunnel {
   /** A relayed read is still queued at the client: backend reads wait until it is written. */
   private waiting = false;
   /**
-   * The write callback of relayed reads (one per tunnel, made once). 'drain' is not enough: it
-   * comes only after a write() that returned false, and a write can return true and still be
-   * queued (a TLS socket's always are for a moment): reading would then never resume.
+   * The write callback of relayed reads (one per tunnel, made once), and the only thing that
+   * resumes backend reads. Not 'drain': it comes only after a write() that returned false, and a
+   * write can return true and still be queued (a TLS socket's always are for a moment). The
+   * callback runs once the chunk has left, or with an error when the socket dies.
    */
   private readonly written = (): void => this.clientDrained();
 
@@ -295,7 +296,6 @@ class UpgradeTunnel implements Tunnel {
     if (a.pending !== null) this.upstream.write(a.pending);
     this.client.on('data', onClientData);
     this.client.on('end', onClientEnd);
-    this.client.on('drain', onClientDrain);
     this.upstream.on('drain', onUpstreamDrain);
     this.upstream.on('end', onUpstreamEnd);
     this.client.resume();
@@ -320,7 +320,6 @@ class UpgradeTunnel implements Tunnel {
     const answer = this.answer as Buffer;
     this.answer = null;
     this.bodyEnd = new BodyEnd(head.body);
-    this.client.on('drain', onClientDrain);
     return this.relayRefusal(answer, head.end, answer.length);
   }
 
@@ -536,9 +535,6 @@ function onClientData(this: Socket, chunk: Buffer): void {
 function onClientEnd(this: Socket): void {
   const t = tunnelOf(this);
   if (t) t.halfClosed(t.upstream);
-}
-function onClientDrain(this: Socket): void {
-  tunnelOf(this)?.clientDrained();
 }
 function onClientClose(this: Socket): void {
   tunnelOf(this)?.clientClosed();

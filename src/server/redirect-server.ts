@@ -5,7 +5,7 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { healthAnswer } from '../http/health-answer.js';
 import { isHostValue } from '../http/syntax.js';
-import { plainResponse, rawResponse } from '../http/replies.js';
+import { rawResponse, sendText } from '../http/replies.js';
 
 export interface RedirectServerOptions {
   /** The TLS port the redirect points at (443 is left out of the URL). */
@@ -52,8 +52,7 @@ export function httpsUrl(req: Pick<IncomingMessage, 'url' | 'headers'>, httpsPor
   return `https://${name}${httpsPort === 443 ? '' : `:${httpsPort}`}${path}`;
 }
 
+/** Every answer here closes its connection: the port serves one request per client. */
 function send(res: ServerResponse, status: number, body: string, extra: Record<string, string>): void {
-  const r = plainResponse(status, body, { ...extra, Connection: 'close' });
-  res.writeHead(status, r.headers);
-  res.end(r.body);
+  sendText(res, status, body, { ...extra, Connection: 'close' });
 }

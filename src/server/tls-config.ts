@@ -30,6 +30,12 @@ export function loadTls(config: LoadedConfig, ticketKeys?: Buffer): TlsCertifica
   }
 }
 
+/** The Strict-Transport-Security value TLS answers carry, or null when TLS or HSTS is off. */
+export function hstsValue(config: LoadedConfig): string | null {
+  if (config.tls.certs.length === 0 || config.tls.hstsMaxAgeS <= 0) return null;
+  return `max-age=${config.tls.hstsMaxAgeS}${config.tls.hstsIncludeSubdomains ? '; includeSubDomains' : ''}`;
+}
+
 /** A warning per certificate that has expired or expires soon; [] when all are fine. */
 export function tlsExpiryWarnings(tls: TlsCertificates, nowMs: number): string[] {
   return tls.all.flatMap((c, i) => {

@@ -25,12 +25,16 @@ function redacted(config: LoadedConfig): unknown {
 function notes(config: LoadedConfig, source: ConfigSource): string[] {
   // The certificate files are read as start reads them: a bad one is an invalid configuration.
   const tls = loadTls(config);
-  const expiry = tls ? tlsExpiryWarnings(tls, Date.now()) : [];
-  if (isDemo(config)) return [...demoNotes(config, source), ...expiry];
+  return [...startNotes(config, source), ...(tls ? tlsExpiryWarnings(tls, Date.now()) : [])];
+}
+
+/** The defaults start fills in by itself (demo backends, a generated cookie secret). */
+function startNotes(config: LoadedConfig, source: ConfigSource): string[] {
+  if (isDemo(config)) return demoNotes(config, source);
   if (config.cookie.signed && config.cookie.secrets.length === 0) {
-    return ['no cookie secret; start will generate one and room cookies will not survive a restart', ...expiry];
+    return ['no cookie secret; start will generate one and room cookies will not survive a restart'];
   }
-  return expiry;
+  return [];
 }
 
 export const checkConfig: Command = {
