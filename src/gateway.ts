@@ -3,7 +3,7 @@
 // rule lives here: the runtime's rules are in src/runtime/ (supervisor, placer, pool), the
 // data plane's in src/proxy/, the control plane's in its own modules.
 import { randomBytes } from 'node:crypto';
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
@@ -37,6 +37,7 @@ import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
 import { createRedirectServer } from './server/redirect-server.js';
 import { hstsValue, loadTls, tlsSettings, TlsReloader } from './server/tls-config.js';
+import { H2Front } from './server/h2-front.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 
@@ -92,6 +93,8 @@ export class Gateway {
   private readonly tls: TlsReloader | null;
   /** tls.redirectPort: plain HTTP answered with redirects to https; null when not configured. */
   private readonly redirect: Server | null;
+  /** HTTP/2 connections of the TLS port; null without TLS or with http2.enabled false. */
+  private readonly h2: H2Front | null;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
   private readonly supervisor: Supervisor;
@@ -269,26 +272,45 @@ export class Gateway {
       certificates && config.tls.redirectPort !== null
         ? createRedirectServer({ httpsPort: () => this.port, isReady: () => this.ready, maxHeaderBytes: config.listen.maxHeaderBytes, headersTimeoutMs: config.listen.headersTimeoutMs })
         : null;
+    // roomgate's own paths (control plane) and static mounts are answered here; everything else is the app's.
+    const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
+      const url = req.url ?? '/';
+      if (this.control.owns(url)) this.control.handle(req, res);
+      else if (statics?.owns(url)) statics.handle(req, res);
+      else this.httpProxy.handle(req, res);
+    };
+    this.h2 =
+      certificates && config.http2.enabled
+        ? new H2Front({
+            maxConcurrentStreams: config.http2.maxConcurrentStreams,
+            maxResetsPerS: config.http2.maxResetsPerS,
+            maxHeaderBytes: config.listen.maxHeaderBytes,
+            maxHeaders: config.listen.maxHeaders,
+            idleTimeoutMs: config.listen.keepAliveTimeoutMs,
+            requestTimeoutMs: config.listen.requestTimeoutMs,
+            hsts: hstsValue(config),
+            isReady,
+            onRequest,
+            metrics,
+            logger,
+          })
+        : null;
     this.server = createPublicServer({
       tls: certificates,
       hsts: certificates ? hstsValue(config) : null,
+      http2: this.h2 !== null,
       maxHeaderBytes: config.listen.maxHeaderBytes,
       maxHeaders: config.listen.maxHeaders,
       headersTimeoutMs: config.listen.headersTimeoutMs,
       requestTimeoutMs: config.listen.requestTimeoutMs,
       keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
       isReady,
-      onRequest: (req, res) => {
-        // roomgate's own paths (control plane) and static mounts are answered here; everything else is the app's.
-        const url = req.url ?? '/';
-        if (this.control.owns(url)) this.control.handle(req, res);
-        else if (statics?.owns(url)) statics.handle(req, res);
-        else this.httpProxy.handle(req, res);
-      },
+      onRequest,
       onUpgrade: (req, socket, head) => upgradeProxy.handle(req, socket, head),
       metrics,
       logger,
     });
+    this.h2?.attach(this.server as HttpsServer);
     this.tls = certificates ? new TlsReloader(certificates, this.server as HttpsServer, logger) : null;
     this.admin = this.control.adminServer;
     const dns = config.discovery.dns;
@@ -405,12 +427,15 @@ export class Gateway {
     }
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
+    // h2 connections are not the HTTP/1.1 server's to close: GOAWAY lets their streams finish.
+    this.h2?.closeIdle();
     const deadline = Date.now() + graceMs;
     while (this.tunnels.size > 0 && Date.now() < deadline) await sleep(Math.min(100, deadline - Date.now()));
     if (this.tunnels.size > 0) logger.info({ sockets: this.tunnels.size }, 'grace period over: closing remaining sockets');
     this.tunnels.destroyAll();
     // Requests still in flight on keep-alive connections are cut at the same deadline.
     this.server.closeAllConnections();
+    this.h2?.closeAll();
     await closed;
     await this.release();
     logger.info('stopped');

@@ -186,6 +186,15 @@ export const configSchema = z.strictObject({
     }),
     hstsIncludeSubdomains: doc(z.boolean().default(false), { text: 'Adds includeSubDomains to Strict-Transport-Security: every subdomain must then serve https too.' }),
   }),
+  http2: section('HTTP/2 on the TLS port (ALPN "h2" beside "http/1.1"); browsers pick it on their own. Plain-HTTP ports speak HTTP/1.1 only.', {
+    enabled: doc(z.boolean().default(true), { text: 'Offer h2 to TLS clients. Page requests on h2 streams are proxied to the backends over HTTP/1.1, read and routed exactly as HTTP/1.1 requests are; WebSockets use HTTP/1.1 connections.' }),
+    maxConcurrentStreams: doc(z.number().int().min(1).max(1000).default(100), {
+      text: 'Streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused with REFUSED_STREAM.',
+    }),
+    maxResetsPerS: doc(z.number().int().min(1).max(100_000).default(200), {
+      text: 'Streams a client may cancel per second on one connection before the connection is closed with ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and cancels streams to make the proxy start work it never finishes. Browsers cancel a few when a page is left.',
+    }),
+  }),
   admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance).', {
     enabled: doc(z.boolean().default(true), { text: 'Run the admin listener.' }),
     host: doc(z.string().min(1).default('127.0.0.1'), { text: 'Admin address: loopback unless you open it.' }),

@@ -280,11 +280,16 @@ export function sendHttpError(reply: FastifyReply, err: HttpError, pretty: boole
     reply.raw.destroy();
     return;
   }
-  if (err.headers['Connection'] === 'close') reply.raw.shouldKeepAlive = false;
-  if (text) return sendText(reply, err.status, `${err.message}\n`, err.headers);
+  let headers = err.headers;
+  if (headers['Connection'] === 'close') {
+    // An h2 stream has no connection of its own to close (and h2 forbids the header).
+    if (reply.request.raw.httpVersionMajor === 2) headers = Object.fromEntries(Object.entries(headers).filter(([k]) => k !== 'Connection'));
+    else reply.raw.shouldKeepAlive = false;
+  }
+  if (text) return sendText(reply, err.status, `${err.message}\n`, headers);
   reply
     .code(err.status)
-    .headers({ ...JSON_HEADERS, ...err.headers })
+    .headers({ ...JSON_HEADERS, ...headers })
     .send(jsonText(err.body(), pretty));
 }
 

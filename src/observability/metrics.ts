@@ -11,6 +11,7 @@ export interface Metrics {
   readonly proxyErrors: Counter<'backend' | 'kind'>;
   readonly backendStateChanges: Counter<'backend' | 'state' | 'via'>;
   readonly clientErrors: Counter<'code'>;
+  readonly h2Sessions: Counter;
   readonly placements: Counter<'kind'>;
   readonly staticResponses: Counter<'status'>;
   readonly degraded: Gauge;
@@ -66,6 +67,11 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
       name: 'roomgate_client_errors_total',
       help: 'Client requests refused before routing (malformed, oversized headers, timeouts), by status code',
       labelNames: ['code'],
+      registers: [registry],
+    }),
+    h2Sessions: new Counter({
+      name: 'roomgate_h2_connections_total',
+      help: 'Client connections that negotiated HTTP/2 on the TLS port (the others speak HTTP/1.1)',
       registers: [registry],
     }),
     placements: new Counter({

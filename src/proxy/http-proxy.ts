@@ -29,6 +29,19 @@ export interface HttpProxyOptions {
   readonly logger: Logger;
 }
 
+/** What is known of the client when its request arrives (an h2 socket cannot be read later). */
+interface Client {
+  readonly peer: string;
+  readonly encrypted: boolean;
+  /** An HTTP/2 stream (src/server/h2-front.ts): its response takes no reason phrase. */
+  readonly h2: boolean;
+}
+
+/** The client's side is closed: an HTTP/1.1 response is destroyed, or an h2 response's stream. */
+function isGone(res: ServerResponse): boolean {
+  return res.destroyed || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true;
+}
+
 const COOKIE_SOURCES = new Set(['query', 'path-prefix', 'page-path', 'header']);
 // RFC 9110 9.2.2: a request of these methods may be sent again when a reused keep-alive
 // connection was closed under it (the backend may or may not have seen it).
@@ -58,18 +71,21 @@ export class HttpProxy {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
+    // Read now: an h2 request's socket is a view of its connection that throws once that is gone.
+    const peer = peerAddress(req.socket);
     // The client reset its connection before its address could be read: nobody will get the
     // answer, and a request from an unknown sender is not sent on as one.
-    if (peerAddress(req.socket) === undefined) {
+    if (peer === undefined) {
       res.destroy();
       return;
     }
+    const client: Client = { peer, encrypted: (req.socket as { encrypted?: boolean }).encrypted === true, h2: req.httpVersionMajor === 2 };
     const now = Date.now();
     const key = this.o.router.key(req, now);
     const bodyless = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
     const replayable: Replay = { bodyless, afterReset: bodyless && IDEMPOTENT.has(req.method ?? '') };
     this.o.router.decide(key.room, now).then(
-      (decision) => this.dispatch(req, res, key, decision, replayable, 1),
+      (decision) => this.dispatch(req, res, client, key, decision, replayable, 1),
       (err: Error) => {
         this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
         this.refuse(res, 'none', 500, 'internal error\n');
@@ -77,8 +93,8 @@ export class HttpProxy {
     );
   }
 
-  private dispatch(req: IncomingMessage, res: ServerResponse, key: KeyResult, decision: Decision, replayable: Replay, attempt: number): void {
-    if (res.destroyed) return;
+  private dispatch(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, decision: Decision, replayable: Replay, attempt: number): void {
+    if (isGone(res)) return;
     if ('reject' in decision) {
       if (decision.reject === 400) return this.refuse(res, 'none', 400, 'this request needs a room key\n');
       const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
@@ -86,7 +102,7 @@ export class HttpProxy {
     }
     const backend = this.o.pool.get(decision.route);
     if (!backend) return this.refuse(res, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
-    this.forward(req, res, key, backend, replayable, attempt);
+    this.forward(req, res, client, key, backend, replayable, attempt);
   }
 
   /** An answer made by roomgate itself, counted under the status it sends. */
@@ -95,10 +111,9 @@ export class HttpProxy {
     this.reply(res, status, body, headers);
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, key: KeyResult, backend: Backend, replayable: Replay, attempt: number): void {
+  private forward(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, backend: Backend, replayable: Replay, attempt: number): void {
     const { o } = this;
-    const socket = req.socket;
-    const ctx = { peer: peerAddress(socket), encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix };
+    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
     o.pool.requestStarted(backend.id);
     let settled = false;
     // Counted once, under the status the client got; a retried attempt is only a proxy error.
@@ -166,7 +181,9 @@ export class HttpProxy {
       if (cookie) headers.push('Set-Cookie', cookie);
       const status = proxyRes.statusCode ?? 502;
       try {
-        res.writeHead(status, proxyRes.statusMessage, headers);
+        // h2 has no reason phrase (Node warns when given one).
+        if (client.h2) res.writeHead(status, headers);
+        else res.writeHead(status, proxyRes.statusMessage, headers);
       } catch (err) {
         // Whatever Node's own checks refuse beyond the rules above: a 502, not a dead process.
         proxyRes.socket.destroy();
@@ -216,7 +233,7 @@ export class HttpProxy {
       if (retry) {
         done(null);
         o.router.decide(key.room, now).then(
-          (next) => this.dispatch(req, res, key, next, replayable, attempt + 1),
+          (next) => this.dispatch(req, res, client, key, next, replayable, attempt + 1),
           () => this.refuse(res, backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
         );
         return;
@@ -226,9 +243,10 @@ export class HttpProxy {
       this.reply(res, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
     });
 
-    // The client went away before the backend answered: stop the backend work too.
+    // The client went away before the backend answered, or its body never arrived in full (it
+    // was refused with 408, or its connection died): stop the backend work too.
     res.on('close', () => {
-      if (!res.writableFinished) proxyReq.destroy();
+      if (!res.writableFinished || !req.complete) proxyReq.destroy();
     });
 
     if (replayable.bodyless) proxyReq.end();
@@ -259,7 +277,7 @@ export class HttpProxy {
   }
 
   private reply(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
-    if (res.headersSent || res.destroyed) return;
+    if (res.headersSent || isGone(res)) return;
     const r = plainResponse(status, body, headers);
     res.writeHead(status, r.headers);
     res.end(r.body);

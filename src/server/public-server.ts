@@ -13,6 +13,7 @@ import { ALLOWED_METHODS, checkRequestHead, type HeadRefusal } from '../http/req
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { plainResponse, rawResponse } from '../http/replies.js';
+import { withHsts } from './hsts.js';
 
 export interface PublicServerOptions {
   readonly maxHeaderBytes: number;
@@ -31,6 +32,8 @@ export interface PublicServerOptions {
   readonly tls: TlsCertificates | null;
   /** The Strict-Transport-Security value for every answer on the TLS port, or null. */
   readonly hsts: string | null;
+  /** Offer h2 by ALPN on the TLS port; those connections are handed to an H2Front (h2-front.ts). */
+  readonly http2: boolean;
 }
 
 export function createPublicServer(o: PublicServerOptions): http.Server {
@@ -51,7 +54,9 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   const server: http.Server = tls
     ? https.createServer({
         ...options,
-        ...(o.hsts ? { ServerResponse: withHsts(o.hsts) } : {}),
+        ...(o.hsts ? { ServerResponse: withHsts(http.ServerResponse, o.hsts) } : {}),
+        // h2 first: a client that speaks it gets it (the H2Front takes those sockets).
+        ALPNProtocols: o.http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
         cert: tls.default.certPem,
         key: tls.default.keyPem,
         minVersion: tls.settingsMinVersion,
@@ -174,30 +179,4 @@ function endSocket(socket: Socket, response: string): void {
   socket.on('error', () => socket.destroy());
   socket.end(response);
   setTimeout(() => socket.destroy(), 1_000).unref();
-}
-
-const STS = 'strict-transport-security';
-
-/**
- * A ServerResponse that adds Strict-Transport-Security to every answer without one of its own
- * (a backend's wins), whoever writes it: the proxy (raw header list), the control plane, static
- * files, roomgate's own replies, or an implicit head. One place, so no answer path is missed.
- */
-export function withHsts(value: string): typeof http.ServerResponse {
-  class HstsResponse extends http.ServerResponse {
-    override writeHead(status: number, reason?: unknown, headers?: unknown): this {
-      const named = typeof reason === 'string';
-      let h = named ? headers : reason;
-      if (!this.hasHeader(STS)) {
-        if (Array.isArray(h)) {
-          if (!h.some((x, i) => i % 2 === 0 && String(x).toLowerCase() === STS)) h = [...(h as string[]), 'Strict-Transport-Security', value];
-        } else if (h !== null && typeof h === 'object') {
-          if (!Object.keys(h).some((k) => k.toLowerCase() === STS)) h = { ...(h as Record<string, unknown>), 'Strict-Transport-Security': value };
-        } else this.setHeader('Strict-Transport-Security', value);
-      }
-      const args = (named ? [status, reason, h] : [status, h]).filter((x) => x !== undefined);
-      return (super.writeHead as (...a: unknown[]) => this)(...args);
-    }
-  }
-  return HstsResponse as unknown as typeof http.ServerResponse;
 }

@@ -200,7 +200,7 @@ describe('every rule of the schema speaks plain words', () => {
       }
     }
     expect(problemsOf({ lisen: {} })).toEqual(['lisen: unknown key; did you mean "listen"?']);
-    expect(problemsOf({ zzzqqq: 1 })[0]).toMatch(/^zzzqqq: unknown key; the keys at the top level are listen, tls, admin, backends, .* and log$/);
+    expect(problemsOf({ zzzqqq: 1 })[0]).toMatch(/^zzzqqq: unknown key; the keys at the top level are listen, tls, http2, admin, backends, .* and log$/);
   });
 
   it('checks each rule across keys, in the same words', () => {

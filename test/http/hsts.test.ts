@@ -4,13 +4,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { withHsts } from '../../src/server/public-server.js';
+import { withHsts } from '../../src/server/hsts.js';
 
 let server: http.Server;
 let port: number;
 
 beforeAll(async () => {
-  server = http.createServer({ ServerResponse: withHsts('max-age=60') }, (req, res) => {
+  server = http.createServer({ ServerResponse: withHsts(http.ServerResponse, 'max-age=60') }, (req, res) => {
     switch (req.url) {
       case '/array': // the proxy's form: a raw list, several Set-Cookie lines
         return res.writeHead(200, 'OK', ['Set-Cookie', 'a=1', 'Set-Cookie', 'b=2', 'Content-Length', '0']).end();

@@ -1,0 +1,218 @@
+// HTTP/2 on the TLS port. The TLS listener offers "h2" by ALPN; a connection that picked it is
+// taken from the HTTP/1.1 server before that sees it and becomes an h2 session here. Each stream
+// is checked and mapped to the HTTP/1.1 form (src/http/h2-request-head.ts), then answered by the
+// same code as an HTTP/1.1 request: health paths here, everything else through onRequest
+// (control plane, static files, the HTTP proxy to the backend over HTTP/1.1).
+//
+// Limits against abuse: concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS,
+// enforced by nghttp2 with REFUSED_STREAM), header lines and bytes (431, the same limits as
+// HTTP/1.1), a body that trickles (408 after requestTimeoutMs), idle connections (GOAWAY after
+// keepAliveTimeoutMs), and rapid reset (CVE-2023-44487): a connection that cancels more than
+// maxResetsPerS streams in a second is closed with ENHANCE_YOUR_CALM.
+import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import { checkH2RequestHead, type H2HeadLimits } from '../http/h2-request-head.js';
+import { healthAnswer } from '../http/health-answer.js';
+import { ALLOWED_METHODS } from '../http/request-head.js';
+import { plainResponse } from '../http/replies.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { withHsts } from './hsts.js';
+
+const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_NO_ERROR } = http2.constants;
+
+export interface H2FrontOptions {
+  readonly maxConcurrentStreams: number;
+  readonly maxResetsPerS: number;
+  readonly maxHeaderBytes: number;
+  readonly maxHeaders: number;
+  /** A connection with no frames for this long gets GOAWAY (open streams may finish). */
+  readonly idleTimeoutMs: number;
+  /** Time for a request's body to arrive; 0 = no limit. */
+  readonly requestTimeoutMs: number;
+  readonly hsts: string | null;
+  readonly isReady: () => boolean;
+  /**
+   * The HTTP/1.1 request path. An h2 request and response are handed over as they are: after
+   * checkH2RequestHead they read like an IncomingMessage (url, method, headers, rawHeaders,
+   * socket, streaming body) and the response takes writeHead/write/end/pipe the same way.
+   */
+  readonly onRequest: (req: IncomingMessage, res: ServerResponse) => void;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+/** Per connection: streams the client cancelled in the current one-second window. */
+interface ResetWindow {
+  start: number;
+  count: number;
+}
+
+/** How long a socket may stay open after its session closed, waiting for the client's end. */
+const SOCKET_LINGER_MS = 1_000;
+
+/** How long a connection closed for abuse stays open after its GOAWAY. */
+const GOAWAY_LINGER_MS = 200;
+
+const RESETS = Symbol('roomgate.h2resets');
+const PEER = Symbol('roomgate.h2peer');
+const CUT = Symbol('roomgate.h2cut');
+type Tracked = ServerHttp2Session & { [RESETS]?: ResetWindow; [PEER]?: string | undefined; [CUT]?: boolean };
+
+export class H2Front {
+  private readonly server: http2.Http2Server;
+  private readonly sessions = new Set<ServerHttp2Session>();
+  /** The sockets under them, which outlive a closed session until the client closes its side. */
+  private readonly sockets = new Set<Socket>();
+  /** A stop began: 'idle' sends GOAWAY to new connections too, 'all' refuses them. */
+  private stopping: 'idle' | 'all' | null = null;
+  /** The socket being handed to the h2 server right now (see attach). */
+  private arriving: Socket | null = null;
+  private readonly limits: H2HeadLimits;
+
+  constructor(private readonly o: H2FrontOptions) {
+    this.limits = { maxHeaders: o.maxHeaders, maxHeaderBytes: o.maxHeaderBytes };
+    this.server = http2.createServer({
+      settings: {
+        maxConcurrentStreams: o.maxConcurrentStreams,
+        // nghttp2 resets a stream whose header list passes this (ENHANCE_YOUR_CALM); twice the
+        // limit, so a head somewhat over it gets checkH2RequestHead's 431 instead, as on HTTP/1.1.
+        maxHeaderListSize: o.maxHeaderBytes * 2,
+      },
+      // nghttp2 drops a stream past this many header lines before any of our code runs (pseudo
+      // headers count): a bound on the work a single HEADERS frame can cause.
+      maxHeaderListPairs: o.maxHeaders + 8,
+      ...(o.hsts ? { Http2ServerResponse: withHsts(http2.Http2ServerResponse, o.hsts) } : {}),
+    });
+    this.server.on('session', (s: ServerHttp2Session) => this.opened(s));
+    this.server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => this.request(req, res));
+    // Errors of sessions and streams end those; they must never reach the process.
+    this.server.on('sessionError', (err: NodeJS.ErrnoException) => o.logger.debug({ err: err.code ?? err.message }, 'h2 session error'));
+    this.server.on('streamError', (err: NodeJS.ErrnoException) => o.logger.debug({ err: err.code ?? err.message }, 'h2 stream error'));
+  }
+
+  /** Takes the TLS connections that negotiated h2 away from the HTTP/1.1 server. */
+  attach(server: HttpsServer): void {
+    // https.Server answers 'secureConnection' with its HTTP/1.1 parser: that listener now only
+    // gets the connections that did not pick h2.
+    const http1 = server.listeners('secureConnection') as ((socket: TLSSocket) => void)[];
+    server.removeAllListeners('secureConnection');
+    server.on('secureConnection', (socket: TLSSocket) => {
+      if (socket.alpnProtocol !== 'h2') {
+        for (const l of http1) l.call(server, socket);
+        return;
+      }
+      // A connection whose handshake finished after a stop began is not taken any more.
+      if (this.stopping === 'all') return void socket.destroy();
+      this.sockets.add(socket);
+      socket.once('close', () => this.sockets.delete(socket));
+      // The 'session' event comes synchronously from this emit; it reads the socket from here
+      // (a session only hands out a proxy of it, which throws once the two are parted).
+      this.arriving = socket;
+      try {
+        this.server.emit('connection', socket);
+      } finally {
+        this.arriving = null;
+      }
+    });
+  }
+
+  /** Open h2 connections. */
+  get size(): number {
+    return this.sessions.size;
+  }
+
+  /** GOAWAY on every connection: no new streams, the open ones finish. */
+  closeIdle(): void {
+    this.stopping ??= 'idle';
+    for (const s of this.sessions) if (!s.closed) s.close();
+  }
+
+  /** Every connection cut at once (the grace period is over). */
+  closeAll(): void {
+    this.stopping = 'all';
+    for (const s of this.sessions) s.destroy();
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  private opened(session: ServerHttp2Session): void {
+    const { o } = this;
+    this.sessions.add(session);
+    o.metrics.h2Sessions.inc();
+    const socket = this.arriving as Socket;
+    (session as Tracked)[PEER] = socket.remoteAddress;
+    session.on('close', () => {
+      this.sessions.delete(session);
+      // A closed session only ends its socket (FIN after GOAWAY); a client that never closes its
+      // side would hold the connection (and a stop) open: it is cut shortly after.
+      if (!socket.destroyed) setTimeout(() => socket.destroy(), SOCKET_LINGER_MS).unref();
+    });
+    session.on('error', (err: NodeJS.ErrnoException) => o.logger.debug({ err: err.code ?? err.message }, 'h2 connection error'));
+    if (o.idleTimeoutMs > 0) session.setTimeout(o.idleTimeoutMs, () => session.close());
+    // Stopping: the client gets GOAWAY at once (its first streams may still be answered).
+    if (this.stopping !== null) session.close();
+    session.on('stream', (stream: ServerHttp2Stream) => stream.once('aborted', () => this.cancelled(session as Tracked)));
+  }
+
+  /** A stream the client reset before its answer was complete: counted against the reset limit. */
+  private cancelled(session: Tracked): void {
+    const now = Date.now();
+    let w = session[RESETS];
+    if (w === undefined || now - w.start >= 1_000) w = session[RESETS] = { start: now, count: 0 };
+    if (++w.count <= this.o.maxResetsPerS || session.destroyed || session[CUT] === true) return;
+    session[CUT] = true;
+    this.o.metrics.clientErrors.inc({ code: 'h2-rapid-reset' });
+    this.o.logger.warn({ peer: session[PEER], resets: w.count }, 'h2 client cancelled too many streams: connection closed');
+    // GOAWAY first, so nghttp2 ignores any further stream, and the cut a moment later: a socket
+    // destroyed at once, with the client's frames still arriving, is reset by the kernel and the
+    // client may never read why.
+    session.goaway(NGHTTP2_ENHANCE_YOUR_CALM);
+    setTimeout(() => session.destroy(), GOAWAY_LINGER_MS).unref();
+  }
+
+  private request(req: Http2ServerRequest, res: Http2ServerResponse): void {
+    const { o } = this;
+    // Plain CONNECT (a forward-proxy tunnel) is not offered, as on HTTP/1.1.
+    if (req.method === 'CONNECT') {
+      o.metrics.clientErrors.inc({ code: '405' });
+      return reply(res, 405, 'CONNECT is not supported\n', { Allow: ALLOWED_METHODS });
+    }
+    const verdict = checkH2RequestHead(req, this.limits);
+    if (!verdict.ok) {
+      o.metrics.clientErrors.inc({ code: String(verdict.refusal.status) });
+      o.logger.debug({ code: verdict.refusal.status, method: req.method, reason: verdict.refusal.body.trim() }, 'h2 request head refused');
+      return reply(res, verdict.refusal.status, verdict.refusal.body, verdict.refusal.headers ?? {});
+    }
+    if (verdict.asterisk) return reply(res, 200, '', { Allow: ALLOWED_METHODS });
+    const health = healthAnswer(req.url, o.isReady);
+    if (health) return reply(res, health.status, health.body, { 'Content-Type': 'text/plain' });
+    if (o.requestTimeoutMs > 0 && !req.stream.endAfterHeaders) bodyDeadline(req, res, o.requestTimeoutMs);
+    o.onRequest(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+  }
+}
+
+/**
+ * A body that has not fully arrived in time: 408 if no answer started, and the stream ends there
+ * (RST_STREAM NO_ERROR after a complete answer tells the client to stop sending, RFC 9113 8.1).
+ */
+function bodyDeadline(req: Http2ServerRequest, res: Http2ServerResponse, ms: number): void {
+  const timer = setTimeout(() => {
+    if (req.complete) return;
+    if (res.headersSent) return req.stream.close(NGHTTP2_CANCEL);
+    res.once('finish', () => req.stream.close(NGHTTP2_NO_ERROR));
+    reply(res, 408, 'request timeout\n', {});
+  }, ms);
+  const clear = (): void => clearTimeout(timer);
+  req.once('end', clear);
+  res.once('close', clear);
+}
+
+function reply(res: Http2ServerResponse, status: number, body: string, headers: Record<string, string>): void {
+  if (res.headersSent || res.destroyed) return;
+  const r = plainResponse(status, body, headers);
+  res.writeHead(status, r.headers);
+  res.end(r.body);
+}

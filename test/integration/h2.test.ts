@@ -1,0 +1,336 @@
+// HTTP/2 on the TLS port: ALPN offers h2 beside http/1.1; h2 page requests are proxied to the
+// HTTP/1.1 backends with the header mapping RFC 9113 asks for (:authority to Host, cookie crumbs
+// joined, no pseudo-headers, a body without Content-Length sent on chunked), routed by the same
+// room key as on HTTP/1.1. The limits hold against a client that ignores them (raw frames):
+// concurrent streams, header lines and bytes, a body that never arrives, idle connections, and
+// rapid reset. A stop sends GOAWAY and does not wait on idle h2 connections.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import http2, { type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
+import https from 'node:https';
+import { connect as tlsConnect } from 'node:tls';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR, FRAME, get, RawH2 } from '../support/h2-raw.js';
+import { metricValue, startBackend, startGateway, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'roomgate-h2-test-'));
+const cert = join(dir, 'a.crt');
+const key = join(dir, 'a.key');
+let ca: Buffer;
+let backends: BackendProc[];
+
+beforeAll(async () => {
+  execFileSync(
+    'openssl',
+    ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '30', '-subj', '/CN=a.test', '-addext', 'subjectAltName=DNS:a.test'],
+    { stdio: 'ignore', timeout: 10_000 },
+  );
+  ca = execFileSync('cat', [cert]);
+  backends = await Promise.all([startBackend('h1'), startBackend('h2')]);
+});
+
+afterAll(async () => {
+  await stopAll();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+interface Answer {
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+}
+
+function session(port: number): Promise<ClientHttp2Session> {
+  return new Promise((resolve, reject) => {
+    // a.test is not in DNS: the connection goes to loopback, the name is only SNI and :authority.
+    const s = http2.connect(`https://a.test:${port}`, {
+      createConnection: () => tlsConnect({ host: '127.0.0.1', port, servername: 'a.test', ca, ALPNProtocols: ['h2'] }),
+    });
+    const t = setTimeout(() => {
+      s.destroy();
+      reject(new Error('h2 connect timed out'));
+    }, 5_000);
+    s.once('connect', () => {
+      clearTimeout(t);
+      resolve(s);
+    });
+    s.once('error', (err) => {
+      clearTimeout(t);
+      reject(err);
+    });
+  });
+}
+
+function request(s: ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: (string | Buffer)[] | 'never'): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const endStream = body === undefined;
+    const req = s.request(headers, { endStream });
+    const t = setTimeout(() => {
+      req.close();
+      reject(new Error('h2 request timed out'));
+    }, 8_000);
+    let head: IncomingHttpHeaders = {};
+    let text = '';
+    req.setEncoding('utf8');
+    req.on('response', (h) => (head = h));
+    req.on('data', (c: string) => (text += c));
+    req.on('end', () => {
+      clearTimeout(t);
+      resolve({ status: Number(head[':status']), headers: head, body: text });
+    });
+    req.on('error', (err) => {
+      clearTimeout(t);
+      reject(err);
+    });
+    if (Array.isArray(body)) {
+      for (const part of body) req.write(part);
+      req.end();
+    }
+  });
+}
+
+interface Echo {
+  id: string;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  rawHeaders: string[];
+  bodyBytes: number;
+}
+
+describe('HTTP/2 on the TLS port', () => {
+  let gw: GatewayProc;
+  let s: ClientHttp2Session;
+
+  beforeAll(async () => {
+    gw = await startGateway({
+      backends,
+      config: {
+        tls: { certs: [{ cert, key }], reloadCheckMs: 0, hstsMaxAgeS: 60 },
+        http2: { maxConcurrentStreams: 8, maxResetsPerS: 50 },
+        listen: { headersTimeoutMs: 1_000, requestTimeoutMs: 1_500, maxHeaderBytes: 4_096, maxHeaders: 20, keepAliveTimeoutMs: 60_000 },
+      },
+    });
+    s = await session(gw.port);
+  });
+
+  afterAll(() => s?.destroy());
+
+  it('negotiates h2 by ALPN, and http/1.1 for a client that asks for it', async () => {
+    const alpn = (protocols: string[]): Promise<string | false> =>
+      new Promise((resolve, reject) => {
+        const c = tlsConnect({ host: '127.0.0.1', port: gw.port, servername: 'a.test', ca, ALPNProtocols: protocols }, () => {
+          resolve(c.alpnProtocol ?? false);
+          c.destroy();
+        });
+        c.setTimeout(5_000, () => c.destroy(new Error('TLS timed out')));
+        c.on('error', reject);
+      });
+    expect(await alpn(['h2', 'http/1.1'])).toBe('h2');
+    expect(await alpn(['http/1.1'])).toBe('http/1.1');
+    // The test's own session at least.
+    expect(await metricValue(gw, 'roomgate_h2_connections_total')).toBeGreaterThanOrEqual(1);
+  });
+
+  it('maps an h2 page request to HTTP/1.1 for the backend: Host from :authority, one Cookie, no pseudo-headers', async () => {
+    const a = await request(s, { ':path': '/_backend/echo?room=h2-map', cookie: ['a=1', 'b=2'], 'x-test': 'yes' });
+    expect(a.status).toBe(200);
+    const e = JSON.parse(a.body) as Echo;
+    expect(e.method).toBe('GET');
+    expect(e.url).toBe('/_backend/echo?room=h2-map');
+    expect(e.headers.host).toBe(`a.test:${gw.port}`);
+    expect(e.headers.cookie).toBe('a=1; b=2');
+    expect(e.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === 'cookie')).toHaveLength(1);
+    expect(e.rawHeaders.some((h, i) => i % 2 === 0 && h.startsWith(':'))).toBe(false);
+    expect(e.headers['x-test']).toBe('yes');
+    expect(e.headers['x-forwarded-proto']).toBe('https');
+    expect(e.headers['x-forwarded-for']).toBe('127.0.0.1');
+    expect(e.headers['x-forwarded-host']).toBe(`a.test:${gw.port}`);
+    // The answer: the backend's, without its connection headers, with HSTS and the Secure room cookie.
+    expect(a.headers['connection']).toBeUndefined();
+    expect(a.headers['strict-transport-security']).toBe('max-age=60');
+    const cookie = ([] as string[]).concat(a.headers['set-cookie'] ?? []).find((c) => c.startsWith('roomgate_room='));
+    expect(cookie).toMatch(/; Secure/);
+  });
+
+  it('routes a room to the same backend on h2 as on HTTP/1.1', async () => {
+    for (let i = 0; i < 12; i++) {
+      const path = `/_backend/echo?room=same-${i}`;
+      const over2 = JSON.parse((await request(s, { ':path': path })).body) as Echo;
+      const over1 = await h1Echo(gw.port, path);
+      expect(over2.id).toBe(over1.id);
+    }
+  });
+
+  it('sends a body on: with Content-Length as it is, without it chunked', async () => {
+    const withLength = JSON.parse((await request(s, { ':method': 'POST', ':path': '/_backend/echo?room=h2-body', 'content-length': '11' }, ['hello world'])).body) as Echo;
+    expect(withLength.bodyBytes).toBe(11);
+    expect(withLength.headers['content-length']).toBe('11');
+    const streamed = JSON.parse((await request(s, { ':method': 'POST', ':path': '/_backend/echo?room=h2-body' }, ['part one, ', Buffer.alloc(20_000, 'x')])).body) as Echo;
+    expect(streamed.bodyBytes).toBe(10 + 20_000);
+    expect(streamed.headers['transfer-encoding']).toBe('chunked');
+  });
+
+  it("answers health checks and roomgate's own paths on h2", async () => {
+    const h = await request(s, { ':path': '/healthz' });
+    expect(h.status).toBe(200);
+    expect(h.headers['strict-transport-security']).toBe('max-age=60');
+    expect((await request(s, { ':path': '/readyz' })).status).toBe(200);
+    expect((await request(s, { ':method': 'OPTIONS', ':path': '*' })).status).toBe(200);
+  });
+
+  it('refuses what it would refuse on HTTP/1.1: too many lines or bytes (431), CONNECT (405)', async () => {
+    const many: Record<string, string> = {};
+    for (let i = 0; i < 21; i++) many[`x-h${i}`] = 'v';
+    expect((await request(s, { ':path': '/_backend/echo?room=x', ...many })).status).toBe(431);
+    expect((await request(s, { ':path': '/_backend/echo?room=x', 'x-big': 'a'.repeat(5_000) })).status).toBe(431);
+    // Past twice the limit nghttp2 resets the stream before any of roomgate's code runs.
+    await expect(request(s, { ':path': '/_backend/echo?room=x', 'x-big': 'a'.repeat(9_000) })).rejects.toThrow(/ENHANCE_YOUR_CALM/);
+    expect((await request(s, { ':method': 'CONNECT', ':authority': 'a.test:443' }, 'never')).status).toBe(405);
+    // The session is still usable after each refusal.
+    expect((await request(s, { ':path': '/_backend/echo?room=x' })).status).toBe(200);
+  });
+
+  it('refuses control bytes, unencoded characters, a Host unlike :authority and a missing authority, before any backend', async () => {
+    let forwardedBefore = await metricValue(gw, 'roomgate_http_requests_total');
+    const c = await RawH2.open(gw.port);
+    try {
+      // A control byte in a value: nghttp2 drops the field (or roomgate answers 400); it never
+      // reaches the backend. A byte a request line cannot carry unencoded: roomgate's 400.
+      const ctl = c.headers(get('/_backend/echo?room=x', [['x-ctl', 'a\x01b']]), true);
+      const latin = c.headers(get('/_backend/echo?room=\xe9'), true);
+      // nghttp2's stream reset (PROTOCOL_ERROR): malformed by RFC 9113 itself.
+      // Host beside :authority, naming another host (RFC 9113 8.3.1): roomgate's 400.
+      const twoHosts = c.headers(get('/_backend/echo?room=x', [['host', 'evil.test']]), true);
+      const malformed = [
+        c.headers(get('/_backend/echo?room=x y'), true),
+        c.headers(get('no-slash'), true),
+        c.headers([[':method', 'GET'], [':scheme', 'https'], [':path', '/_backend/echo?room=x']], true),
+      ];
+      await waitFor('every bad stream answered or reset', 5_000, () => [ctl, latin].every((id) => c.status(id) !== undefined && c.body(id).length > 0) && malformed.every((id) => c.resetCode(id) !== undefined));
+      expect(c.status(latin)).toBe(400);
+      await waitFor('the two-host stream answered', 5_000, () => c.status(twoHosts) !== undefined);
+      expect(c.status(twoHosts)).toBe(400);
+      if (c.status(ctl) !== 400) {
+        expect(c.status(ctl)).toBe(200);
+        expect(c.body(ctl)).not.toContain('x-ctl');
+        forwardedBefore++;
+      }
+      expect(malformed.map((id) => c.resetCode(id))).toEqual([ERROR.PROTOCOL_ERROR, ERROR.PROTOCOL_ERROR, ERROR.PROTOCOL_ERROR]);
+      // The connection itself stays usable.
+      const fine = c.headers(get('/healthz'), true);
+      await waitFor('the next stream answered', 5_000, () => c.status(fine) !== undefined);
+      expect(c.status(fine)).toBe(200);
+    } finally {
+      c.close();
+    }
+    expect(await metricValue(gw, 'roomgate_http_requests_total')).toBe(forwardedBefore);
+  });
+
+  it('refuses streams past maxConcurrentStreams with REFUSED_STREAM', async () => {
+    const c = await RawH2.open(gw.port);
+    try {
+      // Bodies never sent: each stream stays open. The limit is 8.
+      const ids = Array.from({ length: 12 }, () => c.headers([[':method', 'POST'], [':scheme', 'https'], [':authority', 'a.test'], [':path', '/_backend/echo?room=conc']], false));
+      await waitFor('streams past the limit refused', 5_000, () => ids.filter((id) => c.resetCode(id) === ERROR.REFUSED_STREAM).length >= 4);
+      expect(ids.slice(0, 8).every((id) => c.resetCode(id) === undefined)).toBe(true);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('answers 408 to a body that does not arrive within requestTimeoutMs', async () => {
+    const a = await request(s, { ':method': 'POST', ':path': '/_backend/echo?room=slow', 'content-length': '100' }, 'never');
+    expect(a.status).toBe(408);
+  });
+
+  it('closes a connection that cancels streams faster than maxResetsPerS (rapid reset) with ENHANCE_YOUR_CALM', async () => {
+    const requestsBefore = await metricValue(gw, 'roomgate_http_requests_total');
+    const c = await RawH2.open(gw.port);
+    try {
+      for (let i = 0; i < 1_000 && !c.closed; i++) c.reset(c.headers(get(`/_backend/echo?room=rr-${i % 7}`), true));
+      await waitFor('the connection closed', 5_000, () => c.closed);
+      expect(c.goawayCode()).toBe(ERROR.ENHANCE_YOUR_CALM);
+    } finally {
+      c.close();
+    }
+    expect(await metricValue(gw, 'roomgate_client_errors_total', { code: 'h2-rapid-reset' })).toBeGreaterThanOrEqual(1);
+    // Cancelled streams started little backend work: far fewer than the 1,000 opened.
+    const forwarded = (await metricValue(gw, 'roomgate_http_requests_total')) - requestsBefore;
+    expect(forwarded).toBeLessThan(200);
+    // Other clients are unaffected.
+    expect((await request(s, { ':path': '/healthz' })).status).toBe(200);
+  });
+
+  it('keeps offering h2 after a certificate reload (SIGHUP)', async () => {
+    const reloads = gw.lines.filter((l) => l.includes('TLS certificates reloaded')).length;
+    gw.child.kill('SIGHUP');
+    await waitFor('the reload logged', 10_000, () => gw.lines.filter((l) => l.includes('TLS certificates reloaded')).length > reloads);
+    const fresh = await session(gw.port);
+    try {
+      expect((await request(fresh, { ':path': '/healthz' })).status).toBe(200);
+      expect((fresh.socket as unknown as { alpnProtocol: string }).alpnProtocol).toBe('h2');
+    } finally {
+      fresh.destroy();
+    }
+  });
+});
+
+describe('HTTP/2 connection lifetime and the switch', () => {
+  it('sends GOAWAY to an idle connection after keepAliveTimeoutMs', async () => {
+    const gw = await startGateway({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, listen: { keepAliveTimeoutMs: 500 } } });
+    const c = await RawH2.open(gw.port);
+    try {
+      await waitFor('GOAWAY on the idle connection', 5_000, () => c.goawayCode() !== undefined);
+      expect(c.goawayCode()).toBe(ERROR.NO_ERROR);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('a stop does not wait on an open h2 connection: GOAWAY, then exit', async () => {
+    const gw = await startGateway({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, shutdown: { readinessDelayMs: 0, graceMs: 5_000 } } });
+    const c = await RawH2.open(gw.port);
+    try {
+      // The server's SETTINGS: its session exists (a connection still in its handshake when
+      // the stop begins is cut without one, which is tested by the race itself, not here).
+      await waitFor("the server's SETTINGS", 5_000, () => c.frames.some((f) => f.type === FRAME.SETTINGS));
+      const exited = new Promise<number | null>((resolve) => gw.child.once('exit', (code) => resolve(code)));
+      gw.child.kill('SIGTERM');
+      const code = await Promise.race([exited, new Promise<string>((r) => setTimeout(() => r('still running'), 4_000))]);
+      expect(code).toBe(0);
+      expect(c.goawayCode()).toBe(ERROR.NO_ERROR);
+    } finally {
+      c.close();
+    }
+  });
+
+  it('http2.enabled false offers only http/1.1', async () => {
+    const gw = await startGateway({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, http2: { enabled: false } } });
+    const proto = await new Promise<string | false>((resolve, reject) => {
+      const c = tlsConnect({ host: '127.0.0.1', port: gw.port, servername: 'a.test', ca, ALPNProtocols: ['h2', 'http/1.1'] }, () => {
+        resolve(c.alpnProtocol ?? false);
+        c.destroy();
+      });
+      c.setTimeout(5_000, () => c.destroy(new Error('TLS timed out')));
+      c.on('error', reject);
+    });
+    expect(proto).toBe('http/1.1');
+  });
+});
+
+/** The echo of an HTTP/1.1 https request for `path` (node's https client offers no ALPN h2). */
+function h1Echo(port: number, path: string): Promise<Echo> {
+  return new Promise((resolve, reject) => {
+    const req = https.get({ host: '127.0.0.1', port, path, servername: 'a.test', ca, headers: { host: 'a.test' }, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve(JSON.parse(body) as Echo));
+    });
+    req.on('timeout', () => req.destroy(new Error('https request timed out')));
+    req.on('error', reject);
+  });
+}
