@@ -9,12 +9,13 @@
  * closes; no request is sent, so the figure is the TLS work alone. CPU of the server's process
  * tree from /proc over the run. Interleaved rounds, medians, ratio to nginx. Asserts nothing.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { connect, type SecureVersion } from 'node:tls';
 import { parseArgs } from 'node:util';
+import { benchCertificate } from './suite/cert.js';
 import { treeCpuMs } from './suite/cpu.js';
+import { median } from './suite/stats.js';
 import { cleanupAll, freePort, removeDir, startProc, stopProc, tempDir, waitLine, which, type Proc } from './suite/procs.js';
 import { ROOMGATE_MAIN, roomgateNodeArgs } from './suite/proxies.js';
 
@@ -70,9 +71,7 @@ async function main(): Promise<void> {
   const nginxBin = which('nginx');
   if (!nginxBin) throw new Error('nginx is needed (apt-get install -y nginx)');
   const dir = tempDir('roomgate-bench-tls-');
-  const cert = join(dir, 'bench.crt');
-  const key = join(dir, 'bench.key');
-  execFileSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=bench.test', '-addext', 'subjectAltName=DNS:bench.test'], { stdio: 'ignore' });
+  const { cert, key } = benchCertificate(dir, 'bench.test');
   const ca = readFileSync(cert);
   const rows: { target: string; full: number; resumed: number }[] = [];
   try {
@@ -116,11 +115,7 @@ async function main(): Promise<void> {
     await cleanupAll();
     removeDir(dir);
   }
-  const med = (xs: number[]): number => {
-    const s = [...xs].sort((x, y) => x - y);
-    return s.length % 2 ? (s[(s.length - 1) / 2] as number) : ((s[s.length / 2 - 1] as number) + (s[s.length / 2] as number)) / 2;
-  };
-  const of = (t: string, k: 'full' | 'resumed'): number => med(rows.filter((r) => r.target === t).map((r) => r[k]));
+  const of = (t: string, k: 'full' | 'resumed'): number => median(rows.filter((r) => r.target === t).map((r) => r[k]));
   say(`\n${version}, ${n} handshakes per measurement, ${concurrency} at a time, medians of ${values.rounds} rounds\n`);
   say('| target | CPU per full handshake (µs) | CPU per resumed handshake (µs) |\n|---|---:|---:|');
   for (const t of ['nginx', 'roomgate']) say(`| ${t} | ${of(t, 'full').toFixed(0)} | ${of(t, 'resumed').toFixed(0)} |`);

@@ -52,6 +52,8 @@ export interface ProxyContext {
   readonly roomgateConfig?: Record<string, unknown>;
   /** --tls: every proxy terminates TLS with this certificate (pem: certificate and key, for HAProxy). */
   readonly tls?: { readonly cert: string; readonly key: string; readonly pem: string } | undefined;
+  /** With tls: nginx and HAProxy offer h2 by ALPN too (roomgate does by default). */
+  readonly http2?: boolean;
 }
 
 export async function startTarget(name: TargetName, ctx: ProxyContext): Promise<Running> {
@@ -133,7 +135,7 @@ ${ctx.backends.map((b) => `    server 127.0.0.1:${b.port};`).join('\n')}
     keepalive 64;
   }
   server {
-    listen 127.0.0.1:${port}${ctx.tls ? ' ssl' : ''} backlog=4096;${ctx.tls ? `
+    listen 127.0.0.1:${port}${ctx.tls ? ' ssl' : ''}${ctx.tls && ctx.http2 ? ' http2' : ''} backlog=4096;${ctx.tls ? `
     ssl_certificate ${ctx.tls.cert};
     ssl_certificate_key ${ctx.tls.key};
     ssl_protocols TLSv1.2 TLSv1.3;` : ''}
@@ -172,7 +174,7 @@ defaults
   timeout http-request 20s
   option forwardfor
 frontend public
-  bind 127.0.0.1:${port}${ctx.tls ? ` ssl crt ${ctx.tls.pem}` : ''}
+  bind 127.0.0.1:${port}${ctx.tls ? ` ssl crt ${ctx.tls.pem}` : ''}${ctx.tls && ctx.http2 ? ' alpn h2,http/1.1' : ''}
   http-request set-header X-Forwarded-Proto ${ctx.tls ? 'https' : 'http'}
   default_backend rooms
 backend rooms
@@ -199,6 +201,8 @@ function startRoomgate(dir: string, port: number, ctx: ProxyContext): Proc {
     // backends answer GET /healthz.
     health: { path: '/healthz' },
     ...(ctx.tls ? { tls: { certs: [{ cert: ctx.tls.cert, key: ctx.tls.key }] } } : {}),
+    // h2 is on by default with TLS; the suite's --tls runs (wrk, no ALPN) speak HTTP/1.1 anyway.
+    ...(ctx.tls ? { http2: { enabled: ctx.http2 !== false } } : {}),
   };
   const file = join(dir, 'roomgate.yaml');
   writeFileSync(file, JSON.stringify(merge(config, ctx.roomgateConfig ?? {}), null, 2));

@@ -19,6 +19,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { createRoomSigner } from '../../src/room/signing.js';
+import { benchCertificate } from './cert.js';
 import { loadAvg1 } from './cpu.js';
 import { LoadGen } from './driver.js';
 import { cleanupAll, startProc, tempDir, waitLine } from './procs.js';
@@ -217,14 +218,11 @@ async function main(): Promise<void> {
     // The direct target is the backends themselves, which speak plain HTTP.
     a.targets = a.targets.filter((t) => t !== 'direct');
     if (a.targets.length === 0) fail('--tls leaves no target: name nginx, haproxy or roomgate');
-    const dir = tempDir('roomgate-bench-tls-');
-    const cert = join(dir, 'bench.crt');
-    const key = join(dir, 'bench.key');
-    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1'], { stdio: 'ignore' });
-    if (made.status !== 0) fail('--tls needs openssl to make the certificate');
-    const pem = join(dir, 'bench.pem');
-    writeFileSync(pem, readFileSync(cert, 'utf8') + readFileSync(key, 'utf8'));
-    tls = { cert, key, pem };
+    try {
+      tls = benchCertificate(tempDir('roomgate-bench-tls-'), '127.0.0.1');
+    } catch (err) {
+      fail(`--tls: ${(err as Error).message}`);
+    }
     notes.push('TLS: every proxy terminates TLS (P-256 certificate, TLS 1.3 from the load generator and wrk); the direct target is left out');
   }
   if (a.proxyCpu === a.loadCpu) notes.push(`one core only: the proxy and the load share CPU ${a.proxyCpu}, so CPU figures include contention`);
