@@ -291,6 +291,7 @@ export class Gateway {
             hsts: hstsValue(config),
             isReady,
             onRequest,
+            onWebSocket: config.http2.websockets ? (req, socket, head) => upgradeProxy.handle(req, socket, head) : null,
             metrics,
             logger,
           })

@@ -187,9 +187,12 @@ export const configSchema = z.strictObject({
     hstsIncludeSubdomains: doc(z.boolean().default(false), { text: 'Adds includeSubDomains to Strict-Transport-Security: every subdomain must then serve https too.' }),
   }),
   http2: section('HTTP/2 on the TLS port (ALPN "h2" beside "http/1.1"); browsers pick it on their own. Plain-HTTP ports speak HTTP/1.1 only.', {
-    enabled: doc(z.boolean().default(true), { text: 'Offer h2 to TLS clients. Page requests on h2 streams are proxied to the backends over HTTP/1.1, read and routed exactly as HTTP/1.1 requests are; WebSockets use HTTP/1.1 connections.' }),
+    enabled: doc(z.boolean().default(true), { text: 'Offer h2 to TLS clients. Page requests on h2 streams are proxied to the backends over HTTP/1.1, read and routed exactly as HTTP/1.1 requests are.' }),
+    websockets: doc(z.boolean().default(true), {
+      text: 'WebSockets over h2 (RFC 8441): roomgate sends SETTINGS_ENABLE_CONNECT_PROTOCOL and browsers open their WebSockets as streams of the page\'s h2 connection; each is joined to the backend\'s HTTP/1.1 upgrade with the same room key, admission, placement and X-Forwarded-* as an HTTP/1.1 handshake. Off: browsers open WebSockets on HTTP/1.1 connections.',
+    }),
     maxConcurrentStreams: doc(z.number().int().min(1).max(1000).default(100), {
-      text: 'Streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); more are refused with REFUSED_STREAM.',
+      text: 'Streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS), WebSockets included; more are refused with REFUSED_STREAM.',
     }),
     maxResetsPerS: doc(z.number().int().min(1).max(100_000).default(200), {
       text: 'Streams a client may cancel per second on one connection before the connection is closed with ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and cancels streams to make the proxy start work it never finishes. Browsers cancel a few when a page is left.',

@@ -12,6 +12,7 @@ export interface Metrics {
   readonly backendStateChanges: Counter<'backend' | 'state' | 'via'>;
   readonly clientErrors: Counter<'code'>;
   readonly h2Sessions: Counter;
+  readonly h2WebSockets: Counter;
   readonly placements: Counter<'kind'>;
   readonly staticResponses: Counter<'status'>;
   readonly degraded: Gauge;
@@ -72,6 +73,11 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
     h2Sessions: new Counter({
       name: 'roomgate_h2_connections_total',
       help: 'Client connections that negotiated HTTP/2 on the TLS port (the others speak HTTP/1.1)',
+      registers: [registry],
+    }),
+    h2WebSockets: new Counter({
+      name: 'roomgate_h2_websockets_total',
+      help: 'WebSockets opened as HTTP/2 streams (RFC 8441 extended CONNECT); the others are HTTP/1.1 upgrades',
       registers: [registry],
     }),
     placements: new Counter({

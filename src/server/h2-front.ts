@@ -21,6 +21,7 @@ import { plainResponse } from '../http/replies.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { withHsts } from './hsts.js';
+import { asUpgradeRequest, H2WebSocketClient, isWebSocketConnect } from './h2-websocket.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_NO_ERROR } = http2.constants;
 
@@ -41,6 +42,11 @@ export interface H2FrontOptions {
    * socket, streaming body) and the response takes writeHead/write/end/pipe the same way.
    */
   readonly onRequest: (req: IncomingMessage, res: ServerResponse) => void;
+  /**
+   * WebSockets over h2 (RFC 8441), or null to not offer them. Called like an HTTP/1.1 upgrade:
+   * the request in its HTTP/1.1 handshake form, an H2WebSocketClient as the client socket.
+   */
+  readonly onWebSocket: ((req: IncomingMessage, client: Socket, head: Buffer) => void) | null;
   readonly metrics: Metrics;
   readonly logger: Logger;
 }
@@ -78,6 +84,8 @@ export class H2Front {
     this.server = http2.createServer({
       settings: {
         maxConcurrentStreams: o.maxConcurrentStreams,
+        // SETTINGS_ENABLE_CONNECT_PROTOCOL: browsers then open WebSockets as h2 streams.
+        enableConnectProtocol: o.onWebSocket !== null,
         // nghttp2 resets a stream whose header list passes this (ENHANCE_YOUR_CALM); twice the
         // limit, so a head somewhat over it gets checkH2RequestHead's 431 instead, as on HTTP/1.1.
         maxHeaderListSize: o.maxHeaderBytes * 2,
@@ -89,6 +97,8 @@ export class H2Front {
     });
     this.server.on('session', (s: ServerHttp2Session) => this.opened(s));
     this.server.on('request', (req: Http2ServerRequest, res: Http2ServerResponse) => this.request(req, res));
+    // Node hands CONNECT streams (no 'request' for them) here.
+    this.server.on('connect', (req: Http2ServerRequest, res: Http2ServerResponse) => this.connect(req, res));
     // Errors of sessions and streams end those; they must never reach the process.
     this.server.on('sessionError', (err: NodeJS.ErrnoException) => o.logger.debug({ err: err.code ?? err.message }, 'h2 session error'));
     this.server.on('streamError', (err: NodeJS.ErrnoException) => o.logger.debug({ err: err.code ?? err.message }, 'h2 stream error'));
@@ -175,11 +185,6 @@ export class H2Front {
 
   private request(req: Http2ServerRequest, res: Http2ServerResponse): void {
     const { o } = this;
-    // Plain CONNECT (a forward-proxy tunnel) is not offered, as on HTTP/1.1.
-    if (req.method === 'CONNECT') {
-      o.metrics.clientErrors.inc({ code: '405' });
-      return reply(res, 405, 'CONNECT is not supported\n', { Allow: ALLOWED_METHODS });
-    }
     const verdict = checkH2RequestHead(req, this.limits);
     if (!verdict.ok) {
       o.metrics.clientErrors.inc({ code: String(verdict.refusal.status) });
@@ -192,7 +197,31 @@ export class H2Front {
     if (o.requestTimeoutMs > 0 && !req.stream.endAfterHeaders) bodyDeadline(req, res, o.requestTimeoutMs);
     o.onRequest(req as unknown as IncomingMessage, res as unknown as ServerResponse);
   }
+
+  /** Extended CONNECT for a WebSocket; plain CONNECT (a forward-proxy tunnel) is not offered, as on HTTP/1.1. */
+  private connect(req: Http2ServerRequest, res: Http2ServerResponse): void {
+    if (this.o.onWebSocket !== null && isWebSocketConnect(req)) return this.webSocket(req, res, this.o.onWebSocket);
+    this.o.metrics.clientErrors.inc({ code: '405' });
+    reply(res, 405, 'CONNECT is not supported\n', { Allow: ALLOWED_METHODS });
+  }
+
+  /** An extended CONNECT: the same head rules, then the upgrade path with a stream for a socket. */
+  private webSocket(req: Http2ServerRequest, res: Http2ServerResponse, onWebSocket: NonNullable<H2FrontOptions['onWebSocket']>): void {
+    const { o } = this;
+    const verdict = checkH2RequestHead(req, this.limits);
+    if (!verdict.ok || verdict.asterisk) {
+      const refusal = verdict.ok ? { status: 400 as const, body: 'a WebSocket needs a path\n' } : verdict.refusal;
+      o.metrics.clientErrors.inc({ code: String(refusal.status) });
+      return reply(res, refusal.status, refusal.body, {});
+    }
+    asUpgradeRequest(req);
+    o.metrics.h2WebSockets.inc();
+    const client = new H2WebSocketClient(req, (req.stream.session as Tracked | undefined)?.[PEER]);
+    onWebSocket(req as unknown as IncomingMessage, client as unknown as Socket, EMPTY);
+  }
 }
+
+const EMPTY = Buffer.alloc(0);
 
 /**
  * A body that has not fully arrived in time: 408 if no answer started, and the stream ends there

@@ -1,8 +1,7 @@
 // Chromium over https through roomgate's TLS port: a certificate made here with openssl is
 // trusted for the test by its public key (--ignore-certificate-errors-spki-list), a.test resolves
 // to 127.0.0.1. The demo game page loads over https on h2 (ALPN), opens its WebSocket as wss://
-// (on an HTTP/1.1 connection: roomgate does not offer WebSockets over h2) through roomgate to the
-// room's backend, and gets a Secure room cookie; the backend saw X-Forwarded-Proto: https. With
+// (an h2 stream, RFC 8441) through roomgate to the room's backend, and gets a Secure room cookie; the backend saw X-Forwarded-Proto: https. With
 // http2.enabled false the same page loads on HTTP/1.1, the fallback a browser takes.
 import { createHash, X509Certificate } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
@@ -53,6 +52,8 @@ describe('Chromium over https', () => {
     expect(await page.evaluate("performance.getEntriesByType('navigation')[0].nextHopProtocol")).toBe('h2');
     expect(await metricValue(gw, 'roomgate_h2_connections_total')).toBeGreaterThanOrEqual(1);
     await expect.poll(() => page.locator('#status').textContent(), { timeout: 10_000 }).toBe('Live in room tls-room on backend tb1');
+    // The WebSocket went over the page's h2 connection as an extended CONNECT stream (RFC 8441).
+    expect(await metricValue(gw, 'roomgate_h2_websockets_total')).toBe(1);
     const cookie = (await browser.cookies(`https://a.test:${gw.port}/`)).find((c) => c.name === 'roomgate_room');
     expect(cookie?.secure).toBe(true);
     // What the backend was told about the request roomgate received.

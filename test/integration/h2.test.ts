@@ -91,6 +91,51 @@ function request(s: ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body
   });
 }
 
+/** A masked client text frame (RFC 6455 5.2), payload under 126 bytes. */
+function textFrame(text: string): Buffer {
+  const payload = Buffer.from(text);
+  const mask = Buffer.from([1, 2, 3, 4]);
+  return Buffer.concat([Buffer.from([0x81, 0x80 | payload.length]), mask, Buffer.from(payload.map((b, i) => b ^ (mask[i % 4] as number)))]);
+}
+
+interface H2Socket {
+  readonly stream: http2.ClientHttp2Stream;
+  readonly status: number;
+  /** Text of every server frame so far (unmasked, short frames). */
+  readonly messages: string[];
+  readonly closed: Promise<void>;
+}
+
+/** A WebSocket over h2 (RFC 8441): an extended CONNECT; resolves with the answer's status. */
+function openH2Socket(s: ClientHttp2Session, path: string): Promise<H2Socket> {
+  return new Promise((resolve, reject) => {
+    const stream = s.request({ ':method': 'CONNECT', ':protocol': 'websocket', ':path': path, ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13' }, { endStream: false });
+    const t = setTimeout(() => {
+      stream.close();
+      reject(new Error('extended CONNECT timed out'));
+    }, 8_000);
+    const messages: string[] = [];
+    let buf = Buffer.alloc(0);
+    stream.on('data', (d: Buffer) => {
+      buf = Buffer.concat([buf, d]);
+      while (buf.length >= 2 && buf.length >= 2 + ((buf[1] as number) & 0x7f)) {
+        const len = (buf[1] as number) & 0x7f;
+        messages.push(buf.subarray(2, 2 + len).toString());
+        buf = buf.subarray(2 + len);
+      }
+    });
+    const closed = new Promise<void>((r) => stream.once('close', () => r()));
+    stream.once('response', (h) => {
+      clearTimeout(t);
+      resolve({ stream, status: Number(h[':status']), messages, closed });
+    });
+    stream.once('error', (err) => {
+      clearTimeout(t);
+      reject(err);
+    });
+  });
+}
+
 interface Echo {
   id: string;
   method: string;
@@ -241,6 +286,50 @@ describe('HTTP/2 on the TLS port', () => {
     }
   });
 
+  it('carries a WebSocket as an h2 stream (RFC 8441) to the room\'s backend, frames both ways', async () => {
+    const before = await metricValue(gw, 'roomgate_h2_websockets_total');
+    const ws = await openH2Socket(s, '/ws/live/?room=h2-ws');
+    expect(ws.status).toBe(200);
+    // The backend's welcome names it: the same backend a page of the room reaches.
+    await waitFor('the welcome', 5_000, () => ws.messages.length >= 1);
+    const welcome = JSON.parse(ws.messages[0] as string) as { type: string; backend: string };
+    expect(welcome.type).toBe('connect');
+    expect(welcome.backend).toBe((await h1Echo(gw.port, '/_backend/echo?room=h2-ws')).id);
+    ws.stream.write(textFrame('not json'));
+    await waitFor('the answer frame', 5_000, () => ws.messages.some((m) => m.includes('expected a JSON text frame')));
+    expect(await metricValue(gw, 'roomgate_h2_websockets_total')).toBe(before + 1);
+    // A live socket as any other: counted, and gone when the client cancels its stream.
+    await waitFor('counted live', 5_000, async () => (await metricValue(gw, 'roomgate_live_sockets')) === 1);
+    ws.stream.close(http2.constants.NGHTTP2_CANCEL);
+    await ws.closed;
+    await waitFor('no live socket left', 5_000, async () => (await metricValue(gw, 'roomgate_live_sockets')) === 0);
+  });
+
+  it('ends the stream when the backend closes the WebSocket', async () => {
+    const ws = await openH2Socket(s, '/ws/live/?room=h2-close');
+    expect(ws.status).toBe(200);
+    // A close frame: the demo backend answers it and closes its connection.
+    const close = Buffer.from([0x88, 0x82, 1, 2, 3, 4, 0x03 ^ 1, 0xe8 ^ 2]);
+    const ended = new Promise<void>((r) => ws.stream.once('end', () => r()));
+    ws.stream.resume();
+    ws.stream.write(close);
+    // END_STREAM from roomgate once the backend's connection ended (its FIN, relayed).
+    await Promise.race([ended, new Promise((_, reject) => setTimeout(() => reject(new Error('stream not ended')), 5_000))]);
+    ws.stream.end();
+    await waitFor('no live socket left', 5_000, async () => (await metricValue(gw, 'roomgate_live_sockets')) === 0);
+  });
+
+  it('answers an h2 WebSocket like an HTTP/1.1 handshake: dot segments 400, a backend refusal (404) relayed as the stream answer, plain CONNECT 405', async () => {
+    expect((await openH2Socket(s, '/ws/live/../x?room=x')).status).toBe(400);
+    expect((await openH2Socket(s, '/elsewhere/?room=x')).status).toBe(404);
+    const other = await new Promise<number>((resolve, reject) => {
+      const st = s.request({ ':method': 'CONNECT', ':protocol': 'chat', ':path': '/ws/live/?room=x', ':scheme': 'https', ':authority': 'a.test' }, { endStream: false });
+      st.once('response', (h) => resolve(Number(h[':status'])));
+      st.once('error', reject);
+    });
+    expect(other).toBe(405);
+  });
+
   it('answers 408 to a body that does not arrive within requestTimeoutMs', async () => {
     const a = await request(s, { ':method': 'POST', ':path': '/_backend/echo?room=slow', 'content-length': '100' }, 'never');
     expect(a.status).toBe(408);
@@ -304,6 +393,18 @@ describe('HTTP/2 connection lifetime and the switch', () => {
       expect(c.goawayCode()).toBe(ERROR.NO_ERROR);
     } finally {
       c.close();
+    }
+  });
+
+  it('http2.websockets false does not offer extended CONNECT', async () => {
+    const gw = await startGateway({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, http2: { websockets: false } } });
+    const s = await session(gw.port);
+    try {
+      const settings = s.remoteSettings.enableConnectProtocol ? s.remoteSettings : await new Promise<http2.Settings>((r) => s.once('remoteSettings', r));
+      expect(settings.enableConnectProtocol).toBeFalsy();
+      expect((await request(s, { ':path': '/healthz' })).status).toBe(200);
+    } finally {
+      s.destroy();
     }
   });
 
