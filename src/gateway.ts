@@ -13,6 +13,7 @@ import type { SharedDataStore } from './shared-data/store.js';
 import { DnsDiscovery } from './backends/discovery.js';
 import { EventLog } from './runtime/events.js';
 import { HealthChecker } from './backends/health.js';
+import { BACKEND_TLS_UNVERIFIED, loadBackendTls } from './backends/backend-tls.js';
 import { BackendPool } from './runtime/pool.js';
 import type { LoadedConfig, ResolvedBackend } from './config/load.js';
 import type { Logger } from './observability/logger.js';
@@ -107,6 +108,9 @@ export class Gateway {
   ) {
     const { logger } = opts;
     const metrics = (this.metrics = createMetrics(() => this.pool.backends.map((b) => [b.id, b.liveSockets] as [string, number])));
+    // Read at start (a bad file: a ConfigError naming the field); pages, sockets and checks share it.
+    const backendTls = loadBackendTls(config.backendTls);
+    if (!backendTls.verify) logger.warn(BACKEND_TLS_UNVERIFIED);
     this.health = new HealthChecker(
       {
         path: config.health.path,
@@ -115,6 +119,7 @@ export class Gateway {
         rise: config.health.rise,
         fall: config.health.fall,
         hostHeader: config.health.host ?? undefined,
+        tls: backendTls,
       },
       (ev) => this.supervisor.healthChanged(ev.id, ev.state, ev.reason),
     );
@@ -226,6 +231,7 @@ export class Gateway {
       connectTimeoutMs: config.proxy.connectTimeoutMs,
       responseTimeoutMs: config.proxy.responseTimeoutMs,
       maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
+      backendTls,
       roomCookie: config.cookie.setOnPages
         ? {
             name: config.cookie.name,
@@ -249,6 +255,7 @@ export class Gateway {
       admission: this.admission,
       placementOf: (room) => this.placer.cachedPlacement(room)?.backend ?? null,
       websocketPaths: config.proxy.websocketPaths,
+      backendTls,
       connectTimeoutMs: config.proxy.connectTimeoutMs,
       responseTimeoutMs: config.proxy.responseTimeoutMs,
       idleTimeoutMs: config.proxy.websocketIdleTimeoutMs,
@@ -317,7 +324,7 @@ export class Gateway {
     const dns = config.discovery.dns;
     this.discovery = dns
       ? new DnsDiscovery(
-          { name: dns.name, type: dns.type, port: dns.port, intervalMs: dns.intervalMs, servers: dns.servers },
+          { name: dns.name, type: dns.type, port: dns.port, scheme: dns.scheme, intervalMs: dns.intervalMs, servers: dns.servers },
           (backends) => this.pool.setBackends(backends),
           (err) => logger.warn({ err: err.message }, 'DNS discovery failed; keeping the last backend list'),
         )

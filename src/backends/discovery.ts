@@ -5,6 +5,7 @@
 //
 // Ids are what the consistent-hash ring hashes, so they should survive pod restarts: prefer SRV.
 //   - SRV: id = the target's first DNS label + port ("app-0:8000"), url = http://<target>:<port>
+//     (https:// with scheme https: the certificate then names the target, or backendTls.servername)
 //     (host = the target name, resolved at connect time), so app-0 keeps its rooms across restarts
 //     even though its address changes.
 //   - A/AAAA: the address is the only identity ("10.0.0.5:8000", "[fd00::5]:8000"); a restarted pod
@@ -19,6 +20,8 @@ export interface DnsDiscoveryOptions {
   type: 'A' | 'AAAA' | 'A+AAAA' | 'SRV';
   /** Port for A/AAAA records (SRV records carry their own). */
   port: number;
+  /** How the backends are spoken to (default http): https makes https:// backends, checked over TLS. */
+  scheme?: 'http' | 'https';
   intervalMs: number;
   /** DNS servers "ip" or "ip:port" ("[ip6]:port" for IPv6 with a port; default: the system's). */
   servers?: readonly string[];
@@ -81,20 +84,27 @@ function sortedUnique(backends: ResolvedBackend[]): ResolvedBackend[] {
   return [...seen.values()].sort(byId);
 }
 
-function fromAddress(address: string, port: number, weight: number): ResolvedBackend | undefined {
+type Scheme = NonNullable<DnsDiscoveryOptions['scheme']>;
+
+/** A discovered backend; an https one carries `tls` as a configured https:// backend does. */
+function discovered(id: string, scheme: Scheme, hostPort: string, host: string, port: number, weight: number): ResolvedBackend {
+  return { id, url: `${scheme}://${hostPort}`, host, port, weight, ...(scheme === 'https' ? { tls: true } : {}) };
+}
+
+function fromAddress(address: string, port: number, weight: number, scheme: Scheme): ResolvedBackend | undefined {
   const family = isIP(address);
   if (family === 0) return undefined;
   const host = address.toLowerCase();
   const hostPort = family === 6 ? `[${host}]:${port}` : `${host}:${port}`;
   // The id is written like a configured backend's default id (URL host:port, IPv6 in brackets).
-  return { id: hostPort, url: `http://${hostPort}`, host, port, weight };
+  return discovered(hostPort, scheme, hostPort, host, port, weight);
 }
 
 /** Pure: A/AAAA addresses -> backends, sorted by id, deduplicated. Invalid addresses are skipped. */
-export function backendsFromA(addresses: readonly string[], port: number, weight: number): ResolvedBackend[] {
+export function backendsFromA(addresses: readonly string[], port: number, weight: number, scheme: Scheme = 'http'): ResolvedBackend[] {
   const out: ResolvedBackend[] = [];
   for (const a of addresses) {
-    const b = fromAddress(a, port, weight);
+    const b = fromAddress(a, port, weight, scheme);
     if (b) out.push(b);
   }
   return sortedUnique(out);
@@ -110,6 +120,7 @@ export function backendsFromA(addresses: readonly string[], port: number, weight
 export function backendsFromSrv(
   records: readonly { name: string; port: number; priority: number; weight: number }[],
   weight: number,
+  scheme: Scheme = 'http',
 ): ResolvedBackend[] {
   const targets = new Map<string, { target: string; port: number }>();
   for (const r of records) {
@@ -124,13 +135,13 @@ export function backendsFromSrv(
   for (const t of targets.values()) {
     if (isIP(t.target) !== 0) {
       // Not valid for SRV, but some servers do it: the address is the identity, as for A records.
-      const b = fromAddress(t.target, t.port, weight);
+      const b = fromAddress(t.target, t.port, weight, scheme);
       if (b) out.push(b);
       continue;
     }
     const short = shortId(t);
     const id = (shortIds.get(short) ?? 0) > 1 ? `${t.target}:${t.port}` : short;
-    out.push({ id, url: `http://${t.target}:${t.port}`, host: t.target, port: t.port, weight });
+    out.push(discovered(id, scheme, `${t.target}:${t.port}`, t.target, t.port, weight));
   }
   return sortedUnique(out);
 }
@@ -282,7 +293,7 @@ export class DnsDiscovery {
     if (type === 'SRV') {
       const r = await settle(this.resolver.resolveSrv(name));
       if (r.kind === 'empty') return r;
-      const backends = backendsFromSrv(r.value, this.weight);
+      const backends = backendsFromSrv(r.value, this.weight, this.opts.scheme);
       return backends.length > 0 ? { kind: 'backends', backends } : { kind: 'empty', code: 'ENODATA' };
     }
     const queries: Promise<string[]>[] = [];
@@ -292,7 +303,7 @@ export class DnsDiscovery {
     // an answer), "no records" of one family is fine.
     const results = await Promise.all(queries.map(settle));
     const addresses = results.flatMap((r) => (r.kind === 'value' ? r.value : []));
-    const backends = backendsFromA(addresses, port, this.weight);
+    const backends = backendsFromA(addresses, port, this.weight, this.opts.scheme);
     if (backends.length > 0) return { kind: 'backends', backends };
     const emptyCode = results.find((r) => r.kind === 'empty' && r.code === 'ENOTFOUND') ? 'ENOTFOUND' : 'ENODATA';
     return { kind: 'empty', code: emptyCode };

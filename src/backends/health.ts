@@ -2,13 +2,21 @@
 // TCP connect), and its state flips only after `rise` passes or `fall` failures in a row, so one
 // lost packet does not move rooms. The proxy can add passive evidence (a refused connection)
 // to reach `fall` sooner. Owns its timers and probe sockets; knows nothing of the pool or ring.
+// An https:// backend is checked over TLS as the proxy speaks to it: the HTTP check is an https
+// GET, and the connect check completes a verified TLS handshake (a listening port whose
+// certificate roomgate refuses is not healthy; the failure reads e.g. "tls: CERT_HAS_EXPIRED ...").
 import http from 'node:http';
+import https from 'node:https';
 import net from 'node:net';
+import tls from 'node:tls';
+import { defaultBackendTls, tlsFailure, tlsOptions, type BackendTls } from './backend-tls.js';
 
 export interface HealthTarget {
   readonly id: string;
   readonly host: string;
   readonly port: number;
+  /** An https:// backend: checked over TLS. */
+  readonly tls?: boolean;
 }
 
 export interface HealthOptions {
@@ -24,6 +32,8 @@ export interface HealthOptions {
   fall: number;
   /** Host header to send (default: host:port of the target). */
   hostHeader?: string;
+  /** TLS for targets with `tls` (backendTls); default: Node's trust store, verified. */
+  tls?: BackendTls;
 }
 
 export type HealthState = 'up' | 'down';
@@ -42,6 +52,9 @@ export interface HealthResult {
   ms: number;
   error?: string;
 }
+
+/** TLS of checks when HealthOptions.tls is not given: made on first use. */
+let fallbackTls: BackendTls | undefined;
 
 /** Results kept per backend for the admin API. */
 const HISTORY = 20;
@@ -202,20 +215,25 @@ function probe(target: HealthTarget, opts: HealthOptions, signal: AbortSignal): 
     const onAbort = (): void => finish('aborted');
     // Error listeners stay attached after finish(): destroy() may still emit 'error', and an
     // unhandled one would crash the process.
-    const fail = (err: Error): void => finish((err as NodeJS.ErrnoException).code ?? err.message);
+    const fail = (err: Error): void => finish(tlsFailure(err) ?? (err as NodeJS.ErrnoException).code ?? err.message);
+    const secure = target.tls ? tlsOptions(opts.tls ?? (fallbackTls ??= defaultBackendTls()), target.host) : null;
 
-    const conn = opts.path === null ? tcpProbe(target, finish, fail) : httpProbe(target, opts.path, opts.hostHeader, finish, fail);
+    const conn = opts.path === null ? tcpProbe(target, secure, finish, fail) : httpProbe(target, secure, opts.path, opts.hostHeader, finish, fail);
     timer = setTimeout(() => finish(`timeout after ${opts.timeoutMs} ms`), opts.timeoutMs);
     timer.unref(); // the probe socket is what keeps the process alive, and only until stop()
     signal.addEventListener('abort', onAbort);
   });
 }
 
-/** Connect, then end at once: a listening port is all this check proves. */
-function tcpProbe(target: HealthTarget, finish: (error?: string) => void, fail: (err: Error) => void): net.Socket {
-  const socket = net.connect({ host: target.host, port: target.port });
+/**
+ * Connect, then end at once: a listening port is all this check proves; for an https backend also
+ * that its TLS handshake completes and its certificate verifies.
+ */
+function tcpProbe(target: HealthTarget, secure: tls.ConnectionOptions | null, finish: (error?: string) => void, fail: (err: Error) => void): net.Socket {
+  const address = { host: target.host, port: target.port };
+  const socket = secure ? tls.connect({ ...address, ...secure }) : net.connect(address);
   socket.on('error', fail);
-  socket.once('connect', () => {
+  socket.once(secure ? 'secureConnect' : 'connect', () => {
     socket.end();
     finish();
   });
@@ -224,13 +242,14 @@ function tcpProbe(target: HealthTarget, finish: (error?: string) => void, fail: 
 
 function httpProbe(
   target: HealthTarget,
+  secure: tls.ConnectionOptions | null,
   path: string,
   hostHeader: string | undefined,
   finish: (error?: string) => void,
   fail: (err: Error) => void,
 ): http.ClientRequest {
   const host = hostHeader ?? `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
-  const req = http.request({
+  const req = (secure ? https : http).request({
     host: target.host,
     port: target.port,
     path,
@@ -239,6 +258,7 @@ function httpProbe(
     // what the proxy needs; a pooled socket could stay healthy after the listener died.
     agent: false,
     headers: { Host: host, Connection: 'close', 'User-Agent': 'roomgate-health' },
+    ...secure,
   });
   req.on('error', fail);
   req.once('response', (res) => {

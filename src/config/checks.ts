@@ -65,11 +65,12 @@ export interface CrossCheck {
 
 const BACKEND_ID = /^[A-Za-z0-9_.:[\]-]{1,64}$/;
 
-/** A backend's id (given, or host:port of its URL) and where it listens. */
-export function backendAddress(b: BackendConfig): { id: string; host: string; port: number; url: string } {
+/** A backend's id (given, or host:port of its URL), where it listens and whether it speaks TLS (https://). */
+export function backendAddress(b: BackendConfig): { id: string; host: string; port: number; url: string; tls?: true } {
   const u = new URL(b.url);
-  const port = u.port ? Number(u.port) : 80;
-  return { id: b.id ?? `${u.hostname}:${port}`, host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port, url: `http://${u.host}` };
+  const tls = u.protocol === 'https:';
+  const port = u.port ? Number(u.port) : tls ? 443 : 80;
+  return { id: b.id ?? `${u.hostname}:${port}`, host: u.hostname.replace(/^\[(.*)\]$/, '$1'), port, url: `${u.protocol}//${u.host}`, ...(tls ? { tls } : {}) };
 }
 
 // The salts Django itself signs under when none is given (django.core.signing): a value roomgate
@@ -238,6 +239,17 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
         problems.push(`tls.redirectPort: got ${redirect}, which is listen.port; expected another port (the plain-HTTP listener beside the TLS one, e.g. 80 beside 443)`);
       }
       return problems;
+    },
+  },
+  {
+    rule: '`backendTls.cert` and `backendTls.key` are given together (a client certificate needs its key).',
+    check(v) {
+      const cert = v.get('backendTls.cert');
+      const key = v.get('backendTls.key');
+      if (cert === undefined || key === undefined || (cert === null) === (key === null)) return [];
+      return cert === null
+        ? ['backendTls.cert: got null while backendTls.key is set; expected the PEM certificate file of that key, or remove backendTls.key (no client certificate)']
+        : ['backendTls.key: got null while backendTls.cert is set; expected the PEM private key file of that certificate, or remove backendTls.cert (no client certificate)'];
     },
   },
 ];

@@ -35,6 +35,8 @@ export interface ResolvedBackend {
   readonly host: string;
   readonly port: number;
   readonly weight: number;
+  /** An https:// backend: spoken to over TLS, as `backendTls` says. Absent for http://. */
+  readonly tls?: boolean;
 }
 export type LoadedConfig = Omit<Config, 'backends'> & { backends: ResolvedBackend[] };
 

@@ -95,22 +95,21 @@ function isDnsServer(s: string): boolean {
 // A page path pattern such as /game/{room}/: {room} once, as one whole path segment; the rest literal.
 const pagePattern = matching(/^\/(?:[^{}]*\/)?\{room\}(?:\/[^{}]*)?$/, 'a path with {room} once as a whole segment, e.g. "/game/{room}/"');
 
-const BACKEND_URL = 'an http:// URL with host and port and no path, e.g. "http://10.0.0.5:8000"';
+const BACKEND_URL = 'an http:// or https:// URL with host and port and no path, e.g. "http://10.0.0.5:8000" or "https://app-1.internal:8443"';
 const backend = z.strictObject({
   id: doc(matching(/^[A-Za-z0-9_.:-]{1,64}$/, 'an id of 1-64 characters from A-Z a-z 0-9 _ . : -').optional(), {
     text: 'Names the backend in logs, metrics and the admin API; the ring hashes ids, so keep them stable. Default: host:port of the URL.',
   }),
   url: doc(
     z.string().superRefine((s, ctx) => {
-      if (/^http:\/\/[^/?#\s]+\/?$/.test(s) && URL.canParse(s)) return;
-      const fix = /^https:\/\//i.test(s)
-        ? '; roomgate speaks plain HTTP to backends: write http://'
-        : /^http:\/\/[^/?#\s]+[/?#]./.test(s)
-          ? '; remove the path (roomgate forwards each request path as it comes)'
-          : '';
+      if (/^https?:\/\/[^/?#\s]+\/?$/.test(s) && URL.canParse(s)) return;
+      const fix = /^https?:\/\/[^/?#\s]+[/?#]./.test(s) ? '; remove the path (roomgate forwards each request path as it comes)' : '';
       ctx.addIssue({ code: 'custom', message: BACKEND_URL + fix });
     }),
-    { text: 'Where the backend listens.', allowed: BACKEND_URL },
+    {
+      text: 'Where the backend listens. https:// speaks TLS to it (pages, WebSockets and health checks), verified as `backendTls` says; the port defaults to 80 for http, 443 for https.',
+      allowed: BACKEND_URL,
+    },
   ),
   weight: doc(z.number().min(0).max(100).default(1), {
     text: 'Relative share of new rooms; 0 takes no new rooms (its placed rooms stay).',
@@ -234,6 +233,7 @@ export const configSchema = z.strictObject({
           }),
           type: doc(z.enum(['A', 'AAAA', 'A+AAAA', 'SRV']).default('SRV'), { text: 'Record type: SRV (stable ids from pod names, ports from the records), A, AAAA or A+AAAA.' }),
           port: doc(port.default(8000), { text: 'Port of A/AAAA backends (SRV records carry their own).' }),
+          scheme: doc(z.enum(['http', 'https']).default('http'), { text: 'How discovered backends are spoken to: https uses TLS as `backendTls` says (the certificate must name the SRV target, or the address for A/AAAA, unless `backendTls.servername` is set).' }),
           intervalMs: doc(positiveMs.default(5_000), { text: 'How often the name is resolved again.' }),
           servers: doc(z.array(z.string().refine(isDnsServer, { message: 'a DNS server "ip" or "ip:port" ("[ipv6]:port"), e.g. "10.96.0.10" or "10.96.0.10:53"' })).default([]), {
             text: "DNS servers to ask; empty: the system's resolvers.",
@@ -244,9 +244,33 @@ export const configSchema = z.strictObject({
       {
         text: 'DNS discovery of backends, e.g. a Kubernetes headless Service.',
         null: 'no DNS discovery: the static list only',
-        example: { name: '_http._tcp.app-headless.default.svc.cluster.local', type: 'SRV', port: 8000, intervalMs: 5000, servers: [] },
+        example: { name: '_http._tcp.app-headless.default.svc.cluster.local', type: 'SRV', port: 8000, scheme: 'http', intervalMs: 5000, servers: [] },
       },
     ),
+  }),
+  backendTls: section('TLS toward https:// backends (pages, WebSockets and health checks); read at start. http:// backends ignore it.', {
+    ca: doc(z.string().min(1).nullable().default(null), {
+      text: 'PEM file of the CA certificates that sign the backends\' certificates (e.g. an internal CA); it replaces Node\'s default list for backend connections. Read and checked at start.',
+      allowed: 'a path to a PEM file, e.g. "/etc/roomgate/backend-ca.pem"',
+      null: "Node's default trust store, the Mozilla CA list",
+    }),
+    verify: doc(z.boolean().default(true), {
+      text: "Verify each https backend's certificate: signed by a CA of `ca` (or Node's list), not expired, and naming the backend (the URL's host, or `servername`). A backend that fails it is treated as unreachable (marked down, reason e.g. \"tls: CERT_HAS_EXPIRED\"). false accepts any certificate, so anyone on the path can pose as a backend: start logs a warning and check-config notes it.",
+    }),
+    servername: doc(matching(HOST_NAME, 'a host name, e.g. "app.internal"').nullable().default(null), {
+      text: "The name sent as SNI and checked against every backend's certificate, when the certificates name a service rather than each backend (e.g. backends listed by address).",
+      null: "the URL's host when it is a name; for an IP address no SNI, and the certificate must list that address",
+    }),
+    cert: doc(z.string().min(1).nullable().default(null), {
+      text: 'PEM file of a client certificate (the chain after it) roomgate shows to backends that ask for one (mutual TLS). With `key`.',
+      allowed: 'a path to a PEM file',
+      null: 'no client certificate',
+    }),
+    key: doc(z.string().min(1).nullable().default(null), {
+      text: 'PEM file of the private key of `cert`; it must belong to that certificate.',
+      allowed: 'a path to a PEM file',
+      null: 'no client certificate',
+    }),
   }),
   health: section('Health checks of each backend.', {
     path: doc(z.string().startsWith('/', 'a path starting with "/", e.g. "/healthz"').nullable().default(null), {

@@ -1,9 +1,12 @@
 // Names for backend failures (for metrics, logs and retry rules). roomgate's own short answers
 // are in src/http/replies.ts.
+import { tlsFailure } from '../backends/backend-tls.js';
 
-export type ErrorKind = 'refused' | 'connect-timeout' | 'unreachable' | 'timeout' | 'reset' | 'other';
+export type ErrorKind = 'refused' | 'connect-timeout' | 'unreachable' | 'tls' | 'timeout' | 'reset' | 'other';
 
 export function classifyError(err: NodeJS.ErrnoException): ErrorKind {
+  // An https backend whose certificate fails verification, or whose handshake fails.
+  if (tlsFailure(err) !== null) return 'tls';
   switch (err.code) {
     case 'ECONNREFUSED':
       return 'refused';
@@ -25,7 +28,15 @@ export function classifyError(err: NodeJS.ErrnoException): ErrorKind {
   }
 }
 
-/** The backend could not be reached at all: nothing was sent, so it is marked down and skipped. */
+/**
+ * The backend could not be reached at all: nothing was sent, so it is marked down and skipped. A
+ * TLS failure is one too: the request is written only once the handshake is complete and verified.
+ */
 export function isConnectFailure(kind: ErrorKind): boolean {
-  return kind === 'refused' || kind === 'connect-timeout' || kind === 'unreachable';
+  return kind === 'refused' || kind === 'connect-timeout' || kind === 'unreachable' || kind === 'tls';
+}
+
+/** Why a backend is marked down after a failed connection: the kind, or the TLS failure in full. */
+export function downReason(err: NodeJS.ErrnoException, kind: ErrorKind): string {
+  return (kind === 'tls' && tlsFailure(err)) || kind;
 }

@@ -1,7 +1,10 @@
 // Proxies plain HTTP requests (pages, assets, API calls of the app) to the room's backend.
 // Bodies are streamed both ways; backend connections are kept alive per backend.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import type { Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
+import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
 import { peerAddress } from '../http/peer.js';
 import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Decision } from '../placement/decide.js';
@@ -13,7 +16,7 @@ import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rule
 import type { Forwarding } from './forwarded.js';
 import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { plainResponse } from '../http/replies.js';
-import { classifyError, isConnectFailure } from './errors.js';
+import { classifyError, downReason, isConnectFailure } from './errors.js';
 import type { Router } from './router.js';
 
 export interface HttpProxyOptions {
@@ -23,6 +26,8 @@ export interface HttpProxyOptions {
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
   readonly maxIdleSocketsPerBackend: number;
+  /** TLS toward https:// backends. */
+  readonly backendTls: BackendTls;
   /** Sets the room cookie on page responses; null when disabled. encode signs (or not) the room. */
   readonly roomCookie: { name: string; maxAgeS: number; encode: (room: string, nowMs: number) => string } | null;
   readonly metrics: Metrics;
@@ -60,12 +65,19 @@ export class HttpProxy {
 
   constructor(private readonly o: HttpProxyOptions) {}
 
-  /** Keep-alive connections per backend; created on first use (backends come and go at run time). */
-  private agent(id: string): http.Agent {
-    let a = this.agents.get(id);
+  /**
+   * Keep-alive connections per backend; created on first use (backends come and go at run time).
+   * An https:// backend gets an https.Agent (the same pool), under its own key so that a reload
+   * from http:// to https:// finds the right kind.
+   */
+  private agent(backend: Backend): http.Agent {
+    const { id, tls } = backend.config;
+    const name = tls ? `https ${id}` : id;
+    let a = this.agents.get(name);
     if (!a) {
-      a = new http.Agent({ keepAlive: true, maxFreeSockets: this.o.maxIdleSocketsPerBackend, scheduling: 'lifo' });
-      this.agents.set(id, a);
+      const pool = { keepAlive: true, maxFreeSockets: this.o.maxIdleSocketsPerBackend, scheduling: 'lifo' } as const;
+      a = tls ? new https.Agent(pool) : new http.Agent(pool);
+      this.agents.set(name, a);
     }
     return a;
   }
@@ -129,14 +141,16 @@ export class HttpProxy {
     // chunks only POST/PUT/PATCH by itself, and an unframed DELETE body on a keep-alive
     // connection would be read by the backend as a second request (smuggling).
     if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
-    const proxyReq = http.request({
+    const proxyReq = (backend.config.tls ? https : http).request({
       host: backend.config.host,
       port: backend.config.port,
       method: req.method,
       path: key.forwardUrl,
       headers,
-      agent: this.agent(backend.id),
+      agent: this.agent(backend),
       timeout: o.responseTimeoutMs,
+      // https://: the CA list, client certificate, verification and SNI of `backendTls`.
+      ...(backend.config.tls ? tlsOptions(o.backendTls, backend.config.host) : {}),
     });
     // One more than relayed: Node drops lines past its limit silently; this way the check sees them.
     proxyReq.maxHeadersCount = MAX_RESPONSE_HEADERS + 1;
@@ -145,7 +159,8 @@ export class HttpProxy {
     proxyReq.on('socket', (s: Socket) => {
       if (!s.connecting) return;
       connectTimer = setTimeout(() => proxyReq.destroy(Object.assign(new Error('connect timeout'), { code: 'ECONNTIMEOUT' })), o.connectTimeoutMs);
-      s.once('connect', () => {
+      // An https backend's connection is made once its TLS handshake is complete and verified.
+      s.once(s instanceof TLSSocket ? 'secureConnect' : 'connect', () => {
         if (connectTimer) clearTimeout(connectTimer);
         o.pool.markUp(backend.id);
       });
@@ -214,7 +229,7 @@ export class HttpProxy {
       const kind = classifyError(err);
       o.metrics.proxyErrors.inc({ backend: backend.id, kind });
       const now = Date.now();
-      if (isConnectFailure(kind)) o.pool.markDown(backend.id, now, kind);
+      if (isConnectFailure(kind)) o.pool.markDown(backend.id, now, downReason(err, kind));
       if (res.headersSent || res.destroyed) {
         // Mid-response: the status line is gone, all we can do is cut the client off.
         o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind }, 'backend failed mid-response');

@@ -9,7 +9,7 @@
 // Each attempt is an UpgradeTunnel with one named state and one cleanup path (finish()). Socket
 // listeners are module functions that reach their tunnel through a symbol: no closure per
 // socket keeps the request (or anything else of the handshake) alive for the socket's life.
-import { connect, type Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Logger } from '../observability/logger.js';
@@ -19,11 +19,13 @@ import { peerAddress } from '../http/peer.js';
 import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { rawResponse } from '../http/replies.js';
-import { classifyError, isConnectFailure, type ErrorKind } from './errors.js';
+import { classifyError, downReason, isConnectFailure, type ErrorKind } from './errors.js';
 import type { Forwarding } from './forwarded.js';
 import type { Admission } from './admission.js';
 import type { Router } from './router.js';
 import type { Decision } from '../placement/decide.js';
+import type { BackendTls } from '../backends/backend-tls.js';
+import { connectBackend } from './backend-connect.js';
 import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
 
 export interface UpgradeProxyOptions {
@@ -35,6 +37,8 @@ export interface UpgradeProxyOptions {
   /** The backend a room is placed on as this gateway knows it now (cache), or null. */
   readonly placementOf: (room: string) => string | null;
   readonly websocketPaths: readonly string[];
+  /** TLS toward https:// backends. */
+  readonly backendTls: BackendTls;
   readonly connectTimeoutMs: number;
   /** Time for the backend to answer the handshake (and, for a refusal, to send its body). */
   readonly responseTimeoutMs: number;
@@ -211,16 +215,12 @@ class UpgradeTunnel implements Tunnel {
     this.o = proxy.o;
     this.room = a.key.room;
     this.client = a.client;
-    this.upstream = connect({
-      host: backend.config.host,
-      port: backend.config.port,
-      // Backend reads land in one small buffer per tunnel (no allocation per frame).
-      onread: { buffer: Buffer.allocUnsafe(RELAY_BUFFER_BYTES), callback: onUpstreamRead },
-    });
+    // Plain TCP or TLS (an https:// backend); connected once a TLS handshake is verified too.
+    // Plain backend reads land in one small buffer per tunnel (no allocation per frame).
+    this.upstream = connectBackend(backend.config, this.o.backendTls, Buffer.allocUnsafe(RELAY_BUFFER_BYTES), onUpstreamRead, onUpstreamConnect);
     (this.upstream as TunnelSocket)[kTunnel] = this;
     (this.client as TunnelSocket)[kTunnel] = this;
     this.upstream.on('error', onUpstreamError);
-    this.upstream.once('connect', onUpstreamConnect);
     this.upstream.on('close', onUpstreamClose);
     this.client.on('close', onClientClose);
     this.setTimer(this.o.connectTimeoutMs);
@@ -406,7 +406,7 @@ class UpgradeTunnel implements Tunnel {
     const kind: ErrorKind = classifyError(err);
     this.finish('gone');
     const now = Date.now();
-    if (isConnectFailure(kind)) o.pool.markDown(this.backend.id, now, kind);
+    if (isConnectFailure(kind)) o.pool.markDown(this.backend.id, now, downReason(err, kind));
     const retry = isConnectFailure(kind) && !this.client.destroyed && this.attempt <= o.pool.backends.length;
     o.logger.warn({ room: this.room, backend: this.backend.id, source: a.key.source, err: kind, retry }, 'upgrade proxy error');
     o.metrics.proxyErrors.inc({ backend: this.backend.id, kind });

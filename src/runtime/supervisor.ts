@@ -16,7 +16,7 @@ import type { TunnelRegistry } from './tunnels.js';
 export interface HealthControl {
   /** Passive evidence (a refused connection) counts towards the checks' `fall`. */
   reportFailure(id: string, reason: string): void;
-  setTargets(targets: readonly { id: string; host: string; port: number }[]): void;
+  setTargets(targets: readonly { id: string; host: string; port: number; tls?: boolean }[]): void;
 }
 
 export interface SupervisorOptions {
@@ -166,7 +166,7 @@ export class Supervisor {
     if (added.length || removed.length) {
       o.logger.info({ added: added.map((b) => b.id), removed: removed.map((b) => b.id) }, 'backend list changed');
     }
-    o.health.setTargets(o.pool.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, host: b.config.host, port: b.config.port })));
+    o.health.setTargets(o.pool.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, host: b.config.host, port: b.config.port, tls: b.config.tls === true })));
   }
 
   /** A room was placed (new) or moved by this gateway. */

@@ -78,7 +78,7 @@ describe('configuration', () => {
 
   it('rejects unknown keys, bad URLs, duplicate ids, bad patterns and non-numeric ports', () => {
     expect(problems(() => loadConfig({ env: {}, file: writeConfig({ lisen: {} }) }))).toEqual(['lisen: unknown key; did you mean "listen"?']);
-    expect(problems(() => loadConfig({ env: {}, overrides: { backends: ['https://x:1'] } }))[0]).toMatch(/^backends\.0\.url: got "https:\/\/x:1" \(from --backend\); expected an http:\/\/ URL/);
+    expect(problems(() => loadConfig({ env: {}, overrides: { backends: ['ftp://x:1'] } }))[0]).toMatch(/^backends\.0\.url: got "ftp:\/\/x:1" \(from --backend\); expected an http:\/\/ or https:\/\/ URL/);
     expect(problems(() => loadConfig({ env: {}, overrides: { backends: ['http://a:1/path'] } }))[0]).toMatch(/no path.*; remove the path/);
     expect(problems(() => loadConfig({ env: {}, overrides: { backends: ['x=http://a:1', 'x=http://a:2'] } }))).toEqual([
       'backends.1.id: got "x", also the id of backends.0; expected an id no other backend has; give one of them another id',

@@ -262,6 +262,10 @@ describe('every rule of the schema speaks plain words', () => {
           raw: { tls: { redirectPort: 8081 } },
           problem: 'tls.redirectPort: got 8081 while tls.certs is empty; expected null, or list certificates in tls.certs (the redirect leads to https)',
         },
+        [CROSS_CHECKS[14]!.rule]: {
+          raw: { backendTls: { cert: '/etc/roomgate/client.pem' } },
+          problem: 'backendTls.key: got null while backendTls.cert is set; expected the PEM private key file of that certificate, or remove backendTls.cert (no client certificate)',
+        },
       };
       // Every rule in checks.ts has a case here.
       expect(Object.keys(cases).sort()).toEqual(CROSS_CHECKS.map((c) => c.rule).sort());
@@ -352,7 +356,7 @@ describe('messages', () => {
       expect(problemsOf(raw)).toEqual([
         'listen.port: got "eighty"; expected a whole number from 0 to 65535',
         'listen.prot: unknown key; did you mean "port"?',
-        'backends.2.url: got "ftp://a:3"; expected an http:// URL with host and port and no path, e.g. "http://10.0.0.5:8000"',
+        'backends.2.url: got "ftp://a:3"; expected an http:// or https:// URL with host and port and no path, e.g. "http://10.0.0.5:8000" or "https://app-1.internal:8443"',
         'placement.heartbeatMs: got "often"; expected a whole number of milliseconds from 1 to 86400000',
         'static.mounts.1.prefix: got "s"; expected a URL path that starts and ends with "/", e.g. "/static/"',
         'static.mounts.1.dir: missing; expected non-empty text',
@@ -373,7 +377,7 @@ describe('messages', () => {
     ]);
     expect(problems(() => loadConfig({ env: {}, overrides: { port: 'x', backends: ['b=http://a:1/x'] } }))).toEqual([
       'listen.port: got "x" (from --port); expected a whole number from 0 to 65535',
-      'backends.0.url: got "http://a:1/x" (from --backend); expected an http:// URL with host and port and no path, e.g. "http://10.0.0.5:8000"; remove the path (roomgate forwards each request path as it comes)',
+      'backends.0.url: got "http://a:1/x" (from --backend); expected an http:// or https:// URL with host and port and no path, e.g. "http://10.0.0.5:8000" or "https://app-1.internal:8443"; remove the path (roomgate forwards each request path as it comes)',
     ]);
   });
 

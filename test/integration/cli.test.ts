@@ -87,7 +87,7 @@ describe('roomgate CLI', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain('listen.port: got "eighty"; expected a whole number from 0 to 65535\n');
     expect(bad.stderr).toContain('cookie.format: got "django"; expected one of "roomgate", "django-signer" or "django-cookie"; did you mean "django-signer" or "django-cookie"?\n');
-    expect(bad.stderr).toMatch(/backends\.0\.url: got "ftp:\/\/x"; expected an http:\/\/ URL/);
+    expect(bad.stderr).toMatch(/backends\.0\.url: got "ftp:\/\/x"; expected an http:\/\/ or https:\/\/ URL/);
     // start refuses the same configuration before listening.
     const start = await runCli(['start', '--config', file]);
     expect(start.code).toBe(2);

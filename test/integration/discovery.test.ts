@@ -294,7 +294,7 @@ describe('SIGHUP reload (static list in the config file)', () => {
   it('an invalid config file: "reload refused", the running configuration stays and keeps routing', async () => {
     const valid = current;
     const backendsBefore = await backendsOf(gw);
-    const refused = await reloadWith(gw, { ...valid, backends: [{ id: 'b1', url: 'https://nope:1' }], room: { noRoom: 'random' } }, 'reload refused: the running configuration stays');
+    const refused = await reloadWith(gw, { ...valid, backends: [{ id: 'b1', url: 'ftp://nope:1' }], room: { noRoom: 'random' } }, 'reload refused: the running configuration stays');
     expect(refused.level).toBe('error');
     expect(String(refused.err)).toMatch(/backends\.0\.url/);
     expect(String(refused.err)).toMatch(/room\.noRoom/);
