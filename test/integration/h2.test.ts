@@ -5,6 +5,8 @@
 // concurrent streams, header lines and bytes, a body that never arrives, idle connections, and
 // rapid reset. A stop sends GOAWAY and does not wait on idle h2 connections.
 import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import http2, { type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import https from 'node:https';
@@ -13,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR, FRAME, get, RawH2 } from '../support/h2-raw.js';
-import { metricValue, startBackend, startGateway, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { metricValue, startBackend, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-h2-test-'));
 const cert = join(dir, 'a.crt');
@@ -393,6 +395,55 @@ describe('HTTP/2 connection lifetime and the switch', () => {
       expect(c.goawayCode()).toBe(ERROR.NO_ERROR);
     } finally {
       c.close();
+    }
+  });
+
+  it('sends the backend the HTTP/1.1 handshake an h2 WebSocket stands for: Host, Upgrade, a key, X-Forwarded-*', async () => {
+    // A backend that records the handshake it gets and accepts it (RFC 6455 4.2.2).
+    let seen = '';
+    const capture = net.createServer((sock) => {
+      sock.on('error', () => undefined);
+      sock.once('data', (d: Buffer) => {
+        seen = d.toString('latin1');
+        const key = /sec-websocket-key: *([^\r\n]+)/i.exec(seen)?.[1] ?? '';
+        const accept = createHash('sha1').update(`${key}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
+        sock.write(`HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: ${accept}\r\nSec-WebSocket-Protocol: chat\r\n\r\n`);
+      });
+    });
+    await new Promise<void>((r) => capture.listen(0, '127.0.0.1', () => r()));
+    const port = (capture.address() as net.AddressInfo).port;
+    const g = await startGateway({ backends: [`cap=http://127.0.0.1:${port}`], config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 } } });
+    const c = await session(g.port);
+    try {
+      const stream = c.request(
+        { ':method': 'CONNECT', ':protocol': 'websocket', ':path': '/ws/live/?room=xff', ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13', 'sec-websocket-protocol': 'chat', 'x-forwarded-for': '6.6.6.6' },
+        { endStream: false },
+      );
+      const head = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
+        stream.once('response', resolve);
+        stream.once('error', reject);
+        setTimeout(() => reject(new Error('no answer')), 5_000);
+      });
+      expect(head[':status']).toBe(200);
+      expect(head['sec-websocket-protocol']).toBe('chat');
+      expect(head['sec-websocket-accept']).toBeUndefined();
+      const lines = seen.split('\r\n');
+      expect(lines[0]).toBe('GET /ws/live/?room=xff HTTP/1.1');
+      const header = (name: string): string[] => lines.filter((l) => l.toLowerCase().startsWith(`${name}:`)).map((l) => l.slice(name.length + 1).trim());
+      expect(header('host')).toEqual(['a.test']);
+      expect(header('upgrade')).toEqual(['websocket']);
+      expect(header('connection')).toEqual(['Upgrade']);
+      expect(header('sec-websocket-version')).toEqual(['13']);
+      expect(header('sec-websocket-key')[0]).toMatch(/^[A-Za-z0-9+/]{22}==$/);
+      // The client's own X-Forwarded-For is not believed (no trusted proxy): replaced, as on HTTP/1.1.
+      expect(header('x-forwarded-for')).toEqual(['127.0.0.1']);
+      expect(header('x-forwarded-proto')).toEqual(['https']);
+      expect(lines.some((l) => l.startsWith(':'))).toBe(false);
+      stream.close(http2.constants.NGHTTP2_CANCEL);
+    } finally {
+      c.destroy();
+      await stop(g);
+      await new Promise<void>((r) => capture.close(() => r()));
     }
   });
 
