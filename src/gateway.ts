@@ -231,6 +231,7 @@ export class Gateway {
       connectTimeoutMs: config.proxy.connectTimeoutMs,
       responseTimeoutMs: config.proxy.responseTimeoutMs,
       maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
+      backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
       backendTls,
       roomCookie: config.cookie.setOnPages
         ? {

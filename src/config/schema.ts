@@ -421,6 +421,9 @@ export const configSchema = z.strictObject({
     responseTimeoutMs: doc(positiveMs.default(60_000), { text: "Time from sending a request to the backend's response head (or 101); then 504." }),
     websocketIdleTimeoutMs: doc(optionalMs.default(0), { text: 'Close a proxied WebSocket with no traffic either way for this long (djust pings every 30 s).', zero: 'never' }),
     maxIdleSocketsPerBackend: doc(z.number().int().min(0).max(10_000).default(64), { text: 'Idle keep-alive connections kept per backend.' }),
+    backendIdleTimeoutMs: doc(positiveMs.default(1_500), {
+      text: "How long an idle keep-alive connection to a backend is kept before roomgate closes it. Keep it below the backends' own keep-alive timeout (Node 5 s, uvicorn 5 s, gunicorn 2 s): a backend that closes an idle connection just as a request with a body is sent on it makes that request fail with 502 (only requests without a body are retried).",
+    }),
     trustedProxies: doc(z.array(z.string().refine(isIpOrCidr, { message: 'an IP address or CIDR such as "10.0.0.0/8" or "::1"' })).default([]), {
       text: "Peers whose X-Forwarded-* headers are believed. Others' are replaced.",
       example: ['10.0.0.0/8'],

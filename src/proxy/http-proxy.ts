@@ -26,6 +26,8 @@ export interface HttpProxyOptions {
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
   readonly maxIdleSocketsPerBackend: number;
+  /** An idle pooled connection is closed after this: before the backend closes it under a request. */
+  readonly backendIdleTimeoutMs: number;
   /** TLS toward https:// backends. */
   readonly backendTls: BackendTls;
   /** Sets the room cookie on page responses; null when disabled. encode signs (or not) the room. */
@@ -75,7 +77,9 @@ export class HttpProxy {
     const name = tls ? `https ${id}` : id;
     let a = this.agents.get(name);
     if (!a) {
-      const pool = { keepAlive: true, maxFreeSockets: this.o.maxIdleSocketsPerBackend, scheduling: 'lifo' } as const;
+      // `timeout` is set on a socket when it goes back to the pool (each request sets its own while
+      // it runs); the agent destroys a pooled socket whose timeout fires.
+      const pool = { keepAlive: true, maxFreeSockets: this.o.maxIdleSocketsPerBackend, scheduling: 'lifo', timeout: this.o.backendIdleTimeoutMs } as const;
       a = tls ? new https.Agent(pool) : new http.Agent(pool);
       this.agents.set(name, a);
     }
