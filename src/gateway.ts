@@ -306,7 +306,7 @@ export class Gateway {
         : null;
     this.server = createPublicServer({
       tls: certificates,
-      hsts: certificates ? hstsValue(config) : null,
+      hsts: hstsValue(config),
       http2: this.h2 !== null,
       maxHeaderBytes: config.listen.maxHeaderBytes,
       maxHeaders: config.listen.maxHeaders,

@@ -3,7 +3,8 @@
 // fix), one secure context for every backend connection, the per-connection options (SNI and the
 // name checked), and a name for a TLS failure that logs, metrics and a backend's reason share.
 // The proxy's connections (src/proxy) and the health checks (health.ts) both take their options here.
-import { createPrivateKey, X509Certificate } from 'node:crypto';
+import { X509Certificate } from 'node:crypto';
+import { checkPemPair } from '../config/pem-pair.js';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { createSecureContext, type ConnectionOptions, type SecureContext } from 'node:tls';
@@ -131,21 +132,9 @@ function checkCa(path: string, pem: string, problems: string[]): void {
 
 /** The client certificate parses, the key parses, and the key belongs to the certificate. */
 function checkPair(certPath: string, certPem: string, keyPath: string, keyPem: string, problems: string[]): void {
-  let x509: X509Certificate;
-  try {
-    x509 = new X509Certificate(certPem);
-  } catch (err) {
-    problems.push(`backendTls.cert: ${certPath} is not a PEM certificate (${(err as Error).message}); expected the client certificate (its chain after it)`);
-    return;
-  }
-  let key;
-  try {
-    key = createPrivateKey(keyPem);
-  } catch (err) {
-    problems.push(`backendTls.key: ${keyPath} is not a PEM private key (${(err as Error).message}); expected the private key of backendTls.cert`);
-    return;
-  }
-  if (!x509.checkPrivateKey(key)) {
-    problems.push(`backendTls.key: the key in ${keyPath} does not belong to the certificate in ${certPath}; expected the key of backendTls.cert: give the matching pair`);
-  }
+  const pair = checkPemPair(certPem, keyPem);
+  if (pair.ok) return;
+  if (pair.which === 'cert') problems.push(`backendTls.cert: ${certPath} is not a PEM certificate (${pair.detail}); expected the client certificate (its chain after it)`);
+  else if (pair.which === 'key') problems.push(`backendTls.key: ${keyPath} is not a PEM private key (${pair.detail}); expected the private key of backendTls.cert`);
+  else problems.push(`backendTls.key: the key in ${keyPath} does not belong to the certificate in ${certPath}; expected the key of backendTls.cert: give the matching pair`);
 }

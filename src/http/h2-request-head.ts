@@ -3,7 +3,8 @@
 // refused what RFC 9113 8.2-8.3 calls malformed (connection-specific fields, TE other than
 // "trailers", upper-case names, missing or repeated pseudo-headers, a body longer or shorter than
 // its Content-Length); these are the rules left to the server, and the mapping to HTTP/1.1:
-// :authority becomes the one Host, cookie crumbs are joined into one Cookie (RFC 9113 8.2.3), and
+// :authority becomes the one Host, cookie crumbs are joined into one Cookie line (RFC 9113 8.2.3;
+// Node joins them the same way in `headers.cookie`, which the room key reads), and
 // a body without Content-Length is marked chunked so the backend connection frames it.
 import type { Http2ServerRequest } from 'node:http2';
 import type { HeadLimits, HeadVerdict, HeadRefusal } from './request-head.js';
@@ -74,7 +75,6 @@ export function checkH2RequestHead(req: Http2ServerRequest, limits: H2HeadLimits
   if (cookieAt !== -1) out[cookieAt + 1] = cookie as string;
   out.unshift('Host', target);
   headers.host = target;
-  if (cookie !== null) headers.cookie = cookie;
   // A body with no Content-Length (allowed on h2, where frames end it) is sent on chunked.
   if (!req.stream.endAfterHeaders && headers['content-length'] === undefined) headers['transfer-encoding'] = 'chunked';
   // rawHeaders is a getter on the h2 request: the HTTP/1.1 list is set on the instance instead.

@@ -130,11 +130,6 @@ export class H2Front {
     });
   }
 
-  /** Open h2 connections. */
-  get size(): number {
-    return this.sessions.size;
-  }
-
   /** GOAWAY on every connection: no new streams, the open ones finish. */
   closeIdle(): void {
     this.stopping ??= 'idle';

@@ -4,8 +4,9 @@
 // covers one label). Reloaded in place (SIGHUP, or a changed file seen by a periodic check):
 // sockets already open keep the session they have, new handshakes get the new certificates, and a
 // reload that fails (a missing file, a key that does not match) keeps the certificates in use.
-import { X509Certificate, createPrivateKey } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
+import { checkPemPair } from '../config/pem-pair.js';
 import { createSecureContext, type SecureContext, type SecureVersion } from 'node:tls';
 
 export interface CertFiles {
@@ -49,21 +50,13 @@ export function loadCert(files: CertFiles, field: string, minVersion: SecureVers
   };
   const certPem = read(files.cert, 'cert');
   const keyPem = read(files.key, 'key');
-  let x509: X509Certificate;
-  try {
-    x509 = new X509Certificate(certPem);
-  } catch (err) {
-    throw new TlsFileError(`${field}.cert: ${files.cert} is not a PEM certificate (${(err as Error).message})`);
-  }
-  let key;
-  try {
-    key = createPrivateKey(keyPem);
-  } catch (err) {
-    throw new TlsFileError(`${field}.key: ${files.key} is not a PEM private key (${(err as Error).message})`);
-  }
-  if (!x509.checkPrivateKey(key)) {
+  const pair = checkPemPair(certPem, keyPem);
+  if (!pair.ok) {
+    if (pair.which === 'cert') throw new TlsFileError(`${field}.cert: ${files.cert} is not a PEM certificate (${pair.detail})`);
+    if (pair.which === 'key') throw new TlsFileError(`${field}.key: ${files.key} is not a PEM private key (${pair.detail})`);
     throw new TlsFileError(`${field}: the key in ${files.key} does not belong to the certificate in ${files.cert}`);
   }
+  const x509 = pair.x509;
   const context = createSecureContext({ cert: certPem, key: keyPem, minVersion, ...(ticketKeys ? { ticketKeys } : {}) });
   return { files, context, names: certNames(x509), validTo: new Date(x509.validTo), certPem, keyPem };
 }
