@@ -184,6 +184,21 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   { name: 'bare-lf-end', cls: 'bare CR/LF', parts: [`GET /a HTTP/1.1\r\nHost: a.example\n\n`], expect: refused() },
   { name: 'bare-cr-value', cls: 'bare CR/LF', parts: [get('/a', 'X: a\rb\r\n')], expect: refused() },
   { name: 'bare-cr-request-line', cls: 'bare CR/LF', parts: [`GET /a\rHTTP/1.1\r\n${H}\r\n`], expect: refused() },
+  // Found by the fuzzer (seed 2030), forwarded as one re-framed request: leniencies, no smuggling.
+  {
+    name: 'bare-lf-before-request-line',
+    cls: 'bare CR/LF',
+    parts: [`\nGET /a HTTP/1.1\r\n${H}\r\n`],
+    expect: refused(),
+    nodeVariant: { kind: 'lenient', note: 'a bare LF before the request line is skipped as an empty line (RFC 9112 2.2 allows CRLF there)', ...ok1(fwd('GET', '/a')) },
+  },
+  {
+    name: 'double-space-request-line',
+    cls: 'whitespace in the request line',
+    parts: [`GET  /a HTTP/1.1\r\n${H}\r\n`],
+    expect: refused(),
+    nodeVariant: { kind: 'lenient', note: 'two spaces between method and target are accepted', ...ok1(fwd('GET', '/a')) },
+  },
   { name: 'obs-fold', cls: 'obs-fold', parts: [get('/a', 'X: a\r\n b\r\n')], expect: refused() },
   { name: 'obs-fold-tab', cls: 'obs-fold', parts: [get('/a', 'X: a\r\n\tb\r\n')], expect: refused() },
   { name: 'space-before-colon', cls: 'whitespace before colon', parts: [`GET /a HTTP/1.1\r\nHost : a.example\r\n\r\n`], expect: refused() },
