@@ -12,6 +12,9 @@
  *   answers with Content-Length only: an upper bound for a byte-level path, which would still owe
  *   the conformance rules, chunked bodies, pipelining and routing. Not a proxy to deploy.
  *
+ * - `roomgate-node`: roomgate with `proxy.leanPages: false`, so the same build shows what its own
+ *   byte-level page path saves over its node:http path.
+ *
  * One bench backend (bench/suite/backend.ts, a 10 KB page), wrk -t1 with plain GETs, the proxies
  * pinned to CPU 0 and backend plus wrk to CPU 1 as in the suite; CPU of each proxy's process tree
  * from /proc over the window. Prints a table of medians (and every run). Asserts nothing.
@@ -117,6 +120,8 @@ function serveRaw(port: number, backendPort: number): void {
 
 // ---- the measurement -----------------------------------------------------------------------------
 
+const TARGETS = ['nginx', 'roomgate', 'roomgate-node', 'node-http', 'raw'] as const;
+
 interface Row {
   readonly target: string;
   readonly reqPerS: number;
@@ -176,10 +181,12 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   try {
     for (let round = 1; round <= Number(values.rounds); round++) {
-      for (const target of ['nginx', 'roomgate', 'node-http', 'raw']) {
+      for (const target of TARGETS) {
         let row: Row;
-        if (target === 'nginx' || target === 'roomgate') {
-          const run: Running = await startTarget(target, ctx);
+        if (target === 'nginx' || target === 'roomgate' || target === 'roomgate-node') {
+          // roomgate-node: roomgate with its byte-level page path switched off (node:http for all).
+          const run: Running =
+            target === 'roomgate-node' ? await startTarget('roomgate', { ...ctx, roomgateConfig: { proxy: { leanPages: false } } }) : await startTarget(target, ctx);
           try {
             row = await measure(target, run.port as number, run.pid as number, o);
           } finally {
@@ -197,7 +204,7 @@ async function main(): Promise<void> {
           }
         }
         rows.push(row);
-        say(`[round ${round}] ${target.padEnd(9)} ${row.reqPerS.toFixed(0)} req/s, CPU ${row.cpuUsPerReq.toFixed(1)} µs/req`);
+        say(`[round ${round}] ${target.padEnd(13)} ${row.reqPerS.toFixed(0)} req/s, CPU ${row.cpuUsPerReq.toFixed(1)} µs/req`);
       }
     }
   } finally {
@@ -206,7 +213,7 @@ async function main(): Promise<void> {
   }
   const nginx = median(rows.filter((r) => r.target === 'nginx').map((r) => r.cpuUsPerReq));
   say('\n| target | req/s | CPU µs/req | ratio to nginx |\n|---|---:|---:|---:|');
-  for (const t of ['nginx', 'roomgate', 'node-http', 'raw']) {
+  for (const t of TARGETS) {
     const mine = rows.filter((r) => r.target === t);
     const cpu = median(mine.map((r) => r.cpuUsPerReq));
     say(`| ${t} | ${median(mine.map((r) => r.reqPerS)).toFixed(0)} | ${cpu.toFixed(1)} | ${(cpu / nginx).toFixed(2)}x |`);

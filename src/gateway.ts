@@ -36,6 +36,10 @@ import { withVerifyCache } from './room/verify-cache.js';
 import { createRoomValidator } from './room/validate.js';
 import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
+import { LeanFront } from './server/lean-connection.js';
+import { healthAnswer } from './http/health-answer.js';
+import { LeanPages } from './proxy/lean-pages.js';
+import type { RoomCookieSettings } from './proxy/page-cookie.js';
 import { createRedirectServer } from './server/redirect-server.js';
 import { hstsValue, loadTls, tlsSettings, TlsReloader } from './server/tls-config.js';
 import { H2Front } from './server/h2-front.js';
@@ -96,6 +100,8 @@ export class Gateway {
   private readonly redirect: Server | null;
   /** HTTP/2 connections of the TLS port; null without TLS or with http2.enabled false. */
   private readonly h2: H2Front | null;
+  /** The byte-level page path on the plain-HTTP port, or null (TLS port, or switched off). */
+  private readonly lean: { front: LeanFront; pages: LeanPages } | null;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
   private readonly supervisor: Supervisor;
@@ -224,7 +230,15 @@ export class Gateway {
       logger,
     });
     const forwarding = new Forwarding(config.proxy.trustedProxies);
-    this.httpProxy = new HttpProxy({
+    const roomCookie: RoomCookieSettings | null = config.cookie.setOnPages
+      ? {
+          name: config.cookie.name,
+          maxAgeS: config.cookie.maxAgeS,
+          encode: signer ? (room, now) => signer.sign(room, now) : (room) => room,
+        }
+      : null;
+    // What both page paths (node:http's and the byte-level one) are given alike.
+    const pagePaths = {
       router,
       pool: this.pool,
       forwarding,
@@ -232,17 +246,11 @@ export class Gateway {
       responseTimeoutMs: config.proxy.responseTimeoutMs,
       maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
       backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
-      backendTls,
-      roomCookie: config.cookie.setOnPages
-        ? {
-            name: config.cookie.name,
-            maxAgeS: config.cookie.maxAgeS,
-            encode: signer ? (room, now) => signer.sign(room, now) : (room) => room,
-          }
-        : null,
+      roomCookie,
       metrics,
       logger,
-    });
+    };
+    this.httpProxy = new HttpProxy({ ...pagePaths, backendTls });
     this.admission = new Admission({
       maxInflight: config.admission.maxInflightUpgrades,
       perSecond: config.admission.upgradesPerSecond,
@@ -320,6 +328,19 @@ export class Gateway {
       logger,
     });
     this.h2?.attach(this.server as HttpsServer);
+    if (!certificates && config.proxy.leanPages) {
+      const pages = new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs });
+      const front = new LeanFront({
+        limits: { maxHeaderBytes: config.listen.maxHeaderBytes, maxHeaders: config.listen.maxHeaders, roomHeader: config.room.header.toLowerCase() },
+        headersTimeoutMs: config.listen.headersTimeoutMs,
+        keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
+        ownPath: (url) => healthAnswer(url, isReady) !== null || this.control.owns(url) || statics?.owns(url) === true,
+        pages,
+        metrics,
+      });
+      front.attach(this.server);
+      this.lean = { front, pages };
+    } else this.lean = null;
     this.tls = certificates ? new TlsReloader(certificates, this.server as HttpsServer, logger) : null;
     this.admin = this.control.adminServer;
     const dns = config.discovery.dns;
@@ -436,6 +457,7 @@ export class Gateway {
     }
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.server.closeIdleConnections();
+    this.lean?.front.closeIdle();
     // h2 connections are not the HTTP/1.1 server's to close: GOAWAY lets their streams finish.
     this.h2?.closeIdle();
     const deadline = Date.now() + graceMs;
@@ -444,6 +466,7 @@ export class Gateway {
     this.tunnels.destroyAll();
     // Requests still in flight on keep-alive connections are cut at the same deadline.
     this.server.closeAllConnections();
+    this.lean?.front.closeAll();
     this.h2?.closeAll();
     await closed;
     await this.release();
@@ -457,6 +480,7 @@ export class Gateway {
     this.discovery?.stop();
     this.placer.close();
     this.httpProxy.close();
+    this.lean?.pages.close();
     await this.control.close();
     if (this.server.listening) this.server.close();
     if (this.redirect?.listening) this.redirect.close();

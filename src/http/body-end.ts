@@ -44,9 +44,10 @@ export class BodyEnd {
 
   /**
    * Looks at buf[from, to). Returns the offset just past the body's last byte when it ends within
-   * this range, -1 when more bytes belong to it. Throws on a chunked framing error.
+   * this range, -1 when more bytes belong to it. Throws on a chunked framing error. onData, when
+   * given, is told each range of chunk data (the payload without its framing), for re-framing.
    */
-  feed(buf: Uint8Array, from: number, to: number): number {
+  feed(buf: Uint8Array, from: number, to: number, onData?: (start: number, end: number) => void): number {
     if (this.state === S.Done) return from;
     if (this.kind === 'close') return -1;
     if (this.kind === 'length') {
@@ -81,6 +82,7 @@ export class BodyEnd {
           break;
         case S.Data: {
           const take = Math.min(this.remaining, to - i);
+          if (onData !== undefined) onData(i, i + take);
           this.remaining -= take;
           i += take - 1;
           if (this.remaining === 0) this.state = S.DataCr;

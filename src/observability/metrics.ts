@@ -11,6 +11,7 @@ export interface Metrics {
   readonly proxyErrors: Counter<'backend' | 'kind'>;
   readonly backendStateChanges: Counter<'backend' | 'state' | 'via'>;
   readonly clientErrors: Counter<'code'>;
+  readonly leanHandOvers: Counter<'reason'>;
   readonly h2Sessions: Counter;
   readonly h2WebSockets: Counter;
   readonly placements: Counter<'kind'>;
@@ -68,6 +69,12 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
       name: 'roomgate_client_errors_total',
       help: 'Client requests refused before routing (malformed, oversized headers, timeouts), by status code',
       labelNames: ['code'],
+      registers: [registry],
+    }),
+    leanHandOvers: new Counter({
+      name: 'roomgate_page_handovers_total',
+      help: 'Client connections the byte-level page path handed to node:http, by the first request it does not take (method, body, upgrade, target, own-path, ...)',
+      labelNames: ['reason'],
       registers: [registry],
     }),
     h2Sessions: new Counter({

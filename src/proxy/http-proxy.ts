@@ -6,34 +6,19 @@ import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
 import { peerAddress } from '../http/peer.js';
-import type { Backend, BackendPool } from '../runtime/pool.js';
+import type { Backend } from '../runtime/pool.js';
 import type { Decision } from '../placement/decide.js';
-import type { Logger } from '../observability/logger.js';
-import type { Metrics } from '../observability/metrics.js';
 import type { KeyResult } from '../room/extract.js';
-import { serializeRoomCookie } from '../room/cookie.js';
+import { roomCookieFor } from './page-cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
-import type { Forwarding } from './forwarded.js';
 import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { plainResponse } from '../http/replies.js';
 import { classifyError, downReason, isConnectFailure } from './errors.js';
-import type { Router } from './router.js';
+import { startRequest, type PagePathOptions } from './request-count.js';
 
-export interface HttpProxyOptions {
-  readonly router: Router;
-  readonly pool: BackendPool;
-  readonly forwarding: Forwarding;
-  readonly connectTimeoutMs: number;
-  readonly responseTimeoutMs: number;
-  readonly maxIdleSocketsPerBackend: number;
-  /** An idle pooled connection is closed after this: before the backend closes it under a request. */
-  readonly backendIdleTimeoutMs: number;
+export interface HttpProxyOptions extends PagePathOptions {
   /** TLS toward https:// backends. */
   readonly backendTls: BackendTls;
-  /** Sets the room cookie on page responses; null when disabled. encode signs (or not) the room. */
-  readonly roomCookie: { name: string; maxAgeS: number; encode: (room: string, nowMs: number) => string } | null;
-  readonly metrics: Metrics;
-  readonly logger: Logger;
 }
 
 /** What is known of the client when its request arrives (an h2 socket cannot be read later). */
@@ -49,7 +34,6 @@ function isGone(res: ServerResponse): boolean {
   return res.destroyed || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true;
 }
 
-const COOKIE_SOURCES = new Set(['query', 'path-prefix', 'page-path', 'header']);
 // RFC 9110 9.2.2: a request of these methods may be sent again when a reused keep-alive
 // connection was closed under it (the backend may or may not have seen it).
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
@@ -130,15 +114,7 @@ export class HttpProxy {
   private forward(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, backend: Backend, replayable: Replay, attempt: number): void {
     const { o } = this;
     const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
-    o.pool.requestStarted(backend.id);
-    let settled = false;
-    // Counted once, under the status the client got; a retried attempt is only a proxy error.
-    const done = (status: number | null): void => {
-      if (settled) return;
-      settled = true;
-      o.pool.requestEnded(backend.id);
-      if (status !== null) o.metrics.httpRequests.inc({ backend: backend.id, status: String(status) });
-    };
+    const done = startRequest(o.pool, o.metrics, backend.id);
 
     const headers = o.forwarding.headers(req.rawHeaders, ctx, false);
     // Transfer-Encoding is hop-by-hop, but the body still needs framing on our connection: Node
@@ -196,7 +172,7 @@ export class HttpProxy {
         // Hop-by-hop fields belong to the backend connection; Node writes its own framing.
         if (!HOP_BY_HOP.has((raw[i] as string).toLowerCase())) headers.push(raw[i] as string, raw[i + 1] as string);
       }
-      const cookie = this.roomCookieFor(req, key, o.forwarding.proto(req.rawHeaders, ctx) === 'https');
+      const cookie = roomCookieFor(o.roomCookie, req.method ?? '', key, o.forwarding.proto(req.rawHeaders, ctx) === 'https', o.logger);
       if (cookie) headers.push('Set-Cookie', cookie);
       const status = proxyRes.statusCode ?? 502;
       try {
@@ -278,21 +254,6 @@ export class HttpProxy {
     this.o.logger.warn({ room: key.room, backend: backend.id, method: req.method, problem }, 'backend sent an answer that cannot be relayed: 502');
     done(502);
     this.reply(res, 502, 'the backend sent an invalid response\n');
-  }
-
-  /** The Set-Cookie value for a page response, or null when none is due. */
-  private roomCookieFor(req: IncomingMessage, key: KeyResult, secure: boolean): string | null {
-    const rc = this.o.roomCookie;
-    if (rc === null || key.room === null || key.source === null) return null;
-    if (req.method !== 'GET' && req.method !== 'HEAD') return null;
-    if (!COOKIE_SOURCES.has(key.source) || key.cookieRoom === key.room) return null;
-    try {
-      return serializeRoomCookie(rc.name, rc.encode(key.room, Date.now()), { maxAgeS: rc.maxAgeS, secure });
-    } catch (err) {
-      // A configured room pattern may allow characters a cookie cannot carry: skip the cookie.
-      this.o.logger.debug({ room: key.room, err: (err as Error).message }, 'room cookie not set');
-      return null;
-    }
   }
 
   private reply(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {

@@ -49,14 +49,16 @@ export class Router {
   }
 
   key(req: IncomingMessage, nowMs: number): KeyResult {
-    const key = this.o.extractKey(
-      { url: req.url ?? '/', cookieHeader: req.headers.cookie, roomHeader: req.headers[this.o.roomHeader] },
-      nowMs,
-    );
+    return this.keyOf(req.method ?? '', req.url ?? '/', req.headers.cookie, req.headers[this.o.roomHeader], nowMs);
+  }
+
+  /** The same from a head read without node:http (the byte-level page path). */
+  keyOf(method: string, url: string, cookieHeader: string | undefined, roomHeader: string | string[] | undefined, nowMs: number): KeyResult {
+    const key = this.o.extractKey({ url, cookieHeader, roomHeader }, nowMs);
     if (key.rejected.length > 0) {
       for (const r of key.rejected) this.o.metrics.badRoomKeys.inc({ source: r.source, reason: r.reason });
       // Nothing of the URL or the value is logged: it may be 10 KB of garbage or a forged cookie.
-      this.o.logger.debug({ rejected: key.rejected, method: req.method, urlLength: req.url?.length ?? 0 }, 'room key refused');
+      this.o.logger.debug({ rejected: key.rejected, method, urlLength: url.length }, 'room key refused');
     }
     return key;
   }

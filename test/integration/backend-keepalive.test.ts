@@ -57,13 +57,15 @@ describe('idle backend connections', () => {
     }
   });
 
-  it('are reused while they are younger than backendIdleTimeoutMs', async () => {
+  // GET and HEAD (the byte-level path) and requests with a body (node:http's path) keep their
+  // own pools of backend connections: each is checked.
+  it.each(['GET', 'POST'])('are reused while they are younger than backendIdleTimeoutMs (%s)', async (method) => {
     const gw = await startGateway({ backends: [`ka=http://127.0.0.1:${port}`], config: { proxy: { backendIdleTimeoutMs: 30_000 } } });
     try {
       conns.length = 0;
-      await oneRequest(gw.port);
+      await oneRequest(gw.port, method);
       await new Promise((r) => setTimeout(r, 1_000));
-      await oneRequest(gw.port, 'POST');
+      await oneRequest(gw.port, method);
       expect(conns).toHaveLength(1);
       expect(conns[0]?.closed).toBeNull();
     } finally {

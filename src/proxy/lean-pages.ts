@@ -1,0 +1,209 @@
+// Routing, retries and accounting for the byte-level page path: the same decisions as the
+// node:http path (src/proxy/http-proxy.ts) for the requests it takes (GET and HEAD without a
+// body, see src/http/lean-request-head.ts): room key, placement, forwarding headers, the room
+// cookie, a retry on another backend when a connection is refused or a reused one was closed
+// under the request, 502/503/504 with the same bodies, the same metrics and log lines. The bytes
+// themselves are moved by PageRelay (src/proxy/page-relay.ts).
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import type { LeanHead } from '../http/lean-request-head.js';
+import { plainResponse } from '../http/replies.js';
+import type { Decision } from '../placement/decide.js';
+import type { KeyResult } from '../room/extract.js';
+import type { Backend } from '../runtime/pool.js';
+import { classifyError, downReason, isConnectFailure } from './errors.js';
+import { roomCookieFor } from './page-cookie.js';
+import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
+import { Deadlines } from './deadlines.js';
+import { RawBackendPool } from './raw-backend-pool.js';
+import { startRequest, type PagePathOptions } from './request-count.js';
+
+/** The client connection a request came on (src/server/lean-connection.ts). */
+export interface PageClient {
+  readonly socket: Socket;
+  readonly peer: string;
+  readonly encrypted: boolean;
+  /** Whether the answer to this head may leave the connection open. */
+  keepAlive(head: LeanHead): boolean;
+  /** The answer is out; open: the connection carries the next request, else it ends. */
+  answered(open: boolean): void;
+  /** Not for this path after all (nothing was written): node:http takes the connection, this request first. */
+  handOver(reason: string): void;
+  /** Told when the client's connection closes under the request. */
+  current: { clientGone(): void } | null;
+  /** The connection closed: nothing more is written to it. */
+  readonly closed: boolean;
+}
+
+export interface LeanPagesOptions extends PagePathOptions {
+  /** The client-side keep-alive timeout, announced in Keep-Alive as node:http does. */
+  readonly keepAliveTimeoutMs: number;
+}
+
+const CRLF = '\r\n';
+
+export class LeanPages {
+  private readonly raw: RawBackendPool;
+  private readonly deadlines: Deadlines;
+  private readonly keepAliveHeader: string | null;
+
+  constructor(private readonly o: LeanPagesOptions) {
+    this.raw = new RawBackendPool(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
+    this.deadlines = new Deadlines(Deadlines.tickFor(o.connectTimeoutMs, o.responseTimeoutMs));
+    const s = Math.floor(o.keepAliveTimeoutMs / 1000);
+    this.keepAliveHeader = s > 0 ? `Keep-Alive: timeout=${s}${CRLF}` : null;
+  }
+
+  handle(head: LeanHead, client: PageClient): void {
+    const now = Date.now();
+    const key = this.o.router.keyOf(head.method, head.url, head.cookie, head.roomHeader, now);
+    this.o.router.decide(key.room, now).then(
+      (decision) => this.dispatch(head, client, key, decision, 1),
+      (err: Error) => {
+        this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
+        this.refuse(head, client, 'none', 500, 'internal error\n');
+      },
+    );
+  }
+
+  private dispatch(head: LeanHead, client: PageClient, key: KeyResult, decision: Decision, attempt: number): void {
+    if (client.closed) return;
+    if ('reject' in decision) {
+      if (decision.reject === 400) return this.refuse(head, client, 'none', 400, 'this request needs a room key\n');
+      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
+      return this.refuse(head, client, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
+    }
+    const backend = this.o.pool.get(decision.route);
+    if (!backend) return this.refuse(head, client, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
+    // TLS toward the backend is node:https's: the request goes back to the general path, which
+    // routes it again (to the same place: the placement is stored).
+    if (backend.config.tls) return client.handOver('https-backend');
+    this.forward(head, client, key, backend, attempt);
+  }
+
+  private forward(head: LeanHead, client: PageClient, key: KeyResult, backend: Backend, attempt: number): void {
+    const { o } = this;
+    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
+    const done = startRequest(o.pool, o.metrics, backend.id);
+    const headers = o.forwarding.headers(head.rawHeaders, ctx, false);
+    let text = `${head.method} ${key.forwardUrl} HTTP/1.1${CRLF}`;
+    for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i] as string}: ${headers[i + 1] as string}${CRLF}`;
+    text += `Connection: keep-alive${CRLF}${CRLF}`;
+    const keepAlive = client.keepAlive(head);
+    const setCookie = roomCookieFor(o.roomCookie, head.method, key, o.forwarding.proto(head.rawHeaders, ctx) === 'https', o.logger);
+
+    const relay: PageRelay = new PageRelay(
+      client.socket,
+      this.raw,
+      this.deadlines,
+      { id: backend.id, host: backend.config.host, port: backend.config.port },
+      {
+        head: head.method === 'HEAD',
+        text,
+        keepAlive,
+        keepAliveHeader: this.keepAliveHeader,
+        setCookie,
+        connectTimeoutMs: o.connectTimeoutMs,
+        responseTimeoutMs: o.responseTimeoutMs,
+      },
+      {
+        connected: () => o.pool.markUp(backend.id),
+        headSent: () => undefined,
+        extraBytes: () => {
+          o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
+          o.logger.warn({ room: key.room, backend: backend.id, method: head.method }, 'backend sent bytes after a complete response; its connection was closed');
+        },
+        done: (outcome) => {
+          client.current = null;
+          this.settle(outcome, head, client, key, backend, attempt, keepAlive, done);
+        },
+      },
+    );
+    client.current = relay;
+  }
+
+  private settle(
+    outcome: RelayOutcome,
+    head: LeanHead,
+    client: PageClient,
+    key: KeyResult,
+    backend: Backend,
+    attempt: number,
+    keepAlive: boolean,
+    done: (status: number | null) => void,
+  ): void {
+    const { o } = this;
+    switch (outcome.kind) {
+      case 'complete':
+        done(outcome.status);
+        return client.answered(keepAlive);
+      case 'client-gone':
+        done(outcome.status);
+        return;
+      case 'cut':
+        // Mid-response: the status line is gone, all that can be done is cut the client off.
+        o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'reset' });
+        o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: outcome.why }, 'backend failed mid-response');
+        done(outcome.status);
+        client.socket.destroy();
+        return;
+      case 'bad-answer':
+        o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
+        o.logger.warn({ room: key.room, backend: backend.id, method: head.method, problem: outcome.problem }, 'backend sent an answer that cannot be relayed: 502');
+        done(502);
+        return this.answer(head, client, 502, 'the backend sent an invalid response\n', {});
+      case 'failed': {
+        const kind = classifyError(outcome.err);
+        o.metrics.proxyErrors.inc({ backend: backend.id, kind });
+        const now = Date.now();
+        if (isConnectFailure(kind)) o.pool.markDown(backend.id, now, downReason(outcome.err, kind));
+        if (client.closed) {
+          done(null);
+          return;
+        }
+        // Nothing reached the backend (connect failed), or a reused keep-alive connection was
+        // closed under the request: GET and HEAD have no body and are idempotent, so try again.
+        const retry = attempt <= o.pool.backends.length && (isConnectFailure(kind) || (kind === 'reset' && outcome.reused));
+        o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'proxy error');
+        if (retry) {
+          done(null);
+          o.router.decide(key.room, now).then(
+            (next) => this.dispatch(head, client, key, next, attempt + 1),
+            () => this.refuse(head, client, backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
+          );
+          return;
+        }
+        const status = kind === 'timeout' ? 504 : 502;
+        done(status);
+        return this.answer(head, client, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
+      }
+    }
+  }
+
+  /** An answer made by roomgate itself, counted under the status it sends. */
+  private refuse(head: LeanHead, client: PageClient, backend: string, status: number, body: string, headers: Record<string, string> = {}): void {
+    this.o.metrics.httpRequests.inc({ backend, status: String(status) });
+    this.answer(head, client, status, body, headers);
+  }
+
+  /** roomgate's own short answer, framed as node:http frames the same answer on the other path. */
+  private answer(head: LeanHead, client: PageClient, status: number, body: string, headers: Record<string, string>): void {
+    if (client.closed) return;
+    const keepAlive = client.keepAlive(head);
+    const r = plainResponse(status, body, headers);
+    let out = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}${CRLF}`;
+    for (const [name, value] of Object.entries(r.headers)) out += `${name}: ${value}${CRLF}`;
+    out += `Date: ${httpDate()}${CRLF}`;
+    out += keepAlive ? `Connection: keep-alive${CRLF}${this.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;
+    out += CRLF;
+    // A HEAD answer has the headers of the GET answer and no body.
+    if (head.method !== 'HEAD') out += r.body;
+    client.socket.write(out);
+    client.answered(keepAlive);
+  }
+
+  close(): void {
+    this.raw.close();
+    this.deadlines.close();
+  }
+}

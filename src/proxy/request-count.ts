@@ -1,0 +1,37 @@
+// What both page paths (src/proxy/http-proxy.ts on node:http, src/proxy/lean-pages.ts on raw
+// sockets) are given, and the accounting of one proxied HTTP request they share: the backend's in-flight
+// count (bounded loads read it) goes up at once and down exactly once, and the request is counted
+// once under the status the client got; an attempt that is retried elsewhere is counted only as a
+// proxy error (done(null)).
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { BackendPool } from '../runtime/pool.js';
+import type { Forwarding } from './forwarded.js';
+import type { RoomCookieSettings } from './page-cookie.js';
+import type { Router } from './router.js';
+
+export interface PagePathOptions {
+  readonly router: Router;
+  readonly pool: BackendPool;
+  readonly forwarding: Forwarding;
+  readonly connectTimeoutMs: number;
+  readonly responseTimeoutMs: number;
+  readonly maxIdleSocketsPerBackend: number;
+  /** An idle pooled connection is closed after this: before the backend closes it under a request. */
+  readonly backendIdleTimeoutMs: number;
+  /** Sets the room cookie on page responses; null when disabled. encode signs (or not) the room. */
+  readonly roomCookie: RoomCookieSettings | null;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
+
+export function startRequest(pool: BackendPool, metrics: Metrics, backendId: string): (status: number | null) => void {
+  pool.requestStarted(backendId);
+  let settled = false;
+  return (status) => {
+    if (settled) return;
+    settled = true;
+    pool.requestEnded(backendId);
+    if (status !== null) metrics.httpRequests.inc({ backend: backendId, status: String(status) });
+  };
+}

@@ -1,0 +1,259 @@
+// The byte-level front of the public listener (plain HTTP). Each new connection is read here
+// first: a request head of the narrow subset src/http/lean-request-head.ts accepts, for a path
+// that is proxied (not a health path, roomgate's own paths or a static mount), is answered by
+// LeanPages without node:http's per-request objects; keep-alive and pipelined requests follow
+// one after the other, in order. At the first request that is anything else (a body, an
+// upgrade, an unusual byte, a head split past the header timeout...), the connection is handed to
+// node:http for the rest of its life, the unread bytes put back first: node:http then parses
+// exactly what it would have parsed had it owned the socket from the start, so every rule and
+// answer the conformance corpus pins for it still holds. A hand-over happens only between
+// answers, never with one half written.
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { mayBeLean, parseLeanHead, type LeanHead, type LeanLimits } from '../http/lean-request-head.js';
+import { rememberPeer } from '../http/peer.js';
+import { rawResponse } from '../http/replies.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { LeanPages, PageClient } from '../proxy/lean-pages.js';
+
+export interface LeanFrontOptions {
+  readonly limits: LeanLimits;
+  /** From a connection's first byte (or its opening) to a complete head; then 408, as node:http. */
+  readonly headersTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this, as node:http does. */
+  readonly keepAliveTimeoutMs: number;
+  /** Paths answered by roomgate itself (health, control plane, static mounts): node:http's. */
+  readonly ownPath: (url: string) => boolean;
+  readonly pages: LeanPages;
+  readonly metrics: Metrics;
+}
+
+type ToNode = (socket: Socket) => void;
+
+export class LeanFront {
+  readonly connections = new Set<LeanConnection>();
+  /** Stopping: answers close their connections, idle ones are closed. */
+  stopping = false;
+
+  constructor(readonly o: LeanFrontOptions) {}
+
+  /**
+   * Takes the server's new connections first. The server's own connection listeners (node:http's
+   * parser and roomgate's peer bookkeeping) run when a connection is handed over.
+   */
+  attach(server: Server): void {
+    const listeners = server.listeners('connection') as ((socket: Socket) => void)[];
+    server.removeAllListeners('connection');
+    const toNode: ToNode = (socket) => {
+      for (const l of listeners) l.call(server, socket);
+    };
+    server.on('connection', (socket: Socket) => {
+      const conn = new LeanConnection(this, socket, toNode);
+      if (!conn.closed) this.connections.add(conn);
+    });
+  }
+
+  /** Closes connections between requests; the others close after their answer. */
+  closeIdle(): void {
+    this.stopping = true;
+    for (const c of this.connections) c.closeIfIdle();
+  }
+
+  closeAll(): void {
+    this.stopping = true;
+    for (const c of this.connections) c.socket.destroy();
+  }
+}
+
+class LeanConnection implements PageClient {
+  current: { clientGone(): void } | null = null;
+  readonly peer: string;
+  readonly encrypted = false;
+  private buf: Buffer | null = null;
+  /** The head of the request being answered (put back if it is handed over). */
+  private headBytes: Buffer | null = null;
+  private busy = false;
+  private gone = false;
+  private ended = false;
+  private paused = false;
+  private timer: NodeJS.Timeout | null = null;
+  private timerKind: 'head' | 'idle' | null = null;
+  private readonly onData = (chunk: Buffer): void => this.data(chunk);
+  private readonly onEnd = (): void => this.clientEnded();
+  private readonly onError = (): void => {
+    this.socket.destroy();
+  };
+  private readonly onClose = (): void => this.closedNow();
+
+  constructor(
+    private readonly front: LeanFront,
+    readonly socket: Socket,
+    private readonly toNode: ToNode,
+  ) {
+    const peer = socket.remoteAddress;
+    if (peer === undefined) {
+      // Reset before its address could be read: nobody will read an answer.
+      this.peer = '';
+      this.gone = true;
+      socket.destroy();
+      return;
+    }
+    this.peer = peer;
+    rememberPeer(socket);
+    socket.setNoDelay(true);
+    socket.on('data', this.onData);
+    socket.on('end', this.onEnd);
+    socket.on('error', this.onError);
+    socket.on('close', this.onClose);
+    // node:http counts a new connection's header time from its opening.
+    this.setTimer('head', front.o.headersTimeoutMs);
+  }
+
+  get closed(): boolean {
+    return this.gone;
+  }
+
+  keepAlive(head: LeanHead): boolean {
+    return !head.close && !this.ended && !this.front.stopping;
+  }
+
+  answered(open: boolean): void {
+    this.busy = false;
+    this.headBytes = null;
+    if (this.gone) return;
+    if (!open) {
+      this.finish();
+      return;
+    }
+    if (this.paused) {
+      this.paused = false;
+      this.socket.resume();
+    }
+    this.next();
+  }
+
+  handOver(reason: string): void {
+    if (this.gone) return;
+    const pending = this.headBytes !== null ? (this.buf !== null ? Buffer.concat([this.headBytes, this.buf]) : this.headBytes) : this.buf;
+    this.front.o.metrics.leanHandOvers.inc({ reason });
+    this.gone = true;
+    this.clearTimer();
+    this.front.connections.delete(this);
+    const s = this.socket;
+    s.off('data', this.onData);
+    s.off('end', this.onEnd);
+    s.off('error', this.onError);
+    s.off('close', this.onClose);
+    s.pause();
+    if (pending !== null) s.unshift(pending);
+    this.toNode(s);
+    s.resume();
+  }
+
+  closeIfIdle(): void {
+    if (!this.busy && !this.gone) this.socket.destroy();
+  }
+
+  private data(chunk: Buffer): void {
+    if (this.gone || this.ended) return;
+    const fresh = this.buf === null;
+    this.buf = fresh ? chunk : Buffer.concat([this.buf as Buffer, chunk]);
+    if (this.busy) {
+      // Pipelined requests wait for the answer before them; beyond a head's worth, reading stops.
+      if (this.buf.length > this.front.o.limits.maxHeaderBytes && !this.paused) {
+        this.paused = true;
+        this.socket.pause();
+      }
+      return;
+    }
+    // A new request's header time starts at its first byte (an idle timer gives way to it).
+    if (fresh && this.timerKind !== 'head') this.setTimer('head', this.front.o.headersTimeoutMs);
+    this.next();
+  }
+
+  /** Starts on the next request in the buffer, if there is a whole one. */
+  private next(): void {
+    const buf = this.buf;
+    if (buf === null) {
+      if (this.ended) this.finish();
+      else this.setTimer('idle', this.front.o.keepAliveTimeoutMs);
+      return;
+    }
+    if (!mayBeLean(buf, 0)) return this.handOver('method');
+    const parsed = parseLeanHead(buf, 0, this.front.o.limits);
+    if (parsed.kind === 'incomplete') {
+      // The client ended its side inside a head: node:http's answer to that.
+      if (this.ended) return this.refuse(400, 'bad request\n');
+      if (this.timerKind !== 'head') this.setTimer('head', this.front.o.headersTimeoutMs);
+      return;
+    }
+    if (parsed.kind === 'other') return this.handOver(parsed.reason);
+    const head = parsed.head;
+    if (this.front.o.ownPath(head.url)) return this.handOver('own-path');
+    this.clearTimer();
+    this.headBytes = buf.subarray(0, head.end);
+    this.buf = head.end === buf.length ? null : buf.subarray(head.end);
+    this.busy = true;
+    this.front.o.pages.handle(head, this);
+  }
+
+  /** The client ended its side: what was asked is answered, then the connection ends. */
+  private clientEnded(): void {
+    this.ended = true;
+    if (!this.busy) this.next();
+  }
+
+  private finish(): void {
+    if (this.gone) return;
+    this.gone = true;
+    this.clearTimer();
+    this.front.connections.delete(this);
+    this.socket.end();
+    // A client that never reads the end is not waited for.
+    setTimeout(() => this.socket.destroy(), 1_000).unref();
+  }
+
+  private closedNow(): void {
+    this.gone = true;
+    this.clearTimer();
+    this.front.connections.delete(this);
+    const current = this.current;
+    this.current = null;
+    if (current !== null) current.clientGone();
+  }
+
+  private setTimer(kind: 'head' | 'idle', ms: number): void {
+    this.clearTimer();
+    if (ms <= 0) return;
+    this.timerKind = kind;
+    this.timer = setTimeout(() => this.expired(kind), ms);
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.timerKind = null;
+  }
+
+  private expired(kind: 'head' | 'idle'): void {
+    this.timer = null;
+    this.timerKind = null;
+    if (this.gone || this.busy) return;
+    if (kind === 'idle') {
+      this.socket.destroy();
+      return;
+    }
+    // The answer node:http gives a head that does not arrive in time.
+    this.refuse(408, 'request timeout\n');
+  }
+
+  /** Ends the connection with one of node:http's refusals (as public-server.ts writes them). */
+  private refuse(status: number, body: string): void {
+    this.front.o.metrics.clientErrors.inc({ code: String(status) });
+    this.gone = true;
+    this.clearTimer();
+    this.front.connections.delete(this);
+    this.socket.end(rawResponse(status, body));
+    setTimeout(() => this.socket.destroy(), 1_000).unref();
+  }
+}
