@@ -100,7 +100,7 @@ export class Gateway {
   private readonly redirect: Server | null;
   /** HTTP/2 connections of the TLS port; null without TLS or with http2.enabled false. */
   private readonly h2: H2Front | null;
-  /** The byte-level page path on the plain-HTTP port, or null (TLS port, or switched off). */
+  /** The byte-level page path (plain HTTP and HTTP/1.1 over TLS), or null when switched off. */
   private readonly lean: { front: LeanFront; pages: LeanPages } | null;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
@@ -328,8 +328,8 @@ export class Gateway {
       logger,
     });
     this.h2?.attach(this.server as HttpsServer);
-    if (!certificates && config.proxy.leanPages) {
-      const pages = new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs });
+    if (config.proxy.leanPages) {
+      const pages = new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs, hsts: hstsValue(config) });
       const front = new LeanFront({
         limits: { maxHeaderBytes: config.listen.maxHeaderBytes, maxHeaders: config.listen.maxHeaders, roomHeader: config.room.header.toLowerCase() },
         headersTimeoutMs: config.listen.headersTimeoutMs,
@@ -338,7 +338,8 @@ export class Gateway {
         pages,
         metrics,
       });
-      front.attach(this.server);
+      // After the h2 front took its hook: the lean front sees the HTTP/1.1 connections first.
+      front.attach(this.server, certificates !== null);
       this.lean = { front, pages };
     } else this.lean = null;
     this.tls = certificates ? new TlsReloader(certificates, this.server as HttpsServer, logger) : null;

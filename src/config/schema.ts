@@ -425,7 +425,7 @@ export const configSchema = z.strictObject({
       text: "How long an idle keep-alive connection to a backend is kept before roomgate closes it. Keep it below the backends' own keep-alive timeout (Node 5 s, uvicorn 5 s, gunicorn 2 s): a backend that closes an idle connection just as a request with a body is sent on it makes that request fail with 502 (only requests without a body are retried).",
     }),
     leanPages: doc(z.boolean().default(true), {
-      text: "Plain-HTTP GET and HEAD requests without a body are read and relayed by roomgate's own HTTP/1.1 code on raw sockets (about half the CPU per page); everything else, and every request after the first one it does not take on a connection, goes through node:http. false: node:http for all. The TLS port always uses node:http.",
+      text: "HTTP/1.1 GET and HEAD requests without a body (plain or over TLS) are read and relayed by roomgate's own HTTP/1.1 code on raw sockets (about a third of the CPU per page); everything else, and every request after the first one it does not take on a connection, goes through node:http (h2 through node:http2). false: node:http for all.",
     }),
     trustedProxies: doc(z.array(z.string().refine(isIpOrCidr, { message: 'an IP address or CIDR such as "10.0.0.0/8" or "::1"' })).default([]), {
       text: "Peers whose X-Forwarded-* headers are believed. Others' are replaced.",

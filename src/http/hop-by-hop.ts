@@ -3,3 +3,22 @@
 // RFC 9110 section 7.6.1 names Connection, Proxy-Connection, Keep-Alive, TE, Transfer-Encoding and
 // Upgrade; Trailer (RFC 2616's list) is dropped too, as the proxies always have.
 export const HOP_BY_HOP: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+
+/**
+ * The field names the Connection values of a message name (RFC 9110 7.6.1: hop-by-hop too, to be
+ * removed by a proxy), lower-case, without those in `keep` (fields a Connection header may never
+ * take away), or null when there are none.
+ */
+export function connectionNamed(values: readonly string[], keep: ReadonlySet<string>): Set<string> | null {
+  let names: Set<string> | null = null;
+  for (const value of values) {
+    for (const t of value.split(',')) {
+      const token = t.trim().toLowerCase();
+      if (token !== '' && !keep.has(token)) (names ??= new Set()).add(token);
+    }
+  }
+  return names;
+}
+
+/** In an answer, a Connection header can never take away the body's framing. */
+export const ANSWER_KEEPS: ReadonlySet<string> = new Set(['content-length']);

@@ -2,7 +2,7 @@
 // a configured trusted proxy; otherwise they are replaced, so djust's DJUST_TRUSTED_PROXY_COUNT=1
 // (client = last XFF entry) always sees the address roomgate saw.
 import { BlockList, isIP } from 'node:net';
-import { HOP_BY_HOP } from '../http/hop-by-hop.js';
+import { connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js';
 
 export interface ForwardContext {
   /** The TCP peer address as the socket reports it. */
@@ -109,15 +109,11 @@ export class Forwarding {
 }
 
 function connectionTokens(rawHeaders: readonly string[]): Set<string> | null {
-  let tokens: Set<string> | null = null;
+  const values: string[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if ((rawHeaders[i] as string).toLowerCase() !== 'connection') continue;
-    for (const t of (rawHeaders[i + 1] as string).split(',')) {
-      const token = t.trim().toLowerCase();
-      if (token !== '' && !NEVER_HOP_BY_HOP.has(token)) (tokens ??= new Set()).add(token);
-    }
+    if ((rawHeaders[i] as string).toLowerCase() === 'connection') values.push(rawHeaders[i + 1] as string);
   }
-  return tokens;
+  return values.length === 0 ? null : connectionNamed(values, NEVER_HOP_BY_HOP);
 }
 
 function firstHeader(rawHeaders: readonly string[], lowerName: string): string | undefined {

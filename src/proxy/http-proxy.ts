@@ -11,7 +11,7 @@ import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
 import { roomCookieFor } from './page-cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
-import { HOP_BY_HOP } from '../http/hop-by-hop.js';
+import { ANSWER_KEEPS, connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { plainResponse } from '../http/replies.js';
 import { classifyError, downReason, isConnectFailure } from './errors.js';
 import { startRequest, type PagePathOptions } from './request-count.js';
@@ -168,9 +168,12 @@ export class HttpProxy {
       }
       const headers: string[] = [];
       const raw = proxyRes.rawHeaders;
+      const named = answerConnectionNamed(raw);
       for (let i = 0; i + 1 < raw.length; i += 2) {
-        // Hop-by-hop fields belong to the backend connection; Node writes its own framing.
-        if (!HOP_BY_HOP.has((raw[i] as string).toLowerCase())) headers.push(raw[i] as string, raw[i + 1] as string);
+        // Hop-by-hop fields (and those its Connection header names) belong to the backend
+        // connection; Node writes its own framing.
+        const lower = (raw[i] as string).toLowerCase();
+        if (!HOP_BY_HOP.has(lower) && named?.has(lower) !== true) headers.push(raw[i] as string, raw[i + 1] as string);
       }
       const cookie = roomCookieFor(o.roomCookie, req.method ?? '', key, o.forwarding.proto(req.rawHeaders, ctx) === 'https', o.logger);
       if (cookie) headers.push('Set-Cookie', cookie);
@@ -267,4 +270,13 @@ export class HttpProxy {
     for (const a of this.agents.values()) a.destroy();
     this.agents.clear();
   }
+}
+
+/** The fields an answer's Connection header names (dropped with the hop-by-hop ones), or null. */
+function answerConnectionNamed(raw: readonly string[]): Set<string> | null {
+  let values: string[] | null = null;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if ((raw[i] as string).length === 10 && (raw[i] as string).toLowerCase() === 'connection') (values ??= []).push(raw[i + 1] as string);
+  }
+  return values === null ? null : connectionNamed(values, ANSWER_KEEPS);
 }

@@ -38,6 +38,8 @@ export interface PageClient {
 export interface LeanPagesOptions extends PagePathOptions {
   /** The client-side keep-alive timeout, announced in Keep-Alive as node:http does. */
   readonly keepAliveTimeoutMs: number;
+  /** Strict-Transport-Security for answers on the TLS port (unless the backend sent its own), or null. */
+  readonly hsts: string | null;
 }
 
 const CRLF = '\r\n';
@@ -103,6 +105,7 @@ export class LeanPages {
         keepAlive,
         keepAliveHeader: this.keepAliveHeader,
         setCookie,
+        hsts: client.encrypted ? o.hsts : null,
         connectTimeoutMs: o.connectTimeoutMs,
         responseTimeoutMs: o.responseTimeoutMs,
       },
@@ -193,6 +196,7 @@ export class LeanPages {
     const r = plainResponse(status, body, headers);
     let out = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}${CRLF}`;
     for (const [name, value] of Object.entries(r.headers)) out += `${name}: ${value}${CRLF}`;
+    if (client.encrypted && this.o.hsts !== null) out += `Strict-Transport-Security: ${this.o.hsts}${CRLF}`;
     out += `Date: ${httpDate()}${CRLF}`;
     out += keepAlive ? `Connection: keep-alive${CRLF}${this.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;
     out += CRLF;

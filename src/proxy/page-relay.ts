@@ -11,7 +11,7 @@
 import { maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import { BodyEnd } from '../http/body-end.js';
-import { HOP_BY_HOP } from '../http/hop-by-hop.js';
+import { ANSWER_KEEPS, connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { MAX_RESPONSE_HEADERS } from '../http/response-rules.js';
 import type { Deadlines, Expiring } from './deadlines.js';
@@ -40,6 +40,8 @@ export interface RelayRequest {
   readonly keepAliveHeader: string | null;
   /** A Set-Cookie value to add, or null. */
   readonly setCookie: string | null;
+  /** Strict-Transport-Security to add when the backend sent none, or null. */
+  readonly hsts: string | null;
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
 }
@@ -174,7 +176,10 @@ export class PageRelay implements RawBackendUser, Expiring {
 
     let out = `HTTP/1.1 ${head.status} ${head.reason}${CRLF}`;
     let date = false;
+    let sts = false;
+    const named = connectionNamedIn(head);
     for (const [name, value] of head.headers) {
+      if (named !== null && named.has(name.toLowerCase())) continue;
       if (HOP_LENGTHS.has(name.length)) {
         const lower = name.toLowerCase();
         if (HOP_BY_HOP.has(lower)) {
@@ -184,9 +189,11 @@ export class PageRelay implements RawBackendUser, Expiring {
         }
       }
       if (name.length === 4 && name.toLowerCase() === 'date') date = true;
+      else if (name.length === 25 && name.toLowerCase() === 'strict-transport-security') sts = true;
       out += `${name}: ${value}${CRLF}`;
     }
     if (this.req.setCookie !== null) out += `Set-Cookie: ${this.req.setCookie}${CRLF}`;
+    if (this.req.hsts !== null && !sts) out += `Strict-Transport-Security: ${this.req.hsts}${CRLF}`;
     if (!date) out += `Date: ${httpDate()}${CRLF}`;
     out += this.req.keepAlive ? `Connection: keep-alive${CRLF}${this.req.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;
     if (this.rechunk) out += `Transfer-Encoding: chunked${CRLF}`;
@@ -294,6 +301,20 @@ export class PageRelay implements RawBackendUser, Expiring {
       this.finish({ kind: 'failed', err: Object.assign(new Error(w.message), { code: w.code }), reused: this.reused }, false);
     }
   }
+}
+
+/** The fields an answer's Connection header names beyond its own options, or null (the usual case). */
+function connectionNamedIn(head: ResponseHead): Set<string> | null {
+  let values: string[] | null = null;
+  for (const [name, value] of head.headers) {
+    if (name.length === 10 && name.toLowerCase() === 'connection') (values ??= []).push(value);
+  }
+  if (values === null) return null;
+  const named = connectionNamed(values, ANSWER_KEEPS);
+  // close and keep-alive are the connection's options, already dropped as hop-by-hop.
+  named?.delete('close');
+  named?.delete('keep-alive');
+  return named === null || named.size === 0 ? null : named;
 }
 
 let dateSecond = 0;

@@ -1,5 +1,5 @@
-// The byte-level front of the public listener (plain HTTP). Each new connection is read here
-// first: a request head of the narrow subset src/http/lean-request-head.ts accepts, for a path
+// The byte-level front of the public listener (plain HTTP, and HTTP/1.1 on the TLS port). Each
+// new connection is read here first: a request head of the narrow subset src/http/lean-request-head.ts accepts, for a path
 // that is proxied (not a health path, roomgate's own paths or a static mount), is answered by
 // LeanPages without node:http's per-request objects; keep-alive and pipelined requests follow
 // one after the other, in order. At the first request that is anything else (a body, an
@@ -10,6 +10,7 @@
 // answers, never with one half written.
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { mayBeLean, parseLeanHead, type LeanHead, type LeanLimits } from '../http/lean-request-head.js';
 import { rememberPeer } from '../http/peer.js';
 import { rawResponse } from '../http/replies.js';
@@ -34,21 +35,28 @@ export class LeanFront {
   readonly connections = new Set<LeanConnection>();
   /** Stopping: answers close their connections, idle ones are closed. */
   stopping = false;
+  private closed = false;
 
   constructor(readonly o: LeanFrontOptions) {}
 
   /**
-   * Takes the server's new connections first. The server's own connection listeners (node:http's
-   * parser and roomgate's peer bookkeeping) run when a connection is handed over.
+   * Takes the server's new connections first: on the plain port each accepted one, on the TLS port
+   * each whose handshake chose HTTP/1.1 (h2 ones, and all when `tls` is false, pass on as before).
+   * The server's own listeners (node:http's parser, roomgate's peer bookkeeping, the h2 front) run
+   * when a connection is handed over.
    */
-  attach(server: Server): void {
-    const listeners = server.listeners('connection') as ((socket: Socket) => void)[];
-    server.removeAllListeners('connection');
+  attach(server: Server, tls: boolean): void {
+    const event = tls ? 'secureConnection' : 'connection';
+    const listeners = server.listeners(event) as ((socket: Socket) => void)[];
+    server.removeAllListeners(event);
     const toNode: ToNode = (socket) => {
       for (const l of listeners) l.call(server, socket);
     };
-    server.on('connection', (socket: Socket) => {
-      const conn = new LeanConnection(this, socket, toNode);
+    server.on(event, (socket: Socket) => {
+      if (tls && (socket as TLSSocket).alpnProtocol === 'h2') return toNode(socket);
+      // A handshake that finished after the stop's deadline is not served any more.
+      if (this.closed) return void socket.destroy();
+      const conn = new LeanConnection(this, socket, toNode, tls);
       if (!conn.closed) this.connections.add(conn);
     });
   }
@@ -61,6 +69,7 @@ export class LeanFront {
 
   closeAll(): void {
     this.stopping = true;
+    this.closed = true;
     for (const c of this.connections) c.socket.destroy();
   }
 }
@@ -68,7 +77,6 @@ export class LeanFront {
 class LeanConnection implements PageClient {
   current: { clientGone(): void } | null = null;
   readonly peer: string;
-  readonly encrypted = false;
   private buf: Buffer | null = null;
   /** The head of the request being answered (put back if it is handed over). */
   private headBytes: Buffer | null = null;
@@ -89,6 +97,8 @@ class LeanConnection implements PageClient {
     private readonly front: LeanFront,
     readonly socket: Socket,
     private readonly toNode: ToNode,
+    /** A TLS connection (https): X-Forwarded-Proto, the cookie's Secure flag, HSTS. */
+    readonly encrypted: boolean,
   ) {
     const peer = socket.remoteAddress;
     if (peer === undefined) {
@@ -136,6 +146,16 @@ class LeanConnection implements PageClient {
     if (this.gone) return;
     const pending = this.headBytes !== null ? (this.buf !== null ? Buffer.concat([this.headBytes, this.buf]) : this.headBytes) : this.buf;
     this.front.o.metrics.leanHandOvers.inc({ reason });
+    this.detach();
+    const s = this.socket;
+    s.pause();
+    if (pending !== null) s.unshift(pending);
+    this.toNode(s);
+    s.resume();
+  }
+
+  /** This path lets go of the connection: its timers, its listeners, its place in the set. */
+  private detach(): void {
     this.gone = true;
     this.clearTimer();
     this.front.connections.delete(this);
@@ -144,10 +164,6 @@ class LeanConnection implements PageClient {
     s.off('end', this.onEnd);
     s.off('error', this.onError);
     s.off('close', this.onClose);
-    s.pause();
-    if (pending !== null) s.unshift(pending);
-    this.toNode(s);
-    s.resume();
   }
 
   closeIfIdle(): void {

@@ -796,10 +796,24 @@ describe.each([
       expect(fieldValues(r, 'proxy-connection')).toEqual([]);
       expect(fieldValues(r, 'upgrade')).toEqual([]);
       expect(c.text()).not.toContain('h2c');
-      // Not pinned: a field the backend's Connection header names (Connection: X-Foo) is relayed
-      // today, though RFC 9110 7.6.1 has a proxy remove it (requests do; answers do not).
       expect(await c.closedWithin(100)).toBe(false);
       await echoed(c, '/after-hop');
+    });
+
+    it('fields the backend\'s Connection header names are not relayed (RFC 9110 7.6.1), except Content-Length', async () => {
+      be.handler = (req, conn) => {
+        if (req.target !== '/named') return echo(req, conn);
+        conn.socket.write('HTTP/1.1 200 OK\r\nConnection: X-Hop, content-length\r\nX-Hop: secret\r\nConnection: X-Other\r\nX-Other: 1\r\nX-Kept: yes\r\nContent-Length: 5\r\n\r\nhello');
+      };
+      const c = await RawClient.open(gw.port);
+      c.send(GET('/named'));
+      const r = await c.response();
+      expect(r.body.toString()).toBe('hello');
+      expect(fieldValues(r, 'x-hop')).toEqual([]);
+      expect(fieldValues(r, 'x-other')).toEqual([]);
+      expect(fieldValues(r, 'x-kept')).toEqual(['yes']);
+      expect(fieldValues(r, 'content-length')).toEqual(['5']);
+      await echoed(c, '/after-named');
     });
 
     it('Transfer-Encoding of the backend is only there when the gateway frames the body chunked itself', async () => {

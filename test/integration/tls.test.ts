@@ -152,6 +152,9 @@ describe('TLS on the public port', () => {
     expect(cookie).toMatch(/; Secure/);
     // roomgate's own answers are on TLS too.
     expect((await httpsGet(gw.port, '/healthz', 'a.test', a.cert)).status).toBe(200);
+    // The pages took the byte-level path over TLS too: only the health check went to node:http.
+    const metrics = await (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`)).text();
+    expect([...metrics.matchAll(/^roomgate_page_handovers_total\{reason="([^"]+)"\}/gm)].map((m) => m[1])).toEqual(['own-path']);
   });
 
   it('carries WebSockets over TLS (wss) to the room\'s backend', async () => {
