@@ -92,6 +92,7 @@ class LeanConnection implements PageClient {
     this.socket.destroy();
   };
   private readonly onClose = (): void => this.closedNow();
+  private readonly onDrain = (): void => this.proceed();
 
   constructor(
     private readonly front: LeanFront,
@@ -128,13 +129,26 @@ class LeanConnection implements PageClient {
   }
 
   answered(open: boolean): void {
-    this.busy = false;
     this.headBytes = null;
-    if (this.gone) return;
-    if (!open) {
-      this.finish();
+    if (this.gone || !open) {
+      this.busy = false;
+      if (!this.gone) this.finish();
       return;
     }
+    // A client that does not read its answers gets no further ones until it does (as node:http
+    // stops parsing pipelined requests): the connection stays busy, so what it sends meanwhile is
+    // buffered up to a head's worth and then not read, and at most one answer waits in memory.
+    if (this.socket.writableNeedDrain) {
+      this.socket.once('drain', this.onDrain);
+      return;
+    }
+    this.proceed();
+  }
+
+  /** Ready for the next request: reading resumes, and a whole head already buffered starts. */
+  private proceed(): void {
+    this.busy = false;
+    if (this.gone) return;
     if (this.paused) {
       this.paused = false;
       this.socket.resume();
@@ -164,6 +178,7 @@ class LeanConnection implements PageClient {
     s.off('end', this.onEnd);
     s.off('error', this.onError);
     s.off('close', this.onClose);
+    s.off('drain', this.onDrain);
   }
 
   closeIfIdle(): void {

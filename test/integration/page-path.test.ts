@@ -733,6 +733,29 @@ describe.each([
       await echoed(c, '/after-big');
     });
 
+    // The byte-level path only: node:http parses every pipelined request that arrived in one read
+    // and dispatches them all at once (each on its own backend connection), reading on only when
+    // its output has drained; the byte-level path asks the backend for one answer at a time.
+    if (lean) it('a client that pipelines 1,000 requests for 32 KB pages and does not read gets no answers made beyond what the socket buffers take; then all arrive whole', async () => {
+      const PAGE = 32 * 1024;
+      const N = 1_000;
+      be.handler = (req, conn) => {
+        if (!req.target.startsWith('/kb/')) return echo(req, conn);
+        conn.socket.write(Buffer.concat([latin1(`HTTP/1.1 200 OK\r\nContent-Length: ${PAGE}\r\n\r\n`), Buffer.alloc(PAGE, req.target.length)]));
+      };
+      const c = await RawClient.open(gw.port);
+      c.sock.pause();
+      c.send(Array.from({ length: N }, (_, n) => GET(`/kb/${n}`)).join(''));
+      await sleep(1_000);
+      // Each answer fits the socket's buffer whole, so only the connection's own check stops the
+      // next one: without it all 1,000 (32 MB) would be made and held in the gateway's memory.
+      // What the socket buffers on the way take (about 7 MB on Linux loopback) is allowed.
+      expect(be.requests().length).toBeLessThan(400);
+      c.sock.resume();
+      await waitFor(`${N} answers of 32 KB`, 15_000, () => c.length >= N * PAGE);
+      expect(be.requests()).toHaveLength(N);
+    });
+
     it('a client that stops reading holds the backend back (bounded); reading on, the body goes on intact; closing mid-body closes the backend connection', async () => {
       const BLOCK = 64 * 1024;
       /** Block k of the endless body: k in its first 4 bytes, then k % 251 (a lost, doubled or reordered block shows). */
