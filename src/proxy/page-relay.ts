@@ -57,6 +57,8 @@ export interface RelayEvents {
 }
 
 const CRLF = '\r\n';
+/** Interim answers accepted before a final one; more: 502. */
+const MAX_INTERIM = 16;
 const LAST_CHUNK = '0\r\n\r\n';
 
 // Hop-by-hop names by length, so most names are passed over without lower-casing them.
@@ -69,6 +71,8 @@ export class PageRelay implements RawBackendUser, Expiring {
   /** The client's body is re-framed as chunks (the backend's was chunked or close-delimited). */
   private rechunk = false;
   private status = 0;
+  /** Interim (1xx) answers read before the final one. */
+  private interim = 0;
   private reusable = false;
   /** How long the connection may idle in the pool (the backend's Keep-Alive hint), or null. */
   private idleMs: number | null = null;
@@ -140,6 +144,8 @@ export class PageRelay implements RawBackendUser, Expiring {
         // An interim answer (100, 103) is not relayed, as node:http's client does not either; a
         // 101 to a request that asked for no upgrade cannot be relayed at all.
         if (head.status === 101) return this.finish({ kind: 'bad-answer', problem: 'a 101 to a request without Upgrade' }, false);
+        // A few are normal (100, 103); an endless stream of them is a broken or hostile backend.
+        if (++this.interim > MAX_INTERIM) return this.finish({ kind: 'bad-answer', problem: `more than ${MAX_INTERIM} interim (1xx) answers` }, false);
         buf = buf.subarray(head.end);
         continue;
       }

@@ -602,6 +602,24 @@ describe.each([
     });
   });
 
+  // The byte-level path's bound (node:http's client reads interim answers until the response
+  // timeout): more than 16 before the final answer is a 502, the connection is not reused.
+  if (lean)
+    describe('a flood of interim answers', () => {
+      it('more than 16 interim (1xx) answers get the client a 502 at once, and its next request its own answer', async () => {
+        be.handler = (req, conn) => {
+          if (req.target !== '/flood-1xx') return echo(req, conn);
+          conn.socket.write('HTTP/1.1 103 Early Hints\r\nLink: </a.css>\r\n\r\n'.repeat(200));
+        };
+        const c = await RawClient.open(gw.port);
+        c.send(GET('/flood-1xx'));
+        const r = await c.response();
+        expect(r.status).toBe(502);
+        await echoed(c, '/after-flood');
+        expectBackendConnections(2);
+      });
+    });
+
   describe('bytes after a complete answer', () => {
     const cases: [string, Handler][] = [
       ['garbage in the same write', (_req, conn) => void conn.socket.write(Buffer.concat([ok('first'), latin1('GARBAGE-BYTES\r\n\r\n')]))],
