@@ -1,5 +1,5 @@
 // Finds where a message body ends without copying or decoding it: Content-Length counted down,
-// chunked framing walked byte by byte (RFC 9112 7.1, strict: hex sizes of at most 15 digits,
+// chunked framing walked byte by byte (RFC 9112 7.1, strict: hex sizes of at most 13 digits,
 // CRLF after sizes, data and trailers). Used to relay an answer as raw bytes and know when it is
 // complete, so the connection can be closed right after it and nothing else slips through.
 import type { BodyFraming } from './response-head.js';

@@ -20,7 +20,8 @@ export class RawBackendConn {
   private gone = false;
 
   constructor(
-    readonly backendId: string,
+    /** Backend id and address: a reload that moves a backend never reuses the old address. */
+    readonly poolKey: string,
     host: string,
     port: number,
     private readonly pool: RawBackendPool,
@@ -62,8 +63,9 @@ export class RawBackendPool {
 
   /** An idle connection to this backend, or a new one (still connecting). */
   acquire(backendId: string, host: string, port: number, user: RawBackendUser): RawBackendConn {
-    const list = this.idle.get(backendId);
-    const conn = list?.pop() ?? new RawBackendConn(backendId, host, port, this);
+    const key = `${backendId} ${host}:${port}`;
+    const list = this.idle.get(key);
+    const conn = list?.pop() ?? new RawBackendConn(key, host, port, this);
     conn.user = user;
     conn.uses++;
     conn.socket.setTimeout(0);
@@ -76,19 +78,19 @@ export class RawBackendPool {
    */
   release(conn: RawBackendConn, hintMs: number | null = null): void {
     conn.user = null;
-    const list = this.idle.get(conn.backendId) ?? [];
+    const list = this.idle.get(conn.poolKey) ?? [];
     if (list.length >= this.maxIdle || conn.socket.destroyed) {
       conn.socket.destroy();
       return;
     }
     list.push(conn);
-    this.idle.set(conn.backendId, list);
+    this.idle.set(conn.poolKey, list);
     conn.socket.setTimeout(hintMs === null ? this.idleTimeoutMs : Math.min(hintMs, this.idleTimeoutMs));
   }
 
   /** Off the idle list (it closed, or was taken). */
   forget(conn: RawBackendConn): void {
-    const list = this.idle.get(conn.backendId);
+    const list = this.idle.get(conn.poolKey);
     if (list === undefined) return;
     const i = list.indexOf(conn);
     if (i !== -1) list.splice(i, 1);

@@ -213,8 +213,6 @@ class LeanConnection implements PageClient {
     if (!mayBeLean(buf, 0)) return this.handOver('method');
     const parsed = parseLeanHead(buf, 0, this.front.o.limits);
     if (parsed.kind === 'incomplete') {
-      // The client ended its side inside a head: node:http's answer to that.
-      if (this.ended) return this.refuse(400, 'bad request\n');
       if (this.timerKind !== 'head') this.setTimer('head', this.front.o.headersTimeoutMs);
       return;
     }
@@ -228,10 +226,23 @@ class LeanConnection implements PageClient {
     this.front.o.pages.handle(head, this);
   }
 
-  /** The client ended its side: what was asked is answered, then the connection ends. */
+  /**
+   * The client ended its side. As node:http does (no half-open HTTP connections): a request in
+   * flight is abandoned (its backend connection closed, its count released), a head cut short
+   * gets a 400, and the connection ends.
+   */
   private clientEnded(): void {
     this.ended = true;
-    if (!this.busy) this.next();
+    if (this.gone) return;
+    if (this.busy) {
+      const current = this.current;
+      this.current = null;
+      current?.clientGone();
+      this.finish();
+      return;
+    }
+    if (this.buf !== null) return this.refuse(400, 'bad request\n');
+    this.finish();
   }
 
   private finish(): void {

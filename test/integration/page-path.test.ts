@@ -620,6 +620,25 @@ describe.each([
       });
     });
 
+  describe('a client that ends its side (FIN) while its request is in flight', () => {
+    it('is not answered: the request is abandoned and its backend connection closed at once, as node:http does', async () => {
+      be.handler = (req, conn) => {
+        if (req.target !== '/never') return echo(req, conn);
+        // Never answers: only the client's FIN can end this.
+      };
+      const c = await RawClient.open(gw.port);
+      c.send(GET('/never'));
+      await waitFor('the request at the backend', 5_000, () => be.connOf('/never') !== undefined);
+      const endedAt = Date.now();
+      c.sock.end();
+      const conn = be.conns.find((k) => k.id === be.connOf('/never'));
+      await waitFor('the backend connection closed', 5_000, () => conn?.closedAt !== null);
+      expect((conn?.closedAt as number) - endedAt).toBeLessThan(2_000);
+      expect(await c.closedWithin(2_000)).toBe(true);
+      expect(c.text()).toBe('');
+    });
+  });
+
   describe('bytes after a complete answer', () => {
     const cases: [string, Handler][] = [
       ['garbage in the same write', (_req, conn) => void conn.socket.write(Buffer.concat([ok('first'), latin1('GARBAGE-BYTES\r\n\r\n')]))],
