@@ -14,6 +14,8 @@ export function responseHeadProblem(res: IncomingMessage): string | null {
   const status = res.statusCode ?? 0;
   // RFC 9110 15: three digits from 100 to 599; Node's parser lets 000-099 and 600-999 through.
   if (status < 100 || status > 599) return `status code ${status}`;
+  // A switch of protocol the request never asked for: nothing after it can be relayed as HTTP.
+  if (status === 101) return 'a 101 to a request without Upgrade';
   if (!isFieldText(res.statusMessage ?? '')) return 'control character in the reason phrase';
   const raw = res.rawHeaders;
   if (raw.length > MAX_RESPONSE_HEADERS * 2) return `more than ${MAX_RESPONSE_HEADERS} header lines`;

@@ -574,6 +574,23 @@ describe.each([
   });
 
   describe('interim (1xx) answers', () => {
+    it('a 101 to a GET that asked for no upgrade (with an Upgrade of its own, or none): 502, and nothing of the backend connection reaches the client', async () => {
+      be.handler = (req, conn) => {
+        if (req.target === '/switch') conn.socket.write('HTTP/1.1 101 Switching\r\nUpgrade: x\r\n\r\nafter the switch');
+        else if (req.target === '/switch-bare') conn.socket.write('HTTP/1.1 101 Switching Protocols\r\n\r\nafter the switch');
+        else echo(req, conn);
+      };
+      for (const path of ['/switch', '/switch-bare']) {
+        const c = await RawClient.open(gw.port);
+        c.send(GET(path));
+        const r = await c.response();
+        expect(r.status, path).toBe(502);
+        await sleep(100);
+        expect(c.text(), path).not.toContain('after the switch');
+        c.destroy();
+      }
+    });
+
     it('103 Early Hints and 100 Continue before the 200 of a GET: the client gets the 200 and its body, and the connection goes on', async () => {
       be.handler = async (req, conn) => {
         const s = conn.socket;
