@@ -245,12 +245,14 @@ class LeanConnection implements PageClient {
     this.finish();
   }
 
-  private finish(): void {
+  /** Ends the connection, after a last answer of node:http's own when one is given. */
+  private finish(last?: string): void {
     if (this.gone) return;
     this.gone = true;
     this.clearTimer();
     this.front.connections.delete(this);
-    this.socket.end();
+    if (last === undefined) this.socket.end();
+    else this.socket.end(last);
     // A client that never reads the end is not waited for.
     setTimeout(() => this.socket.destroy(), 1_000).unref();
   }
@@ -292,10 +294,6 @@ class LeanConnection implements PageClient {
   /** Ends the connection with one of node:http's refusals (as public-server.ts writes them). */
   private refuse(status: number, body: string): void {
     this.front.o.metrics.clientErrors.inc({ code: String(status) });
-    this.gone = true;
-    this.clearTimer();
-    this.front.connections.delete(this);
-    this.socket.end(rawResponse(status, body));
-    setTimeout(() => this.socket.destroy(), 1_000).unref();
+    this.finish(rawResponse(status, body));
   }
 }
