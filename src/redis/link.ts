@@ -370,9 +370,22 @@ export class RedisLink<E extends { readonly type: string }> {
   /** `closing`: also allowed while closing (the farewell script). */
   private check(closing: boolean): void {
     if (this.phase !== 'open' && !(closing && this.phase === 'closing')) throw new Error(`${this.label}: closed`);
-    if (this.main.status !== 'ready') {
+    if (!this.mainWritable()) {
       throw new Error(`${this.label}: Redis unavailable (connection ${this.main.status}${this.lastError ? `, last error: ${this.lastError}` : ''})`);
     }
+  }
+
+  /**
+   * Ready and its socket still writable. Right after Redis dies the status can still say 'ready'
+   * while the socket is already closed for writing; ioredis would then reject with its own
+   * "Stream isn't writeable" message, so the check looks at the socket too and every caller gets
+   * the one "Redis unavailable" answer.
+   */
+  private mainWritable(): boolean {
+    if (this.main.status !== 'ready') return false;
+    if (this.main instanceof Cluster) return true;
+    const stream = this.main.stream as { writable?: boolean; writableEnded?: boolean } | undefined;
+    return stream !== undefined && stream.writable !== false && stream.writableEnded !== true;
   }
 
   private async exec(script: LuaScript, keys: readonly string[], args: readonly string[], closing: boolean): Promise<unknown> {
@@ -381,6 +394,7 @@ export class RedisLink<E extends { readonly type: string }> {
       return await this.main.evalsha(script.sha, keys.length, ...keys, ...args);
     } catch (err) {
       if (!errorMessage(err).includes('NOSCRIPT')) throw err;
+      this.check(closing); // the connection may have gone while EVALSHA was out
       // Not cached (first use, Redis restarted, or SCRIPT FLUSH before our preload): EVAL loads it.
       return await this.main.eval(script.lua, keys.length, ...keys, ...args);
     }

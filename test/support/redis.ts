@@ -13,6 +13,8 @@ export interface RedisServer {
   readonly url: string;
   /** pid of the current redis-server process (changes on restart()). */
   readonly pid: number;
+  /** A redis-server process is up (false after kill() until restart()). */
+  readonly running: boolean;
   /** Sends the signal (default SIGKILL) and waits until the process has exited. */
   kill(signal?: NodeJS.Signals): Promise<void>;
   /** Starts redis-server again on the same port (after kill()); empty, as there is no persistence. */
@@ -114,6 +116,9 @@ export async function startRedis(): Promise<RedisServer> {
       const pid = inst.child?.pid;
       if (pid === undefined) throw new Error('redis-server is not running');
       return pid;
+    },
+    get running(): boolean {
+      return inst.child !== undefined;
     },
     kill: (signal: NodeJS.Signals = 'SIGKILL') => kill(inst, signal),
     async restart(): Promise<void> {
