@@ -135,8 +135,9 @@ export async function stopProc(p: Proc, graceMs = 5_000): Promise<void> {
   killGroup(p, 'SIGKILL');
 }
 
-export function tempDir(prefix: string): string {
-  const d = mkdtempSync(join(tmpdir(), prefix));
+/** A temp directory under `parent` (default the OS's), removed by removeDir, cleanupAll or the watchdog. */
+export function tempDir(prefix: string, parent = tmpdir()): string {
+  const d = mkdtempSync(join(parent, prefix));
   // nginx workers run as an unprivileged user when started as root.
   chmodSync(d, 0o755);
   dirs.add(d);

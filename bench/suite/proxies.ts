@@ -54,6 +54,8 @@ export interface ProxyContext {
   readonly tls?: { readonly cert: string; readonly key: string; readonly pem: string } | undefined;
   /** With tls: nginx and HAProxy offer h2 by ALPN too (roomgate does by default). */
   readonly http2?: boolean;
+  /** More nginx directives: `http` in the http block (before the upstream), `location` at the end of `location /`. */
+  readonly nginx?: { readonly http?: string; readonly location?: string };
 }
 
 export async function startTarget(name: TargetName, ctx: ProxyContext): Promise<Running> {
@@ -125,6 +127,7 @@ http {
   fastcgi_temp_path ${dir}/fastcgi;
   uwsgi_temp_path ${dir}/uwsgi;
   scgi_temp_path ${dir}/scgi;
+${ctx.nginx?.http ?? ''}
   map $http_upgrade $connection_upgrade {
     default upgrade;
     '' '';
@@ -149,6 +152,7 @@ ${ctx.backends.map((b) => `    server 127.0.0.1:${b.port};`).join('\n')}
       proxy_set_header X-Forwarded-Proto $scheme;
       proxy_read_timeout 1h;
       proxy_send_timeout 1h;
+${ctx.nginx?.location ?? ''}
     }
   }
 }
