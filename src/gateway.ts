@@ -45,6 +45,7 @@ import { hstsValue, loadTls, tlsSettings, TlsReloader } from './server/tls-confi
 import { H2Front } from './server/h2-front.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
+import { PageCache } from './cache/page-cache.js';
 
 export interface GatewayOptions {
   readonly logger: Logger;
@@ -59,6 +60,8 @@ export interface GatewayOptions {
   readonly reusePort?: boolean;
   /** TLS session ticket keys shared with the other workers (48 bytes); default: this process's own. */
   readonly tlsTicketKeys?: Buffer;
+  /** The page cache's clock for freshness and grace (ms); tests move it. Default Date.now. */
+  readonly cacheClock?: () => number;
 }
 
 /** The cookie signer for a configuration; null when the cookie is a plain room key. */
@@ -104,6 +107,8 @@ export class Gateway {
   private readonly lean: { front: LeanFront; pages: LeanPages } | null;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
+  /** The page cache; null when cache.paths is empty. */
+  private readonly cache: PageCache | null;
   private readonly supervisor: Supervisor;
   private ready = false;
   private stopping: Promise<void> | null = null;
@@ -189,7 +194,13 @@ export class Gateway {
       presenceTtlMs: config.presence.ttlMs,
     });
     this.store.subscribe((ev) => this.supervisor.storeEvent(ev));
+    // A purge made through any gateway's admin API (this one's included: purging twice is harmless).
+    this.sharedData.subscribe((ev) => {
+      if (ev.type === 'cache-purge') this.cache?.purge(ev.purge);
+    });
     this.view = createRuntimeView({
+      cache: () => this.cache,
+      announcePurge: (purge) => this.sharedData.publishCachePurge(purge),
       gatewayId: this.id,
       pool: this.pool,
       tunnels: this.tunnels,
@@ -230,6 +241,25 @@ export class Gateway {
       logger,
     });
     const forwarding = new Forwarding(config.proxy.trustedProxies);
+    // The page cache (per process), asked by both page paths; off until cache.paths lists something.
+    this.cache =
+      config.cache.paths.length > 0
+        ? new PageCache({
+            config: config.cache,
+            roomCookieName: config.cookie.name,
+            router,
+            pool: this.pool,
+            forwarding,
+            backendTls,
+            connectTimeoutMs: config.proxy.connectTimeoutMs,
+            responseTimeoutMs: config.proxy.responseTimeoutMs,
+            maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
+            backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
+            metrics,
+            logger,
+            ...(opts.cacheClock ? { now: opts.cacheClock } : {}),
+          })
+        : null;
     const roomCookie: RoomCookieSettings | null = config.cookie.setOnPages
       ? {
           name: config.cookie.name,
@@ -247,6 +277,7 @@ export class Gateway {
       maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
       backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
       roomCookie,
+      cache: this.cache,
       metrics,
       logger,
     };
@@ -482,6 +513,7 @@ export class Gateway {
     this.placer.close();
     this.httpProxy.close();
     this.lean?.pages.close();
+    this.cache?.close();
     await this.control.close();
     if (this.server.listening) this.server.close();
     if (this.redirect?.listening) this.redirect.close();

@@ -4,7 +4,7 @@
 // worker's RPC peer. Every store event is broadcast to every worker, as Redis pub/sub would.
 // Workers use IpcPlacementStore and IpcSharedDataStore (same method names, see ipc-*-store.ts).
 import { MemorySharedDataState, MemorySharedDataStore } from '../shared-data/memory-store.js';
-import type { LobbyQuery, RoomMeta, RoomPresence, ScoreMode } from '../shared-data/store.js';
+import type { CachePurge, LobbyQuery, RoomMeta, RoomPresence, ScoreMode } from '../shared-data/store.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../placement/memory-store.js';
 import type { BackendAdminState, LiveRoom, PlaceOptions } from '../placement/store.js';
 import type { RpcPeer } from './ipc-rpc.js';
@@ -57,6 +57,7 @@ export class StoreHost {
     peer.handle('placement.close', () => p.close());
 
     peer.handle('shared.publishPresence', (rooms, ttlMs) => s.publishPresence(rooms as RoomPresence[], num(ttlMs)));
+    peer.handle('shared.publishCachePurge', (purge) => s.publishCachePurge(purge as CachePurge));
     peer.handle('shared.withdrawPresence', () => s.withdrawPresence());
     peer.handle('shared.online', () => s.online());
     peer.handle('shared.lobby', (q) => s.lobby(q as LobbyQuery));

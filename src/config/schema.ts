@@ -95,6 +95,18 @@ function isDnsServer(s: string): boolean {
 // A page path pattern such as /game/{room}/: {room} once, as one whole path segment; the rest literal.
 const pagePattern = matching(/^\/(?:[^{}]*\/)?\{room\}(?:\/[^{}]*)?$/, 'a path with {room} once as a whole segment, e.g. "/game/{room}/"');
 
+/** A cache path: a prefix, or "~" and a regular expression on the path. */
+const cachePath = doc(z.string().superRefine((s, ctx) => {
+  if (s.startsWith('~')) {
+    try {
+      new RegExp(s.slice(1));
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: `a valid regular expression after "~" (${(err as Error).message})` });
+    }
+  } else if (!s.startsWith('/')) ctx.addIssue({ code: 'custom', message: 'a path prefix starting with "/", or "~" and a regular expression' });
+}), { allowed: 'a path prefix starting with "/" (e.g. "/blog/"), or "~" and a regular expression on the path (e.g. "~^/game/[0-9]+$")' });
+const cookieName = matching(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a cookie name (a token; "*" at the end matches a prefix), e.g. "sessionid" or "_ga*"');
+
 const BACKEND_URL = 'an http:// or https:// URL with host and port and no path, e.g. "http://10.0.0.5:8000" or "https://app-1.internal:8443"';
 const backend = z.strictObject({
   id: doc(matching(/^[A-Za-z0-9_.:-]{1,64}$/, 'an id of 1-64 characters from A-Z a-z 0-9 _ . : -').optional(), {
@@ -434,6 +446,40 @@ export const configSchema = z.strictObject({
     passiveDownMs: doc(positiveMs.default(10_000), { text: 'A backend that refuses a connection gets no new traffic for this long.' }),
     retryAfterS: doc(seconds(1, 3600).default(2), { text: 'Retry-After of a 503 when no backend can take a request.' }),
   }),
+  cache: section(
+    "A page cache in front of the backends (per process): anonymous GET/HEAD answers of the paths listed, stored by RFC 9111's rules for a shared cache, per room; one backend fetch per key at a time; stale copies served while one refresh runs and when the backend fails. Off until `paths` lists something.",
+    {
+      paths: doc(z.array(cachePath).default([]), {
+        text: 'Path prefixes whose answers may be cached ("/" = every path); one starting with "~" is a regular expression on the path. Empty: the cache is off.',
+        example: ['/', '~^/blog/[0-9]+$'],
+      }),
+      bypassPaths: doc(z.array(cachePath).default(['/admin/']), { text: 'Never cached, even under `paths` (prefixes, or "~" regular expressions).' }),
+      bypassCookies: doc(z.array(cookieName).default(['sessionid']), {
+        text: 'A request carrying one of these cookies is not answered from the cache nor stored (a logged-in user). "name*" matches a prefix. A request with Authorization always bypasses.',
+      }),
+      cookies: doc(z.array(cookieName).default([]), {
+        text: 'Cookies forwarded to the backend on cacheable requests ("name*" matches a prefix): with cookiesMode allow only these (none by default: all are stripped), with deny all but these. The cookies forwarded are part of the cache key. The room cookie is never forwarded on them nor part of the key (the room itself is).',
+        example: ['django_language'],
+      }),
+      cookiesMode: doc(z.enum(['allow', 'deny']).default('allow'), { text: 'allow: `cookies` lists the cookies kept; deny: `cookies` lists the cookies stripped (analytics, consent).' }),
+      maxBytes: doc(z.number().int().min(1).max(68_719_476_736).default(67_108_864), { text: 'Bytes of stored answers (heads and bodies); the least recently used go first.', unit: 'bytes' }),
+      maxObjectBytes: doc(z.number().int().min(1).max(1_073_741_824).default(1_048_576), { text: 'A larger answer is relayed but not stored.', unit: 'bytes' }),
+      defaultTtlMs: doc(optionalMs.default(0), {
+        text: 'Freshness of a storable answer that states none (no max-age, s-maxage or Expires). 0: such answers are not stored.',
+        zero: 'not stored',
+      }),
+      graceMs: doc(optionalMs.default(0), {
+        text: "How long past its freshness a stored answer is still served: at once while one background refresh runs (stale-while-revalidate), and instead of an error when the backend is down, times out or answers 5xx (stale-if-error). An answer's own stale-while-revalidate / stale-if-error extend it; must-revalidate, proxy-revalidate and no-cache answers are never served stale.",
+        zero: 'only what the answer itself allows',
+      }),
+      maxWaiters: doc(z.number().int().min(0).max(1_000_000).default(1_000), {
+        text: 'Requests that wait for one fetch in flight; more go to the backend themselves.',
+      }),
+      uncacheableMs: doc(optionalMs.default(10_000), {
+        text: 'After an answer that could not be stored (Set-Cookie, private, too big...), requests for that key go straight to the backend for this long instead of waiting on each other.',
+      }),
+    },
+  ),
   static: section(
     "Files roomgate serves itself, never proxied (e.g. Django's collectstatic output, STATIC_ROOT): GET/HEAD, ETag/Last-Modified, ranges, precompressed file.br/file.gz.",
     {

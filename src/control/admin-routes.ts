@@ -24,7 +24,7 @@ export interface AdminRoutesOptions {
 const MAX_BODY = 4096;
 const DEFAULT_DRAIN_DEADLINE_MS = 10 * 60_000;
 const BODY_TIMEOUT_MS = 10_000;
-export const ADMIN_ROUTES_HINT = 'not found: GET /metrics /status /backends /backends/ID /events /rooms/ROOM; POST /backends/ID/{drain,undrain,maintenance}';
+export const ADMIN_ROUTES_HINT = 'not found: GET /metrics /status /backends /backends/ID /events /rooms/ROOM /cache; POST /backends/ID/{drain,undrain,maintenance} /cache/purge';
 
 const DEADLINE_MESSAGE = 'deadlineMs must be a number of milliseconds >= 0, or null for no deadline';
 const DrainBody = z.object({
@@ -36,6 +36,14 @@ const DrainBody = z.object({
     .meta({ description: 'Milliseconds until the remaining sockets are closed (default 10 min); null: no deadline, rooms leave only as they empty.' }),
 });
 const IdParams = z.object({ id: z.string() });
+const PURGE_MESSAGE = 'give "url" (a path and query, exact), "prefix" (of the path) and/or "room"';
+const PurgeBody = z
+  .strictObject({
+    url: z.string().startsWith('/', { error: 'url must start with "/"' }).optional().meta({ description: 'Every stored answer of this exact target (path and query), any host, room or variant.' }),
+    prefix: z.string().startsWith('/', { error: 'prefix must start with "/"' }).optional().meta({ description: 'Every stored answer whose target starts with this.' }),
+    room: z.string().min(1).optional().meta({ description: "Only this room's answers (with url or prefix), or all of them." }),
+  })
+  .refine((b) => b.url !== undefined || b.prefix !== undefined || b.room !== undefined, { error: PURGE_MESSAGE });
 
 /** A body of at most 4 KiB: a JSON object, or nothing ({}). */
 function jsonObject(text: string): unknown {
@@ -95,6 +103,13 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
       });
     }
     return v.explainRoom(room, Date.now());
+  });
+
+  app.get('/cache', { config: read }, async () => v.cache() ?? { enabled: false });
+  const purge: RouteConfig = { kind: 'admin', authorize, body: write.body };
+  app.post('/cache/purge', { config: purge, schema: { body: PurgeBody } }, async (req) => {
+    if (v.cache() === null) throw Errors.notFound('the page cache is off: set cache.paths to turn it on');
+    return v.purgeCache(req.body);
   });
 
   const setState = async (id: string, state: BackendAdminState | null): Promise<unknown> => {

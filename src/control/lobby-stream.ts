@@ -130,6 +130,7 @@ export class LobbyStream {
       else void this.snapshot(this.waiting());
       return;
     }
+    if (ev.type !== 'lobby') return;
     for (const r of ev.rooms) this.pending.add(r);
     this.scheduleFlush();
   }

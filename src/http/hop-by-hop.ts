@@ -22,3 +22,21 @@ export function connectionNamed(values: readonly string[], keep: ReadonlySet<str
 
 /** In an answer, a Connection header can never take away the body's framing. */
 export const ANSWER_KEEPS: ReadonlySet<string> = new Set(['content-length']);
+
+/**
+ * An answer's fields as node:http's client gives them (rawHeaders), without the hop-by-hop ones
+ * and those its Connection header names: what a proxy passes on (Node writes its own framing).
+ */
+export function endToEndFields(raw: readonly string[]): string[] {
+  let values: string[] | null = null;
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    if ((raw[i] as string).length === 10 && (raw[i] as string).toLowerCase() === 'connection') (values ??= []).push(raw[i + 1] as string);
+  }
+  const named = values === null ? null : connectionNamed(values, ANSWER_KEEPS);
+  const out: string[] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const lower = (raw[i] as string).toLowerCase();
+    if (!HOP_BY_HOP.has(lower) && named?.has(lower) !== true) out.push(raw[i] as string, raw[i + 1] as string);
+  }
+  return out;
+}

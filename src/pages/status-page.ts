@@ -11,7 +11,7 @@ export const STATUS_STREAM_PATH = '/_roomgate/status/stream';
 export const STATUS_EVENTS = 20;
 
 /** What the page reads of the running gateway. */
-export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events'>;
+export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events' | 'cache'>;
 
 export interface StatusBackend {
   readonly id: string;
@@ -51,6 +51,18 @@ export interface StatusSnapshot {
   readonly backends: readonly StatusBackend[];
   /** Newest first. */
   readonly events: readonly StatusEvent[];
+  /** The page cache of this gateway (process), or null when it is off. */
+  readonly cache: StatusCache | null;
+}
+
+export interface StatusCache {
+  readonly objects: number;
+  readonly bytes: number;
+  readonly maxBytes: number;
+  /** Answers that cost the backend nothing (hits, stale, coalesced) over all the cache gave; null before any. */
+  readonly hitRatio: number | null;
+  readonly hits: number;
+  readonly answered: number;
 }
 
 export interface StatusOptions {
@@ -98,7 +110,23 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
     totalSockets: backends.reduce((n, b) => n + b.sockets, 0),
     backends,
     events,
+    cache: cacheStatus(v),
   };
+}
+
+function cacheStatus(v: StatusView): StatusCache | null {
+  const c = v.cache();
+  if (c === null) return null;
+  const hits = c.counts.hit + c.counts.stale + c.counts['stale-if-error'] + c.counts.coalesced;
+  return { objects: c.objects, bytes: c.bytes, maxBytes: c.maxBytes, hitRatio: c.hitRatio, hits, answered: hits + c.counts.miss };
+}
+
+/** "off", or "93.1 % hits (930 of 1000); 42 answers, 1.2 of 64.0 MiB". The page's script says the same. */
+export function cacheSummary(c: StatusCache | null): string {
+  if (c === null) return 'off';
+  const mib = (n: number): string => (n / 1_048_576).toFixed(1);
+  const ratio = c.hitRatio === null ? 'no requests yet' : `${(c.hitRatio * 100).toFixed(1)} % hits (${c.hits} of ${c.answered})`;
+  return `${ratio}; ${c.objects} answers, ${mib(c.bytes)} of ${mib(c.maxBytes)} MiB`;
 }
 
 /** "Redis", "Redis: degraded (unreachable; routing from cache and ring)" or "in memory". */
@@ -154,6 +182,7 @@ export function renderStatusPage(s: StatusSnapshot, o: StatusOptions, nowMs = Da
 <dt>Ready</dt><dd id="ready">${s.ready ? 'yes' : 'no (shutting down)'}</dd>
 <dt>Live sockets (this gateway)</dt><dd id="sockets">${s.sockets}</dd>
 <dt>Live rooms (this gateway)</dt><dd id="rooms">${s.rooms}</dd>
+<dt>Page cache (this process)</dt><dd id="cache">${cacheSummary(s.cache)}</dd>
 <dt>Updated</dt><dd><time id="updated" datetime="${new Date(nowMs).toISOString()}">${shortTime(new Date(nowMs).toISOString())}</time></dd>
 </dl>
 <p id="live" role="status" class="muted">Static view: reload the page to refresh.</p>
@@ -224,6 +253,12 @@ export const STATUS_SCRIPT = `
   function short(iso) { return String(iso).replace('T', ' ').replace(/\\.\\d+Z$/, 'Z'); }
   function pct(v, total) { return total > 0 && v > 0 ? Math.max(0, Math.min(100, Math.round(v / total * 100))) : 0; }
   function text(id, value) { var e = document.getElementById(id); if (e && e.textContent !== String(value)) e.textContent = String(value); }
+  function cacheText(c) {
+    if (!c) return 'off';
+    function mib(n) { return (n / 1048576).toFixed(1); }
+    var ratio = c.hitRatio === null ? 'no requests yet' : (c.hitRatio * 100).toFixed(1) + ' % hits (' + c.hits + ' of ' + c.answered + ')';
+    return ratio + '; ' + c.objects + ' answers, ' + mib(c.bytes) + ' of ' + mib(c.maxBytes) + ' MiB';
+  }
   function mode(s) {
     if (s.store === 'memory') return 'in memory (this gateway only)';
     return s.degraded ? 'Redis: degraded (unreachable; routing from cache and ring)' : 'Redis (shared by every gateway)';
@@ -301,6 +336,7 @@ export const STATUS_SCRIPT = `
     text('ready', s.ready ? 'yes' : 'no (shutting down)');
     text('sockets', s.sockets);
     text('rooms', s.rooms);
+    text('cache', cacheText(s.cache));
     var up = document.getElementById('updated');
     var now = new Date().toISOString();
     up.setAttribute('datetime', now);

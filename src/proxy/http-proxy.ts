@@ -11,7 +11,9 @@ import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
 import { roomCookieFor } from './page-cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
-import { ANSWER_KEEPS, connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js';
+import { endToEndFields } from '../http/hop-by-hop.js';
+import { BackendAgents } from './backend-agents.js';
+import { isGone, ResponseAnswer } from './cache-answers.js';
 import { plainResponse } from '../http/replies.js';
 import { classifyError, downReason, isConnectFailure } from './errors.js';
 import { startRequest, type PagePathOptions } from './request-count.js';
@@ -29,10 +31,8 @@ interface Client {
   readonly h2: boolean;
 }
 
-/** The client's side is closed: an HTTP/1.1 response is destroyed, or an h2 response's stream. */
-function isGone(res: ServerResponse): boolean {
-  return res.destroyed || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true;
-}
+// The Cache-Status of answers to requests the page cache passed on (their answer is made here).
+const passedCacheStatus = new WeakMap<ServerResponse, string>();
 
 // RFC 9110 9.2.2: a request of these methods may be sent again when a reused keep-alive
 // connection was closed under it (the backend may or may not have seen it).
@@ -47,27 +47,10 @@ interface Replay {
 }
 
 export class HttpProxy {
-  private readonly agents = new Map<string, http.Agent>();
+  private readonly agents: BackendAgents;
 
-  constructor(private readonly o: HttpProxyOptions) {}
-
-  /**
-   * Keep-alive connections per backend; created on first use (backends come and go at run time).
-   * An https:// backend gets an https.Agent (the same pool), under its own key so that a reload
-   * from http:// to https:// finds the right kind.
-   */
-  private agent(backend: Backend): http.Agent {
-    const { id, tls } = backend.config;
-    const name = tls ? `https ${id}` : id;
-    let a = this.agents.get(name);
-    if (!a) {
-      // `timeout` is set on a socket when it goes back to the pool (each request sets its own while
-      // it runs); the agent destroys a pooled socket whose timeout fires.
-      const pool = { keepAlive: true, maxFreeSockets: this.o.maxIdleSocketsPerBackend, scheduling: 'lifo', timeout: this.o.backendIdleTimeoutMs } as const;
-      a = tls ? new https.Agent(pool) : new http.Agent(pool);
-      this.agents.set(name, a);
-    }
-    return a;
+  constructor(private readonly o: HttpProxyOptions) {
+    this.agents = new BackendAgents(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
@@ -82,6 +65,18 @@ export class HttpProxy {
     const client: Client = { peer, encrypted: (req.socket as { encrypted?: boolean }).encrypted === true, h2: req.httpVersionMajor === 2 };
     const now = Date.now();
     const key = this.o.router.key(req, now);
+    const cache = this.o.cache;
+    if (cache === null) return this.route(req, res, client, key, now);
+    const ctx = { peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
+    const setCookie = roomCookieFor(this.o.roomCookie, req.method ?? '', key, this.o.forwarding.proto(req.rawHeaders, ctx) === 'https', this.o.logger);
+    const writer = new ResponseAnswer(res, req.method === 'HEAD', client.h2, (status, body, headers) => this.reply(res, status, body, headers));
+    cache.handle({ method: req.method ?? '', url: req.url ?? '/', rawHeaders: req.rawHeaders, key, ctx, setCookie }, writer, (cacheStatus) => {
+      passedCacheStatus.set(res, cacheStatus);
+      this.route(req, res, client, key, Date.now());
+    });
+  }
+
+  private route(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, now: number): void {
     const bodyless = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
     const replayable: Replay = { bodyless, afterReset: bodyless && IDEMPOTENT.has(req.method ?? '') };
     this.o.router.decide(key.room, now).then(
@@ -127,7 +122,7 @@ export class HttpProxy {
       method: req.method,
       path: key.forwardUrl,
       headers,
-      agent: this.agent(backend),
+      agent: this.agents.for(backend),
       timeout: o.responseTimeoutMs,
       // https://: the CA list, client certificate, verification and SNI of `backendTls`.
       ...(backend.config.tls ? tlsOptions(o.backendTls, backend.config.host) : {}),
@@ -166,17 +161,13 @@ export class HttpProxy {
         proxyRes.socket.destroy();
         return this.badAnswer(req, res, key, backend, problem, done);
       }
-      const headers: string[] = [];
-      const raw = proxyRes.rawHeaders;
-      const named = answerConnectionNamed(raw);
-      for (let i = 0; i + 1 < raw.length; i += 2) {
-        // Hop-by-hop fields (and those its Connection header names) belong to the backend
-        // connection; Node writes its own framing.
-        const lower = (raw[i] as string).toLowerCase();
-        if (!HOP_BY_HOP.has(lower) && named?.has(lower) !== true) headers.push(raw[i] as string, raw[i + 1] as string);
-      }
+      // Hop-by-hop fields (and those its Connection header names) belong to the backend
+      // connection; Node writes its own framing.
+      const headers = endToEndFields(proxyRes.rawHeaders);
       const cookie = roomCookieFor(o.roomCookie, req.method ?? '', key, o.forwarding.proto(req.rawHeaders, ctx) === 'https', o.logger);
       if (cookie) headers.push('Set-Cookie', cookie);
+      const cacheStatus = passedCacheStatus.get(res);
+      if (cacheStatus !== undefined) headers.push('Cache-Status', cacheStatus);
       const status = proxyRes.statusCode ?? 502;
       try {
         // h2 has no reason phrase (Node warns when given one).
@@ -261,22 +252,13 @@ export class HttpProxy {
 
   private reply(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
     if (res.headersSent || isGone(res)) return;
-    const r = plainResponse(status, body, headers);
+    const cacheStatus = passedCacheStatus.get(res);
+    const r = plainResponse(status, body, cacheStatus === undefined ? headers : { ...headers, 'Cache-Status': cacheStatus });
     res.writeHead(status, r.headers);
     res.end(r.body);
   }
 
   close(): void {
-    for (const a of this.agents.values()) a.destroy();
-    this.agents.clear();
+    this.agents.close();
   }
-}
-
-/** The fields an answer's Connection header names (dropped with the hop-by-hop ones), or null. */
-function answerConnectionNamed(raw: readonly string[]): Set<string> | null {
-  let values: string[] | null = null;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    if ((raw[i] as string).length === 10 && (raw[i] as string).toLowerCase() === 'connection') (values ??= []).push(raw[i + 1] as string);
-  }
-  return values === null ? null : connectionNamed(values, ANSWER_KEEPS);
 }

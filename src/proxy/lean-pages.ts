@@ -5,8 +5,8 @@
 // under the request, 502/503/504 with the same bodies, the same metrics and log lines. The bytes
 // themselves are moved by PageRelay (src/proxy/page-relay.ts).
 import { STATUS_CODES } from 'node:http';
-import type { Socket } from 'node:net';
 import type { LeanHead } from '../http/lean-request-head.js';
+import type { PageClient } from './page-client.js';
 import { plainResponse } from '../http/replies.js';
 import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
@@ -17,23 +17,7 @@ import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
 import { Deadlines } from './deadlines.js';
 import { RawBackendPool } from './raw-backend-pool.js';
 import { startRequest, type PagePathOptions } from './request-count.js';
-
-/** The client connection a request came on (src/server/lean-connection.ts). */
-export interface PageClient {
-  readonly socket: Socket;
-  readonly peer: string;
-  readonly encrypted: boolean;
-  /** Whether the answer to this head may leave the connection open. */
-  keepAlive(head: LeanHead): boolean;
-  /** The answer is out; open: the connection carries the next request, else it ends. */
-  answered(open: boolean): void;
-  /** Not for this path after all (nothing was written): node:http takes the connection, this request first. */
-  handOver(reason: string): void;
-  /** Told when the client's connection closes under the request. */
-  current: { clientGone(): void } | null;
-  /** The connection closed: nothing more is written to it. */
-  readonly closed: boolean;
-}
+import { SocketAnswer } from './cache-answers.js';
 
 export interface LeanPagesOptions extends PagePathOptions {
   /** The client-side keep-alive timeout, announced in Keep-Alive as node:http does. */
@@ -59,6 +43,20 @@ export class LeanPages {
   handle(head: LeanHead, client: PageClient): void {
     const now = Date.now();
     const key = this.o.router.keyOf(head.method, head.url, head.cookie, head.roomHeader, now);
+    client.cacheStatus = null;
+    const cache = this.o.cache;
+    if (cache === null) return this.route(head, client, key, now);
+    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
+    const setCookie = roomCookieFor(this.o.roomCookie, head.method, key, this.o.forwarding.proto(head.rawHeaders, ctx) === 'https', this.o.logger);
+    const own = (status: number, body: string, headers: Record<string, string>): void => this.answer(head, client, status, body, headers);
+    const writer = new SocketAnswer(client, head.method === 'HEAD', client.keepAlive(head), this.keepAliveHeader, client.encrypted ? this.o.hsts : null, own);
+    cache.handle({ method: head.method, url: head.url, rawHeaders: head.rawHeaders, key, ctx, setCookie }, writer, (cacheStatus) => {
+      client.cacheStatus = cacheStatus;
+      this.route(head, client, key, Date.now());
+    });
+  }
+
+  private route(head: LeanHead, client: PageClient, key: KeyResult, now: number): void {
     this.o.router.decide(key.room, now).then(
       (decision) => this.dispatch(head, client, key, decision, 1),
       (err: Error) => {
@@ -93,6 +91,8 @@ export class LeanPages {
     text += `Connection: keep-alive${CRLF}${CRLF}`;
     const keepAlive = client.keepAlive(head);
     const setCookie = roomCookieFor(o.roomCookie, head.method, key, o.forwarding.proto(head.rawHeaders, ctx) === 'https', o.logger);
+    let extra = setCookie === null ? '' : `Set-Cookie: ${setCookie}${CRLF}`;
+    if (client.cacheStatus !== null) extra += `Cache-Status: ${client.cacheStatus}${CRLF}`;
 
     const relay: PageRelay = new PageRelay(
       client.socket,
@@ -104,7 +104,7 @@ export class LeanPages {
         text,
         keepAlive,
         keepAliveHeader: this.keepAliveHeader,
-        setCookie,
+        extra,
         hsts: client.encrypted ? o.hsts : null,
         connectTimeoutMs: o.connectTimeoutMs,
         responseTimeoutMs: o.responseTimeoutMs,
@@ -196,6 +196,7 @@ export class LeanPages {
     const r = plainResponse(status, body, headers);
     let out = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}${CRLF}`;
     for (const [name, value] of Object.entries(r.headers)) out += `${name}: ${value}${CRLF}`;
+    if (client.cacheStatus !== null) out += `Cache-Status: ${client.cacheStatus}${CRLF}`;
     if (client.encrypted && this.o.hsts !== null) out += `Strict-Transport-Security: ${this.o.hsts}${CRLF}`;
     out += `Date: ${httpDate()}${CRLF}`;
     out += keepAlive ? `Connection: keep-alive${CRLF}${this.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;

@@ -38,8 +38,8 @@ export interface RelayRequest {
   readonly keepAlive: boolean;
   /** keep-alive header value (Keep-Alive: timeout=N) for the client, or null. */
   readonly keepAliveHeader: string | null;
-  /** A Set-Cookie value to add, or null. */
-  readonly setCookie: string | null;
+  /** Header lines roomgate adds (the room cookie, Cache-Status), CRLF-terminated; '' for none. */
+  readonly extra: string;
   /** Strict-Transport-Security to add when the backend sent none, or null. */
   readonly hsts: string | null;
   readonly connectTimeoutMs: number;
@@ -198,7 +198,7 @@ export class PageRelay implements RawBackendUser, Expiring {
       else if (name.length === 25 && name.toLowerCase() === 'strict-transport-security') sts = true;
       out += `${name}: ${value}${CRLF}`;
     }
-    if (this.req.setCookie !== null) out += `Set-Cookie: ${this.req.setCookie}${CRLF}`;
+    out += this.req.extra;
     if (this.req.hsts !== null && !sts) out += `Strict-Transport-Security: ${this.req.hsts}${CRLF}`;
     if (!date) out += `Date: ${httpDate()}${CRLF}`;
     out += this.req.keepAlive ? `Connection: keep-alive${CRLF}${this.req.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;

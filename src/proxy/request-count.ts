@@ -9,6 +9,7 @@ import type { BackendPool } from '../runtime/pool.js';
 import type { Forwarding } from './forwarded.js';
 import type { RoomCookieSettings } from './page-cookie.js';
 import type { Router } from './router.js';
+import type { PageCacheFront } from '../cache/contract.js';
 
 export interface PagePathOptions {
   readonly router: Router;
@@ -21,6 +22,8 @@ export interface PagePathOptions {
   readonly backendIdleTimeoutMs: number;
   /** Sets the room cookie on page responses; null when disabled. encode signs (or not) the room. */
   readonly roomCookie: RoomCookieSettings | null;
+  /** The page cache, asked first for every request once its room is known; null when off. */
+  readonly cache: PageCacheFront | null;
   readonly metrics: Metrics;
   readonly logger: Logger;
 }

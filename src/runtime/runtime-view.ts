@@ -1,6 +1,8 @@
 // The RuntimeView the control plane takes: snapshots made from the runtime's own objects on each
 // call, and the two commands it may give (drain/maintenance state, where-is-room).
+import type { PageCache } from '../cache/page-cache.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { CachePurge } from '../shared-data/store.js';
 import type { BackendAdminState, PlacementStore } from '../placement/store.js';
 import type { EventLog } from './events.js';
 import type { Placer } from './placer.js';
@@ -18,6 +20,10 @@ export interface RuntimeViewParts {
   readonly health: { history(id: string): readonly HealthCheckResult[] };
   readonly metrics: Pick<Metrics, 'registry'>;
   readonly isReady: () => boolean;
+  /** The page cache, or null when it is off (a getter: it is built after the view). */
+  readonly cache: () => PageCache | null;
+  /** Carries a purge to the other gateways (the shared-data store's pub/sub). */
+  readonly announcePurge: (purge: CachePurge) => Promise<void>;
 }
 
 /** Sets a backend's administrative state for every gateway sharing the store, and here at once. */
@@ -72,5 +78,14 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
     },
     setAdminState: (id, state) => setAdminState(p.store, p.pool, id, state),
     metrics: async () => ({ contentType: p.metrics.registry.contentType, text: await p.metrics.registry.metrics() }),
+    cache: () => p.cache()?.snapshot() ?? null,
+    purgeCache: async (purge) => {
+      const purged = p.cache()?.purge(purge) ?? 0;
+      const shared = await p.announcePurge(purge).then(
+        () => true,
+        () => false,
+      );
+      return { purged, shared };
+    },
   };
 }

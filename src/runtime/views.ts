@@ -1,7 +1,9 @@
 // What the control plane (admin API, public API, pages) may see of the running gateway and the
 // few things it may ask of it. The control plane takes a RuntimeView, never the Gateway or the
 // live objects behind it: snapshots are plain data made on each call, commands are named.
+import type { CacheSnapshot } from '../cache/page-cache.js';
 import type { BackendAdminState, PlacementRecord } from '../placement/store.js';
+import type { CachePurge } from '../shared-data/store.js';
 
 export type BackendStateName = 'up' | 'down' | 'draining' | 'maintenance';
 
@@ -88,4 +90,11 @@ export interface RuntimeView {
   setAdminState(id: string, state: BackendAdminState | null): Promise<void>;
   /** Prometheus text exposition. */
   metrics(): Promise<{ readonly contentType: string; readonly text: string }>;
+  /** The page cache's figures; null when it is off. */
+  cache(): CacheSnapshot | null;
+  /**
+   * Removes page cache answers here and announces the purge to every gateway sharing the store.
+   * `shared` is false when the store could not carry it (then only this gateway purged).
+   */
+  purgeCache(purge: CachePurge): Promise<{ readonly purged: number; readonly shared: boolean }>;
 }

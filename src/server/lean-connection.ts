@@ -15,7 +15,8 @@ import { mayBeLean, parseLeanHead, type LeanHead, type LeanLimits } from '../htt
 import { rememberPeer } from '../http/peer.js';
 import { rawResponse } from '../http/replies.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { LeanPages, PageClient } from '../proxy/lean-pages.js';
+import type { LeanPages } from '../proxy/lean-pages.js';
+import type { PageClient } from '../proxy/page-client.js';
 
 export interface LeanFrontOptions {
   readonly limits: LeanLimits;
@@ -76,6 +77,7 @@ export class LeanFront {
 
 class LeanConnection implements PageClient {
   current: { clientGone(): void } | null = null;
+  cacheStatus: string | null = null;
   readonly peer: string;
   private buf: Buffer | null = null;
   /** The head of the request being answered (put back if it is handed over). */

@@ -2,6 +2,7 @@
 // default). Several handles can share one MemorySharedDataState (several gateways in one process,
 // as in tests), with the same semantics as the Redis store; the semantics are in ./rules.ts.
 import type {
+  CachePurge,
   LobbyPage,
   LobbyQuery,
   LobbyRoom,
@@ -172,6 +173,11 @@ export class MemorySharedDataStore implements SharedDataStore {
     if (p) return toLobbyRoom({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
     if (!m) return null;
     return toLobbyRoom({ room, backend: '', sockets: 0, since: m.setAt, meta: m.meta, pinned: m.pinned });
+  }
+
+  async publishCachePurge(purge: CachePurge): Promise<void> {
+    this.ensureOpen();
+    this.state.emit({ type: 'cache-purge', purge: { ...purge } });
   }
 
   async setMeta(room: string, meta: RoomMeta, pinned: boolean): Promise<void> {

@@ -86,6 +86,7 @@ import {
   type LobbyEntry,
 } from './rules.js';
 import type {
+  CachePurge,
   LobbyPage,
   LobbyQuery,
   LobbyRoom,
@@ -392,6 +393,15 @@ function parseStoredMeta(json: unknown): StoredMeta | undefined {
 /** An event from the channel, or undefined if it is not one. */
 function parseEvent(message: string): SharedDataEvent | undefined {
   const v = parseJson(message);
+  if (isRecord(v) && v.type === 'cache-purge' && isRecord(v.purge)) {
+    const out: { url?: string; prefix?: string; room?: string } = {};
+    for (const k of ['url', 'prefix', 'room'] as const) {
+      const f = v.purge[k];
+      if (typeof f === 'string') out[k] = f;
+      else if (f !== undefined) return undefined;
+    }
+    return Object.keys(out).length === 0 ? undefined : { type: 'cache-purge', purge: out };
+  }
   if (!isRecord(v) || v.type !== 'lobby' || !Array.isArray(v.rooms)) return undefined;
   // cjson encodes an empty Lua table as {} (never sent: empty changes are not published).
   if (!v.rooms.every((r): r is string => typeof r === 'string')) return undefined;
@@ -546,6 +556,10 @@ export class RedisSharedDataStore implements SharedDataStore {
   }
 
   // --- metadata ---------------------------------------------------------------------------------
+
+  async publishCachePurge(purge: CachePurge): Promise<void> {
+    await this.link.commands().publish(this.channel, JSON.stringify({ type: 'cache-purge', purge }));
+  }
 
   async setMeta(room: string, meta: RoomMeta, pinned: boolean): Promise<void> {
     checkRoom(STORE, room);

@@ -66,9 +66,18 @@ export interface Ranked {
   readonly rank: number;
 }
 
+/** Page cache answers to remove on every gateway (each field narrows; at least one is set). */
+export interface CachePurge {
+  readonly url?: string;
+  readonly prefix?: string;
+  readonly room?: string;
+}
+
 export type SharedDataEvent =
   /** Presence or metadata of these rooms changed (any gateway): the lobby stream pushes them. */
   | { readonly type: 'lobby'; readonly rooms: readonly string[] }
+  /** An operator purged page cache answers (any gateway, this one included). */
+  | { readonly type: 'cache-purge'; readonly purge: CachePurge }
   | { readonly type: 'available'; readonly available: boolean };
 
 export interface SharedDataStore {
@@ -77,6 +86,9 @@ export interface SharedDataStore {
   readonly available: boolean;
   /** Opens connections (Redis); resolves at once for stores that have none. Rejects if unreachable now: not fatal, the store keeps trying. */
   connect(): Promise<void>;
+
+  /** Announces a page cache purge to every gateway sharing the store (this one hears it too). */
+  publishCachePurge(purge: CachePurge): Promise<void>;
 
   /** Replaces this gateway's presence; it expires ttlMs after the last call (crash, kill -9). */
   publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void>;

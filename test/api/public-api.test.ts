@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../src/control/api-routes.js';
 import type { ControlPlane } from '../../src/control/control-plane.js';
 import { MemorySharedDataState, MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
-import type { LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
+import type { CachePurge, LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
 import { makeControl, memoryLogger } from '../support/control.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
@@ -170,6 +170,10 @@ class FlakyStore implements SharedDataStore {
     this.calls.push(name);
     if (this.rejecting) throw new Error('connect ECONNREFUSED 127.0.0.1:6379');
     return f();
+  }
+
+  publishCachePurge(purge: CachePurge): Promise<void> {
+    return this.go('publishCachePurge', () => this.inner.publishCachePurge(purge));
   }
 
   publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {

@@ -48,6 +48,7 @@ function fakeView(): StatusView {
   const events = [event('joined', 'b1', 'http://10.0.0.1:8000'), event('joined', 'b2', 'http://10.0.0.2:8000'), event('down', 'b1', `detail ${XSS}`)];
   return {
     gateway: () => ({ gatewayId: `gw-${XSS}`, store: 'redis', degraded: true, ready: true, sockets: 6, rooms: 3 }),
+    cache: () => null,
     backends: () => backends,
     events: () => events,
   };

@@ -56,6 +56,13 @@ export class FakeView implements RuntimeView {
   gateway(): GatewaySnapshot {
     return this.snapshot;
   }
+  /** The page cache is off in the fake (the gateway tests exercise the real one). */
+  cache(): null {
+    return null;
+  }
+  async purgeCache(): Promise<{ purged: number; shared: boolean }> {
+    return { purged: 0, shared: false };
+  }
   backends(): readonly BackendSnapshot[] {
     return this.list;
   }

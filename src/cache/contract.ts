@@ -1,0 +1,46 @@
+// What the page cache and the two page paths agree on: what a path hands the cache (a request
+// whose room key is known), and how the cache writes an answer to one client whichever path the
+// request came on (node:http's ServerResponse, or the byte-level path's raw socket:
+// src/proxy/cache-answers.ts). The cache gives the status, the end-to-end fields (its own
+// Cache-Status, Age and the room cookie included) and the body; the writer adds the framing and
+// the connection's own fields.
+import type { ForwardContext } from '../proxy/forwarded.js';
+import type { KeyResult } from '../room/extract.js';
+
+/** A request as a page path hands it over. */
+export interface CacheRequest {
+  readonly method: string;
+  /** The target as the client sent it. */
+  readonly url: string;
+  readonly rawHeaders: readonly string[];
+  readonly key: KeyResult;
+  readonly ctx: ForwardContext;
+  /** The room cookie due on this answer, or null. */
+  readonly setCookie: string | null;
+}
+
+/** The page cache as a page path sees it. */
+export interface PageCacheFront {
+  /**
+   * Answers the request, or gives it back through `pass` (with the Cache-Status its answer
+   * carries) for the page path to forward as it forwards any request.
+   */
+  handle(req: CacheRequest, w: AnswerWriter, pass: (cacheStatus: string) => void): void;
+}
+
+export interface AnswerWriter {
+  /** HEAD: the head only, with the length the GET's body has. */
+  readonly head: boolean;
+  /** The client is gone: nothing more is written. */
+  readonly gone: boolean;
+  /** `length`: the body's length when known (Content-Length), else null (chunked, or close-delimited). */
+  start(status: number, reason: string, headers: readonly string[], length: number | null): void;
+  /** false: the client's buffer is full (call onDrain before writing more, if the sender can wait). */
+  write(chunk: Buffer): boolean;
+  onDrain(cb: () => void): void;
+  end(): void;
+  /** The answer broke off after its head: the client connection is cut. */
+  cut(): void;
+  /** One of roomgate's own short answers (502/503/504), framed as the path frames them. */
+  own(status: number, body: string, headers: Record<string, string>): void;
+}

@@ -1,0 +1,310 @@
+// One backend fetch of the page cache and the clients waiting on it: the first request for a key
+// (or a refresh of a stale answer, in the background or not) starts it, later requests for the
+// same key join it (coalescing, bounded by cache.maxWaiters). When the answer's head arrives it is
+// judged once: stored (every client gets it, streamed as it arrives, and clients may still join
+// while the body streams), shared but not stored (the clients already waiting get it: they sent
+// the same anonymous request), or for the first client only (Set-Cookie, private, no-store: the
+// others go to the backend themselves). A failure, or a 5xx, with a stale copy still within its
+// stale-if-error window gives every client that copy instead.
+import type CachePolicy from 'http-cache-semantics';
+import { classifyError, downReason, isConnectFailure } from '../proxy/errors.js';
+import { startRequest } from '../proxy/request-count.js';
+import type { Decision } from '../placement/decide.js';
+import type { Backend } from '../runtime/pool.js';
+import { fetchFromBackend, type Fetch, type FetchedHead } from './backend-fetch.js';
+import type { CacheClient } from './cache-client.js';
+import type { CacheOutcome } from './cache-metrics.js';
+import type { FillContext, FillHandle, FillSpec } from './fill-context.js';
+import { headerRecord } from './request-rules.js';
+import { directives, unstorable, variantOf, varyNames, type StoredAnswer } from './stored-answers.js';
+
+/** A client of a fill, and how its answer is described. */
+interface Waiter {
+  readonly client: CacheClient;
+  /** Cache-Status fwd= of this client's request (uri-miss, vary-miss, stale, request). */
+  readonly fwd: string;
+  /** It joined another's fetch. */
+  readonly collapsed: boolean;
+  /** Waiting for 'drain' before the fill reads on (answers not being stored). */
+  draining: boolean;
+}
+
+// Reasons an answer is not stored for which the clients already waiting may still share it: the
+// request was the same anonymous one for all of them and nothing in the answer is personal.
+const SHAREABLE = new Set(['status', 'no-freshness', 'too-large', 'no-cache']);
+// Reasons after which requests for the key stop waiting on each other for a while (the answer
+// will not be stored next time either); a failing backend's 5xx is not one of them.
+const REMEMBERED = new Set(['set-cookie', 'not-storable', 'no-cache', 'vary-star', 'no-freshness', 'too-large']);
+
+export class Fill implements FillHandle {
+  private readonly waiters: Waiter[] = [];
+  private fetch: Fetch | null = null;
+  private head: FetchedHead | null = null;
+  /** The answer is being stored: its body is kept, and clients may still join. */
+  private storing = false;
+  private chunks: Buffer[] = [];
+  private bytes = 0;
+  private policy: CachePolicy | null = null;
+  private record: Record<string, string> = {};
+  private cacheStatus = '';
+  private finished = false;
+  private draining = 0;
+  private noStore = false;
+
+  constructor(
+    private readonly cx: FillContext,
+    readonly spec: FillSpec,
+  ) {}
+
+  /** Clients waiting now. */
+  get size(): number {
+    return this.waiters.length;
+  }
+
+  /** Whether a client arriving now can still be given this fill's answer from its start. */
+  get joinable(): boolean {
+    return !this.finished && (this.head === null || this.storing);
+  }
+
+  /** Purged while under way: the answer still goes to the clients waiting, it is not stored. */
+  doNotStore(): void {
+    this.noStore = true;
+  }
+
+  add(client: CacheClient, fwd: string, collapsed: boolean): void {
+    const w: Waiter = { client, fwd, collapsed, draining: false };
+    this.waiters.push(w);
+    // Joining while the body streams: the head and the body so far first.
+    if (this.head !== null && this.storing) {
+      if (!this.variantMatches(w)) return this.pass(w, 'vary-miss');
+      this.startClient(w);
+      for (const c of this.chunks) client.w.write(c);
+    }
+  }
+
+  start(attempt = 1): void {
+    const now = Date.now();
+    this.cx.router.decide(this.spec.room, now).then(
+      (d) => this.dispatch(d, attempt),
+      (err: Error) => {
+        this.cx.logger.error({ err: err.message, room: this.spec.room }, 'routing failed');
+        this.failAll(500, 'internal error\n', {}, 'routing');
+      },
+    );
+  }
+
+  private dispatch(d: Decision, attempt: number): void {
+    const { cx } = this;
+    if ('reject' in d) {
+      if (d.reject === 400) return this.failAll(400, 'this request needs a room key\n', {}, 'no-room');
+      const body = d.reason === 'room-busy' ? 'room is moving, retry shortly\n' : cx.router.noBackendBody(Date.now());
+      return this.failAll(503, body, { 'Retry-After': String(d.retryAfterS) }, 'no-backend');
+    }
+    const backend = cx.pool.get(d.route);
+    if (!backend) return this.failAll(503, cx.router.noBackendBody(Date.now()), { 'Retry-After': '1' }, 'no-backend');
+    this.send(backend, attempt);
+  }
+
+  private send(backend: Backend, attempt: number): void {
+    const { cx, spec } = this;
+    const done = startRequest(cx.pool, cx.metrics, backend.id);
+    const headers = [...spec.headers];
+    // A refresh asks whether the stored answer still holds (304) with its validators.
+    if (spec.stale !== undefined) {
+      const h = spec.stale.policy.revalidationHeaders(spec.policyRequest);
+      for (const name of ['if-none-match', 'if-modified-since']) {
+        const v = h[name];
+        if (typeof v === 'string') headers.push(name, v);
+      }
+    }
+    this.fetch = fetchFromBackend(backend, spec.path, headers, cx.fetch, {
+      connected: () => cx.pool.markUp(backend.id),
+      head: (h) => {
+        done(h.status);
+        this.onHead(h);
+      },
+      data: (chunk) => this.onData(chunk),
+      end: () => this.onEnd(),
+      failed: (err, afterHead) => {
+        const bad = err.code === 'EBADANSWER';
+        const kind = classifyError(err);
+        cx.metrics.proxyErrors.inc({ backend: backend.id, kind: bad ? 'bad-response' : kind });
+        if (afterHead) {
+          cx.logger.warn({ room: spec.room, backend: backend.id, err: kind }, 'backend failed mid-response (cache fill)');
+          return this.cutAll();
+        }
+        const now = Date.now();
+        if (isConnectFailure(kind)) cx.pool.markDown(backend.id, now, downReason(err, kind));
+        const retry = isConnectFailure(kind) && attempt <= cx.pool.backends.length;
+        cx.logger.warn({ room: spec.room, backend: backend.id, err: kind, retry }, 'proxy error (cache fill)');
+        if (retry) {
+          done(null);
+          return this.start(attempt + 1);
+        }
+        if (bad) {
+          done(502);
+          return this.failAll(502, 'the backend sent an invalid response\n', {}, 'bad-answer');
+        }
+        const status = kind === 'timeout' ? 504 : 502;
+        done(status);
+        this.failAll(status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' }, kind);
+      },
+    });
+  }
+
+  private onHead(h: FetchedHead): void {
+    const { cx, spec } = this;
+    const now = cx.now();
+    const stale = spec.stale;
+    const record = headerRecord(h.headers);
+    // The stored answer still holds: it is served (and kept) with its fields brought up to date.
+    if (h.status === 304 && stale !== undefined) {
+      this.fetch?.abort();
+      const { policy, modified } = stale.policy.revalidatedPolicy(spec.policyRequest, { status: 304, headers: record });
+      if (!modified) {
+        const updated = cx.refreshed(spec, stale, policy, h.headers, now);
+        cx.cm.fills.inc({ result: 'revalidated' });
+        return this.serveAll(updated, `fwd=stale; fwd-status=304`, 'miss');
+      }
+    }
+    if (h.status >= 500 && stale !== undefined && now < stale.sieUntil) {
+      this.fetch?.abort();
+      cx.cm.fills.inc({ result: 'stale-if-error' });
+      return this.staleForAll(stale, h.status);
+    }
+    if (h.status === 304) {
+      // A 304 to an unconditional request (or one whose validators the stored answer lacks): unusable.
+      this.fetch?.abort();
+      return this.failAll(502, 'the backend sent an invalid response\n', {}, 'bad-answer');
+    }
+    this.head = h;
+    this.record = record;
+    this.policy = new cx.Policy(spec.policyRequest, { status: h.status, headers: record }, { shared: true });
+    const why = unstorable(this.policy, h.status, record, cx.config, h.length);
+    this.storing = why === null;
+    const stored = this.storing ? '; stored' : `; detail=${why ?? ''}`;
+    this.cacheStatus = `fwd-status=${h.status}${stored}`;
+    if (why !== null) {
+      cx.cm.fills.inc({ result: 'not-stored' });
+      if (REMEMBERED.has(why)) cx.rememberUncacheable(spec.key, now);
+      if (!this.storing) cx.leave(this);
+    }
+    const share = why === null || (SHAREABLE.has(why) && directives(record['cache-control']).get('private') === undefined);
+    for (const w of [...this.waiters]) {
+      if (w.collapsed && !share) this.pass(w, 'uncacheable');
+      else if (w.collapsed && !this.variantMatches(w)) this.pass(w, 'vary-miss');
+      else this.startClient(w);
+    }
+    if (this.waiters.length === 0 && !this.storing) {
+      // Nobody to give it to (a background refresh of an answer that is no longer storable).
+      this.fetch?.abort();
+      this.finish();
+    }
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.finished) return;
+    if (this.storing) {
+      this.bytes += chunk.length;
+      if (this.bytes > this.cx.config.maxObjectBytes) {
+        // Too big after all (no Content-Length said so): relayed, not stored.
+        this.storing = false;
+        this.chunks = [];
+        this.cx.cm.fills.inc({ result: 'not-stored' });
+        this.cx.rememberUncacheable(this.spec.key, this.cx.now());
+        this.cx.leave(this);
+      } else this.chunks.push(chunk);
+    }
+    for (const w of this.waiters) {
+      const ok = w.client.w.write(chunk);
+      // Not stored: the backend is read no faster than the slowest client takes it.
+      if (!ok && !this.storing && !w.draining && !w.client.w.gone) {
+        w.draining = true;
+        if (this.draining++ === 0) this.fetch?.pause();
+        w.client.w.onDrain(() => {
+          w.draining = false;
+          if (--this.draining === 0) this.fetch?.resume();
+        });
+      }
+    }
+  }
+
+  private onEnd(): void {
+    if (this.finished) return;
+    const { cx, spec } = this;
+    const h = this.head;
+    if (this.storing && !this.noStore && h !== null && this.policy !== null) {
+      cx.store(spec, h, this.record, this.policy, Buffer.concat(this.chunks, this.bytes));
+      cx.cm.fills.inc({ result: 'stored' });
+    }
+    for (const w of this.waiters) {
+      w.client.w.end();
+      w.client.settle(this.outcome(w), h?.status ?? null);
+    }
+    this.finish();
+  }
+
+  private startClient(w: Waiter): void {
+    const h = this.head as FetchedHead;
+    const status = `roomgate; fwd=${w.fwd}; ${this.cacheStatus}${w.collapsed ? '; collapsed' : ''}`;
+    w.client.w.start(h.status, h.reason, [...h.headers, ...w.client.extra(status)], h.length);
+  }
+
+  private variantMatches(w: Waiter): boolean {
+    const names = varyNames(this.record);
+    return variantOf(names, w.client.fields) === variantOf(names, this.spec.fields);
+  }
+
+  /** This client goes to the backend itself (through its page path), not through this fill. */
+  private pass(w: Waiter, detail: string): void {
+    this.waiters.splice(this.waiters.indexOf(w), 1);
+    w.client.pass(`roomgate; fwd=bypass; detail=${detail}`);
+  }
+
+  private outcome(w: Waiter): CacheOutcome {
+    return w.collapsed ? 'coalesced' : 'miss';
+  }
+
+  private serveAll(a: StoredAnswer, cacheStatus: string, outcome: CacheOutcome): void {
+    for (const w of this.waiters) {
+      w.client.stored(a, this.cx.ageOf(a), `roomgate; ${cacheStatus}${w.collapsed ? '; collapsed' : ''}`, w.collapsed ? 'coalesced' : outcome);
+    }
+    this.finish();
+  }
+
+  private staleForAll(stale: StoredAnswer, status: number): void {
+    const past = Math.max(1, Math.ceil((this.cx.now() - stale.freshUntil) / 1000));
+    this.serveAll(stale, `fwd=stale; fwd-status=${status}; ttl=-${past}; detail=stale-if-error`, 'stale-if-error');
+  }
+
+  /** No answer from the backend: a stale copy within its stale-if-error window, else roomgate's own. */
+  private failAll(status: number, body: string, headers: Record<string, string>, detail: string): void {
+    const stale = this.spec.stale;
+    if (stale !== undefined && this.cx.now() < stale.sieUntil) {
+      this.cx.cm.fills.inc({ result: 'stale-if-error' });
+      return this.staleForAll(stale, status);
+    }
+    this.cx.cm.fills.inc({ result: 'failed' });
+    for (const w of this.waiters) {
+      w.client.own(status, body, headers, `roomgate; fwd=${w.fwd}; fwd-status=${status}; detail=${detail}${w.collapsed ? '; collapsed' : ''}`, this.outcome(w));
+    }
+    this.finish();
+  }
+
+  private cutAll(): void {
+    for (const w of this.waiters) {
+      w.client.w.cut();
+      w.client.settle(this.outcome(w), null);
+    }
+    this.finish();
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.waiters.length = 0;
+    this.chunks = [];
+    this.cx.leave(this);
+    this.cx.finished(this);
+  }
+}

@@ -1,0 +1,317 @@
+// The page cache: where both page paths (node:http's and the byte-level one) hand a request once
+// its room key is known. It answers from a stored copy when it may (fresh; stale within grace
+// while one background refresh runs), else joins or starts a backend fetch (src/cache/fill.ts),
+// or gives the request back to the path (`pass`) when the cache must not answer it (a logged-in
+// user, another method, a path not cached, a key whose answers cannot be stored). Per process.
+import type { BackendTls } from '../backends/backend-tls.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { BackendAgents } from '../proxy/backend-agents.js';
+import type { Forwarding } from '../proxy/forwarded.js';
+import type { Router } from '../proxy/router.js';
+import type { BackendPool } from '../runtime/pool.js';
+import type CachePolicy from 'http-cache-semantics';
+import type { AnswerWriter, CacheRequest, PageCacheFront } from './contract.js';
+import type { FetchedHead, FetchOptions } from './backend-fetch.js';
+import { CacheClient } from './cache-client.js';
+import { createCacheMetrics, type CacheMetrics, type CacheOutcome } from './cache-metrics.js';
+import { Fill } from './fill.js';
+import type { FillContext, FillHandle, FillSpec } from './fill-context.js';
+import { CacheRules, headerRecord, keyParts, primaryKey, rawHeader, type CacheConfig } from './request-rules.js';
+import { lifetimes, policyClass, policyRequest, StoredAnswers, type PolicyClass, type StoredAnswer } from './stored-answers.js';
+
+export interface PageCacheOptions {
+  readonly config: CacheConfig;
+  /** The room cookie's name: never forwarded on a fill nor part of a key. */
+  readonly roomCookieName: string;
+  readonly router: Router;
+  readonly pool: BackendPool;
+  readonly forwarding: Forwarding;
+  readonly backendTls: BackendTls;
+  readonly connectTimeoutMs: number;
+  readonly responseTimeoutMs: number;
+  readonly maxIdleSocketsPerBackend: number;
+  readonly backendIdleTimeoutMs: number;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  /** The clock of freshness and grace (ms); tests move it. */
+  readonly now?: () => number;
+}
+
+/** What to purge: every stored answer of a URL (exact), of URLs with a prefix, and/or of a room. */
+export interface PurgeSpec {
+  readonly url?: string;
+  readonly prefix?: string;
+  readonly room?: string;
+}
+
+export interface CacheSnapshot {
+  readonly enabled: boolean;
+  readonly objects: number;
+  readonly bytes: number;
+  readonly maxBytes: number;
+  /** Answers that cost the backend nothing (hits fresh or stale, coalesced) over all answers given by the cache; null before any. */
+  readonly hitRatio: number | null;
+  readonly counts: Readonly<Record<CacheOutcome, number>>;
+  /** Backend fetches in flight. */
+  readonly fetching: number;
+}
+
+/** The request's Cache-Control or Pragma asks for a fresh answer from the backend. */
+function forcedByClient(fields: Record<string, string>): boolean {
+  const cc = fields['cache-control'] ?? '';
+  return /(?:^|,)\s*(?:no-cache|max-age\s*=\s*0)\s*(?:,|$)/i.test(cc) || (cc === '' && /no-cache/i.test(fields.pragma ?? ''));
+}
+
+function hasValidators(a: StoredAnswer): boolean {
+  for (let i = 0; i < a.headers.length; i += 2) {
+    const name = (a.headers[i] as string).toLowerCase();
+    if (name === 'etag' || name === 'last-modified') return true;
+  }
+  return false;
+}
+
+export class PageCache implements FillContext, PageCacheFront {
+  readonly rules: CacheRules;
+  readonly cm: CacheMetrics;
+  readonly fetch: FetchOptions;
+  readonly Policy: PolicyClass;
+  readonly config: CacheConfig;
+  readonly router: Router;
+  readonly pool: BackendPool;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  private readonly agents: BackendAgents;
+  private readonly answers: StoredAnswers;
+  /** Fetches clients may still join, by primary key. */
+  private readonly fills = new Map<string, Fill>();
+  /** Every fetch in flight (joinable or not). */
+  private readonly running = new Set<Fill>();
+  /** Keys whose last answer could not be stored: until when requests skip the cache. */
+  private readonly uncacheable = new Map<string, number>();
+  private readonly counts: Record<CacheOutcome, number> = { hit: 0, stale: 0, 'stale-if-error': 0, miss: 0, coalesced: 0, bypass: 0 };
+  private readonly clock: () => number;
+
+  constructor(private readonly o: PageCacheOptions) {
+    this.config = o.config;
+    this.router = o.router;
+    this.pool = o.pool;
+    this.metrics = o.metrics;
+    this.logger = o.logger;
+    this.clock = o.now ?? Date.now;
+    this.rules = new CacheRules(o.config, o.roomCookieName);
+    this.Policy = policyClass(this.clock);
+    this.agents = new BackendAgents(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
+    this.fetch = { agents: this.agents, backendTls: o.backendTls, connectTimeoutMs: o.connectTimeoutMs, responseTimeoutMs: o.responseTimeoutMs };
+    this.answers = new StoredAnswers(o.config.maxBytes, () => this.cm.evictions.inc());
+    this.cm = createCacheMetrics(o.metrics.registry, () => this.answers.stats(o.config.maxBytes));
+  }
+
+  /** One answer on a cached path, counted by outcome (also kept here for the status page's ratio). */
+  readonly record = (outcome: CacheOutcome, seconds: number): void => {
+    this.counts[outcome]++;
+    this.cm.requests.inc({ outcome });
+    this.cm.seconds.observe({ outcome }, seconds);
+  };
+
+  now(): number {
+    return this.clock();
+  }
+
+  /**
+   * Answers the request, or gives it back through `pass` (with the Cache-Status its answer
+   * carries) for the page path to forward as it forwards any request.
+   */
+  handle(req: CacheRequest, w: AnswerWriter, pass: (cacheStatus: string) => void): void {
+    const t0 = performance.now();
+    const why = this.rules.bypass(req);
+    if (why !== null) {
+      this.record('bypass', (performance.now() - t0) / 1000);
+      return pass(why === 'method' ? 'roomgate; fwd=method' : `roomgate; fwd=bypass; detail=${why}`);
+    }
+    const kept = this.rules.keptCookies(req.rawHeaders);
+    const host = rawHeader(req.rawHeaders, 'host') ?? rawHeader(req.rawHeaders, ':authority') ?? '';
+    const key = primaryKey(req.url, host, req.key.room, kept);
+    const fields = headerRecord(req.rawHeaders);
+    delete fields.cookie;
+    delete fields.authorization;
+    if (kept !== '') fields.cookie = kept;
+    const client = new CacheClient(req, w, fields, t0, this.metrics, this.record, pass);
+    const now = this.clock();
+    const until = this.uncacheable.get(key);
+    if (until !== undefined) {
+      if (now < until) return client.pass('roomgate; fwd=bypass; detail=uncacheable');
+      this.uncacheable.delete(key);
+    }
+    const forced = forcedByClient(fields);
+    let stale: StoredAnswer | undefined;
+    // Cache-Status fwd=: what the cache had for this request.
+    let fwd = forced ? 'request' : 'uri-miss';
+    if (!forced) {
+      const found = this.answers.find(key, fields);
+      const a = found.answer;
+      if (a === undefined && found.known) fwd = 'vary-miss';
+      if (a !== undefined) {
+        fwd = 'stale';
+        if (now < a.freshUntil) return client.stored(a, this.ageOf(a), `roomgate; hit; ttl=${Math.floor((a.freshUntil - now) / 1000)}`, 'hit');
+        const past = Math.max(1, Math.ceil((now - a.freshUntil) / 1000));
+        if (now < a.swrUntil) {
+          this.refresh(key, req, fields, a);
+          return client.stored(a, this.ageOf(a), `roomgate; hit; ttl=-${past}; detail=stale-while-revalidate`, 'stale');
+        }
+        // Past stale-while-revalidate: fetched now, with the copy's validators (a 304 keeps it),
+        // and the copy is the answer if the backend fails within its stale-if-error window. A copy
+        // past both with nothing to validate it by is of no more use.
+        if (now < a.sieUntil || hasValidators(a)) stale = a;
+        else this.answers.delete(key, fields);
+      }
+    }
+    const inflight = this.fills.get(key);
+    if (inflight !== undefined && inflight.joinable && !forced) {
+      if (inflight.size >= this.config.maxWaiters) return client.pass('roomgate; fwd=bypass; detail=busy');
+      return inflight.add(client, fwd, true);
+    }
+    const fill = this.newFill(key, req, fields, stale);
+    fill.add(client, fwd, false);
+    fill.start();
+  }
+
+  private newFill(key: string, req: CacheRequest, fields: Record<string, string>, stale: StoredAnswer | undefined): Fill {
+    const host = fields.host ?? fields[':authority'] ?? '';
+    const spec: FillSpec = {
+      key,
+      room: req.key.room,
+      path: req.key.forwardUrl,
+      fields,
+      headers: this.rules.fillHeaders(this.o.forwarding.headers(req.rawHeaders, req.ctx, false), fields.cookie ?? ''),
+      policyRequest: policyRequest(req.url, host, fields),
+      stale,
+    };
+    const fill = new Fill(this, spec);
+    // A forced fetch does not replace one others are waiting on.
+    if (!this.fills.has(key)) this.fills.set(key, fill);
+    this.running.add(fill);
+    return fill;
+  }
+
+  /** One background refresh per stale answer. */
+  private refresh(key: string, req: CacheRequest, fields: Record<string, string>, a: StoredAnswer): void {
+    if (a.refreshing || this.fills.has(key)) return;
+    a.refreshing = true;
+    this.newFill(key, req, fields, a).start();
+  }
+
+  ageOf(a: StoredAnswer): number {
+    return a.initialAge + Math.max(0, Math.floor((this.clock() - a.receivedAt) / 1000));
+  }
+
+  store(spec: FillSpec, head: FetchedHead, record: Record<string, string>, policy: CachePolicy, body: Buffer): void {
+    const now = this.clock();
+    const headers: string[] = [];
+    for (let i = 0; i + 1 < head.headers.length; i += 2) {
+      const lower = (head.headers[i] as string).toLowerCase();
+      if (lower !== 'content-length' && lower !== 'age') headers.push(head.headers[i] as string, head.headers[i + 1] as string);
+    }
+    const age = Number.parseInt(record.age ?? '0', 10);
+    const answer: StoredAnswer = {
+      status: head.status,
+      reason: head.reason,
+      headers,
+      body,
+      policy,
+      ...lifetimes(policy, record, this.config, now),
+      receivedAt: now,
+      initialAge: Number.isFinite(age) && age > 0 ? age : 0,
+      size: StoredAnswers.sizeOf(headers, body),
+      refreshing: false,
+    };
+    this.answers.put(spec.key, spec.fields, record, answer);
+  }
+
+  refreshed(spec: FillSpec, stale: StoredAnswer, policy: CachePolicy, fields304: readonly string[], now: number): StoredAnswer {
+    // RFC 9111 4.3.4: the 304's fields replace the stored ones of the same name (not the framing).
+    const replaced = new Set<string>();
+    for (let i = 0; i + 1 < fields304.length; i += 2) {
+      const lower = (fields304[i] as string).toLowerCase();
+      if (lower !== 'content-length' && lower !== 'age' && lower !== 'content-encoding') replaced.add(lower);
+    }
+    const headers: string[] = [];
+    for (let i = 0; i + 1 < stale.headers.length; i += 2) {
+      if (!replaced.has((stale.headers[i] as string).toLowerCase())) headers.push(stale.headers[i] as string, stale.headers[i + 1] as string);
+    }
+    for (let i = 0; i + 1 < fields304.length; i += 2) {
+      if (replaced.has((fields304[i] as string).toLowerCase())) headers.push(fields304[i] as string, fields304[i + 1] as string);
+    }
+    const record = headerRecord(headers);
+    const updated: StoredAnswer = {
+      ...stale,
+      headers,
+      policy,
+      ...lifetimes(policy, record, this.config, now),
+      receivedAt: now,
+      initialAge: 0,
+      size: StoredAnswers.sizeOf(headers, stale.body),
+      refreshing: false,
+    };
+    this.answers.put(spec.key, spec.fields, record, updated);
+    return updated;
+  }
+
+  rememberUncacheable(key: string, now: number): void {
+    if (this.config.uncacheableMs > 0) this.uncacheable.set(key, now + this.config.uncacheableMs);
+    // Bounded: an attacker requesting many distinct uncacheable URLs must not grow this forever.
+    if (this.uncacheable.size > 100_000) {
+      for (const [k, until] of this.uncacheable) if (until <= now) this.uncacheable.delete(k);
+      if (this.uncacheable.size > 100_000) this.uncacheable.clear();
+    }
+  }
+
+  leave(fill: FillHandle): void {
+    if (this.fills.get(fill.spec.key) === fill) this.fills.delete(fill.spec.key);
+  }
+
+  finished(fill: FillHandle): void {
+    this.running.delete(fill as Fill);
+    if (fill.spec.stale !== undefined) fill.spec.stale.refreshing = false;
+  }
+
+  /** Removes stored answers; returns how many. */
+  purge(p: PurgeSpec): number {
+    const match = (url: string, room: string): boolean =>
+      (p.url === undefined || url === p.url) && (p.prefix === undefined || url.startsWith(p.prefix)) && (p.room === undefined || room === p.room);
+    for (const key of [...this.uncacheable.keys()]) {
+      const { url, room } = keyParts(key);
+      if (match(url, room)) this.uncacheable.delete(key);
+    }
+    // A fetch under way would store what was just purged: it still answers its clients, stores nothing.
+    for (const fill of this.running) {
+      const { url, room } = keyParts(fill.spec.key);
+      if (match(url, room)) {
+        fill.doNotStore();
+        this.leave(fill);
+      }
+    }
+    return this.answers.purge(match);
+  }
+
+  snapshot(): CacheSnapshot {
+    const s = this.answers.stats(this.config.maxBytes);
+    const c = this.counts;
+    const served = c.hit + c.stale + c['stale-if-error'] + c.miss + c.coalesced;
+    return {
+      enabled: this.rules.enabled,
+      objects: s.objects,
+      bytes: s.bytes,
+      maxBytes: s.maxBytes,
+      // A request that waited on another's fetch cost the backend nothing either.
+      hitRatio: served === 0 ? null : (c.hit + c.stale + c['stale-if-error'] + c.coalesced) / served,
+      counts: { ...c },
+      fetching: this.running.size,
+    };
+  }
+
+  close(): void {
+    this.agents.close();
+    this.answers.clear();
+  }
+}

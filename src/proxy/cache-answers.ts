@@ -1,0 +1,127 @@
+// The page cache's answers written on each page path (src/cache/contract.ts): through
+// node:http's ServerResponse (HTTP/1.x and h2), and as bytes on the byte-level path's socket,
+// framed as PageRelay frames a relayed answer (Content-Length when known, else chunked; Date,
+// HSTS on TLS, Connection and Keep-Alive for the client's connection).
+import type { ServerResponse } from 'node:http';
+import type { AnswerWriter } from '../cache/contract.js';
+import type { PageClient } from './page-client.js';
+import { httpDate } from './page-relay.js';
+
+/** The client's side is closed: an HTTP/1.1 response is destroyed, or an h2 response's stream. */
+export function isGone(res: ServerResponse): boolean {
+  return res.destroyed || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true;
+}
+
+export class ResponseAnswer implements AnswerWriter {
+  constructor(
+    private readonly res: ServerResponse,
+    readonly head: boolean,
+    /** An h2 stream: no reason phrase. */
+    private readonly h2: boolean,
+    readonly own: (status: number, body: string, headers: Record<string, string>) => void,
+  ) {}
+
+  get gone(): boolean {
+    return isGone(this.res);
+  }
+
+  start(status: number, reason: string, headers: readonly string[], length: number | null): void {
+    const fields = length === null ? [...headers] : [...headers, 'Content-Length', String(length)];
+    try {
+      if (this.h2) this.res.writeHead(status, fields);
+      else this.res.writeHead(status, reason, fields);
+    } catch {
+      // Fields Node refuses (they passed the answer checks when received): the client is cut.
+      this.res.destroy();
+    }
+  }
+
+  write(chunk: Buffer): boolean {
+    if (this.head || this.gone) return true;
+    return this.res.write(chunk);
+  }
+
+  onDrain(cb: () => void): void {
+    this.res.once('drain', cb);
+  }
+
+  end(): void {
+    if (!this.gone) this.res.end();
+  }
+
+  cut(): void {
+    this.res.destroy();
+  }
+}
+
+const CRLF = '\r\n';
+const LAST_CHUNK = '0\r\n\r\n';
+
+export class SocketAnswer implements AnswerWriter {
+  private chunked = false;
+
+  constructor(
+    private readonly client: PageClient,
+    readonly head: boolean,
+    private readonly keepAlive: boolean,
+    private readonly keepAliveHeader: string | null,
+    private readonly hsts: string | null,
+    readonly own: (status: number, body: string, headers: Record<string, string>) => void,
+  ) {}
+
+  get gone(): boolean {
+    return this.client.closed;
+  }
+
+  start(status: number, reason: string, headers: readonly string[], length: number | null): void {
+    if (this.gone) return;
+    let out = `HTTP/1.1 ${status} ${reason}${CRLF}`;
+    let date = false;
+    let sts = false;
+    for (let i = 0; i + 1 < headers.length; i += 2) {
+      const name = headers[i] as string;
+      if (name.length === 4 && name.toLowerCase() === 'date') date = true;
+      else if (name.length === 25 && name.toLowerCase() === 'strict-transport-security') sts = true;
+      out += `${name}: ${headers[i + 1] as string}${CRLF}`;
+    }
+    if (this.hsts !== null && !sts) out += `Strict-Transport-Security: ${this.hsts}${CRLF}`;
+    if (!date) out += `Date: ${httpDate()}${CRLF}`;
+    if (length !== null) out += `Content-Length: ${length}${CRLF}`;
+    else if (!this.head) {
+      this.chunked = true;
+      out += `Transfer-Encoding: chunked${CRLF}`;
+    }
+    out += this.keepAlive ? `Connection: keep-alive${CRLF}${this.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;
+    this.client.socket.write(out + CRLF, 'latin1');
+  }
+
+  write(chunk: Buffer): boolean {
+    if (this.head || this.gone || chunk.length === 0) return true;
+    const s = this.client.socket;
+    if (!this.chunked) return s.write(chunk);
+    s.cork();
+    s.write(`${chunk.length.toString(16)}${CRLF}`, 'latin1');
+    s.write(chunk);
+    const ok = s.write(CRLF, 'latin1');
+    s.uncork();
+    return ok;
+  }
+
+  onDrain(cb: () => void): void {
+    this.client.socket.once('drain', cb);
+  }
+
+  end(): void {
+    if (this.gone) return;
+    if (this.chunked) this.client.socket.write(LAST_CHUNK, 'latin1');
+    // A hit is answered within the call that read its head: the next pipelined request starts on
+    // the next turn of the loop, not one stack frame deeper per request.
+    setImmediate(() => {
+      if (!this.gone) this.client.answered(this.keepAlive);
+    });
+  }
+
+  cut(): void {
+    this.client.socket.destroy();
+  }
+}

@@ -1,0 +1,216 @@
+// Freshness and grace boundaries of the page cache, to the millisecond, with the cache's clock in
+// the test's hand: a real gateway (in this process, so its cache clock can be given) in front of
+// a real backend on a real socket that counts the requests it gets and answers what the test
+// says. Each boundary is checked on both sides: the last millisecond inside, the first outside.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/load.js';
+import { Gateway } from '../../src/gateway.js';
+import { createLogger } from '../../src/observability/logger.js';
+
+interface Scripted {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+const T0 = 1_800_000_000_000;
+const clock = { t: T0 };
+let script: Scripted = { status: 200, headers: {}, body: '' };
+const seen: http.IncomingHttpHeaders[] = [];
+let backend: http.Server;
+let dir: string;
+const gateways: Gateway[] = [];
+
+beforeAll(async () => {
+  backend = http.createServer((req, res) => {
+    seen.push(req.headers);
+    // A conditional refresh gets a 304 when the test says the page did not change.
+    if (script.status === 304 && req.headers['if-none-match'] === undefined) {
+      res.writeHead(200, { 'Cache-Control': 'max-age=10', ETag: '"v1"' });
+      return res.end('unconditional');
+    }
+    res.writeHead(script.status, script.headers);
+    res.end(script.body);
+  });
+  await new Promise<void>((r) => backend.listen(0, '127.0.0.1', r));
+  dir = mkdtempSync(join(tmpdir(), 'roomgate-cache-clock-'));
+});
+
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.stop()));
+  seen.length = 0;
+  clock.t = T0;
+});
+
+afterAll(async () => {
+  backend.closeAllConnections();
+  await new Promise<void>((r) => backend.close(() => r()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function gateway(cache: Record<string, unknown>): Promise<Gateway> {
+  const port = (backend.address() as AddressInfo).port;
+  const file = join(dir, `config-${gateways.length}.json`);
+  writeFileSync(
+    file,
+    JSON.stringify({
+      listen: { host: '127.0.0.1', port: 0 },
+      admin: { enabled: false },
+      backends: [{ id: 'b1', url: `http://127.0.0.1:${port}` }],
+      cookie: { secrets: ['0123456789abcdef0123456789abcdef'] },
+      shutdown: { graceMs: 0 },
+      log: { level: 'silent' },
+      cache: { paths: ['/'], ...cache },
+    }),
+  );
+  const g = new Gateway(loadConfig({ env: {}, file }), { logger: createLogger('silent'), cacheClock: () => clock.t });
+  gateways.push(g);
+  await g.start();
+  return g;
+}
+
+interface Got {
+  status: number;
+  cacheStatus: string;
+  age: string | undefined;
+  body: string;
+}
+
+function get(g: Gateway, path: string, headers: Record<string, string> = {}): Promise<Got> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ host: '127.0.0.1', port: g.port, path, headers, agent: false, timeout: 5_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (body += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, cacheStatus: String(res.headers['cache-status']), age: res.headers.age, body }));
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path} timed out`)));
+    req.on('error', reject);
+  });
+}
+
+/** Waits until the backend has seen n requests (a background refresh is not awaited by the answer). */
+async function seenCount(n: number): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (seen.length < n) {
+    if (Date.now() > deadline) throw new Error(`the backend saw ${seen.length} requests, expected ${n}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('freshness and grace by the clock', () => {
+  it('fresh until max-age, to the millisecond; Age counts whole seconds since it was received', async () => {
+    const g = await gateway({});
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10' }, body: 'v1' };
+    expect((await get(g, '/a')).cacheStatus).toBe('roomgate; fwd=uri-miss; fwd-status=200; stored');
+    clock.t = T0 + 9_999;
+    const last = await get(g, '/a');
+    expect(last).toMatchObject({ body: 'v1', cacheStatus: 'roomgate; hit; ttl=0', age: '9' });
+    clock.t = T0 + 10_000;
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10' }, body: 'v2' };
+    // No grace: the first millisecond past freshness is a fetch.
+    const next = await get(g, '/a');
+    expect(next).toMatchObject({ body: 'v2', cacheStatus: 'roomgate; fwd=stale; fwd-status=200; stored' });
+    expect(seen).toHaveLength(2);
+  });
+
+  it('an Age from the backend shortens the freshness and is counted on', async () => {
+    const g = await gateway({});
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10', Age: '4' }, body: 'aged' };
+    await get(g, '/aged');
+    clock.t = T0 + 5_999;
+    expect(await get(g, '/aged')).toMatchObject({ cacheStatus: 'roomgate; hit; ttl=0', age: '9' });
+    clock.t = T0 + 6_000;
+    expect((await get(g, '/aged')).cacheStatus).toMatch(/^roomgate; fwd=stale; fwd-status=200; stored/);
+  });
+
+  it('within graceMs: the stale copy at once, one background refresh; after grace: a fetch the client waits for', async () => {
+    const g = await gateway({ graceMs: 5_000 });
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10' }, body: 'old' };
+    await get(g, '/g');
+    clock.t = T0 + 10_000;
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10' }, body: 'new' };
+    const stale = await get(g, '/g');
+    expect(stale).toMatchObject({ body: 'old', cacheStatus: 'roomgate; hit; ttl=-1; detail=stale-while-revalidate' });
+    await seenCount(2);
+    // The refresh stored the new answer, received at T0 + 10 000.
+    expect(await get(g, '/g')).toMatchObject({ body: 'new', cacheStatus: 'roomgate; hit; ttl=10' });
+    expect(seen).toHaveLength(2);
+
+    // The new copy's grace ends at T0 + 10 000 + 10 000 + 5 000.
+    clock.t = T0 + 24_999;
+    expect((await get(g, '/g')).cacheStatus).toBe('roomgate; hit; ttl=-5; detail=stale-while-revalidate');
+    await seenCount(3);
+    clock.t = T0 + 24_999 + 10_000 + 5_000;
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10' }, body: 'newest' };
+    expect(await get(g, '/g')).toMatchObject({ body: 'newest', cacheStatus: 'roomgate; fwd=stale; fwd-status=200; stored' });
+  });
+
+  it("the answer's own stale-while-revalidate and stale-if-error, with no graceMs", async () => {
+    const g = await gateway({});
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10, stale-while-revalidate=2, stale-if-error=30' }, body: 'own' };
+    await get(g, '/own');
+    clock.t = T0 + 11_999;
+    script = { status: 503, headers: {}, body: 'down' };
+    expect((await get(g, '/own')).cacheStatus).toBe('roomgate; hit; ttl=-2; detail=stale-while-revalidate');
+    await seenCount(2); // the refresh got the 503 and kept the copy
+    clock.t = T0 + 12_000;
+    // Past stale-while-revalidate: fetched; the backend fails, the copy is still within stale-if-error.
+    expect(await get(g, '/own')).toMatchObject({ status: 200, body: 'own', cacheStatus: 'roomgate; fwd=stale; fwd-status=503; ttl=-2; detail=stale-if-error' });
+    clock.t = T0 + 39_999;
+    expect((await get(g, '/own')).cacheStatus).toBe('roomgate; fwd=stale; fwd-status=503; ttl=-30; detail=stale-if-error');
+    clock.t = T0 + 40_000;
+    // Past stale-if-error: the backend's 503 itself.
+    expect(await get(g, '/own')).toMatchObject({ status: 503, body: 'down' });
+  });
+
+  it('must-revalidate is never served stale, whatever graceMs says', async () => {
+    const g = await gateway({ graceMs: 60_000 });
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10, must-revalidate' }, body: 'strict' };
+    await get(g, '/strict');
+    clock.t = T0 + 10_000;
+    script = { status: 502, headers: {}, body: 'bad gateway' };
+    expect(await get(g, '/strict')).toMatchObject({ status: 502, body: 'bad gateway' });
+  });
+
+  it('a stale copy is refreshed with its validators; a 304 makes it fresh again without a body', async () => {
+    const g = await gateway({});
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10', ETag: '"v1"' }, body: 'validated' };
+    await get(g, '/etag');
+    clock.t = T0 + 10_000;
+    script = { status: 304, headers: { 'Cache-Control': 'max-age=20', ETag: '"v1"' }, body: '' };
+    expect(await get(g, '/etag')).toMatchObject({ status: 200, body: 'validated', cacheStatus: 'roomgate; fwd=stale; fwd-status=304' });
+    expect(seen[1]?.['if-none-match']).toBe('"v1"');
+    // Fresh for the 304's 20 s from now.
+    clock.t = T0 + 29_999;
+    expect((await get(g, '/etag')).cacheStatus).toBe('roomgate; hit; ttl=0');
+    expect(seen).toHaveLength(2);
+  });
+
+  it('defaultTtlMs gives answers without freshness a lifetime; without it they are not stored', async () => {
+    script = { status: 200, headers: {}, body: 'plain' };
+    const off = await gateway({});
+    expect((await get(off, '/plain')).cacheStatus).toBe('roomgate; fwd=uri-miss; fwd-status=200; detail=no-freshness');
+    await off.stop();
+    const on = await gateway({ defaultTtlMs: 5_000 });
+    await get(on, '/plain');
+    clock.t = T0 + 4_999;
+    expect((await get(on, '/plain')).cacheStatus).toBe('roomgate; hit; ttl=0');
+    clock.t = T0 + 5_000;
+    expect((await get(on, '/plain')).cacheStatus).toMatch(/^roomgate; fwd=stale; fwd-status=200; stored/);
+  });
+
+  it('a client asking for a fresh answer (no-cache) gets one from the backend, which is stored', async () => {
+    const g = await gateway({});
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=60' }, body: 'one' };
+    await get(g, '/reload');
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=60' }, body: 'two' };
+    expect(await get(g, '/reload', { 'Cache-Control': 'no-cache' })).toMatchObject({ body: 'two', cacheStatus: 'roomgate; fwd=request; fwd-status=200; stored' });
+    expect(await get(g, '/reload')).toMatchObject({ body: 'two', cacheStatus: 'roomgate; hit; ttl=60' });
+  });
+});
