@@ -1,13 +1,13 @@
 // The layer rule (docs/architecture.md), checked by test/architecture/layers.test.ts in npm test:
-//   composition (main, gateway, cluster) -> edge (server, proxy, static | api, pages, control)
+//   composition (main, gateway, cluster) -> edge (server, proxy, cache, static | api, pages, control)
 //   -> runtime -> core and stores (placement, shared-data, backends, room, redis)
 //   -> kit and ground (http, config, observability)
-// Nothing imports upward; the data plane (server, proxy, static) and the control plane (api,
+// Nothing imports upward; the data plane (server, proxy, cache, static) and the control plane (api,
 // pages, control) never import each other; demo code is reached only from the CLI (main.ts and
 // src/cli), and src/cli only from main.ts.
 const LOWER = '^src/(placement|shared-data|backends|room|redis|http|config|observability|lifecycle)/';
-const EDGE = '^src/(server|proxy|static|api|pages|control)/';
-const DATA_PLANE = '^src/(server|proxy|static)/';
+const EDGE = '^src/(server|proxy|cache|static|api|pages|control)/';
+const DATA_PLANE = '^src/(server|proxy|cache|static)/';
 const CONTROL_PLANE = '^src/(api|pages|control)/';
 const COMPOSITION = '^src/(main|gateway)\\.ts$|^src/cluster/';
 

@@ -10,6 +10,7 @@ import { BackendAgents } from '../proxy/backend-agents.js';
 import type { Forwarding } from '../proxy/forwarded.js';
 import type { Router } from '../proxy/router.js';
 import type { BackendPool } from '../runtime/pool.js';
+import type { CacheSnapshot } from '../runtime/views.js';
 import type CachePolicy from 'http-cache-semantics';
 import type { AnswerWriter, CacheRequest, PageCacheFront } from './contract.js';
 import type { FetchedHead, FetchOptions } from './backend-fetch.js';
@@ -43,18 +44,6 @@ export interface PurgeSpec {
   readonly url?: string;
   readonly prefix?: string;
   readonly room?: string;
-}
-
-export interface CacheSnapshot {
-  readonly enabled: boolean;
-  readonly objects: number;
-  readonly bytes: number;
-  readonly maxBytes: number;
-  /** Answers that cost the backend nothing (hits fresh or stale, coalesced) over all answers given by the cache; null before any. */
-  readonly hitRatio: number | null;
-  readonly counts: Readonly<Record<CacheOutcome, number>>;
-  /** Backend fetches in flight. */
-  readonly fetching: number;
 }
 
 /** The request's Cache-Control or Pragma asks for a fresh answer from the backend. */

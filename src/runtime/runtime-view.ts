@@ -1,6 +1,5 @@
 // The RuntimeView the control plane takes: snapshots made from the runtime's own objects on each
 // call, and the two commands it may give (drain/maintenance state, where-is-room).
-import type { PageCache } from '../cache/page-cache.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { CachePurge } from '../shared-data/store.js';
 import type { BackendAdminState, PlacementStore } from '../placement/store.js';
@@ -8,7 +7,13 @@ import type { EventLog } from './events.js';
 import type { Placer } from './placer.js';
 import type { BackendPool } from './pool.js';
 import type { TunnelRegistry } from './tunnels.js';
-import type { BackendSnapshot, HealthCheckResult, RuntimeView } from './views.js';
+import type { BackendSnapshot, CacheSnapshot, HealthCheckResult, RuntimeView } from './views.js';
+
+/** What the view reads of the page cache (src/cache/page-cache.ts). */
+export interface CacheView {
+  snapshot(): CacheSnapshot;
+  purge(purge: CachePurge): number;
+}
 
 export interface RuntimeViewParts {
   readonly gatewayId: string;
@@ -21,7 +26,7 @@ export interface RuntimeViewParts {
   readonly metrics: Pick<Metrics, 'registry'>;
   readonly isReady: () => boolean;
   /** The page cache, or null when it is off (a getter: it is built after the view). */
-  readonly cache: () => PageCache | null;
+  readonly cache: () => CacheView | null;
   /** Carries a purge to the other gateways (the shared-data store's pub/sub). */
   readonly announcePurge: (purge: CachePurge) => Promise<void>;
 }

@@ -1,7 +1,6 @@
 // What the control plane (admin API, public API, pages) may see of the running gateway and the
 // few things it may ask of it. The control plane takes a RuntimeView, never the Gateway or the
 // live objects behind it: snapshots are plain data made on each call, commands are named.
-import type { CacheSnapshot } from '../cache/page-cache.js';
 import type { BackendAdminState, PlacementRecord } from '../placement/store.js';
 import type { CachePurge } from '../shared-data/store.js';
 
@@ -47,6 +46,19 @@ export interface GatewaySnapshot {
   /** This gateway's live sockets and the rooms they belong to. */
   readonly sockets: number;
   readonly rooms: number;
+}
+
+/** The page cache's figures (per process). */
+export interface CacheSnapshot {
+  readonly enabled: boolean;
+  readonly objects: number;
+  readonly bytes: number;
+  readonly maxBytes: number;
+  /** Answers that cost the backend nothing (hits fresh or stale, coalesced) over all answers given by the cache; null before any. */
+  readonly hitRatio: number | null;
+  readonly counts: Readonly<Record<'hit' | 'stale' | 'stale-if-error' | 'miss' | 'coalesced' | 'bypass', number>>;
+  /** Backend fetches in flight. */
+  readonly fetching: number;
 }
 
 export type BackendEventKind = 'joined' | 'removed' | 'up' | 'down' | 'draining' | 'maintenance' | 'active' | 'drain-deadline';
