@@ -143,6 +143,23 @@ function get(port: number, path: string, headers: Record<string, string> = {}): 
   });
 }
 
+/** `get`, an error given back as a value (a proxy's malformed answer is a finding, not a crash of the bench). */
+async function tryGet(port: number, path: string, headers: Record<string, string>): Promise<Answer | Error> {
+  try {
+    return await get(port, path, headers);
+  } catch (err) {
+    return err as Error;
+  }
+}
+
+/** Errors by message, counted, as one note: "3x Parse Error: ...". */
+function errorNote(what: string, errors: readonly Error[]): string | null {
+  if (errors.length === 0) return null;
+  const by: Record<string, number> = {};
+  for (const e of errors) countInto(by, e.message);
+  return `${what}: ${Object.entries(by).map(([m, n]) => `${n}x ${m}`).join('; ')}`;
+}
+
 interface Fetches {
   fetches: number;
   slow: Record<string, number>;
@@ -281,7 +298,9 @@ async function hotSet(b: Bench, target: Target, round: number): Promise<HotRecor
     const heads = Array.from({ length: PAGES }, (_, i) => requestHead(`/page/${i}`, pageRequest(b, port, i)));
     writeFileSync(script, wrkHeadsScript(heads, `bench/page-cache.ts: ${PAGES} pages in ${ROOMS} rooms, in turn`));
     const wrk = (seconds: number): Promise<WrkResult> => runWrk({ cpu: b.loadCpu, connections: b.o.connections, url: `http://127.0.0.1:${port}/page/0`, script, seconds });
-    await wrk(b.o.warmup);
+    const warm = await wrk(b.o.warmup);
+    const warmErrors = warm.connect + warm.read + warm.write + warm.timeout + warm.status;
+    if (warmErrors > 0) rec.notes.push(`warm-up wrk run (cold caches): ${warm.status} non-2xx/3xx, ${warmErrors - warm.status} socket errors of ${warm.requests} requests`);
     const outcomes0 = t.adminPort ? await cacheOutcomes(t.adminPort) : null;
     const f0 = await backendFetches(b.backendPort);
     const s0 = sample(t.pid, [b.backendPid]);
@@ -289,10 +308,10 @@ async function hotSet(b: Bench, target: Target, round: number): Promise<HotRecor
     const s1 = sample(t.pid, [b.backendPid]);
     const f1 = await backendFetches(b.backendPort);
     if (t.adminPort && outcomes0) rec.outcomes = diff(outcomes0, await cacheOutcomes(t.adminPort));
-    // What a client sees now: two requests for one page.
+    // What a client (Node's HTTP parser) sees now: two requests for one page.
     for (let k = 0; k < 2; k++) {
-      const a = await get(port, '/page/7', pageRequest(b, port, 7));
-      rec.probes.push(`${a.status} ${verdict(a.headers)}${a.headers.age !== undefined ? ` (Age ${a.headers.age})` : ''}${a.headers['set-cookie'] ? ' +Set-Cookie' : ''}`);
+      const a = await tryGet(port, '/page/7', pageRequest(b, port, 7));
+      rec.probes.push(a instanceof Error ? `error: ${a.message}` : `${a.status} ${verdict(a.headers)}${a.headers.age !== undefined ? ` (Age ${a.headers.age})` : ''}${a.headers['set-cookie'] ? ' +Set-Cookie' : ''}`);
     }
     const w: Window = between(s0, s1);
     rec.fetches = f1.fetches - f0.fetches;
@@ -339,6 +358,7 @@ function oneRequest(s: Socket, head: Buffer, timeoutMs: number): Promise<StormAn
     let need = -1;
     let status = 0;
     let cs = '';
+    let dupCl = false;
     let finished = false;
     const t0 = performance.now();
     const finish = (error?: string): void => {
@@ -346,7 +366,7 @@ function oneRequest(s: Socket, head: Buffer, timeoutMs: number): Promise<StormAn
       finished = true;
       clearTimeout(timer);
       s.removeAllListeners('data');
-      done({ ms: performance.now() - t0, status, verdict: cs, ...(error ? { error } : {}) });
+      done({ ms: performance.now() - t0, status, verdict: dupCl ? `${cs} [Content-Length twice]` : cs, ...(error ? { error } : {}) });
     };
     const timer = setTimeout(() => finish(`no answer within ${timeoutMs} ms`), timeoutMs);
     s.on('data', (chunk: Buffer) => {
@@ -357,6 +377,7 @@ function oneRequest(s: Socket, head: Buffer, timeoutMs: number): Promise<StormAn
         const text = buf.toString('latin1', 0, end);
         status = Number(text.slice(9, 12));
         const cl = /\r\ncontent-length:[ \t]*(\d+)/i.exec(text);
+        dupCl = (text.match(/\r\ncontent-length:/gi)?.length ?? 0) > 1;
         cs = (/\r\n(?:cache-status|x-cache-status):[ \t]*([^\r\n]*)/i.exec(text)?.[1] ?? '(none)').replace(/ttl=-?[\d.]+/g, 'ttl=N');
         if (!cl) return finish('answer without Content-Length');
         need = end + 4 + Number(cl[1]);
@@ -397,7 +418,13 @@ async function stampede(b: Bench, target: Target, round: number): Promise<StormR
     t = await startOne(b, target);
     const port = t.port;
     // Warm the proxy (a fresh process; its JIT) with a few hundred hot-set requests.
-    for (let i = 0; i < 300; i++) await get(port, `/page/${i % PAGES}`, pageRequest(b, port, i));
+    const warmErrors: Error[] = [];
+    for (let i = 0; i < 300; i++) {
+      const a = await tryGet(port, `/page/${i % PAGES}`, pageRequest(b, port, i));
+      if (a instanceof Error) warmErrors.push(a);
+    }
+    const note = errorNote('warm-up GETs with node:http (300, the first 100 cold)', warmErrors);
+    if (note) rec.notes.push(note);
     const key = `storm-${round}-${target}-${randomBytes(4).toString('hex')}`;
     const head = Buffer.from(requestHead(`/slow/${key}`, { Host: `127.0.0.1:${port}`, ...pageHeaders(cookieFor(b, 'storm', 0)) }), 'latin1');
     // Every connection open first: the storm is of requests, not of connects.
