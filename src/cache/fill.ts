@@ -172,11 +172,6 @@ export class Fill implements FillHandle {
       cx.cm.fills.inc({ result: 'stale-if-error' });
       return this.staleForAll(stale, h.status);
     }
-    if (h.status === 304) {
-      // A 304 to an unconditional request (or one whose validators the stored answer lacks): unusable.
-      this.fetch?.abort();
-      return this.failAll(502, 'the backend sent an invalid response\n', {}, 'bad-answer');
-    }
     this.head = h;
     this.record = record;
     this.policy = new cx.Policy(spec.policyRequest, { status: h.status, headers: record }, { shared: true });
