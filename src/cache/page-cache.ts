@@ -120,7 +120,9 @@ export class PageCache implements FillContext, PageCacheFront {
     }
     const kept = this.rules.keptCookies(req.rawHeaders);
     const host = rawHeader(req.rawHeaders, 'host') ?? rawHeader(req.rawHeaders, ':authority') ?? '';
-    const key = primaryKey(req.url, host, req.key.room, kept);
+    // The scheme as the backend will be told it (X-Forwarded-Proto): an app may answer http and
+    // https differently (a redirect to https), and one copy must not be served for the other.
+    const key = primaryKey(req.url, `${this.o.forwarding.proto(req.rawHeaders, req.ctx)}://${host}`, req.key.room, kept);
     const fields = headerRecord(req.rawHeaders);
     delete fields.cookie;
     delete fields.authorization;

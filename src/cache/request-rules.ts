@@ -138,23 +138,24 @@ export function pathOf(url: string): string {
 }
 
 /**
- * The primary key of a stored answer: what a purge by URL, prefix or room matches on. The URL
+ * The primary key of a stored answer (`origin`: scheme and Host, e.g. "https://example.com"):
+ * what a purge by URL, prefix or room matches on. The URL
  * comes first so that a prefix purge is a string prefix; NUL cannot occur in a URL, a host, a
  * room key or a cookie header that reached here.
  */
-export function primaryKey(url: string, host: string, room: string | null, keptCookies: string): string {
-  return `${url}\u0000${host}\u0000${room ?? ''}\u0000${keptCookies}`;
+export function primaryKey(url: string, origin: string, room: string | null, keptCookies: string): string {
+  return `${url}\u0000${origin}\u0000${room ?? ''}\u0000${keptCookies}`;
 }
 
 export interface KeyParts {
   readonly url: string;
-  readonly host: string;
+  readonly origin: string;
   readonly room: string;
 }
 
 export function keyParts(key: string): KeyParts {
-  const [url = '', host = '', room = ''] = key.split('\u0000');
-  return { url, host, room };
+  const [url = '', origin = '', room = ''] = key.split('\u0000');
+  return { url, origin, room };
 }
 
 /** The value of one header in a rawHeaders list (several lines joined with ", "), or undefined. */

@@ -49,9 +49,9 @@ describe('which requests the cache may answer', () => {
     expect(rules.fillHeaders(fwd, 'lang=fr')).toEqual(['Host', 'a', 'Accept-Language', 'fr', 'X-Forwarded-For', '1.2.3.4', 'Cookie', 'lang=fr']);
   });
 
-  it('the key holds the target, host, room and kept cookies, and gives them back for purges', () => {
-    const k = primaryKey('/blog/1?x', 'example.com', '42', 'lang=fr');
-    expect(keyParts(k)).toEqual({ url: '/blog/1?x', host: 'example.com', room: '42' });
+  it('the key holds the target, scheme and host, room and kept cookies, and gives them back for purges', () => {
+    const k = primaryKey('/blog/1?x', 'https://example.com', '42', 'lang=fr');
+    expect(keyParts(k)).toEqual({ url: '/blog/1?x', origin: 'https://example.com', room: '42' });
     expect(primaryKey('/a', 'h', null, '')).not.toBe(primaryKey('/a', 'h', '1', ''));
   });
 });
