@@ -243,6 +243,7 @@ export class Fill implements FillHandle {
 
   private startClient(w: Waiter): void {
     const h = this.head as FetchedHead;
+    if (!w.collapsed) w.client.relayedOwnFetch = true;
     const status = `roomgate; fwd=${w.fwd}; ${this.cacheStatus}${w.collapsed ? '; collapsed' : ''}`;
     w.client.w.start(h.status, h.reason, [...h.headers, ...w.client.extra(status)], h.length);
   }
@@ -270,6 +271,8 @@ export class Fill implements FillHandle {
   }
 
   private staleForAll(stale: StoredAnswer, status: number): void {
+    // Until a refresh succeeds, requests served this copy within grace are told the backend fails.
+    stale.failedStatus = status;
     const past = Math.max(1, Math.ceil((this.cx.now() - stale.freshUntil) / 1000));
     this.serveAll(stale, `fwd=stale; fwd-status=${status}; ttl=-${past}; detail=stale-if-error`, 'stale-if-error');
   }

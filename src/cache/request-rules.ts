@@ -6,7 +6,7 @@ import type { Config } from '../config/schema.js';
 export type CacheConfig = Config['cache'];
 
 /** Why a request is not for the cache; the `detail` of its Cache-Status. */
-export type BypassReason = 'method' | 'path' | 'authorization' | 'session-cookie';
+export type BypassReason = 'method' | 'body' | 'path' | 'authorization' | 'session-cookie';
 
 /** What the cache needs of a request head. */
 export interface CacheHead {
@@ -106,7 +106,10 @@ export class CacheRules {
     const path = pathOf(h.url);
     if (!this.paths.matches(path) || this.bypassPaths.matches(path)) return 'path';
     for (let i = 0; i < h.rawHeaders.length; i += 2) {
-      if ((h.rawHeaders[i] as string).toLowerCase() === 'authorization') return 'authorization';
+      const name = (h.rawHeaders[i] as string).toLowerCase();
+      if (name === 'authorization') return 'authorization';
+      // A GET with a body is forwarded with its body as any request is; the cache's fetch has none.
+      if (name === 'content-length' || name === 'transfer-encoding') return 'body';
     }
     for (const c of crumbs(h.rawHeaders)) if (this.bypassCookies.has(c.name)) return 'session-cookie';
     return null;
