@@ -1,9 +1,10 @@
 /**
- * `npm run fuzz -- [--cases N] [--seed S] [--case N] [--concurrency C] [--target NAME]`: the
+ * `npm run fuzz -- [--cases N] [--seed S] [--case N] [--concurrency C] [--target NAME] [--cache]`: the
  * differential fuzzer's long run (test/conformance/fuzz.ts) against a fresh roomgate (or nginx,
  * haproxy, http-proxy-3) in front of the byte-logging backend. Prints throughput, every failure
  * with the command that replays it, and the referee's refusals the proxy forwarded anyway.
  * `--case N` replays one case and prints what its client read and what the backend parsed.
+ * `--cache`: roomgate with its page cache on every path (every GET goes through the cache's fetch).
  */
 import { parseArgs } from 'node:util';
 import { startRawBackend } from '../../test/conformance/backend.js';
@@ -18,6 +19,7 @@ const { values } = parseArgs({
     case: { type: 'string' },
     concurrency: { type: 'string', default: '24' },
     target: { type: 'string', default: 'roomgate' },
+    cache: { type: 'boolean', default: false },
   },
 });
 const say = (s: string): void => void process.stdout.write(`${s}\n`);
@@ -26,7 +28,8 @@ const name = values.target as ProxyName;
 if (!PROXIES.includes(name) || !installed(name)) throw new Error(`--target must be one of ${PROXIES.join(', ')} (and installed)`);
 
 const backend = await startRawBackend({ keepBytes: false });
-const target = await startConformanceTarget(name, backend.port, FUZZ_GATEWAY_CONFIG);
+const config = values.cache ? { ...FUZZ_GATEWAY_CONFIG, cache: { paths: ['/'], uncacheableMs: 0 } } : FUZZ_GATEWAY_CONFIG;
+const target = await startConformanceTarget(name, backend.port, config);
 let exitCode = 0;
 try {
   if (values.case !== undefined) {

@@ -15,7 +15,7 @@ import type { Backend } from '../runtime/pool.js';
 export interface FetchedHead {
   readonly status: number;
   readonly reason: string;
-  /** End-to-end fields, [name, value, ...]. */
+  /** End-to-end fields, [name, value, ...], without Content-Length (in `length`). */
   readonly headers: string[];
   /** The body's length when the answer states it (Content-Length), else null. */
   readonly length: number | null;
@@ -91,7 +91,9 @@ export function fetchFromBackend(backend: Backend, path: string, headers: string
     upstream = res;
     const cl = res.headers['content-length'];
     const length = cl !== undefined && /^[0-9]{1,15}$/.test(cl) ? Number(cl) : null;
-    ev.head({ status: res.statusCode ?? 502, reason: res.statusMessage ?? '', headers: endToEndFields(res.rawHeaders), length });
+    // The length travels apart: each writer frames the body itself (Content-Length or chunked).
+    const fields = endToEndFields(res.rawHeaders).filter((_v, i, all) => (all[i - (i % 2)] as string).toLowerCase() !== 'content-length');
+    ev.head({ status: res.statusCode ?? 502, reason: res.statusMessage ?? '', headers: fields, length });
     if (settled) return;
     res.on('data', (chunk: Buffer) => {
       if (!settled) ev.data(chunk);

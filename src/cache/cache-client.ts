@@ -15,6 +15,11 @@ export interface CacheClientRequest {
 
 export class CacheClient {
   private settled = false;
+  /**
+   * The backend's own answer to this client's fetch was relayed: the fetch is counted under its
+   * backend in roomgate_http_requests_total, so the answer is not counted again under "cache".
+   */
+  relayedOwnFetch = false;
 
   constructor(
     readonly req: CacheClientRequest,
@@ -73,7 +78,7 @@ export class CacheClient {
     if (this.settled) return;
     this.settled = true;
     this.record(outcome, (performance.now() - this.t0) / 1000);
-    if (status !== null) this.metrics.httpRequests.inc({ backend: 'cache', status: String(status) });
+    if (status !== null && !this.relayedOwnFetch) this.metrics.httpRequests.inc({ backend: 'cache', status: String(status) });
   }
 }
 

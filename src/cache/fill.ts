@@ -2,9 +2,9 @@
 // (or a refresh of a stale answer, in the background or not) starts it, later requests for the
 // same key join it (coalescing, bounded by cache.maxWaiters). When the answer's head arrives it is
 // judged once: stored (every client gets it, streamed as it arrives, and clients may still join
-// while the body streams), shared but not stored (the clients already waiting get it: they sent
-// the same anonymous request), or for the first client only (Set-Cookie, private, no-store: the
-// others go to the backend themselves). A failure, or a 5xx, with a stale copy still within its
+// while the body streams), shared but not stored (storable but too big: the clients already
+// waiting get it), or for the first client only (anything the backend did not declare storable:
+// the others go to the backend themselves). A failure, or a 5xx, with a stale copy still within its
 // stale-if-error window gives every client that copy instead.
 import type CachePolicy from 'http-cache-semantics';
 import { classifyError, downReason, isConnectFailure } from '../proxy/errors.js';
@@ -16,7 +16,7 @@ import type { CacheClient } from './cache-client.js';
 import type { CacheOutcome } from './cache-metrics.js';
 import type { FillContext, FillHandle, FillSpec } from './fill-context.js';
 import { headerRecord } from './request-rules.js';
-import { directives, unstorable, variantOf, varyNames, type StoredAnswer } from './stored-answers.js';
+import { unstorable, variantOf, varyNames, type StoredAnswer } from './stored-answers.js';
 
 /** A client of a fill, and how its answer is described. */
 interface Waiter {
@@ -29,9 +29,11 @@ interface Waiter {
   draining: boolean;
 }
 
-// Reasons an answer is not stored for which the clients already waiting may still share it: the
-// request was the same anonymous one for all of them and nothing in the answer is personal.
-const SHAREABLE = new Set(['status', 'no-freshness', 'too-large', 'no-cache']);
+// The one reason an answer is not stored for which the clients already waiting may still share
+// it: the backend said it may be stored and shared, it is only too big for this cache. Any other
+// answer may be one client's (it may depend on anything of the request, its address included),
+// so each waiting client asks the backend itself, as Varnish's waiting list does.
+const SHAREABLE = new Set(['too-large']);
 // Reasons after which requests for the key stop waiting on each other for a while (the answer
 // will not be stored next time either); a failing backend's 5xx is not one of them.
 const REMEMBERED = new Set(['set-cookie', 'not-storable', 'no-cache', 'vary-star', 'no-freshness', 'too-large']);
@@ -172,11 +174,6 @@ export class Fill implements FillHandle {
       cx.cm.fills.inc({ result: 'stale-if-error' });
       return this.staleForAll(stale, h.status);
     }
-    if (h.status === 304) {
-      // A 304 to an unconditional request (or one whose validators the stored answer lacks): unusable.
-      this.fetch?.abort();
-      return this.failAll(502, 'the backend sent an invalid response\n', {}, 'bad-answer');
-    }
     this.head = h;
     this.record = record;
     this.policy = new cx.Policy(spec.policyRequest, { status: h.status, headers: record }, { shared: true });
@@ -189,7 +186,7 @@ export class Fill implements FillHandle {
       if (REMEMBERED.has(why)) cx.rememberUncacheable(spec.key, now);
       if (!this.storing) cx.leave(this);
     }
-    const share = why === null || (SHAREABLE.has(why) && directives(record['cache-control']).get('private') === undefined);
+    const share = why === null || SHAREABLE.has(why);
     for (const w of [...this.waiters]) {
       if (w.collapsed && !share) this.pass(w, 'uncacheable');
       else if (w.collapsed && !this.variantMatches(w)) this.pass(w, 'vary-miss');
@@ -246,6 +243,7 @@ export class Fill implements FillHandle {
 
   private startClient(w: Waiter): void {
     const h = this.head as FetchedHead;
+    if (!w.collapsed) w.client.relayedOwnFetch = true;
     const status = `roomgate; fwd=${w.fwd}; ${this.cacheStatus}${w.collapsed ? '; collapsed' : ''}`;
     w.client.w.start(h.status, h.reason, [...h.headers, ...w.client.extra(status)], h.length);
   }
@@ -273,6 +271,8 @@ export class Fill implements FillHandle {
   }
 
   private staleForAll(stale: StoredAnswer, status: number): void {
+    // Until a refresh succeeds, requests served this copy within grace are told the backend fails.
+    stale.failedStatus = status;
     const past = Math.max(1, Math.ceil((this.cx.now() - stale.freshUntil) / 1000));
     this.serveAll(stale, `fwd=stale; fwd-status=${status}; ttl=-${past}; detail=stale-if-error`, 'stale-if-error');
   }

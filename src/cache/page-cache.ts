@@ -120,7 +120,9 @@ export class PageCache implements FillContext, PageCacheFront {
     }
     const kept = this.rules.keptCookies(req.rawHeaders);
     const host = rawHeader(req.rawHeaders, 'host') ?? rawHeader(req.rawHeaders, ':authority') ?? '';
-    const key = primaryKey(req.url, host, req.key.room, kept);
+    // The scheme as the backend will be told it (X-Forwarded-Proto): an app may answer http and
+    // https differently (a redirect to https), and one copy must not be served for the other.
+    const key = primaryKey(req.url, `${this.o.forwarding.proto(req.rawHeaders, req.ctx)}://${host}`, req.key.room, kept);
     const fields = headerRecord(req.rawHeaders);
     delete fields.cookie;
     delete fields.authorization;
@@ -146,6 +148,10 @@ export class PageCache implements FillContext, PageCacheFront {
         const past = Math.max(1, Math.ceil((now - a.freshUntil) / 1000));
         if (now < a.swrUntil) {
           this.refresh(key, req, fields, a);
+          // The last refresh failed (the backend is down or answers 5xx): this copy stands in for an error.
+          if (a.failedStatus !== null && now < a.sieUntil) {
+            return client.stored(a, this.ageOf(a), `roomgate; fwd=stale; fwd-status=${a.failedStatus}; ttl=-${past}; detail=stale-if-error`, 'stale-if-error');
+          }
           return client.stored(a, this.ageOf(a), `roomgate; hit; ttl=-${past}; detail=stale-while-revalidate`, 'stale');
         }
         // Past stale-while-revalidate: fetched now, with the copy's validators (a 304 keeps it),
@@ -213,6 +219,7 @@ export class PageCache implements FillContext, PageCacheFront {
       initialAge: Number.isFinite(age) && age > 0 ? age : 0,
       size: StoredAnswers.sizeOf(headers, body),
       refreshing: false,
+      failedStatus: null,
     };
     this.answers.put(spec.key, spec.fields, record, answer);
   }
@@ -241,6 +248,7 @@ export class PageCache implements FillContext, PageCacheFront {
       initialAge: 0,
       size: StoredAnswers.sizeOf(headers, stale.body),
       refreshing: false,
+      failedStatus: null,
     };
     this.answers.put(spec.key, spec.fields, record, updated);
     return updated;

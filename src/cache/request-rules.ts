@@ -6,7 +6,7 @@ import type { Config } from '../config/schema.js';
 export type CacheConfig = Config['cache'];
 
 /** Why a request is not for the cache; the `detail` of its Cache-Status. */
-export type BypassReason = 'method' | 'path' | 'authorization' | 'session-cookie';
+export type BypassReason = 'method' | 'body' | 'path' | 'authorization' | 'session-cookie';
 
 /** What the cache needs of a request head. */
 export interface CacheHead {
@@ -106,7 +106,10 @@ export class CacheRules {
     const path = pathOf(h.url);
     if (!this.paths.matches(path) || this.bypassPaths.matches(path)) return 'path';
     for (let i = 0; i < h.rawHeaders.length; i += 2) {
-      if ((h.rawHeaders[i] as string).toLowerCase() === 'authorization') return 'authorization';
+      const name = (h.rawHeaders[i] as string).toLowerCase();
+      if (name === 'authorization') return 'authorization';
+      // A GET with a body is forwarded with its body as any request is; the cache's fetch has none.
+      if (name === 'content-length' || name === 'transfer-encoding') return 'body';
     }
     for (const c of crumbs(h.rawHeaders)) if (this.bypassCookies.has(c.name)) return 'session-cookie';
     return null;
@@ -138,23 +141,24 @@ export function pathOf(url: string): string {
 }
 
 /**
- * The primary key of a stored answer: what a purge by URL, prefix or room matches on. The URL
+ * The primary key of a stored answer (`origin`: scheme and Host, e.g. "https://example.com"):
+ * what a purge by URL, prefix or room matches on. The URL
  * comes first so that a prefix purge is a string prefix; NUL cannot occur in a URL, a host, a
  * room key or a cookie header that reached here.
  */
-export function primaryKey(url: string, host: string, room: string | null, keptCookies: string): string {
-  return `${url}\u0000${host}\u0000${room ?? ''}\u0000${keptCookies}`;
+export function primaryKey(url: string, origin: string, room: string | null, keptCookies: string): string {
+  return `${url}\u0000${origin}\u0000${room ?? ''}\u0000${keptCookies}`;
 }
 
 export interface KeyParts {
   readonly url: string;
-  readonly host: string;
+  readonly origin: string;
   readonly room: string;
 }
 
 export function keyParts(key: string): KeyParts {
-  const [url = '', host = '', room = ''] = key.split('\u0000');
-  return { url, host, room };
+  const [url = '', origin = '', room = ''] = key.split('\u0000');
+  return { url, origin, room };
 }
 
 /** The value of one header in a rawHeaders list (several lines joined with ", "), or undefined. */

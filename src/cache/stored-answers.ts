@@ -45,6 +45,8 @@ export interface StoredAnswer {
   readonly size: number;
   /** A refresh of this answer is in flight (at most one). */
   refreshing: boolean;
+  /** The last refresh failed with this status (the backend's 5xx, or roomgate's 502/503/504); null: it did not. */
+  failedStatus: number | null;
 }
 
 /** Why an answer is not stored; null when it is. The `detail` of its Cache-Status. */

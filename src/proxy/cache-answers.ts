@@ -26,7 +26,7 @@ export class ResponseAnswer implements AnswerWriter {
   }
 
   start(status: number, reason: string, headers: readonly string[], length: number | null): void {
-    const fields = length === null ? [...headers] : [...headers, 'Content-Length', String(length)];
+    const fields = length === null || !hasBody(status) ? [...headers] : [...headers, 'Content-Length', String(length)];
     try {
       if (this.h2) this.res.writeHead(status, fields);
       else this.res.writeHead(status, reason, fields);
@@ -54,11 +54,18 @@ export class ResponseAnswer implements AnswerWriter {
   }
 }
 
+/** RFC 9110 6.4.1: a 204 or 304 never has a body (nor framing for one). */
+function hasBody(status: number): boolean {
+  return status !== 204 && status !== 304;
+}
+
 const CRLF = '\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
 
 export class SocketAnswer implements AnswerWriter {
   private chunked = false;
+  /** A 204 or 304: no framing fields and no body, whatever the backend sent. */
+  private bodyless = false;
 
   constructor(
     private readonly client: PageClient,
@@ -86,7 +93,8 @@ export class SocketAnswer implements AnswerWriter {
     }
     if (this.hsts !== null && !sts) out += `Strict-Transport-Security: ${this.hsts}${CRLF}`;
     if (!date) out += `Date: ${httpDate()}${CRLF}`;
-    if (length !== null) out += `Content-Length: ${length}${CRLF}`;
+    if (!hasBody(status)) this.bodyless = true;
+    else if (length !== null) out += `Content-Length: ${length}${CRLF}`;
     else if (!this.head) {
       this.chunked = true;
       out += `Transfer-Encoding: chunked${CRLF}`;
@@ -96,7 +104,7 @@ export class SocketAnswer implements AnswerWriter {
   }
 
   write(chunk: Buffer): boolean {
-    if (this.head || this.gone || chunk.length === 0) return true;
+    if (this.head || this.bodyless || this.gone || chunk.length === 0) return true;
     const s = this.client.socket;
     if (!this.chunked) return s.write(chunk);
     s.cork();

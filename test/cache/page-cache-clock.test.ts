@@ -4,6 +4,7 @@
 // says. Each boundary is checked on both sides: the last millisecond inside, the first outside.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -29,6 +30,17 @@ const gateways: Gateway[] = [];
 beforeAll(async () => {
   backend = http.createServer((req, res) => {
     seen.push(req.headers);
+    // A body, when one came, is echoed: it must reach the backend as sent.
+    if (req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined) {
+      let body = '';
+      req.setEncoding('utf8');
+      req.on('data', (c: string) => (body += c));
+      req.on('end', () => {
+        res.writeHead(200, { 'Cache-Control': 'max-age=60' });
+        res.end(`body=${body}`);
+      });
+      return;
+    }
     // A conditional refresh gets a 304 when the test says the page did not change.
     if (script.status === 304 && req.headers['if-none-match'] === undefined) {
       res.writeHead(200, { 'Cache-Control': 'max-age=10', ETag: '"v1"' });
@@ -151,6 +163,25 @@ describe('freshness and grace by the clock', () => {
     expect(await get(g, '/g')).toMatchObject({ body: 'newest', cacheStatus: 'roomgate; fwd=stale; fwd-status=200; stored' });
   });
 
+  it('within grace, once a refresh has failed the copy is said to stand in for an error, until a refresh succeeds', async () => {
+    const g = await gateway({ graceMs: 60_000 });
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10' }, body: 'kept' };
+    await get(g, '/fails');
+    clock.t = T0 + 10_000;
+    script = { status: 503, headers: {}, body: 'down' };
+    expect((await get(g, '/fails')).cacheStatus).toBe('roomgate; hit; ttl=-1; detail=stale-while-revalidate');
+    await seenCount(2);
+    await new Promise((r) => setTimeout(r, 50)); // the failed refresh is recorded after its answer
+    expect(await get(g, '/fails')).toMatchObject({ body: 'kept', cacheStatus: 'roomgate; fwd=stale; fwd-status=503; ttl=-1; detail=stale-if-error' });
+    await seenCount(3); // and it tried again
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10' }, body: 'back' };
+    await new Promise((r) => setTimeout(r, 50));
+    await get(g, '/fails');
+    await seenCount(4);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await get(g, '/fails')).toMatchObject({ body: 'back', cacheStatus: 'roomgate; hit; ttl=10' });
+  });
+
   it("the answer's own stale-while-revalidate and stale-if-error, with no graceMs", async () => {
     const g = await gateway({});
     script = { status: 200, headers: { 'Cache-Control': 'max-age=10, stale-while-revalidate=2, stale-if-error=30' }, body: 'own' };
@@ -203,6 +234,25 @@ describe('freshness and grace by the clock', () => {
     expect((await get(on, '/plain')).cacheStatus).toBe('roomgate; hit; ttl=0');
     clock.t = T0 + 5_000;
     expect((await get(on, '/plain')).cacheStatus).toMatch(/^roomgate; fwd=stale; fwd-status=200; stored/);
+  });
+
+  it('a GET with a body is not the cache\'s: it reaches the backend with its body (a case the fuzzer found)', async () => {
+    const g = await gateway({});
+    const answer = await new Promise<string>((resolve, reject) => {
+      const sock = net.connect(g.port, '127.0.0.1', () => {
+        sock.write('GET /with-body HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n2\r\nhi\r\n0\r\n\r\n');
+      });
+      let text = '';
+      sock.setEncoding('latin1');
+      sock.on('data', (c: string) => (text += c));
+      sock.on('close', () => resolve(text));
+      sock.on('error', reject);
+      sock.setTimeout(5_000, () => sock.destroy(new Error('no answer')));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toContain('Cache-Status: roomgate; fwd=bypass; detail=body');
+    expect(answer).toContain('body=hi');
+    expect(seen).toHaveLength(1);
   });
 
   it('a client asking for a fresh answer (no-cache) gets one from the backend, which is stored', async () => {

@@ -2,27 +2,32 @@
 // request with that case's scripted bytes (chosen by the client's source address, which reaches
 // the backend as X-Forwarded-For). One case at a time and one idle backend connection, so a
 // follow-up request from a second client rides the connection the scripted answer left behind:
-// whatever that answer left over must never reach it.
+// whatever that answer left over must never reach it. The corpus runs once per way an answer can
+// be relayed (VARIANTS).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { startGateway, stop, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { startRawBackend, type Answer, type RawBackend } from './backend.js';
 import { aliveProblem } from './raw.js';
 import { RESPONSE_CASES } from './response-cases.js';
 import { ClientAddresses, handshakeConnProblems, responseProblems, runResponseCase, scriptedByClient, unclaimed } from './runner.js';
 
-let gw: GatewayProc;
 let be: RawBackend;
 const scripts = new Map<string, Answer>();
 const clients = new ClientAddresses(20_000);
 const newClient = (): string => clients.next();
 
+// The same hostile answers through each way a page can take: the byte-level page path, node:http's,
+// and the page cache's own fetch (every case's answer is fetched by the cache: none has freshness,
+// and uncacheableMs 0 keeps later cases from skipping it).
+const VARIANTS = [
+  { name: 'byte-level page path', extra: {} },
+  { name: 'node:http page path', extra: { proxy: { leanPages: false } } },
+  { name: 'page cache fetches', extra: { cache: { paths: ['/'], uncacheableMs: 0 } } },
+] as const;
+
 beforeAll(async () => {
   const byClient = scriptedByClient(scripts);
   be = await startRawBackend({ answer: byClient, upgrade: byClient });
-  gw = await startGateway({
-    backends: [`b1=${be.url}`],
-    config: { health: { path: null }, proxy: { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000 } },
-  });
 });
 
 afterAll(async () => {
@@ -30,9 +35,18 @@ afterAll(async () => {
   await be.close();
 });
 
-const warnings = (): number => gw.logs().filter((l) => l.level === 'warn').length;
+describe.each(VARIANTS)('response corpus: $name', ({ extra }) => {
+  let gw: GatewayProc;
+  beforeAll(async () => {
+    const proxy = { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000, ...('proxy' in extra ? extra.proxy : {}) };
+    gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null }, ...extra, proxy } });
+  });
+  afterAll(async () => {
+    await stop(gw);
+  });
 
-describe('response corpus', () => {
+  const warnings = (): number => gw.logs().filter((l) => l.level === 'warn').length;
+
   for (const c of RESPONSE_CASES) {
     it(`${c.cls}: ${c.name}`, async () => {
       const address = newClient();

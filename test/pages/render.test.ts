@@ -8,7 +8,7 @@ import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
 import type { LobbyRoom } from '../../src/shared-data/store.js';
 import { BASE_CSS, CONTRAST_PAIRS, HIDEABLE_COLUMNS, PALETTE, STREAM_CLIENT_JS, cspHash, escapeHtml, hiddenColumns, html, percent, trusted } from '../../src/pages/html.js';
 import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
-import { STATUS_SCRIPT, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
+import { STATUS_SCRIPT, cacheSummary, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
 import { StatusStream } from '../../src/control/status-stream.js';
 import { StreamSlots, streamsFull } from '../../src/http/stream-slots.js';
 import { sendError } from '../../src/http/replies.js';
@@ -123,6 +123,18 @@ describe('status page', () => {
     expect(page.csp).toContain(`script-src ${cspHash(script as string)}`);
     expect(page.csp).toMatch(/default-src 'none'/);
     expect(page.csp).not.toMatch(/unsafe/);
+  });
+
+  it('the page cache line: off, no requests yet, then the hit ratio and the size', () => {
+    expect(renderStatusPage(collectStatus(fakeView(), { internal: true }), { internal: true }).html).toContain('<dd id="cache">off</dd>');
+    const counts = { hit: 90, stale: 5, 'stale-if-error': 1, miss: 10, coalesced: 4, bypass: 7 };
+    const withCache = (hitRatio: number | null, c = counts): StatusView => ({
+      ...fakeView(),
+      cache: () => ({ enabled: true, objects: 42, bytes: 3 * 1_048_576, maxBytes: 64 * 1_048_576, hitRatio, counts: c, fetching: 0 }),
+    });
+    const zero = { hit: 0, stale: 0, 'stale-if-error': 0, miss: 0, coalesced: 0, bypass: 3 };
+    expect(cacheSummary(collectStatus(withCache(null, zero), { internal: false }).cache)).toBe('no requests yet; 42 answers, 3.0 of 64.0 MiB');
+    expect(cacheSummary(collectStatus(withCache(100 / 110), { internal: false }).cache)).toBe('90.9 % hits (100 of 110); 42 answers, 3.0 of 64.0 MiB');
   });
 
   it('the public view has no backend URLs and no joined/removed details', () => {
