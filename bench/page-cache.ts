@@ -510,6 +510,11 @@ interface Meta {
   zone: string;
 }
 
+/** What else ran on the proxy's core in a hot-set window: its busy share minus the proxy's own CPU, in %. */
+function otherPct(r: HotRecord): number {
+  return Math.max(0, r.proxyCoreBusy * 100 - (r.target === 'direct' ? 0 : r.cpuPct));
+}
+
 function report(hot: readonly HotRecord[], storms: readonly StormRecord[], meta: Meta): string {
   const v = meta.versions;
   const out: string[] = [];
@@ -526,6 +531,10 @@ function report(hot: readonly HotRecord[], storms: readonly StormRecord[], meta:
     `- versions: roomgate ${v.roomgate}, Node ${v.node}, nginx ${v.nginx}, ${v.wrk}`,
     `- load average (1 min): ${meta.load1Start.toFixed(2)} at the start, ${meta.load1End.toFixed(2)} at the end; ${fmt(Math.min(...loads))}–${fmt(Math.max(...loads))} at the start of the runs`,
     `- load side (backend + wrk + orchestrator) share of its core in the hot-set windows: ${hot.filter((r) => r.ok).map((r) => `${r.target} ${Math.round(r.loadSide * 100)} %`).filter((_, i, a) => a.length <= 10 || i < 10).join(', ')}${hot.filter((r) => r.ok).length > 10 ? ', ...' : ''}`,
+    `- other processes on the proxy's core (its busy share minus the proxy's own CPU) in the hot-set windows: ${(() => {
+      const busy = hot.filter((r) => r.ok && otherPct(r) > 10);
+      return busy.length === 0 ? 'under 10 % in every run' : `**over 10 % in ${busy.length} of ${hot.length} runs** (${busy.map((r) => `round ${r.round} ${r.target} ${Math.round(otherPct(r))} %`).join(', ')}): those runs competed for the core, see "Every run"`;
+    })()}`,
     `- roomgate: proxies.ts's config (signed room cookie, one backend, HTTP health checks, log warn) + \`cache: ${JSON.stringify(ROOMGATE_CACHE)}\` and its admin port (for /metrics); roomgate-nocache: the same without cache`,
     `- nginx: proxies.ts's config (1 worker, keepalive 64) + \`proxy_cache\` with \`proxy_cache_valid 200 5s\`, \`proxy_cache_use_stale updating error timeout http_500 http_502 http_503 http_504\`, \`proxy_cache_lock on\`, \`proxy_cache_background_update on\`, key \`$scheme$proxy_host$request_uri$cookie_room\`, zone in a temp directory under ${meta.zone}; nginx-nocache: the same without cache`,
     '',
@@ -600,9 +609,9 @@ function report(hot: readonly HotRecord[], storms: readonly StormRecord[], meta:
   out.push('## Every run', '');
   out.push(
     table(
-      ['round', 'target', 'load 1m', 'req/s', 'p99 ms', 'CPU µs/req', 'CPU µs/hit', 'proxy core busy %', 'backend fetches', 'errors', 'load side %'],
-      hot.map((r) => [String(r.round), r.target, r.load1.toFixed(2), r.ok ? fmt(r.reqPerS) : 'FAILED', fmt(r.p99), fmt(r.cpuUsPerReq), fmt(r.cpuUsPerHit), fmt(r.proxyCoreBusy * 100), countCell([r.fetches]), countCell([r.errors]), fmt(r.loadSide * 100)]),
-      ['---:', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:'],
+      ['round', 'target', 'load 1m', 'req/s', 'p99 ms', 'CPU µs/req', 'CPU µs/hit', 'proxy core busy %', 'other on proxy core %', 'backend fetches', 'errors', 'load side %'],
+      hot.map((r) => [String(r.round), r.target, r.load1.toFixed(2), r.ok ? fmt(r.reqPerS) : 'FAILED', fmt(r.p99), fmt(r.cpuUsPerReq), fmt(r.cpuUsPerHit), fmt(r.proxyCoreBusy * 100), fmt(otherPct(r)), countCell([r.fetches]), countCell([r.errors]), fmt(r.loadSide * 100)]),
+      ['---:', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:'],
     ),
     '',
   );
