@@ -37,6 +37,7 @@ export interface AnswerWriter {
   start(status: number, reason: string, headers: readonly string[], length: number | null): void;
   /** false: the client's buffer is full (call onDrain before writing more, if the sender can wait). */
   write(chunk: Buffer): boolean;
+  /** cb once the client's buffer has drained, or the client is gone. */
   onDrain(cb: () => void): void;
   end(): void;
   /** The answer broke off after its head: the client connection is cut. */

@@ -200,7 +200,7 @@ export class Fill implements FillHandle {
   }
 
   private onData(chunk: Buffer): void {
-    if (this.finished) return;
+    if (this.finished || this.abandoned()) return;
     if (this.storing) {
       this.bytes += chunk.length;
       if (this.bytes > this.cx.config.maxObjectBytes) {
@@ -220,7 +220,7 @@ export class Fill implements FillHandle {
         if (this.draining++ === 0) this.fetch?.pause();
         w.client.w.onDrain(() => {
           w.draining = false;
-          if (--this.draining === 0) this.fetch?.resume();
+          if (--this.draining === 0 && !this.finished && !this.abandoned()) this.fetch?.resume();
         });
       }
     }
@@ -239,6 +239,18 @@ export class Fill implements FillHandle {
       w.client.settle(this.outcome(w), h?.status ?? null);
     }
     this.finish();
+  }
+
+  /**
+   * An answer not being stored whose clients have all gone: the backend request is given up
+   * (as the page path gives it up when its client leaves). True when it was.
+   */
+  private abandoned(): boolean {
+    if (this.storing || this.waiters.length === 0 || !this.waiters.every((w) => w.client.w.gone)) return false;
+    this.fetch?.abort();
+    for (const w of this.waiters) w.client.settle(this.outcome(w), null);
+    this.finish();
+    return true;
   }
 
   private startClient(w: Waiter): void {

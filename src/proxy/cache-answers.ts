@@ -42,7 +42,14 @@ export class ResponseAnswer implements AnswerWriter {
   }
 
   onDrain(cb: () => void): void {
-    this.res.once('drain', cb);
+    // A client that leaves never drains: the waiting sender is told all the same.
+    const once = (): void => {
+      this.res.off('drain', once);
+      this.res.off('close', once);
+      cb();
+    };
+    this.res.on('drain', once);
+    this.res.on('close', once);
   }
 
   end(): void {
@@ -116,7 +123,15 @@ export class SocketAnswer implements AnswerWriter {
   }
 
   onDrain(cb: () => void): void {
-    this.client.socket.once('drain', cb);
+    // A client that leaves never drains: the waiting sender is told all the same.
+    const s = this.client.socket;
+    const once = (): void => {
+      s.off('drain', once);
+      s.off('close', once);
+      cb();
+    };
+    s.on('drain', once);
+    s.on('close', once);
   }
 
   end(): void {
