@@ -13,6 +13,8 @@ export interface CacheRequest {
   /** The target as the client sent it. */
   readonly url: string;
   readonly rawHeaders: readonly string[];
+  /** The request has a body (its path's reading: an h2 request may have one without content-length). */
+  readonly hasBody: boolean;
   readonly key: KeyResult;
   readonly ctx: ForwardContext;
   /** The room cookie due on this answer, or null. */

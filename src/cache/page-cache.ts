@@ -52,6 +52,9 @@ function forcedByClient(fields: Record<string, string>): boolean {
   return /(?:^|,)\s*(?:no-cache|max-age\s*=\s*0)\s*(?:,|$)/i.test(cc) || (cc === '' && /no-cache/i.test(fields.pragma ?? ''));
 }
 
+/** Keys remembered as uncacheable at most (each holds its URL: a few MB at most). */
+const MAX_UNCACHEABLE = 10_000;
+
 function hasValidators(a: StoredAnswer): boolean {
   for (let i = 0; i < a.headers.length; i += 2) {
     const name = (a.headers[i] as string).toLowerCase();
@@ -258,11 +261,14 @@ export class PageCache implements FillContext, PageCacheFront {
   }
 
   rememberUncacheable(key: string, now: number): void {
-    if (this.config.uncacheableMs > 0) this.uncacheable.set(key, now + this.config.uncacheableMs);
-    // Bounded: an attacker requesting many distinct uncacheable URLs must not grow this forever.
-    if (this.uncacheable.size > 100_000) {
-      for (const [k, until] of this.uncacheable) if (until <= now) this.uncacheable.delete(k);
-      if (this.uncacheable.size > 100_000) this.uncacheable.clear();
+    if (this.config.uncacheableMs <= 0) return;
+    this.uncacheable.delete(key); // re-inserted last: the Map's order is the order of expiry
+    this.uncacheable.set(key, now + this.config.uncacheableMs);
+    // Bounded: many distinct uncacheable URLs must not grow this without end. The oldest go first
+    // (at worst their requests wait on each other's fetch again, which is only slower).
+    for (const [k, until] of this.uncacheable) {
+      if (this.uncacheable.size <= MAX_UNCACHEABLE && until > now) break;
+      this.uncacheable.delete(k);
     }
   }
 
