@@ -170,7 +170,15 @@ export class Fill implements FillHandle {
     // The stored answer still holds: it is served (and kept) with its fields brought up to date.
     if (h.status === 304 && stale !== undefined) {
       this.fetch?.abort();
-      const { policy, modified } = stale.policy.revalidatedPolicy(spec.policyRequest, { status: 304, headers: record });
+      const { policy, modified, matches } = stale.policy.revalidatedPolicy(spec.policyRequest, { status: 304, headers: record });
+      if (!matches) {
+        // A 304 for another version (its ETag or Last-Modified is not the copy's): the copy is
+        // not confirmed, and this answer has no body. The copy goes; each client asks again itself.
+        cx.forget(spec);
+        cx.cm.fills.inc({ result: 'failed' });
+        for (const w of [...this.waiters]) this.pass(w, 'stale');
+        return this.finish();
+      }
       if (!modified) {
         const updated = cx.refreshed(spec, stale, policy, h.headers, now);
         cx.cm.fills.inc({ result: 'revalidated' });

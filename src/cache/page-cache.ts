@@ -260,6 +260,10 @@ export class PageCache implements FillContext, PageCacheFront {
     return updated;
   }
 
+  forget(spec: FillSpec): void {
+    this.answers.delete(spec.key, spec.fields);
+  }
+
   rememberUncacheable(key: string, now: number): void {
     if (this.config.uncacheableMs <= 0) return;
     this.uncacheable.delete(key); // re-inserted last: the Map's order is the order of expiry
