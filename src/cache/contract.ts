@@ -13,6 +13,8 @@ export interface CacheRequest {
   /** The target as the client sent it. */
   readonly url: string;
   readonly rawHeaders: readonly string[];
+  /** The request has a body (its path's reading: an h2 request may have one without content-length). */
+  readonly hasBody: boolean;
   readonly key: KeyResult;
   readonly ctx: ForwardContext;
   /** The room cookie due on this answer, or null. */
@@ -37,6 +39,7 @@ export interface AnswerWriter {
   start(status: number, reason: string, headers: readonly string[], length: number | null): void;
   /** false: the client's buffer is full (call onDrain before writing more, if the sender can wait). */
   write(chunk: Buffer): boolean;
+  /** cb once the client's buffer has drained, or the client is gone. */
   onDrain(cb: () => void): void;
   end(): void;
   /** The answer broke off after its head: the client connection is cut. */

@@ -47,6 +47,8 @@ export interface FillContext {
   store(spec: FillSpec, head: FetchedHead, record: Record<string, string>, policy: CachePolicy, body: Buffer): void;
   /** A 304 confirmed a stored answer: its fields and lifetimes brought up to date; returns it. */
   refreshed(spec: FillSpec, stale: StoredAnswer, policy: CachePolicy, fields304: readonly string[], now: number): StoredAnswer;
+  /** Removes the stored answer the fill was refreshing. */
+  forget(spec: FillSpec): void;
   /** Requests for this key go to the backend directly for cache.uncacheableMs. */
   rememberUncacheable(key: string, now: number): void;
   /** No new client may join this fill. */

@@ -52,6 +52,10 @@ export class Fill implements FillHandle {
   private finished = false;
   private draining = 0;
   private noStore = false;
+  /** The backend's status, once its head arrived. */
+  private backendStatus: number | null = null;
+  /** Releases the backend's in-flight count and counts the fetch under its status; at the fetch's end. */
+  private backendDone: ((status: number | null) => void) | null = null;
 
   constructor(
     private readonly cx: FillContext,
@@ -110,6 +114,7 @@ export class Fill implements FillHandle {
   private send(backend: Backend, attempt: number): void {
     const { cx, spec } = this;
     const done = startRequest(cx.pool, cx.metrics, backend.id);
+    this.backendDone = done;
     const headers = [...spec.headers];
     // A refresh asks whether the stored answer still holds (304) with its validators.
     if (spec.stale !== undefined) {
@@ -121,10 +126,8 @@ export class Fill implements FillHandle {
     }
     this.fetch = fetchFromBackend(backend, spec.path, headers, cx.fetch, {
       connected: () => cx.pool.markUp(backend.id),
-      head: (h) => {
-        done(h.status);
-        this.onHead(h);
-      },
+      // The in-flight count holds until the body is over (finish()), as on the page paths.
+      head: (h) => this.onHead(h),
       data: (chunk) => this.onData(chunk),
       end: () => this.onEnd(),
       failed: (err, afterHead) => {
@@ -140,29 +143,42 @@ export class Fill implements FillHandle {
         const retry = isConnectFailure(kind) && attempt <= cx.pool.backends.length;
         cx.logger.warn({ room: spec.room, backend: backend.id, err: kind, retry }, 'proxy error (cache fill)');
         if (retry) {
+          this.backendDone = null;
           done(null);
           return this.start(attempt + 1);
         }
+        // The request that started the fetch is counted once, under the backend, with the status
+        // roomgate answered it (as the page paths count their own 502/504).
+        this.backendDone = null;
         if (bad) {
           done(502);
-          return this.failAll(502, 'the backend sent an invalid response\n', {}, 'bad-answer');
+          return this.failAll(502, 'the backend sent an invalid response\n', {}, 'bad-answer', true);
         }
         const status = kind === 'timeout' ? 504 : 502;
         done(status);
-        this.failAll(status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' }, kind);
+        this.failAll(status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' }, kind, true);
       },
     });
   }
 
   private onHead(h: FetchedHead): void {
     const { cx, spec } = this;
+    this.backendStatus = h.status;
     const now = cx.now();
     const stale = spec.stale;
     const record = headerRecord(h.headers);
     // The stored answer still holds: it is served (and kept) with its fields brought up to date.
     if (h.status === 304 && stale !== undefined) {
       this.fetch?.abort();
-      const { policy, modified } = stale.policy.revalidatedPolicy(spec.policyRequest, { status: 304, headers: record });
+      const { policy, modified, matches } = stale.policy.revalidatedPolicy(spec.policyRequest, { status: 304, headers: record });
+      if (!matches) {
+        // A 304 for another version (its ETag or Last-Modified is not the copy's): the copy is
+        // not confirmed, and this answer has no body. The copy goes; each client asks again itself.
+        cx.forget(spec);
+        cx.cm.fills.inc({ result: 'failed' });
+        for (const w of [...this.waiters]) this.pass(w, 'stale');
+        return this.finish();
+      }
       if (!modified) {
         const updated = cx.refreshed(spec, stale, policy, h.headers, now);
         cx.cm.fills.inc({ result: 'revalidated' });
@@ -200,7 +216,7 @@ export class Fill implements FillHandle {
   }
 
   private onData(chunk: Buffer): void {
-    if (this.finished) return;
+    if (this.finished || this.abandoned()) return;
     if (this.storing) {
       this.bytes += chunk.length;
       if (this.bytes > this.cx.config.maxObjectBytes) {
@@ -220,7 +236,7 @@ export class Fill implements FillHandle {
         if (this.draining++ === 0) this.fetch?.pause();
         w.client.w.onDrain(() => {
           w.draining = false;
-          if (--this.draining === 0) this.fetch?.resume();
+          if (--this.draining === 0 && !this.finished && !this.abandoned()) this.fetch?.resume();
         });
       }
     }
@@ -239,6 +255,18 @@ export class Fill implements FillHandle {
       w.client.settle(this.outcome(w), h?.status ?? null);
     }
     this.finish();
+  }
+
+  /**
+   * An answer not being stored whose clients have all gone: the backend request is given up
+   * (as the page path gives it up when its client leaves). True when it was.
+   */
+  private abandoned(): boolean {
+    if (this.storing || this.waiters.length === 0 || !this.waiters.every((w) => w.client.w.gone)) return false;
+    this.fetch?.abort();
+    for (const w of this.waiters) w.client.settle(this.outcome(w), null);
+    this.finish();
+    return true;
   }
 
   private startClient(w: Waiter): void {
@@ -278,7 +306,8 @@ export class Fill implements FillHandle {
   }
 
   /** No answer from the backend: a stale copy within its stale-if-error window, else roomgate's own. */
-  private failAll(status: number, body: string, headers: Record<string, string>, detail: string): void {
+  /** `counted`: the fetch was counted under its backend with this status (the first client's answer). */
+  private failAll(status: number, body: string, headers: Record<string, string>, detail: string, counted = false): void {
     const stale = this.spec.stale;
     if (stale !== undefined && this.cx.now() < stale.sieUntil) {
       this.cx.cm.fills.inc({ result: 'stale-if-error' });
@@ -286,6 +315,7 @@ export class Fill implements FillHandle {
     }
     this.cx.cm.fills.inc({ result: 'failed' });
     for (const w of this.waiters) {
+      if (counted && !w.collapsed) w.client.relayedOwnFetch = true;
       w.client.own(status, body, headers, `roomgate; fwd=${w.fwd}; fwd-status=${status}; detail=${detail}${w.collapsed ? '; collapsed' : ''}`, this.outcome(w));
     }
     this.finish();
@@ -302,6 +332,8 @@ export class Fill implements FillHandle {
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
+    this.backendDone?.(this.head?.status ?? this.backendStatus);
+    this.backendDone = null;
     this.waiters.length = 0;
     this.chunks = [];
     this.cx.leave(this);

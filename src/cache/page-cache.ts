@@ -19,7 +19,7 @@ import { createCacheMetrics, type CacheMetrics, type CacheOutcome } from './cach
 import { Fill } from './fill.js';
 import type { FillContext, FillHandle, FillSpec } from './fill-context.js';
 import { CacheRules, headerRecord, keyParts, primaryKey, rawHeader, type CacheConfig } from './request-rules.js';
-import { lifetimes, policyClass, policyRequest, StoredAnswers, type PolicyClass, type StoredAnswer } from './stored-answers.js';
+import { lifetimes, policyClass, policyRequest, StoredAnswers, unstorable, type PolicyClass, type StoredAnswer } from './stored-answers.js';
 
 export interface PageCacheOptions {
   readonly config: CacheConfig;
@@ -51,6 +51,9 @@ function forcedByClient(fields: Record<string, string>): boolean {
   const cc = fields['cache-control'] ?? '';
   return /(?:^|,)\s*(?:no-cache|max-age\s*=\s*0)\s*(?:,|$)/i.test(cc) || (cc === '' && /no-cache/i.test(fields.pragma ?? ''));
 }
+
+/** Keys remembered as uncacheable at most (each holds its URL: a few MB at most). */
+const MAX_UNCACHEABLE = 10_000;
 
 function hasValidators(a: StoredAnswer): boolean {
   for (let i = 0; i < a.headers.length; i += 2) {
@@ -226,10 +229,11 @@ export class PageCache implements FillContext, PageCacheFront {
 
   refreshed(spec: FillSpec, stale: StoredAnswer, policy: CachePolicy, fields304: readonly string[], now: number): StoredAnswer {
     // RFC 9111 4.3.4: the 304's fields replace the stored ones of the same name (not the framing).
+    // Never a Set-Cookie: it is one client's, and the copy is everybody's.
     const replaced = new Set<string>();
     for (let i = 0; i + 1 < fields304.length; i += 2) {
       const lower = (fields304[i] as string).toLowerCase();
-      if (lower !== 'content-length' && lower !== 'age' && lower !== 'content-encoding') replaced.add(lower);
+      if (lower !== 'content-length' && lower !== 'age' && lower !== 'content-encoding' && lower !== 'set-cookie') replaced.add(lower);
     }
     const headers: string[] = [];
     for (let i = 0; i + 1 < stale.headers.length; i += 2) {
@@ -250,16 +254,25 @@ export class PageCache implements FillContext, PageCacheFront {
       refreshing: false,
       failedStatus: null,
     };
-    this.answers.put(spec.key, spec.fields, record, updated);
+    // The 304 may make the copy one user's (private, no-store...): then it is no longer kept.
+    if (unstorable(policy, stale.status, record, this.config, null) === null) this.answers.put(spec.key, spec.fields, record, updated);
+    else this.answers.delete(spec.key, spec.fields);
     return updated;
   }
 
+  forget(spec: FillSpec): void {
+    this.answers.delete(spec.key, spec.fields);
+  }
+
   rememberUncacheable(key: string, now: number): void {
-    if (this.config.uncacheableMs > 0) this.uncacheable.set(key, now + this.config.uncacheableMs);
-    // Bounded: an attacker requesting many distinct uncacheable URLs must not grow this forever.
-    if (this.uncacheable.size > 100_000) {
-      for (const [k, until] of this.uncacheable) if (until <= now) this.uncacheable.delete(k);
-      if (this.uncacheable.size > 100_000) this.uncacheable.clear();
+    if (this.config.uncacheableMs <= 0) return;
+    this.uncacheable.delete(key); // re-inserted last: the Map's order is the order of expiry
+    this.uncacheable.set(key, now + this.config.uncacheableMs);
+    // Bounded: many distinct uncacheable URLs must not grow this without end. The oldest go first
+    // (at worst their requests wait on each other's fetch again, which is only slower).
+    for (const [k, until] of this.uncacheable) {
+      if (this.uncacheable.size <= MAX_UNCACHEABLE && until > now) break;
+      this.uncacheable.delete(k);
     }
   }
 

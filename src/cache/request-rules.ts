@@ -15,6 +15,11 @@ export interface CacheHead {
   readonly url: string;
   /** [name, value, ...] as sent. */
   readonly rawHeaders: readonly string[];
+  /**
+   * The request has a body by its path's reading even where rawHeaders do not say so (an h2
+   * request with DATA frames and no content-length is one).
+   */
+  readonly hasBody?: boolean;
 }
 
 /** A name list where "name*" matches every name with that prefix. */
@@ -103,6 +108,7 @@ export class CacheRules {
   /** null: the cache may answer this request; else why not. */
   bypass(h: CacheHead): BypassReason | null {
     if (h.method !== 'GET' && h.method !== 'HEAD') return 'method';
+    if (h.hasBody === true) return 'body';
     const path = pathOf(h.url);
     if (!this.paths.matches(path) || this.bypassPaths.matches(path)) return 'path';
     for (let i = 0; i < h.rawHeaders.length; i += 2) {

@@ -131,7 +131,8 @@ export class StoredAnswers {
   ) {
     this.lru = new LRUCache<string, StoredAnswer>({
       maxSize: maxBytes,
-      sizeCalculation: (a) => Math.max(1, a.size),
+      // The slot's key is held twice (the LRU's slot, and the primary key of the Vary map).
+      sizeCalculation: (a, slot) => Math.max(1, a.size + 2 * slot.length),
       // A replaced answer is not a removal: dispose() then means the slot is gone.
       noDisposeOnSet: true,
       dispose: (_a, slot, reason) => {

@@ -42,7 +42,14 @@ export class ResponseAnswer implements AnswerWriter {
   }
 
   onDrain(cb: () => void): void {
-    this.res.once('drain', cb);
+    // A client that leaves never drains: the waiting sender is told all the same.
+    const once = (): void => {
+      this.res.off('drain', once);
+      this.res.off('close', once);
+      cb();
+    };
+    this.res.on('drain', once);
+    this.res.on('close', once);
   }
 
   end(): void {
@@ -66,6 +73,8 @@ export class SocketAnswer implements AnswerWriter {
   private chunked = false;
   /** A 204 or 304: no framing fields and no body, whatever the backend sent. */
   private bodyless = false;
+  /** The head is written but held (corked) until the first body bytes or the end. */
+  private corked = false;
 
   constructor(
     private readonly client: PageClient,
@@ -100,28 +109,51 @@ export class SocketAnswer implements AnswerWriter {
       out += `Transfer-Encoding: chunked${CRLF}`;
     }
     out += this.keepAlive ? `Connection: keep-alive${CRLF}${this.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;
+    // The head waits for the first body bytes (or the end): one write to the kernel, not two.
+    this.client.socket.cork();
+    this.corked = true;
     this.client.socket.write(out + CRLF, 'latin1');
+  }
+
+  private uncork(): void {
+    if (!this.corked) return;
+    this.corked = false;
+    this.client.socket.uncork();
   }
 
   write(chunk: Buffer): boolean {
     if (this.head || this.bodyless || this.gone || chunk.length === 0) return true;
     const s = this.client.socket;
-    if (!this.chunked) return s.write(chunk);
+    if (!this.chunked) {
+      const ok = s.write(chunk);
+      this.uncork();
+      return ok && !s.writableNeedDrain;
+    }
     s.cork();
     s.write(`${chunk.length.toString(16)}${CRLF}`, 'latin1');
     s.write(chunk);
     const ok = s.write(CRLF, 'latin1');
     s.uncork();
-    return ok;
+    this.uncork();
+    return ok && !s.writableNeedDrain;
   }
 
   onDrain(cb: () => void): void {
-    this.client.socket.once('drain', cb);
+    // A client that leaves never drains: the waiting sender is told all the same.
+    const s = this.client.socket;
+    const once = (): void => {
+      s.off('drain', once);
+      s.off('close', once);
+      cb();
+    };
+    s.on('drain', once);
+    s.on('close', once);
   }
 
   end(): void {
-    if (this.gone) return;
+    if (this.gone) return this.uncork();
     if (this.chunked) this.client.socket.write(LAST_CHUNK, 'latin1');
+    this.uncork();
     // A hit is answered within the call that read its head: the next pipelined request starts on
     // the next turn of the loop, not one stack frame deeper per request.
     setImmediate(() => {

@@ -70,7 +70,8 @@ export class HttpProxy {
     const ctx = { peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
     const setCookie = roomCookieFor(this.o.roomCookie, req.method ?? '', key, this.o.forwarding.proto(req.rawHeaders, ctx) === 'https', this.o.logger);
     const writer = new ResponseAnswer(res, req.method === 'HEAD', client.h2, (status, body, headers) => this.reply(res, status, body, headers));
-    cache.handle({ method: req.method ?? '', url: req.url ?? '/', rawHeaders: req.rawHeaders, key, ctx, setCookie }, writer, (cacheStatus) => {
+    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+    cache.handle({ method: req.method ?? '', url: req.url ?? '/', rawHeaders: req.rawHeaders, hasBody, key, ctx, setCookie }, writer, (cacheStatus) => {
       passedCacheStatus.set(res, cacheStatus);
       this.route(req, res, client, key, Date.now());
     });

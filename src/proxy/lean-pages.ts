@@ -50,7 +50,7 @@ export class LeanPages {
     const setCookie = roomCookieFor(this.o.roomCookie, head.method, key, this.o.forwarding.proto(head.rawHeaders, ctx) === 'https', this.o.logger);
     const own = (status: number, body: string, headers: Record<string, string>): void => this.answer(head, client, status, body, headers);
     const writer = new SocketAnswer(client, head.method === 'HEAD', client.keepAlive(head), this.keepAliveHeader, client.encrypted ? this.o.hsts : null, own);
-    cache.handle({ method: head.method, url: head.url, rawHeaders: head.rawHeaders, key, ctx, setCookie }, writer, (cacheStatus) => {
+    cache.handle({ method: head.method, url: head.url, rawHeaders: head.rawHeaders, hasBody: false, key, ctx, setCookie }, writer, (cacheStatus) => {
       client.cacheStatus = cacheStatus;
       this.route(head, client, key, Date.now());
     });

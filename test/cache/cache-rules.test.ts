@@ -121,10 +121,12 @@ function answer(body: string, size = 0): StoredAnswer {
 }
 
 describe('the store', () => {
-  it('keeps within its byte budget, dropping the least recently used first', () => {
+  it('keeps within its byte budget (keys counted), dropping the least recently used first', () => {
     let evicted = 0;
-    const s = new StoredAnswers(3_000, () => evicted++);
     const k = (n: number): string => primaryKey(`/${n}`, 'h', null, '');
+    // Each entry: its size, and its key twice (the slot is the key, a separator and the variant '').
+    const each = 1_000 + 2 * (k(1).length + 1);
+    const s = new StoredAnswers(3 * each, () => evicted++);
     s.put(k(1), {}, {}, answer('one', 1_000));
     s.put(k(2), {}, {}, answer('two', 1_000));
     s.put(k(3), {}, {}, answer('three', 1_000));
@@ -133,10 +135,10 @@ describe('the store', () => {
     expect(evicted).toBe(1);
     expect(s.find(k(2), {}).answer).toBeUndefined();
     expect(s.find(k(1), {}).answer).toBeDefined();
-    expect(s.stats(3_000)).toEqual({ objects: 3, bytes: 3_000, maxBytes: 3_000 });
+    expect(s.stats(3 * each)).toEqual({ objects: 3, bytes: 3 * each, maxBytes: 3 * each });
     // Larger than the whole budget: not stored, nothing else lost.
     expect(s.put(k(5), {}, {}, answer('huge', 5_000))).toBe(false);
-    expect(s.stats(3_000).objects).toBe(3);
+    expect(s.stats(3 * each).objects).toBe(3);
   });
 
   it('one slot per variant of the fields the answer Varies on; a new Vary replaces the old variants', () => {

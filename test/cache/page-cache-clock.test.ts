@@ -223,6 +223,22 @@ describe('freshness and grace by the clock', () => {
     expect(seen).toHaveLength(2);
   });
 
+  it('a 304 for another version (another ETag) does not confirm the copy: it goes, and the client gets the page from the backend', async () => {
+    const g = await gateway({});
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=10', ETag: '"v1"' }, body: 'version one' };
+    await get(g, '/other-etag');
+    clock.t = T0 + 10_000;
+    script = { status: 304, headers: { 'Cache-Control': 'max-age=20', ETag: '"v2"' }, body: '' };
+    // The conditional refresh gets a 304 naming v2; the client is passed to the backend, which the
+    // test backend answers unconditionally (no If-None-Match on that request).
+    const got = await get(g, '/other-etag');
+    expect(got).toMatchObject({ status: 200, body: 'unconditional', cacheStatus: 'roomgate; fwd=bypass; detail=stale' });
+    expect(seen[1]?.['if-none-match']).toBe('"v1"');
+    expect(seen[2]?.['if-none-match']).toBeUndefined();
+    // The v1 copy is gone: the next request is a miss.
+    expect((await get(g, '/other-etag')).cacheStatus).toMatch(/^roomgate; fwd=uri-miss/);
+  });
+
   it('defaultTtlMs gives answers without freshness a lifetime; without it they are not stored', async () => {
     script = { status: 200, headers: {}, body: 'plain' };
     const off = await gateway({});
