@@ -24,8 +24,8 @@ export class CacheClient {
   constructor(
     readonly req: CacheClientRequest,
     readonly w: AnswerWriter,
-    /** The request's fields as the cache compares them (lower case; the kept cookies only). */
-    readonly fields: Record<string, string>,
+    /** The request's fields as the cache compares them (lower case; the kept cookies only), made when first asked. */
+    readonly fields: () => Record<string, string>,
     private readonly t0: number,
     private readonly metrics: Metrics,
     /** Counts an answer by outcome with its time. */

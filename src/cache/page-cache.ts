@@ -47,9 +47,18 @@ export interface PurgeSpec {
 }
 
 /** The request's Cache-Control or Pragma asks for a fresh answer from the backend. */
-function forcedByClient(fields: Record<string, string>): boolean {
-  const cc = fields['cache-control'] ?? '';
-  return /(?:^|,)\s*(?:no-cache|max-age\s*=\s*0)\s*(?:,|$)/i.test(cc) || (cc === '' && /no-cache/i.test(fields.pragma ?? ''));
+function forcedByClient(rawHeaders: readonly string[]): boolean {
+  const cc = rawHeader(rawHeaders, 'cache-control') ?? '';
+  return /(?:^|,)\s*(?:no-cache|max-age\s*=\s*0)\s*(?:,|$)/i.test(cc) || (cc === '' && /no-cache/i.test(rawHeader(rawHeaders, 'pragma') ?? ''));
+}
+
+/** The request's fields lower-cased, with only the kept cookies and no Authorization. */
+function requestFields(rawHeaders: readonly string[], kept: string): Record<string, string> {
+  const fields = headerRecord(rawHeaders);
+  delete fields.cookie;
+  delete fields.authorization;
+  if (kept !== '') fields.cookie = kept;
+  return fields;
 }
 
 /** Keys remembered as uncacheable at most (each holds its URL: a few MB at most). */
@@ -116,20 +125,20 @@ export class PageCache implements FillContext, PageCacheFront {
    */
   handle(req: CacheRequest, w: AnswerWriter, pass: (cacheStatus: string) => void): void {
     const t0 = performance.now();
-    const why = this.rules.bypass(req);
-    if (why !== null) {
+    const verdict = this.rules.classify(req);
+    if ('bypass' in verdict) {
       this.record('bypass', (performance.now() - t0) / 1000);
-      return pass(why === 'method' ? 'roomgate; fwd=method' : `roomgate; fwd=bypass; detail=${why}`);
+      return pass(verdict.bypass === 'method' ? 'roomgate; fwd=method' : `roomgate; fwd=bypass; detail=${verdict.bypass}`);
     }
-    const kept = this.rules.keptCookies(req.rawHeaders);
+    const kept = verdict.kept;
     const host = rawHeader(req.rawHeaders, 'host') ?? rawHeader(req.rawHeaders, ':authority') ?? '';
     // The scheme as the backend will be told it (X-Forwarded-Proto): an app may answer http and
     // https differently (a redirect to https), and one copy must not be served for the other.
     const key = primaryKey(req.url, `${this.o.forwarding.proto(req.rawHeaders, req.ctx)}://${host}`, req.key.room, kept);
-    const fields = headerRecord(req.rawHeaders);
-    delete fields.cookie;
-    delete fields.authorization;
-    if (kept !== '') fields.cookie = kept;
+    // The request's fields as the cache compares them, made only when needed (a Vary, a fetch):
+    // a hit of a page without Vary reads none of them.
+    let record: Record<string, string> | undefined;
+    const fields = (): Record<string, string> => (record ??= requestFields(req.rawHeaders, kept));
     const client = new CacheClient(req, w, fields, t0, this.metrics, this.record, pass);
     const now = this.clock();
     const until = this.uncacheable.get(key);
@@ -137,7 +146,7 @@ export class PageCache implements FillContext, PageCacheFront {
       if (now < until) return client.pass('roomgate; fwd=bypass; detail=uncacheable');
       this.uncacheable.delete(key);
     }
-    const forced = forcedByClient(fields);
+    const forced = forcedByClient(req.rawHeaders);
     let stale: StoredAnswer | undefined;
     // Cache-Status fwd=: what the cache had for this request.
     let fwd = forced ? 'request' : 'uri-miss';
@@ -150,7 +159,7 @@ export class PageCache implements FillContext, PageCacheFront {
         if (now < a.freshUntil) return client.stored(a, this.ageOf(a), `roomgate; hit; ttl=${Math.floor((a.freshUntil - now) / 1000)}`, 'hit');
         const past = Math.max(1, Math.ceil((now - a.freshUntil) / 1000));
         if (now < a.swrUntil) {
-          this.refresh(key, req, fields, a);
+          this.refresh(key, req, fields(), a);
           // The last refresh failed (the backend is down or answers 5xx): this copy stands in for an error.
           if (a.failedStatus !== null && now < a.sieUntil) {
             return client.stored(a, this.ageOf(a), `roomgate; fwd=stale; fwd-status=${a.failedStatus}; ttl=-${past}; detail=stale-if-error`, 'stale-if-error');
@@ -169,7 +178,7 @@ export class PageCache implements FillContext, PageCacheFront {
       if (inflight.size >= this.config.maxWaiters) return client.pass('roomgate; fwd=bypass; detail=busy');
       return inflight.add(client, fwd, true);
     }
-    const fill = this.newFill(key, req, fields, stale);
+    const fill = this.newFill(key, req, fields(), stale);
     fill.add(client, fwd, false);
     fill.start();
   }

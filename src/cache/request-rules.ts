@@ -107,6 +107,20 @@ export class CacheRules {
 
   /** null: the cache may answer this request; else why not. */
   bypass(h: CacheHead): BypassReason | null {
+    const c = this.classify(h);
+    return 'bypass' in c ? c.bypass : null;
+  }
+
+  /** Why the cache may not answer the request, or the cookies a fetch keeps: one pass over the cookies. */
+  classify(h: CacheHead): { readonly bypass: BypassReason } | { readonly kept: string } {
+    const why = this.headBypass(h);
+    if (why !== null) return { bypass: why };
+    const all = crumbs(h.rawHeaders);
+    for (const c of all) if (this.bypassCookies.has(c.name)) return { bypass: 'session-cookie' };
+    return { kept: this.keep(all) };
+  }
+
+  private headBypass(h: CacheHead): BypassReason | null {
     if (h.method !== 'GET' && h.method !== 'HEAD') return 'method';
     if (h.hasBody === true) return 'body';
     const path = pathOf(h.url);
@@ -117,13 +131,17 @@ export class CacheRules {
       // A GET with a body is forwarded with its body as any request is; the cache's fetch has none.
       if (name === 'content-length' || name === 'transfer-encoding') return 'body';
     }
-    for (const c of crumbs(h.rawHeaders)) if (this.bypassCookies.has(c.name)) return 'session-cookie';
     return null;
   }
 
   /** The cookies a fill forwards (and the key includes), as one Cookie value; '' when none. */
   keptCookies(rawHeaders: readonly string[]): string {
-    const keep = crumbs(rawHeaders).filter((c) => c.name !== this.roomCookie && this.cookieNames.has(c.name) === (this.c.cookiesMode === 'allow'));
+    return this.keep(crumbs(rawHeaders));
+  }
+
+  private keep(all: readonly Crumb[]): string {
+    if (all.length === 0) return '';
+    const keep = all.filter((c) => c.name !== this.roomCookie && this.cookieNames.has(c.name) === (this.c.cookiesMode === 'allow'));
     return keep
       .map((c) => c.text)
       .sort()

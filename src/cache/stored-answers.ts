@@ -105,9 +105,13 @@ export function varyNames(resHeaders: Record<string, string>): string[] {
   return [...new Set(v.split(',').map((s) => s.trim().toLowerCase()).filter((s) => s !== ''))].sort();
 }
 
+/** A request's fields (lower-case names), or a function that makes them when first needed. */
+export type RequestFields = Record<string, string> | (() => Record<string, string>);
+
 /** The variant of a request: the values of the Vary'd fields (RFC 9111 4.1, whitespace-normalised). */
-export function variantOf(names: readonly string[], reqHeaders: Record<string, string>): string {
+export function variantOf(names: readonly string[], fields: RequestFields): string {
   if (names.length === 0) return '';
+  const reqHeaders = typeof fields === 'function' ? fields() : fields;
   return names.map((n) => `${n}=${(reqHeaders[n] ?? '').replace(/[ \t]+/g, ' ').trim()}`).join('\u0001');
 }
 
@@ -148,8 +152,11 @@ export class StoredAnswers {
     return n;
   }
 
-  /** The variant slot a request maps to under `primary`, and whether the key has any answer at all. */
-  find(primary: string, reqHeaders: Record<string, string>): { answer: StoredAnswer | undefined; known: boolean } {
+  /**
+   * The variant slot a request maps to under `primary`, and whether the key has any answer at all.
+   * `reqHeaders` may be given as a function: it is called only when the key has a Vary.
+   */
+  find(primary: string, reqHeaders: RequestFields): { answer: StoredAnswer | undefined; known: boolean } {
     const v = this.vary.get(primary);
     if (v === undefined) return { answer: undefined, known: false };
     return { answer: this.lru.get(slotOf(primary, variantOf(v.names, reqHeaders))), known: true };
@@ -172,7 +179,7 @@ export class StoredAnswers {
   }
 
   /** Removes one stored answer (e.g. found past its last useful moment). */
-  delete(primary: string, reqHeaders: Record<string, string>): void {
+  delete(primary: string, reqHeaders: RequestFields): void {
     const v = this.vary.get(primary);
     if (v !== undefined) this.lru.delete(slotOf(primary, variantOf(v.names, reqHeaders)));
   }
