@@ -22,6 +22,8 @@ interface Scripted {
 const T0 = 1_800_000_000_000;
 const clock = { t: T0 };
 let script: Scripted = { status: 200, headers: {}, body: '' };
+/** When set, the next request is answered by this instead of the script (then it is cleared). */
+let streaming: ((res: http.ServerResponse) => Promise<void>) | null = null;
 const seen: http.IncomingHttpHeaders[] = [];
 let backend: http.Server;
 let dir: string;
@@ -30,6 +32,12 @@ const gateways: Gateway[] = [];
 beforeAll(async () => {
   backend = http.createServer((req, res) => {
     seen.push(req.headers);
+    if (streaming !== null) {
+      const s = streaming;
+      streaming = null;
+      void s(res);
+      return;
+    }
     // A body, when one came, is echoed: it must reach the backend as sent.
     if (req.headers['transfer-encoding'] !== undefined || req.headers['content-length'] !== undefined) {
       let body = '';
@@ -269,6 +277,29 @@ describe('freshness and grace by the clock', () => {
     expect(answer).toContain('Cache-Status: roomgate; fwd=bypass; detail=body');
     expect(answer).toContain('body=hi');
     expect(seen).toHaveLength(1);
+  });
+
+  it('a request arriving while a stored answer streams in gets the head, the body so far and the rest, as it comes', async () => {
+    const g = await gateway({});
+    let release: () => void = () => undefined;
+    const halfway = new Promise<void>((r) => (release = r));
+    streaming = async (res) => {
+      res.writeHead(200, { 'Cache-Control': 'max-age=60', 'Content-Length': '10' });
+      res.write('first');
+      await halfway;
+      res.end('-last');
+    };
+    const first = get(g, '/streamed');
+    await seenCount(1);
+    await new Promise((r) => setTimeout(r, 100)); // the first half is on its way
+    const second = get(g, '/streamed');
+    await new Promise((r) => setTimeout(r, 100));
+    release();
+    const [a, b] = await Promise.all([first, second]);
+    expect(a).toMatchObject({ body: 'first-last', cacheStatus: 'roomgate; fwd=uri-miss; fwd-status=200; stored' });
+    expect(b).toMatchObject({ body: 'first-last', cacheStatus: 'roomgate; fwd=uri-miss; fwd-status=200; stored; collapsed' });
+    expect(seen).toHaveLength(1);
+    expect((await get(g, '/streamed')).cacheStatus).toBe('roomgate; hit; ttl=60');
   });
 
   it('a client asking for a fresh answer (no-cache) gets one from the backend, which is stored', async () => {
