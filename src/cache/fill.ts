@@ -8,6 +8,7 @@
 // stale-if-error window gives every client that copy instead.
 import type CachePolicy from 'http-cache-semantics';
 import { classifyError, downReason, isConnectFailure } from '../proxy/errors.js';
+import { ownerFields } from '../proxy/forwarded.js';
 import { startRequest } from '../proxy/request-count.js';
 import type { Decision } from '../placement/decide.js';
 import type { Backend } from '../runtime/pool.js';
@@ -108,14 +109,15 @@ export class Fill implements FillHandle {
     }
     const backend = cx.pool.get(d.route);
     if (!backend) return this.failAll(503, cx.router.noBackendBody(Date.now()), { 'Retry-After': '1' }, 'no-backend');
-    this.send(backend, attempt);
+    this.send(backend, attempt, d.epoch ?? 0);
   }
 
-  private send(backend: Backend, attempt: number): void {
+  private send(backend: Backend, attempt: number, epoch: number): void {
     const { cx, spec } = this;
     const done = startRequest(cx.pool, cx.metrics, backend.id);
     this.backendDone = done;
-    const headers = [...spec.headers];
+    // The room and the epoch of this attempt's placement, as every proxied request carries them.
+    const headers = [...spec.headers, ...ownerFields(spec.room === null ? null : { room: spec.room, epoch })];
     // A refresh asks whether the stored answer still holds (304) with its validators.
     if (spec.stale !== undefined) {
       const h = spec.stale.policy.revalidationHeaders(spec.policyRequest);

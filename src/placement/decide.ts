@@ -79,7 +79,17 @@ export interface PlaceIntent {
 }
 
 export type Decision =
-  | { readonly route: string; readonly reason: RouteReason; readonly place?: PlaceIntent }
+  | {
+      readonly route: string;
+      readonly reason: RouteReason;
+      readonly place?: PlaceIntent;
+      /**
+       * Set by the Placer for a room's request: the epoch of the placement that sends the room to
+       * `route` (what the backend is told, X-Roomgate-Epoch), 0 when no stored placement does
+       * (routed by the ring while the store is unreachable, before any placement was known).
+       */
+      readonly epoch?: number;
+    }
   | { readonly reject: 503; readonly reason: 'no-backend' | 'room-busy'; readonly retryAfterS: number }
   | { readonly reject: 400; readonly reason: 'no-room' };
 

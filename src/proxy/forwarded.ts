@@ -11,6 +11,24 @@ export interface ForwardContext {
   readonly encrypted: boolean;
   /** Path prefix roomgate stripped (e.g. "/r/42"), sent on as X-Forwarded-Prefix. */
   readonly strippedPrefix: string | null;
+  /** The room the request is routed for and its placement epoch: X-Roomgate-Room and X-Roomgate-Epoch. */
+  readonly owner?: Owner | null;
+}
+
+/** What the backend is told of the room a request belongs to (docs/ownership.md). */
+export interface Owner {
+  readonly room: string;
+  readonly epoch: number;
+}
+
+/** The ownership fields for a request, or [] for none (no room). */
+export function ownerFields(owner: Owner | null | undefined): string[] {
+  return owner ? ['X-Roomgate-Room', owner.room, 'X-Roomgate-Epoch', String(owner.epoch)] : [];
+}
+
+/** A field only roomgate may send a backend (any X-Roomgate-*, and its underscore spellings). */
+function isRoomgateField(lower: string): boolean {
+  return lower.length > 11 && lower.replaceAll('_', '-').startsWith('x-roomgate-');
 }
 
 // Headers that claim something about the client: dropped when the peer is not trusted.
@@ -80,6 +98,9 @@ export class Forwarding {
       // "X_Forwarded_For" reaches a WSGI/ASGI app as HTTP_X_FORWARDED_FOR, the same variable as
       // the real header (Django merges them): underscore spellings of a claim are never passed on.
       if (lower.includes('_') && CLIENT_CLAIMS.has(lower.replaceAll('_', '-'))) continue;
+      // X-Roomgate-* is roomgate's word to the backend (the room and its epoch): never a client's,
+      // trusted proxy or not.
+      if (lower.charCodeAt(0) === 120 && isRoomgateField(lower)) continue;
       if (CLIENT_CLAIMS.has(lower)) {
         if (!trusted) continue;
         if (lower === 'x-forwarded-for') xff = xff ? `${xff}, ${value}` : value;
@@ -104,6 +125,7 @@ export class Forwarding {
     if (h !== undefined) out.push('X-Forwarded-Host', h);
     if (ctx.strippedPrefix !== null) out.push('X-Forwarded-Prefix', (fwdPrefix ?? '') + ctx.strippedPrefix);
     else if (fwdPrefix !== undefined) out.push('X-Forwarded-Prefix', fwdPrefix);
+    if (ctx.owner) out.push(...ownerFields(ctx.owner));
     return out;
   }
 }

@@ -9,6 +9,7 @@ import { peerAddress } from '../http/peer.js';
 import type { Backend } from '../runtime/pool.js';
 import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
+import type { Owner } from './forwarded.js';
 import { roomCookieFor } from './page-cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import { endToEndFields } from '../http/hop-by-hop.js';
@@ -98,7 +99,7 @@ export class HttpProxy {
     }
     const backend = this.o.pool.get(decision.route);
     if (!backend) return this.refuse(res, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
-    this.forward(req, res, client, key, backend, replayable, attempt);
+    this.forward(req, res, client, key, backend, replayable, attempt, key.room === null ? null : { room: key.room, epoch: decision.epoch ?? 0 });
   }
 
   /** An answer made by roomgate itself, counted under the status it sends. */
@@ -107,9 +108,9 @@ export class HttpProxy {
     this.reply(res, status, body, headers);
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, backend: Backend, replayable: Replay, attempt: number): void {
+  private forward(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, backend: Backend, replayable: Replay, attempt: number, owner: Owner | null): void {
     const { o } = this;
-    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
+    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix, owner };
     const done = startRequest(o.pool, o.metrics, backend.id);
 
     const headers = o.forwarding.headers(req.rawHeaders, ctx, false);

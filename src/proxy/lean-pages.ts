@@ -12,6 +12,7 @@ import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Backend } from '../runtime/pool.js';
 import { classifyError, downReason, isConnectFailure } from './errors.js';
+import type { Owner } from './forwarded.js';
 import { roomCookieFor } from './page-cookie.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
 import { Deadlines } from './deadlines.js';
@@ -78,12 +79,12 @@ export class LeanPages {
     // TLS toward the backend is node:https's: the request goes back to the general path, which
     // routes it again (to the same place: the placement is stored).
     if (backend.config.tls) return client.handOver('https-backend');
-    this.forward(head, client, key, backend, attempt);
+    this.forward(head, client, key, backend, attempt, key.room === null ? null : { room: key.room, epoch: decision.epoch ?? 0 });
   }
 
-  private forward(head: LeanHead, client: PageClient, key: KeyResult, backend: Backend, attempt: number): void {
+  private forward(head: LeanHead, client: PageClient, key: KeyResult, backend: Backend, attempt: number, owner: Owner | null): void {
     const { o } = this;
-    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
+    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix, owner };
     const done = startRequest(o.pool, o.metrics, backend.id);
     const headers = o.forwarding.headers(head.rawHeaders, ctx, false);
     let text = `${head.method} ${key.forwardUrl} HTTP/1.1${CRLF}`;

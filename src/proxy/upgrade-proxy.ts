@@ -20,7 +20,7 @@ import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { rawResponse } from '../http/replies.js';
 import { classifyError, downReason, isConnectFailure, type ErrorKind } from './errors.js';
-import type { Forwarding } from './forwarded.js';
+import { ownerFields, type Forwarding, type Owner } from './forwarded.js';
 import type { Admission } from './admission.js';
 import type { Router } from './router.js';
 import type { Decision } from '../placement/decide.js';
@@ -114,7 +114,7 @@ export class UpgradeProxy {
       this.o.logger.warn({ room: a.key.room, backend: backend.id, source: a.key.source }, 'upgrade refused by admission limits');
       return this.refuse(a.client, backend.id, 503, 'backend busy, retry shortly\n', { 'Retry-After': String(this.o.admission.retryAfterS) });
     }
-    new UpgradeTunnel(this, a, backend, attempt);
+    new UpgradeTunnel(this, a, backend, attempt, a.key.room === null ? null : { room: a.key.room, epoch: decision.epoch ?? 0 });
   }
 
   /** roomgate's own answer before any 101, counted under its status. */
@@ -145,8 +145,11 @@ export class UpgradeProxy {
     return null;
   }
 
-  /** The client's handshake as the backend must see it: target rewritten, X-Forwarded-* set. */
-  private handshake(req: IncomingMessage, key: KeyResult): Buffer {
+  /**
+   * The client's handshake as the backend must see it: target rewritten, X-Forwarded-* set; the
+   * ownership fields and the blank line are added per attempt (each attempt's placement).
+   */
+  private handshake(req: IncomingMessage, key: KeyResult): string {
     const socket = req.socket;
     const headers = this.o.forwarding.headers(
       req.rawHeaders,
@@ -155,15 +158,15 @@ export class UpgradeProxy {
     );
     let text = `GET ${key.forwardUrl} HTTP/1.1\r\n`;
     for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
-    // latin1: Node decoded each header byte to one char; this writes the same bytes back.
-    return Buffer.from(`${text}\r\n`, 'latin1');
+    return text;
   }
 }
 
 /** What an attempt carries from the request: no IncomingMessage. */
 interface Attempt {
   readonly key: KeyResult;
-  readonly handshake: Buffer;
+  /** The handshake's request line and fields, each line CRLF-terminated, without the blank line. */
+  readonly handshake: string;
   /** Client bytes that came right behind the handshake: sent to the backend only after its 101. */
   readonly pending: Buffer | null;
   readonly client: Socket;
@@ -211,6 +214,8 @@ class UpgradeTunnel implements Tunnel {
     private readonly a: Attempt,
     readonly backend: Backend,
     private readonly attempt: number,
+    /** The room and its placement epoch, told to the backend (X-Roomgate-Room, X-Roomgate-Epoch). */
+    private readonly owner: Owner | null,
   ) {
     this.o = proxy.o;
     this.room = a.key.room;
@@ -237,7 +242,11 @@ class UpgradeTunnel implements Tunnel {
     // Counted from here, not from the 101: a placement change while the handshake is in flight
     // must find (and close) this socket too, and the busy guard must see it.
     o.tunnels.add(this);
-    this.upstream.write(this.a.handshake);
+    const owner = ownerFields(this.owner);
+    let text = this.a.handshake;
+    for (let i = 0; i + 1 < owner.length; i += 2) text += `${owner[i] as string}: ${owner[i + 1] as string}\r\n`;
+    // latin1: Node decoded each header byte to one char; this writes the same bytes back.
+    this.upstream.write(Buffer.from(`${text}\r\n`, 'latin1'));
   }
 
   /** Every read of the backend connection; false pauses reading until the client drains. */

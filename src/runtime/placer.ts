@@ -66,7 +66,10 @@ export class Placer {
 
   /** The backend for a request of `room` (null: no key), placing the room when it needs it. */
   async resolve(room: string | null, nowMs: number): Promise<Decision> {
-    return (await this.explain(room, nowMs, true)).decision;
+    const { decision: d, placement } = await this.explain(room, nowMs, true);
+    if (room === null || !('route' in d)) return d;
+    // The fencing token the backend gets: the epoch of the placement behind this route.
+    return { ...d, epoch: placement !== null && placement.backend === d.route ? placement.epoch : 0 };
   }
 
   /**

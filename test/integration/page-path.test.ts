@@ -991,7 +991,7 @@ describe.each([
       expect(seen).toHaveLength(1);
       const q = seen[0] as ParsedRequest;
       expect([q.method, q.target, q.version]).toEqual(['GET', '/lobby/page?room=abc&x=1', 'HTTP/1.1']);
-      const own = q.headers.filter(([n]) => !/^(x-forwarded-|connection$)/i.test(n));
+      const own = q.headers.filter(([n]) => !/^(x-forwarded-|x-roomgate-|connection$)/i.test(n));
       expect(own).toEqual([
         ['Host', 'app.example:8443'],
         ['User-Agent', 'page-path-test/1'],
@@ -1003,6 +1003,9 @@ describe.each([
       expect(fieldValues(q, 'x-forwarded-for')).toEqual(['127.0.0.1']);
       expect(fieldValues(q, 'x-forwarded-proto')).toEqual(['http']);
       expect(fieldValues(q, 'x-forwarded-host')).toEqual(['app.example:8443']);
+      // The room's ownership fields (test/integration/ownership.test.ts has their rules).
+      expect(fieldValues(q, 'x-roomgate-room')).toEqual(['abc']);
+      expect(fieldValues(q, 'x-roomgate-epoch')).toHaveLength(1);
       // The gateway's own hop header at most: keep-alive, never the client's list.
       for (const v of fieldValues(q, 'connection')) expect(v.toLowerCase()).toBe('keep-alive');
       expect(q.headers.map(([, v]) => v).join('\n')).not.toMatch(/hop-secret|timeout=99|6\.6\.6\.6|evil/);

@@ -147,7 +147,15 @@ interface TestGateway {
   readonly placer: Placer;
   readonly placed: Placed[];
   readonly degradedChanges: boolean[];
+  /** The decision without its epoch (the routing rules' part; the epoch has its own test). */
   resolve(room: string | null): Promise<Decision>;
+}
+
+/** A decision as the routing tests compare it: the epoch told to backends left out. */
+function withoutEpoch(d: Decision): Decision {
+  if (!('route' in d) || d.epoch === undefined) return d;
+  const { epoch: _epoch, ...rest } = d;
+  return rest;
 }
 
 const opened: TestGateway[] = [];
@@ -185,7 +193,7 @@ function gateway(
     onPlaced: (room, from, to, forced, liveMoved) => placed.push({ room, from, to, forced, liveMoved }),
     onDegraded: (d) => degradedChanges.push(d),
   });
-  const g: TestGateway = { id, pool, tunnels, store, placer, placed, degradedChanges, resolve: (room) => placer.resolve(room, clock) };
+  const g: TestGateway = { id, pool, tunnels, store, placer, placed, degradedChanges, resolve: async (room) => withoutEpoch(await placer.resolve(room, clock)) };
   opened.push(g);
   return g;
 }
@@ -637,6 +645,37 @@ describe('Placer: races between gateways', () => {
     expect(lost.every((p) => p.result?.ok === false && p.result.reason === 'lost-race')).toBe(true);
     // Both gateways' caches agree afterwards.
     for (const room of rooms) expect(a.placer.cachedPlacement(room), room).toEqual(b.placer.cachedPlacement(room));
+  });
+});
+
+describe('Placer: the epoch told to backends (X-Roomgate-Epoch)', () => {
+  it("is the epoch of the placement behind the route: a new room's, the same while sticky, the new one after a move, 0 with none", async () => {
+    const state = new MemoryPlacementState();
+    const a = gateway(state, 'gw-a');
+    const epochOf = async (room: string | null): Promise<number | undefined> => {
+      const d = await a.placer.resolve(room, clock);
+      return 'route' in d ? d.epoch : undefined;
+    };
+    const [room] = roomsOwnedBy(a, 'b2', 1, 'epoch');
+    const first = await epochOf(room!);
+    expect(first).toBe((await stored(a, room!)).epoch);
+    expect(first).toBeGreaterThan(0);
+    advance(CACHE_TTL_MS + 1);
+    expect(await epochOf(room!)).toBe(first); // sticky, read from the store
+    expect(await epochOf(null)).toBeUndefined(); // no room, no epoch
+
+    advance(TIMING.gatewayTtlMs);
+    a.pool.markDown('b2', clock, 'test: refused');
+    const moved = await epochOf(room!);
+    expect(moved).toBe((await stored(a, room!)).epoch);
+    expect(moved).toBeGreaterThan(first!);
+
+    // The store unreachable: a room never placed is routed by the ring with epoch 0; a known one keeps its own.
+    a.store.broken = true;
+    advance(CACHE_TTL_MS + 1);
+    const [unknown] = roomsOwnedBy(a, 'b1', 1, 'epoch-degraded');
+    expect(await epochOf(unknown!)).toBe(0);
+    expect(await epochOf(room!)).toBe(moved);
   });
 });
 
