@@ -398,7 +398,7 @@ describe('HTTP/2 connection lifetime and the switch', () => {
     }
   });
 
-  it('sends the backend the HTTP/1.1 handshake an h2 WebSocket stands for: Host, Upgrade, a key, X-Forwarded-*', async () => {
+  it('sends the backend the HTTP/1.1 handshake an h2 WebSocket stands for: Host, Upgrade, a key, X-Forwarded-*, the room and its epoch', async () => {
     // A backend that records the handshake it gets and accepts it (RFC 6455 4.2.2).
     let seen = '';
     const capture = net.createServer((sock) => {
@@ -416,7 +416,7 @@ describe('HTTP/2 connection lifetime and the switch', () => {
     const c = await session(g.port);
     try {
       const stream = c.request(
-        { ':method': 'CONNECT', ':protocol': 'websocket', ':path': '/ws/live/?room=xff', ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13', 'sec-websocket-protocol': 'chat', 'x-forwarded-for': '6.6.6.6' },
+        { ':method': 'CONNECT', ':protocol': 'websocket', ':path': '/ws/live/?room=xff', ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13', 'sec-websocket-protocol': 'chat', 'x-forwarded-for': '6.6.6.6', 'x-roomgate-epoch': '999999' },
         { endStream: false },
       );
       const head = await new Promise<http2.IncomingHttpHeaders>((resolve, reject) => {
@@ -438,6 +438,10 @@ describe('HTTP/2 connection lifetime and the switch', () => {
       // The client's own X-Forwarded-For is not believed (no trusted proxy): replaced, as on HTTP/1.1.
       expect(header('x-forwarded-for')).toEqual(['127.0.0.1']);
       expect(header('x-forwarded-proto')).toEqual(['https']);
+      // The room's ownership fields, and never the client's (docs/ownership.md).
+      expect(header('x-roomgate-room')).toEqual(['xff']);
+      expect(header('x-roomgate-epoch')).toHaveLength(1);
+      expect(header('x-roomgate-epoch')[0]).not.toBe('999999');
       expect(lines.some((l) => l.startsWith(':'))).toBe(false);
       stream.close(http2.constants.NGHTTP2_CANCEL);
     } finally {
