@@ -46,6 +46,7 @@ import { H2Front } from './server/h2-front.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 import { PageCache } from './cache/page-cache.js';
+import { PushDelivery } from './runtime/push.js';
 
 export interface GatewayOptions {
   readonly logger: Logger;
@@ -199,6 +200,16 @@ export class Gateway {
       if (ev.type === 'cache-purge') this.cache?.purge(ev.purge);
     });
     this.view = createRuntimeView({
+      push: new PushDelivery({
+        placer: this.placer,
+        pool: this.pool,
+        backendTls,
+        path: config.push.path,
+        timeoutMs: config.push.timeoutMs,
+        retryAfterS: config.proxy.retryAfterS,
+        metrics,
+        logger,
+      }),
       cache: () => this.cache,
       announcePurge: (purge) => this.sharedData.publishCachePurge(purge),
       gatewayId: this.id,

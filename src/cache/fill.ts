@@ -8,7 +8,7 @@
 // stale-if-error window gives every client that copy instead.
 import type CachePolicy from 'http-cache-semantics';
 import { classifyError, downReason, isConnectFailure } from '../proxy/errors.js';
-import { ownerFields } from '../proxy/forwarded.js';
+import { ownerFields } from '../http/ownership.js';
 import { startRequest } from '../proxy/request-count.js';
 import type { Decision } from '../placement/decide.js';
 import type { Backend } from '../runtime/pool.js';

@@ -364,6 +364,20 @@ export const configSchema = z.strictObject({
       text: 'Server-Sent Event streams open at once per port: on the public port the lobby and public status streams together, on the admin port the status streams. Each holds a connection and up to 1 MiB of unread frames, so this bounds what anyone who reaches the port can hold open; past it: 503 with Retry-After. Per worker with --workers.',
     }),
   }),
+  push: section(
+    'Cross-room push: POST /_roomgate/api/rooms/{room}/messages delivers a JSON message to the backend that holds the room (docs/push.md).',
+    {
+      tokens: doc(z.array(z.string().min(16, 'a token of at least 16 characters')).default([]), {
+        text: 'Bearer tokens with the push scope (as bearer token or HTTP Basic password). Empty: pushes are refused (403). Prefer the environment variable to the file.',
+        secret: 'value',
+      }),
+      path: doc(matching(/^\/[!-~]*$/, 'a path starting with "/" of visible ASCII characters, e.g. "/_roomgate/push"').default('/_roomgate/push'), {
+        text: "The backend path a message is POSTed to, with the room's ownership fields (X-Roomgate-Room, X-Roomgate-Epoch), X-Roomgate-Message-Id and X-Roomgate-Sender.",
+      }),
+      maxBytes: doc(z.number().int().min(64).max(1_048_576).default(65_536), { text: 'Largest message body accepted (bytes of JSON); 413 beyond.', unit: 'bytes' }),
+      timeoutMs: doc(positiveMs.default(5_000), { text: "Time for the backend to answer a delivery (connect included); then 504." }),
+    },
+  ),
   status: section('The status page /_roomgate/ (always on the admin port).', {
     public: doc(z.enum(['off', 'token', 'open']).default('off'), {
       text: 'The status page on the public port. off: admin port only; token: with the admin token (`admin.token`, as HTTP Basic password or bearer token); open: anyone.',

@@ -23,6 +23,7 @@ import { healthAnswer } from '../http/health-answer.js';
 import type { SharedDataStore } from '../shared-data/store.js';
 import { ADMIN_ROUTES_HINT, registerAdminRoutes } from './admin-routes.js';
 import { API_PREFIX, apiRouteLabel, registerApiRoutes } from './api-routes.js';
+import { registerPushRoutes } from './push-routes.js';
 import { clip, createControlApp, pathOf, type ControlApp, type RouteEntry } from './app.js';
 import type { LobbyStream } from './lobby-stream.js';
 import { registerOpenApi } from './openapi.js';
@@ -30,7 +31,7 @@ import { LOBBY_PATHS, STATUS_PATHS, registerLobbyRoutes, registerStatusRoutes } 
 import type { StatusStream } from './status-stream.js';
 
 export interface ControlPlaneOptions {
-  readonly config: Pick<LoadedConfig, 'admin' | 'api' | 'status' | 'room'>;
+  readonly config: Pick<LoadedConfig, 'admin' | 'api' | 'status' | 'room' | 'push'>;
   readonly view: RuntimeView;
   readonly sharedData: SharedDataStore;
   readonly logger: Logger;
@@ -171,6 +172,13 @@ export class ControlPlane {
         ...(o.streamPingMs === undefined ? {} : { streamPingMs: o.streamPingMs }),
         ...(o.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: o.bodyTimeoutMs }),
       }).stream;
+      registerPushRoutes(pub.app, {
+        view,
+        tokens: config.push.tokens,
+        validateRoom,
+        maxBytes: config.push.maxBytes,
+        ...(o.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: o.bodyTimeoutMs }),
+      });
       registerLobbyRoutes(pub.app, { sharedData, validateRoom, roomPagePaths: config.room.pagePaths, roomPathPrefix: config.room.pathPrefix });
     }
     if (config.status.public !== 'off') {

@@ -16,6 +16,8 @@ export type ErrorCode =
   | 'payload_too_large'
   | 'misdirected_request'
   | 'bad_gateway'
+  | 'room_not_live'
+  | 'gateway_timeout'
   | 'store_unavailable'
   | 'too_many_streams'
   | 'unavailable'
@@ -73,6 +75,9 @@ export const Errors = {
   misdirected: createError('misdirected_request', 421, 'Host not accepted here', { Connection: 'close' }),
   internal: createError('internal', 500, 'internal error'),
   badGateway: createError('bad_gateway', 502, 'bad gateway'),
+  /** A push for a room that has no placement: nobody holds it. */
+  roomNotLive: createError('room_not_live', 404, 'the room is not live: no backend holds it'),
+  gatewayTimeout: createError('gateway_timeout', 504, 'the backend did not answer in time'),
   storeUnavailable: createError(
     'store_unavailable',
     503,

@@ -1,6 +1,6 @@
 // Prometheus metrics. Each gateway owns its own registry (no module-level state), so tests can
 // run two gateways in one process.
-import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export interface Metrics {
   readonly registry: Registry;
@@ -17,6 +17,8 @@ export interface Metrics {
   readonly placements: Counter<'kind'>;
   readonly staticResponses: Counter<'status'>;
   readonly degraded: Gauge;
+  readonly pushes: Counter<'result'>;
+  readonly pushSeconds: Histogram<'result'>;
 }
 
 export function createMetrics(liveSocketsByBackend: () => Iterable<[string, number]>): Metrics {
@@ -97,6 +99,19 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
       name: 'roomgate_static_responses_total',
       help: 'Responses from static mounts (files served by roomgate itself), by status',
       labelNames: ['status'],
+      registers: [registry],
+    }),
+    pushes: new Counter({
+      name: 'roomgate_pushes_total',
+      help: 'Cross-room pushes by result: delivered, not-live (no placement), unavailable (its backend cannot take it now), refused (the backend answered non-2xx), timeout',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    pushSeconds: new Histogram({
+      name: 'roomgate_push_seconds',
+      help: 'Time to deliver a push (placement lookup and the backend POST), by result',
+      labelNames: ['result'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),
     degraded: new Gauge({

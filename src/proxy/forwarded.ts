@@ -3,6 +3,7 @@
 // (client = last XFF entry) always sees the address roomgate saw.
 import { BlockList, isIP } from 'node:net';
 import { connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js';
+import { isRoomgateField, ownerFields, type Owner } from '../http/ownership.js';
 
 export interface ForwardContext {
   /** The TCP peer address as the socket reports it. */
@@ -13,22 +14,6 @@ export interface ForwardContext {
   readonly strippedPrefix: string | null;
   /** The room the request is routed for and its placement epoch: X-Roomgate-Room and X-Roomgate-Epoch. */
   readonly owner?: Owner | null;
-}
-
-/** What the backend is told of the room a request belongs to (docs/ownership.md). */
-export interface Owner {
-  readonly room: string;
-  readonly epoch: number;
-}
-
-/** The ownership fields for a request, or [] for none (no room). */
-export function ownerFields(owner: Owner | null | undefined): string[] {
-  return owner ? ['X-Roomgate-Room', owner.room, 'X-Roomgate-Epoch', String(owner.epoch)] : [];
-}
-
-/** A field only roomgate may send a backend (any X-Roomgate-*, and its underscore spellings). */
-function isRoomgateField(lower: string): boolean {
-  return lower.length > 11 && lower.replaceAll('_', '-').startsWith('x-roomgate-');
 }
 
 // Headers that claim something about the client: dropped when the peer is not trusted.
@@ -100,7 +85,7 @@ export class Forwarding {
       if (lower.includes('_') && CLIENT_CLAIMS.has(lower.replaceAll('_', '-'))) continue;
       // X-Roomgate-* is roomgate's word to the backend (the room and its epoch): never a client's,
       // trusted proxy or not.
-      if (lower.charCodeAt(0) === 120 && isRoomgateField(lower)) continue;
+      if (isRoomgateField(lower)) continue;
       if (CLIENT_CLAIMS.has(lower)) {
         if (!trusted) continue;
         if (lower === 'x-forwarded-for') xff = xff ? `${xff}, ${value}` : value;

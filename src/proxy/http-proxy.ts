@@ -9,7 +9,7 @@ import { peerAddress } from '../http/peer.js';
 import type { Backend } from '../runtime/pool.js';
 import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
-import type { Owner } from './forwarded.js';
+import type { Owner } from '../http/ownership.js';
 import { roomCookieFor } from './page-cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import { endToEndFields } from '../http/hop-by-hop.js';

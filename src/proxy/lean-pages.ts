@@ -12,7 +12,7 @@ import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Backend } from '../runtime/pool.js';
 import { classifyError, downReason, isConnectFailure } from './errors.js';
-import type { Owner } from './forwarded.js';
+import type { Owner } from '../http/ownership.js';
 import { roomCookieFor } from './page-cookie.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
 import { Deadlines } from './deadlines.js';

@@ -5,6 +5,7 @@ import type { CachePurge } from '../shared-data/store.js';
 import type { BackendAdminState, PlacementStore } from '../placement/store.js';
 import type { EventLog } from './events.js';
 import type { Placer } from './placer.js';
+import type { PushDelivery } from './push.js';
 import type { BackendPool } from './pool.js';
 import type { TunnelRegistry } from './tunnels.js';
 import type { BackendSnapshot, CacheSnapshot, HealthCheckResult, RuntimeView } from './views.js';
@@ -29,6 +30,7 @@ export interface RuntimeViewParts {
   readonly cache: () => CacheView | null;
   /** Carries a purge to the other gateways (the shared-data store's pub/sub). */
   readonly announcePurge: (purge: CachePurge) => Promise<void>;
+  readonly push: PushDelivery;
 }
 
 /** Sets a backend's administrative state for every gateway sharing the store, and here at once. */
@@ -83,6 +85,7 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
     },
     setAdminState: (id, state) => setAdminState(p.store, p.pool, id, state),
     metrics: async () => ({ contentType: p.metrics.registry.contentType, text: await p.metrics.registry.metrics() }),
+    pushToRoom: (room, body, sender) => p.push.deliver(room, body, sender, Date.now()),
     cache: () => p.cache()?.snapshot() ?? null,
     purgeCache: async (purge) => {
       const purged = p.cache()?.purge(purge) ?? 0;

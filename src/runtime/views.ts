@@ -3,6 +3,7 @@
 // live objects behind it: snapshots are plain data made on each call, commands are named.
 import type { BackendAdminState, PlacementRecord } from '../placement/store.js';
 import type { CachePurge } from '../shared-data/store.js';
+import type { PushOutcome } from './push.js';
 
 export type BackendStateName = 'up' | 'down' | 'draining' | 'maintenance';
 
@@ -102,6 +103,8 @@ export interface RuntimeView {
   setAdminState(id: string, state: BackendAdminState | null): Promise<void>;
   /** Prometheus text exposition. */
   metrics(): Promise<{ readonly contentType: string; readonly text: string }>;
+  /** Delivers a message to the backend that holds the room (never places it). */
+  pushToRoom(room: string, body: Buffer, sender: string): Promise<PushOutcome>;
   /** The page cache's figures; null when it is off. */
   cache(): CacheSnapshot | null;
   /**

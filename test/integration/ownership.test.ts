@@ -4,8 +4,9 @@
 // record the heads they get, on both page paths, a WebSocket handshake, a request with a body,
 // the page cache's fetch, and a move of the room after its backend died.
 import http from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeServer, listenOnLoopback } from '../support/servers.js';
 import { startGateway, stop, stopAll, type GatewayProc } from '../support/processes.js';
 
 interface Seen {
@@ -35,13 +36,11 @@ class Recorder {
       socket.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
     });
   }
-  async start(): Promise<string> {
-    await new Promise<void>((r) => this.server.listen(0, '127.0.0.1', r));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  start(): Promise<string> {
+    return listenOnLoopback(this.server);
   }
-  async close(): Promise<void> {
-    this.server.closeAllConnections();
-    await new Promise<void>((r) => this.server.close(() => r()));
+  close(): Promise<void> {
+    return closeServer(this.server);
   }
 }
 

@@ -10,7 +10,7 @@ import type { BackendAdminState } from '../../src/placement/store.js';
 import type { BackendEventView, BackendSnapshot, GatewaySnapshot, RoomExplanation, RuntimeView } from '../../src/runtime/views.js';
 import type { SharedDataStore } from '../../src/shared-data/store.js';
 
-type Section = 'admin' | 'api' | 'status' | 'room';
+type Section = 'admin' | 'api' | 'status' | 'room' | 'push';
 export type ControlConfig = Pick<Config, Section>;
 export type ControlConfigOverrides = { [K in Section]?: Partial<Config[K]> };
 
@@ -22,6 +22,7 @@ export function controlConfig(over: ControlConfigOverrides = {}): ControlConfig 
     api: { ...d.api, ...over.api },
     status: { ...d.status, ...over.status },
     room: { ...d.room, ...over.room },
+    push: { ...d.push, ...over.push },
   };
 }
 
@@ -55,6 +56,10 @@ export class FakeView implements RuntimeView {
 
   gateway(): GatewaySnapshot {
     return this.snapshot;
+  }
+  /** Pushes are the gateway's (test/integration/push.test.ts); the fake has no room live. */
+  async pushToRoom(): Promise<{ kind: 'not-live' }> {
+    return { kind: 'not-live' };
   }
   /** The page cache is off in the fake (the gateway tests exercise the real one). */
   cache(): null {

@@ -1,0 +1,116 @@
+// Cross-room push on the public API (docs/push.md): POST /_roomgate/api/rooms/{room}/messages with a
+// token of the push scope (push.tokens) delivers the JSON body to the backend that holds the room
+// (RuntimeView.pushToRoom, src/runtime/push.ts). Answers: 202 with the message id, 404
+// room_not_live, 503 with Retry-After, 502 when the backend refused it, 504 on timeout.
+import type { FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { TokenCheck } from '../http/auth.js';
+import { Errors, errorMessage, type HttpError } from '../http/errors.js';
+import { JSON_HEADERS } from '../http/replies.js';
+import type { RuntimeView } from '../runtime/views.js';
+import { API_PREFIX } from './api-routes.js';
+import type { ControlApp, RouteConfig } from './app.js';
+import { ErrorBody, LIMITS, roomParams } from './api-schemas.js';
+
+export interface PushRoutesOptions {
+  readonly view: Pick<RuntimeView, 'pushToRoom'>;
+  /** Tokens of the push scope. Empty: pushes refused (403). */
+  readonly tokens: readonly string[];
+  readonly validateRoom: (room: string) => boolean;
+  /** Largest message (bytes of JSON); 413 beyond. */
+  readonly maxBytes: number;
+  readonly bodyTimeoutMs?: number;
+}
+
+/** Who sent it, as the backend is told (X-Roomgate-Sender): the caller's word, or "api". */
+const SENDER = /^[A-Za-z0-9_.:@/-]{1,128}$/;
+
+const Accepted = z.object({
+  id: z.string().meta({ description: 'The message id the backend got (X-Roomgate-Message-Id).' }),
+  room: z.string(),
+  backend: z.string().meta({ description: 'The backend that took it.' }),
+  epoch: z.number().meta({ description: 'The placement epoch it was delivered under (X-Roomgate-Epoch).' }),
+});
+
+const err = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } });
+
+export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void {
+  const tokens = new TokenCheck(o.tokens);
+  const authorize = (req: FastifyRequest): HttpError | null => {
+    if (!tokens.configured) return Errors.forbidden('pushes are disabled: no push token is configured (set push.tokens, or ROOMGATE_PUSH_TOKENS)');
+    const verdict = tokens.verdict(req.headers.authorization);
+    if (verdict === 'missing') return Errors.unauthorized('missing bearer token: send Authorization: Bearer <push token>', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate push"' } });
+    if (verdict === 'wrong') return Errors.unauthorized('wrong bearer token for pushes (push.tokens)', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate push", error="invalid_token"' } });
+    const sender = req.headers['x-roomgate-sender'];
+    if (sender !== undefined && (typeof sender !== 'string' || !SENDER.test(sender))) {
+      return Errors.badRequest('X-Roomgate-Sender must be 1 to 128 characters from A-Z a-z 0-9 _ . : @ / -');
+    }
+    return null;
+  };
+  // The body is passed on as sent, once it is known to be JSON.
+  const parse = (text: string): unknown => {
+    if (text.trim() === '') throw Errors.badRequest('empty body: a JSON message is expected');
+    try {
+      JSON.parse(text);
+    } catch (e) {
+      throw Errors.badRequest(`body is not valid JSON: ${errorMessage(e)}`);
+    }
+    return text;
+  };
+  const config: RouteConfig = {
+    kind: 'api',
+    authorize,
+    body: { cap: o.maxBytes, what: 'push message', timeoutMs: o.bodyTimeoutMs ?? LIMITS.bodyTimeoutMs, excess: 'close', parse },
+  };
+
+  app.post(
+    `${API_PREFIX}/rooms/:room/messages`,
+    {
+      config,
+      schema: {
+        tags: ['push'],
+        operationId: 'pushToRoom',
+        summary: 'Delivers a JSON message to the backend that holds the room.',
+        description: [
+          'POSTs the body, as sent, to `push.path` on the backend the room is placed on, with X-Roomgate-Room, X-Roomgate-Epoch,',
+          'X-Roomgate-Message-Id and X-Roomgate-Sender (the caller\'s X-Roomgate-Sender, else "api"). Never places a room.',
+          'At most once per call: a call that ends in 503 or 504 may or may not have reached the backend (docs/push.md).',
+        ].join(' '),
+        security: [{ bearer: [] }, { basic: [] }],
+        params: roomParams(o.validateRoom),
+        body: z.unknown().meta({ description: `Any JSON value, at most push.maxBytes bytes as sent.` }),
+        response: {
+          202: { description: 'The backend took the message (2xx).', content: { 'application/json': { schema: Accepted } } },
+          400: err('Invalid room key, body that is not JSON, or a bad X-Roomgate-Sender.'),
+          401: err('Missing or wrong push token.'),
+          403: err('Pushes are disabled (no push.tokens).'),
+          404: err('room_not_live: no backend holds the room (it has no placement).'),
+          408: err('The body did not arrive in time.'),
+          405: err('Another method than POST (Allow: POST).'),
+          413: err('The body is over push.maxBytes.'),
+          500: err('An internal error.'),
+          502: err("bad_gateway: the backend answered the delivery with a status other than 2xx (its status in the error's backendStatus)."),
+          503: err("unavailable: the room's backend cannot take it now (down, drained, in maintenance, or refused the connection); Retry-After."),
+          504: err('gateway_timeout: the backend did not answer within push.timeoutMs.'),
+        } as never,
+      },
+    },
+    async (req, reply) => {
+      const room = (req.params as { room: string }).room;
+      const sender = (req.headers['x-roomgate-sender'] as string | undefined) ?? 'api';
+      const out = await o.view.pushToRoom(room, Buffer.from(req.body as string), sender);
+      switch (out.kind) {
+        case 'delivered':
+          return reply.code(202).headers(JSON_HEADERS).send({ id: out.id, room, backend: out.backend, epoch: out.epoch });
+        case 'not-live':
+          throw Errors.roomNotLive(`room "${room}" is not live: no backend holds it`);
+        case 'unavailable':
+          throw Errors.unavailable(`the room's backend cannot take the message now (${out.why}); retry shortly`, { headers: { 'Retry-After': String(out.retryAfterS) } });
+        case 'refused':
+          throw Errors.badGateway(`the backend answered the delivery with ${out.status}`, { detail: { id: out.id, backendStatus: out.status } });
+        case 'timeout':
+          throw Errors.gatewayTimeout(`the backend did not answer the delivery in time (message ${out.id})`, { detail: { id: out.id } });
+      }
+    },
+  );
+}
