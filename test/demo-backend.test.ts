@@ -403,6 +403,26 @@ describe('demo backend: djust-style WebSocket', () => {
     await c.close();
   });
 
+  it("push receiver: hands a message to the room's sockets; a newer epoch closes the stale copy's sockets, an older one is refused", async () => {
+    const a = await mount(b1.port, { room: 'pushed' });
+    const post = (epoch: number, body: string) =>
+      request(b1.port, '/_roomgate/push', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Roomgate-Room': 'pushed', 'X-Roomgate-Epoch': String(epoch), 'X-Roomgate-Message-Id': 'm1', 'X-Roomgate-Sender': 'job:t' },
+        body: Buffer.from(body),
+      });
+    expect((await post(3, '{"n":1}')).status).toBe(204);
+    expect(await a.c.nextOf('push')).toEqual({ type: 'push', room: 'pushed', id: 'm1', sender: 'job:t', message: { n: 1 } });
+    // Older than the epoch the room is held under: for a copy that is gone.
+    expect((await post(2, '{}')).status).toBe(409);
+    expect((await post(3, 'not json')).status).toBe(400);
+    // Newer: the room was placed again meanwhile; this copy's sockets are closed (they reconnect).
+    expect((await post(5, '{"n":2}')).status).toBe(204);
+    expect((await withTimeout(a.c.closed, 5_000, 'stale copy closed')).code).toBe(1012);
+    // No room named: refused.
+    expect((await request(b1.port, '/_roomgate/push', { method: 'POST', body: Buffer.from('{}') })).status).toBe(409);
+  });
+
   it('rejects upgrades on other paths', async () => {
     expect(await upgradeRefusal(`ws://127.0.0.1:${b1.port}/not/live/`, 'upgrade rejection')).toBe(404);
   });

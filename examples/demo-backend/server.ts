@@ -56,6 +56,8 @@ export interface DemoBackend {
 const CLOSE_SERVICE_RESTART = 1012;
 const SLOW_MAX_MS = 60_000;
 const BIG_MAX_KB = 10_240;
+/** A pushed message is at most this big (roomgate's push.maxBytes is smaller by default). */
+const PUSH_MAX_BYTES = 1 << 20;
 const TICK_FRAME_BYTES = 140;
 /** Same rule roomgate uses; anything else in the header is ignored, never reflected. */
 const FORWARDED_PREFIX_RE = /^\/[A-Za-z0-9_.:/-]{0,200}$/;
@@ -289,6 +291,31 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
 
   const rooms = new Map<string, Set<WebSocket>>();
   const clients = new Map<WebSocket, Client>();
+  /**
+   * The placement epoch each room is held under (X-Roomgate-Epoch, docs/ownership.md). A request
+   * with a newer one means the room was placed again while this process did not hear of it: the
+   * copy here is stale, its sockets are closed (they reconnect and get the current state).
+   */
+  const epochs = new Map<string, number>();
+
+  /** Notes the epoch a request of `room` came with; false when it is older than the one held. */
+  function noteEpoch(room: string, epoch: number): boolean {
+    if (!Number.isSafeInteger(epoch) || epoch <= 0) return true; // 0: routed without a stored placement
+    const held = epochs.get(room);
+    if (held !== undefined && epoch < held) return false;
+    if (held !== undefined && epoch > held) {
+      for (const ws of rooms.get(room) ?? []) ws.close(CLOSE_SERVICE_RESTART, 'room moved: reconnect');
+    }
+    epochs.set(room, epoch);
+    return true;
+  }
+
+  /** The room and epoch roomgate says a request belongs to, if it says so. */
+  function ownerOf(req: IncomingMessage): { room: string; epoch: number } | null {
+    const room = validRoom(typeof req.headers['x-roomgate-room'] === 'string' ? req.headers['x-roomgate-room'] : null);
+    if (room === null) return null;
+    return { room, epoch: Number(req.headers['x-roomgate-epoch'] ?? '0') };
+  }
 
   // --- room bookkeeping -------------------------------------------------------
 
@@ -384,6 +411,8 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   wss.on('headers', (headers) => headers.push(`X-Backend-Id: ${id}`));
 
   wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
+    const owner = ownerOf(req);
+    if (owner) noteEpoch(owner.room, owner.epoch);
     const client: Client = {
       sessionId: randomBytes(12).toString('hex'),
       room: null,
@@ -437,6 +466,35 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     req.on('error', () => res.destroy());
   }
 
+  /**
+   * A message roomgate delivers to a room held here (docs/push.md): handed to the room's sockets
+   * as a `push` frame. 409 when the room is held under a newer epoch (the message is for a copy
+   * that is gone) or the request names no room.
+   */
+  function receivePush(req: IncomingMessage, res: ServerResponse): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= PUSH_MAX_BYTES) chunks.push(c);
+    });
+    req.on('end', () => {
+      const owner = ownerOf(req);
+      if (owner === null || size > PUSH_MAX_BYTES) return text(res, owner === null ? 409 : 413, owner === null ? 'no room\n' : 'too large\n');
+      if (!noteEpoch(owner.room, owner.epoch)) return text(res, 409, 'this room is held under a newer epoch\n');
+      let message: unknown;
+      try {
+        message = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return text(res, 400, 'not JSON\n');
+      }
+      broadcast(owner.room, { type: 'push', room: owner.room, id: req.headers['x-roomgate-message-id'] ?? null, sender: req.headers['x-roomgate-sender'] ?? null, message });
+      res.writeHead(204);
+      res.end();
+    });
+    req.on('error', () => res.destroy());
+  }
+
   function big(res: ServerResponse, kb: number): void {
     const chunk = Buffer.alloc(64 * 1024, 'roomgate-demo-big-body\n');
     let left = kb * 1024;
@@ -466,6 +524,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       return text(res, 400, 'Bad Request (400): Host not in allowed hosts\n');
     }
     if (pathname.startsWith('/_backend/echo')) return echo(req, res);
+    if (req.method === 'POST' && pathname === '/_roomgate/push') return receivePush(req, res);
 
     // Other routes ignore the body; drain it so keep-alive connections stay usable.
     req.resume();

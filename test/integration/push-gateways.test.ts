@@ -1,0 +1,105 @@
+// A push through one gateway reaches the room whose sockets came through another: two gateway
+// processes on one real redis-server, three demo backends (examples/demo-backend, whose push
+// receiver hands the message to the room's sockets), real WebSocket clients. After the room's
+// backend is killed and the room is placed again by its clients' reconnect, the next push follows it.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client, startBackends, startGateway, stop, stopAll, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
+
+const TOKEN = 'push-token-0123456789abcdef';
+let redis: RedisServer;
+let backends: BackendProc[];
+let gwA: GatewayProc;
+let gwB: GatewayProc;
+
+async function push(gw: GatewayProc, room: string, message: unknown, sender?: string): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`${gw.url}/_roomgate/api/rooms/${encodeURIComponent(room)}/messages`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', ...(sender ? { 'X-Roomgate-Sender': sender } : {}) },
+    body: JSON.stringify(message),
+    signal: AbortSignal.timeout(5_000),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+}
+
+/**
+ * Joins as a browser does after its backend died: a 503 (the room is busy until no gateway
+ * reports it live on the dead backend, at the next heartbeats) is retried after a pause.
+ */
+async function rejoin(gw: GatewayProc, room: string): Promise<{ client: Client; backend: string }> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const client = new Client(`${gw.wsUrl}/ws/live/?room=${room}`);
+    try {
+      return { client, backend: await client.join(room) };
+    } catch (err) {
+      if (client.refusal?.status !== 503 || Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  backends = await startBackends(['pb1', 'pb2', 'pb3']);
+  const list = backends.map((b) => `${b.id}=${b.url}`);
+  // TCP health checks every 200 ms: a killed backend is down for both gateways quickly.
+  const config = { push: { tokens: [TOKEN] }, health: { intervalMs: 200, timeoutMs: 150, fall: 1 } };
+  [gwA, gwB] = await Promise.all([
+    startGateway({ backends: list, config, env: { REDIS_URL: redis.url } }),
+    startGateway({ backends: list, config, env: { REDIS_URL: redis.url } }),
+  ]);
+});
+
+afterAll(async () => {
+  await stopAll();
+  await stopAllRedis();
+});
+
+describe('push across gateways', () => {
+  it("through gateway A to a room whose sockets came through gateway B; after its backend dies and the room is placed again, the next push follows it", async () => {
+    const room = 'push-across';
+    const players = [new Client(`${gwB.wsUrl}/ws/live/?room=${room}`), new Client(`${gwB.wsUrl}/ws/live/?room=${room}`)];
+    const held = await players[0]!.join(room);
+    expect(await players[1]!.join(room)).toBe(held);
+
+    const first = await push(gwA, room, { type: 'announce', n: 1 }, 'job:test');
+    expect(first.status).toBe(202);
+    expect(first.json).toMatchObject({ room, backend: held });
+    for (const p of players) {
+      const m = await p.next('push');
+      expect(m).toMatchObject({ room, id: first.json.id, sender: 'job:test', message: { type: 'announce', n: 1 } });
+    }
+
+    // The room's backend dies: its sockets close; the clients reconnect through B and the room
+    // is placed on a live backend; A hears of the new placement through Redis.
+    const dead = backends.find((b) => b.id === held) as BackendProc;
+    await stop(dead, 'SIGKILL');
+    await Promise.all(players.map((p) => p.closed));
+    const r1 = await rejoin(gwB, room);
+    const r2 = await rejoin(gwB, room);
+    const now = r1.backend;
+    expect(now).not.toBe(held);
+    expect(r2.backend).toBe(now);
+    const again = [r1.client, r2.client];
+
+    const second = await push(gwA, room, { type: 'announce', n: 2 });
+    expect(second.status).toBe(202);
+    expect(second.json.backend).toBe(now);
+    expect(Number(second.json.epoch)).toBeGreaterThan(Number(first.json.epoch));
+    for (const p of again) expect(await p.next('push')).toMatchObject({ sender: 'api', message: { n: 2 } });
+    // Nothing reached the old clients after their backend died.
+    for (const p of players) expect(p.messages.filter((m) => m.type === 'push')).toHaveLength(1);
+    await Promise.all(again.map((p) => p.close()));
+  });
+
+  it('a room nobody holds, through either gateway, is 404; neither gateway places it', async () => {
+    for (const gw of [gwA, gwB]) {
+      const a = await push(gw, 'nobody-here', {});
+      expect(a.status).toBe(404);
+      expect(a.json.error).toMatchObject({ code: 'room_not_live' });
+    }
+    const where = await fetch(`http://127.0.0.1:${gwA.adminPort}/rooms/nobody-here`, { signal: AbortSignal.timeout(5_000) });
+    expect(((await where.json()) as { placement: unknown }).placement).toBeNull();
+  });
+});
