@@ -27,6 +27,18 @@ export class IpcSharedDataStore implements SharedDataStore {
     return !this.rpc.closed;
   }
 
+  claimIdempotency(key: string, ttlMs: number): Promise<string | null> {
+    return this.rpc.call('shared.claimIdempotency', [key, ttlMs]);
+  }
+
+  async settleIdempotency(key: string, answer: string, ttlMs: number): Promise<void> {
+    await this.rpc.call('shared.settleIdempotency', [key, answer, ttlMs]);
+  }
+
+  async releaseIdempotency(key: string): Promise<void> {
+    await this.rpc.call('shared.releaseIdempotency', [key]);
+  }
+
   async publishCachePurge(purge: CachePurge): Promise<void> {
     await this.rpc.call('shared.publishCachePurge', [purge]);
   }

@@ -57,6 +57,9 @@ export class StoreHost {
     peer.handle('placement.close', () => p.close());
 
     peer.handle('shared.publishPresence', (rooms, ttlMs) => s.publishPresence(rooms as RoomPresence[], num(ttlMs)));
+    peer.handle('shared.claimIdempotency', (key, ttlMs) => s.claimIdempotency(str(key), num(ttlMs)));
+    peer.handle('shared.settleIdempotency', (key, answer, ttlMs) => s.settleIdempotency(str(key), str(answer), num(ttlMs)));
+    peer.handle('shared.releaseIdempotency', (key) => s.releaseIdempotency(str(key)));
     peer.handle('shared.publishCachePurge', (purge) => s.publishCachePurge(purge as CachePurge));
     peer.handle('shared.withdrawPresence', () => s.withdrawPresence());
     peer.handle('shared.online', () => s.online());

@@ -174,6 +174,8 @@ export class ControlPlane {
       }).stream;
       registerPushRoutes(pub.app, {
         view,
+        store: sharedData,
+        idempotencyWindowMs: config.push.idempotencyWindowMs,
         tokens: config.push.tokens,
         validateRoom,
         maxBytes: config.push.maxBytes,

@@ -7,13 +7,18 @@ import { z } from 'zod';
 import { TokenCheck } from '../http/auth.js';
 import { Errors, errorMessage, type HttpError } from '../http/errors.js';
 import { JSON_HEADERS } from '../http/replies.js';
+import type { PushOutcome } from '../runtime/push.js';
 import type { RuntimeView } from '../runtime/views.js';
+import { IDEMPOTENCY_PENDING, type SharedDataStore } from '../shared-data/store.js';
 import { API_PREFIX } from './api-routes.js';
 import type { ControlApp, RouteConfig } from './app.js';
 import { ErrorBody, LIMITS, roomParams } from './api-schemas.js';
 
 export interface PushRoutesOptions {
   readonly view: Pick<RuntimeView, 'pushToRoom'>;
+  /** Where Idempotency-Keys are claimed (shared by the gateways that share the store). */
+  readonly store: Pick<SharedDataStore, 'claimIdempotency' | 'settleIdempotency' | 'releaseIdempotency'>;
+  readonly idempotencyWindowMs: number;
   /** Tokens of the push scope. Empty: pushes refused (403). */
   readonly tokens: readonly string[];
   readonly validateRoom: (room: string) => boolean;
@@ -21,6 +26,36 @@ export interface PushRoutesOptions {
   readonly maxBytes: number;
   readonly bodyTimeoutMs?: number;
 }
+
+/** An Idempotency-Key: visible ASCII, 1 to 255 characters. */
+const IDEMPOTENCY_KEY = /^[!-~]{1,255}$/;
+
+/** An answer as recorded under an Idempotency-Key, and sent again to a retry. */
+interface Recorded {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: unknown;
+}
+
+/** The answer to a push's outcome (an error's shape is the API's one error shape). */
+function answerOf(room: string, out: PushOutcome): Recorded {
+  const error = (e: HttpError): Recorded => ({ status: e.status, headers: { ...e.headers }, body: e.body() });
+  switch (out.kind) {
+    case 'delivered':
+      return { status: 202, headers: {}, body: { id: out.id, room, backend: out.backend, epoch: out.epoch } };
+    case 'not-live':
+      return error(Errors.roomNotLive(`room "${room}" is not live: no backend holds it`));
+    case 'unavailable':
+      return error(Errors.unavailable(`the room's backend cannot take the message now (${out.why}); retry shortly`, { headers: { 'Retry-After': String(out.retryAfterS) } }));
+    case 'refused':
+      return error(Errors.badGateway(`the backend answered the delivery with ${out.status}`, { detail: { id: out.id, backendStatus: out.status } }));
+    case 'timeout':
+      return error(Errors.gatewayTimeout(`the backend did not answer the delivery in time (message ${out.id})`, { detail: { id: out.id } }));
+  }
+}
+
+/** Nothing reached a backend: a retry under the same Idempotency-Key may run again. */
+const changedNothing = (out: PushOutcome): boolean => out.kind === 'not-live' || (out.kind === 'unavailable' && !out.sent);
 
 /** Who sent it, as the backend is told (X-Roomgate-Sender): the caller's word, or "api". */
 const SENDER = /^[A-Za-z0-9_.:@/-]{1,128}$/;
@@ -44,6 +79,10 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
     const sender = req.headers['x-roomgate-sender'];
     if (sender !== undefined && (typeof sender !== 'string' || !SENDER.test(sender))) {
       return Errors.badRequest('X-Roomgate-Sender must be 1 to 128 characters from A-Z a-z 0-9 _ . : @ / -');
+    }
+    const key = req.headers['idempotency-key'];
+    if (key !== undefined && (typeof key !== 'string' || !IDEMPOTENCY_KEY.test(key))) {
+      return Errors.badRequest('Idempotency-Key must be 1 to 255 visible ASCII characters');
     }
     return null;
   };
@@ -74,7 +113,9 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
         description: [
           'POSTs the body, as sent, to `push.path` on the backend the room is placed on, with X-Roomgate-Room, X-Roomgate-Epoch,',
           'X-Roomgate-Message-Id and X-Roomgate-Sender (the caller\'s X-Roomgate-Sender, else "api"). Never places a room.',
-          'At most once per call: a call that ends in 503 or 504 may or may not have reached the backend (docs/push.md).',
+          'At most once per call: a call that ends in 503 or 504 may or may not have reached the backend (docs/push.md). With an',
+          'Idempotency-Key, a retry (same key, same room) within push.idempotencyWindowMs gets the first answer again with',
+          'Idempotent-Replayed: true, through any gateway sharing the store, and is not delivered again.',
         ].join(' '),
         security: [{ bearer: [] }, { basic: [] }],
         params: roomParams(o.validateRoom),
@@ -85,12 +126,13 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
           401: err('Missing or wrong push token.'),
           403: err('Pushes are disabled (no push.tokens).'),
           404: err('room_not_live: no backend holds the room (it has no placement).'),
+          409: err('conflict: a call with this Idempotency-Key is still running.'),
           408: err('The body did not arrive in time.'),
           405: err('Another method than POST (Allow: POST).'),
           413: err('The body is over push.maxBytes.'),
           500: err('An internal error.'),
           502: err("bad_gateway: the backend answered the delivery with a status other than 2xx (its status in the error's backendStatus)."),
-          503: err("unavailable: the room's backend cannot take it now (down, drained, in maintenance, or refused the connection); Retry-After."),
+          503: err("unavailable: the room's backend cannot take it now (down, drained, in maintenance, or refused the connection), or the store cannot check an Idempotency-Key (store_unavailable); Retry-After."),
           504: err('gateway_timeout: the backend did not answer within push.timeoutMs.'),
         } as never,
       },
@@ -98,19 +140,30 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
     async (req, reply) => {
       const room = (req.params as { room: string }).room;
       const sender = (req.headers['x-roomgate-sender'] as string | undefined) ?? 'api';
-      const out = await o.view.pushToRoom(room, Buffer.from(req.body as string), sender);
-      switch (out.kind) {
-        case 'delivered':
-          return reply.code(202).headers(JSON_HEADERS).send({ id: out.id, room, backend: out.backend, epoch: out.epoch });
-        case 'not-live':
-          throw Errors.roomNotLive(`room "${room}" is not live: no backend holds it`);
-        case 'unavailable':
-          throw Errors.unavailable(`the room's backend cannot take the message now (${out.why}); retry shortly`, { headers: { 'Retry-After': String(out.retryAfterS) } });
-        case 'refused':
-          throw Errors.badGateway(`the backend answered the delivery with ${out.status}`, { detail: { id: out.id, backendStatus: out.status } });
-        case 'timeout':
-          throw Errors.gatewayTimeout(`the backend did not answer the delivery in time (message ${out.id})`, { detail: { id: out.id } });
+      const idempotencyKey = req.headers['idempotency-key'] as string | undefined;
+      // The key is the caller's per room: the same key for another room is another call.
+      const claim = idempotencyKey === undefined ? null : `push\n${room}\n${idempotencyKey}`;
+      if (claim !== null) {
+        let held: string | null;
+        try {
+          held = await o.store.claimIdempotency(claim, o.idempotencyWindowMs);
+        } catch (e) {
+          throw Errors.storeUnavailable(`the shared store cannot check the Idempotency-Key now: ${errorMessage(e)}`);
+        }
+        if (held === IDEMPOTENCY_PENDING) throw Errors.conflict('a call with this Idempotency-Key is still running; retry once it has answered');
+        if (held !== null) {
+          const recorded = JSON.parse(held) as Recorded;
+          return reply.code(recorded.status).headers({ ...JSON_HEADERS, ...recorded.headers, 'Idempotent-Replayed': 'true' }).send(recorded.body);
+        }
       }
+      const out = await o.view.pushToRoom(room, Buffer.from(req.body as string), sender);
+      const answer = answerOf(room, out);
+      if (claim !== null) {
+        // Best effort: the answer stands even when the store cannot record it.
+        const recorded = changedNothing(out) ? o.store.releaseIdempotency(claim) : o.store.settleIdempotency(claim, JSON.stringify(answer), o.idempotencyWindowMs);
+        await recorded.catch(() => undefined);
+      }
+      return reply.code(answer.status).headers({ ...JSON_HEADERS, ...answer.headers }).send(answer.body);
     },
   );
 }

@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'misdirected_request'
   | 'bad_gateway'
   | 'room_not_live'
+  | 'conflict'
   | 'gateway_timeout'
   | 'store_unavailable'
   | 'too_many_streams'
@@ -78,6 +79,7 @@ export const Errors = {
   /** A push for a room that has no placement: nobody holds it. */
   roomNotLive: createError('room_not_live', 404, 'the room is not live: no backend holds it'),
   gatewayTimeout: createError('gateway_timeout', 504, 'the backend did not answer in time'),
+  conflict: createError('conflict', 409, 'conflict'),
   storeUnavailable: createError(
     'store_unavailable',
     503,

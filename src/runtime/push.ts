@@ -31,12 +31,18 @@ export type PushOutcome =
   | { readonly kind: 'delivered'; readonly id: string; readonly backend: string; readonly epoch: number }
   /** No placement: the room is not live anywhere. */
   | { readonly kind: 'not-live' }
-  /** The room's backend cannot take it now (down, drained, maintenance, refused the connection). */
-  | { readonly kind: 'unavailable'; readonly backend: string | null; readonly retryAfterS: number; readonly why: string }
+  /**
+   * The room's backend cannot take it now (down, drained, maintenance, refused the connection).
+   * `sent`: the message may have reached it all the same (the connection broke after it was made).
+   */
+  | { readonly kind: 'unavailable'; readonly backend: string | null; readonly retryAfterS: number; readonly why: string; readonly sent: boolean }
   /** The backend answered something else than 2xx. */
   | { readonly kind: 'refused'; readonly id: string; readonly backend: string; readonly status: number }
   /** No answer in time. */
   | { readonly kind: 'timeout'; readonly id: string; readonly backend: string };
+
+// Connection errors after which nothing reached the backend.
+const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
 
 export class PushDelivery {
   constructor(private readonly o: PushOptions) {}
@@ -58,7 +64,7 @@ export class PushDelivery {
     // elsewhere (its backend down or drained) would be a move, which only a client's request makes.
     if (!backend || !('route' in decision) || decision.route !== placement.backend) {
       const why = 'reject' in decision ? decision.reason : backend ? `backend ${backend.id} is ${backend.state(nowMs)}` : `backend ${placement.backend} is gone`;
-      return { kind: 'unavailable', backend: placement.backend, retryAfterS: this.o.retryAfterS, why };
+      return { kind: 'unavailable', backend: placement.backend, retryAfterS: this.o.retryAfterS, why, sent: false };
     }
     return this.post(backend, room, placement.epoch, body, sender);
   }
@@ -113,7 +119,7 @@ export class PushDelivery {
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         o.logger.warn({ room, backend: backend.id, err: err.code ?? err.message }, 'push: delivery failed');
-        done({ kind: 'unavailable', backend: backend.id, retryAfterS: o.retryAfterS, why: err.code ?? err.message });
+        done({ kind: 'unavailable', backend: backend.id, retryAfterS: o.retryAfterS, why: err.code ?? err.message, sent: !NOT_SENT.has(err.code ?? '') });
       });
       req.end(body);
     });

@@ -1,6 +1,7 @@
 // The in-memory shared-data store: presence, lobby and leaderboards of one gateway (the embedded
 // default). Several handles can share one MemorySharedDataState (several gateways in one process,
 // as in tests), with the same semantics as the Redis store; the semantics are in ./rules.ts.
+import { IDEMPOTENCY_PENDING } from './store.js';
 import type {
   CachePurge,
   LobbyPage,
@@ -75,6 +76,8 @@ export class MemorySharedDataState {
   readonly gateways = new Map<string, GatewayReport>();
   readonly meta = new Map<string, MetaEntry>();
   readonly boards = new Map<string, Board>();
+  /** Idempotency keys: what each holds and until when (insertion order is claim order). */
+  readonly idempotency = new Map<string, { value: string; expiresAt: number }>();
   readonly listeners = new Set<(ev: SharedDataEvent) => void>();
 
   emit(ev: SharedDataEvent): void {
@@ -89,6 +92,8 @@ export class MemorySharedDataState {
 }
 
 const STORE = 'memory';
+/** Idempotency keys kept at most in memory. */
+const MAX_IDEMPOTENCY_KEYS = 100_000;
 
 export class MemorySharedDataStore implements SharedDataStore {
   readonly kind = 'memory' as const;
@@ -173,6 +178,31 @@ export class MemorySharedDataStore implements SharedDataStore {
     if (p) return toLobbyRoom({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
     if (!m) return null;
     return toLobbyRoom({ room, backend: '', sockets: 0, since: m.setAt, meta: m.meta, pinned: m.pinned });
+  }
+
+  async claimIdempotency(key: string, ttlMs: number): Promise<string | null> {
+    this.ensureOpen();
+    const now = this.now();
+    const held = this.state.idempotency.get(key);
+    if (held !== undefined && held.expiresAt > now) return held.value;
+    this.state.idempotency.delete(key);
+    this.state.idempotency.set(key, { value: IDEMPOTENCY_PENDING, expiresAt: now + ttlMs });
+    // Bounded: expired keys go first, then the oldest (a retry that late is a new call).
+    for (const [k, v] of this.state.idempotency) {
+      if (this.state.idempotency.size <= MAX_IDEMPOTENCY_KEYS && v.expiresAt > now) break;
+      this.state.idempotency.delete(k);
+    }
+    return null;
+  }
+
+  async settleIdempotency(key: string, answer: string, ttlMs: number): Promise<void> {
+    this.ensureOpen();
+    this.state.idempotency.set(key, { value: answer, expiresAt: this.now() + ttlMs });
+  }
+
+  async releaseIdempotency(key: string): Promise<void> {
+    this.ensureOpen();
+    this.state.idempotency.delete(key);
   }
 
   async publishCachePurge(purge: CachePurge): Promise<void> {

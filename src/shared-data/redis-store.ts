@@ -31,7 +31,10 @@
 //                           ZRANGE, ZRANK and ZINCRBY (with -delta) work unchanged and rank = ZRANK+1.
 //                           Keep-max is `ZADD LT` on the negated score (Redis >= 6.2). 0 is stored
 //                           as 0, never -0. A board exists while it has a member.
-//   B lobby           pub/sub channel (not a key): JSON {type:'lobby', rooms:[...]}.
+//   B lobby           pub/sub channel (not a key): JSON {type:'lobby', rooms:[...]} (and
+//                     {type:'cache-purge', purge} from the admin API).
+//   B idem:<sha256>   string, PX the push idempotency window: "pending", then the first call's
+//                     recorded answer (JSON).
 //                     Pub/sub ignores the database number (redis://host/<db>): stores on
 //                     different databases of one server need different prefixes too.
 //
@@ -68,6 +71,7 @@
 //
 // Data loss: Redis is the only copy of metadata and leaderboards: run it with persistence and
 // `maxmemory-policy noeviction`. Presence repairs itself with the next heartbeat of each gateway.
+import { createHash } from 'node:crypto';
 import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions, type RedisTarget } from '../redis/link.js';
 import {
   PresenceAggregator,
@@ -85,6 +89,7 @@ import {
   type LivePresence,
   type LobbyEntry,
 } from './rules.js';
+import { IDEMPOTENCY_PENDING } from './store.js';
 import type {
   CachePurge,
   LobbyPage,
@@ -556,6 +561,28 @@ export class RedisSharedDataStore implements SharedDataStore {
   }
 
   // --- metadata ---------------------------------------------------------------------------------
+
+  async claimIdempotency(key: string, ttlMs: number): Promise<string | null> {
+    const k = this.idempotencyKey(key);
+    const redis = this.link.commands();
+    // SET NX: exactly one caller gets the key; the others read what it holds.
+    const set = await redis.set(k, IDEMPOTENCY_PENDING, 'PX', ttlMs, 'NX');
+    if (set === 'OK') return null;
+    return (await this.link.commands().get(k)) ?? IDEMPOTENCY_PENDING;
+  }
+
+  async settleIdempotency(key: string, answer: string, ttlMs: number): Promise<void> {
+    await this.link.commands().set(this.idempotencyKey(key), answer, 'PX', ttlMs);
+  }
+
+  async releaseIdempotency(key: string): Promise<void> {
+    await this.link.commands().del(this.idempotencyKey(key));
+  }
+
+  /** The Redis key of an idempotency key: hashed, so its length and bytes are ours. */
+  private idempotencyKey(key: string): string {
+    return `${this.base}idem:${createHash('sha256').update(key).digest('base64url')}`;
+  }
 
   async publishCachePurge(purge: CachePurge): Promise<void> {
     await this.link.commands().publish(this.channel, JSON.stringify({ type: 'cache-purge', purge }));

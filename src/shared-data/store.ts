@@ -66,6 +66,9 @@ export interface Ranked {
   readonly rank: number;
 }
 
+/** What a claimed idempotency key holds while its first call runs. */
+export const IDEMPOTENCY_PENDING = 'pending';
+
 /** Page cache answers to remove on every gateway (each field narrows; at least one is set). */
 export interface CachePurge {
   readonly url?: string;
@@ -86,6 +89,17 @@ export interface SharedDataStore {
   readonly available: boolean;
   /** Opens connections (Redis); resolves at once for stores that have none. Rejects if unreachable now: not fatal, the store keeps trying. */
   connect(): Promise<void>;
+
+  /**
+   * Claims an idempotency key for ttlMs, for every gateway sharing the store: null when this call
+   * got it (nobody had it), else what is stored under it (IDEMPOTENCY_PENDING while its first call
+   * runs, then that call's recorded answer).
+   */
+  claimIdempotency(key: string, ttlMs: number): Promise<string | null>;
+  /** Records the answer of the call that claimed the key (kept ttlMs). */
+  settleIdempotency(key: string, answer: string, ttlMs: number): Promise<void>;
+  /** Gives a claimed key up (the call changed nothing: a retry may run it again). */
+  releaseIdempotency(key: string): Promise<void>;
 
   /** Announces a page cache purge to every gateway sharing the store (this one hears it too). */
   publishCachePurge(purge: CachePurge): Promise<void>;

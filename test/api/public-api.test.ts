@@ -172,6 +172,18 @@ class FlakyStore implements SharedDataStore {
     return f();
   }
 
+  claimIdempotency(key: string, ttlMs: number): Promise<string | null> {
+    return this.go('claimIdempotency', () => this.inner.claimIdempotency(key, ttlMs));
+  }
+
+  settleIdempotency(key: string, answer: string, ttlMs: number): Promise<void> {
+    return this.go('settleIdempotency', () => this.inner.settleIdempotency(key, answer, ttlMs));
+  }
+
+  releaseIdempotency(key: string): Promise<void> {
+    return this.go('releaseIdempotency', () => this.inner.releaseIdempotency(key));
+  }
+
   publishCachePurge(purge: CachePurge): Promise<void> {
     return this.go('publishCachePurge', () => this.inner.publishCachePurge(purge));
   }

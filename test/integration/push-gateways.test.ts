@@ -12,14 +12,14 @@ let backends: BackendProc[];
 let gwA: GatewayProc;
 let gwB: GatewayProc;
 
-async function push(gw: GatewayProc, room: string, message: unknown, sender?: string): Promise<{ status: number; json: Record<string, unknown> }> {
+async function push(gw: GatewayProc, room: string, message: unknown, sender?: string, extra: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown>; headers: Headers }> {
   const res = await fetch(`${gw.url}/_roomgate/api/rooms/${encodeURIComponent(room)}/messages`, {
     method: 'POST',
-    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', ...(sender ? { 'X-Roomgate-Sender': sender } : {}) },
+    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', ...(sender ? { 'X-Roomgate-Sender': sender } : {}), ...extra },
     body: JSON.stringify(message),
     signal: AbortSignal.timeout(5_000),
   });
-  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+  return { status: res.status, json: (await res.json()) as Record<string, unknown>, headers: res.headers };
 }
 
 /**
@@ -91,6 +91,23 @@ describe('push across gateways', () => {
     // Nothing reached the old clients after their backend died.
     for (const p of players) expect(p.messages.filter((m) => m.type === 'push')).toHaveLength(1);
     await Promise.all(again.map((p) => p.close()));
+  });
+
+  it('an Idempotency-Key holds across gateways: a retry through the other gateway is answered, not delivered again', async () => {
+    const room = 'push-idem';
+    const player = new Client(`${gwB.wsUrl}/ws/live/?room=${room}`);
+    await player.join(room);
+    const key = { 'Idempotency-Key': 'retry-across-1' };
+    const push1 = await push(gwA, room, { once: true }, undefined, key);
+    expect(push1.status).toBe(202);
+    const push2 = await push(gwB, room, { once: true }, undefined, key);
+    expect(push2.status).toBe(202);
+    expect(push2.headers.get('idempotent-replayed')).toBe('true');
+    expect(push2.json).toEqual(push1.json);
+    await player.next('push');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(player.messages.filter((m) => m.type === 'push')).toHaveLength(1);
+    await player.close();
   });
 
   it('a room nobody holds, through either gateway, is 404; neither gateway places it', async () => {

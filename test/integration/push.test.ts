@@ -162,6 +162,31 @@ describe('push to a room', () => {
     expect(pushesSeen().filter((m) => m.headers['x-roomgate-room'] === 'push-2')).toHaveLength(0);
   });
 
+  it('an Idempotency-Key delivers once: a retry gets the first answer again; another room or a call that changed nothing is not replayed', async () => {
+    await place('idem-1');
+    await place('idem-2');
+    const key = { 'Idempotency-Key': 'order-7f3a' };
+    const count = (room: string): number => pushesSeen().filter((m) => m.headers['x-roomgate-room'] === room).length;
+    const first = await push(gw, 'idem-1', '{"n":1}', { headers: key });
+    expect(first.status).toBe(202);
+    expect(first.headers['idempotent-replayed']).toBeUndefined();
+    const retry = await push(gw, 'idem-1', '{"n":1}', { headers: key });
+    expect(retry.status).toBe(202);
+    expect(retry.headers['idempotent-replayed']).toBe('true');
+    expect(retry.json).toEqual(first.json);
+    expect(count('idem-1')).toBe(1);
+    // The same key for another room is another call.
+    expect((await push(gw, 'idem-2', '{}', { headers: key })).status).toBe(202);
+    expect(count('idem-2')).toBe(1);
+    // A call that reached no backend (the room not live) gives its key up: the retry runs.
+    expect((await push(gw, 'idem-3', '{}', { headers: key })).status).toBe(404);
+    await place('idem-3');
+    const later = await push(gw, 'idem-3', '{}', { headers: key });
+    expect(later.status).toBe(202);
+    expect(later.headers['idempotent-replayed']).toBeUndefined();
+    expect((await push(gw, 'idem-1', '{}', { headers: { 'Idempotency-Key': 'with space' } })).status).toBe(400);
+  });
+
   it("the backend's refusal is 502 with its status; no answer in push.timeoutMs is 504", async () => {
     const holder = await place('push-3');
     const r = holder === 'b1' ? b1 : b2;
