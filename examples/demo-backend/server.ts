@@ -292,9 +292,12 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   const rooms = new Map<string, Set<WebSocket>>();
   const clients = new Map<WebSocket, Client>();
   /**
-   * The placement epoch each room is held under (X-Roomgate-Epoch, docs/ownership.md). A request
-   * with a newer one means the room was placed again while this process did not hear of it: the
-   * copy here is stale, its sockets are closed (they reconnect and get the current state).
+   * The placement epoch each room is held under (X-Roomgate-Epoch, docs/ownership.md). Epochs only
+   * grow. A newer one for a room with live sockets here means its placement was written again in
+   * place (the store lost its data and the gateways put it back): nothing moved, the room stays.
+   * A newer one for a room without live sockets here may follow a move away and back: whatever
+   * this process kept of the room is stale and is dropped (this demo keeps nothing but sockets).
+   * An older one is a request routed before the newer placement: a push under it is refused.
    */
   const epochs = new Map<string, number>();
 
@@ -303,9 +306,6 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     if (!Number.isSafeInteger(epoch) || epoch <= 0) return true; // 0: routed without a stored placement
     const held = epochs.get(room);
     if (held !== undefined && epoch < held) return false;
-    if (held !== undefined && epoch > held) {
-      for (const ws of rooms.get(room) ?? []) ws.close(CLOSE_SERVICE_RESTART, 'room moved: reconnect');
-    }
     epochs.set(room, epoch);
     return true;
   }
