@@ -209,6 +209,17 @@ export class Gateway {
         retryAfterS: config.proxy.retryAfterS,
         metrics,
         logger,
+        maxFanoutRooms: config.push.maxFanoutRooms,
+        // Live rooms from presence (every gateway's reports), a page at a time.
+        liveRooms: async (prefix, cap) => {
+          const out: string[] = [];
+          for (let offset = 0; ; ) {
+            const page = await this.sharedData.lobby({ ...(prefix === undefined ? {} : { prefix }), sort: 'room', order: 'asc', offset, limit: 500 });
+            for (const r of page.rooms) out.push(r.room);
+            if (page.nextOffset === null || out.length > cap) return out;
+            offset = page.nextOffset;
+          }
+        },
       }),
       cache: () => this.cache,
       announcePurge: (purge) => this.sharedData.publishCachePurge(purge),

@@ -479,8 +479,10 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       if (size <= PUSH_MAX_BYTES) chunks.push(c);
     });
     req.on('end', () => {
+      if (size > PUSH_MAX_BYTES) return text(res, 413, 'too large\n');
+      if (req.headers['x-roomgate-fanout'] === '1') return receiveFanout(req, res, Buffer.concat(chunks));
       const owner = ownerOf(req);
-      if (owner === null || size > PUSH_MAX_BYTES) return text(res, owner === null ? 409 : 413, owner === null ? 'no room\n' : 'too large\n');
+      if (owner === null) return text(res, 409, 'no room\n');
       if (!noteEpoch(owner.room, owner.epoch)) return text(res, 409, 'this room is held under a newer epoch\n');
       let message: unknown;
       try {
@@ -493,6 +495,24 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       res.end();
     });
     req.on('error', () => res.destroy());
+  }
+
+  /** A fan-out: {rooms: [{room, epoch}], message}, one push frame per room held here under that epoch. */
+  function receiveFanout(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
+    let parsed: { rooms?: unknown; message?: unknown };
+    try {
+      parsed = JSON.parse(body.toString('utf8')) as { rooms?: unknown; message?: unknown };
+    } catch {
+      return text(res, 400, 'not JSON\n');
+    }
+    if (!Array.isArray(parsed.rooms)) return text(res, 400, 'no rooms\n');
+    for (const r of parsed.rooms as { room?: unknown; epoch?: unknown }[]) {
+      const room = validRoom(typeof r.room === 'string' ? r.room : null);
+      if (room === null || !noteEpoch(room, Number(r.epoch ?? 0))) continue;
+      broadcast(room, { type: 'push', room, id: req.headers['x-roomgate-message-id'] ?? null, sender: req.headers['x-roomgate-sender'] ?? null, message: parsed.message });
+    }
+    res.writeHead(204);
+    res.end();
   }
 
   function big(res: ServerResponse, kb: number): void {

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { TokenCheck } from '../http/auth.js';
 import { Errors, errorMessage, type HttpError } from '../http/errors.js';
 import { JSON_HEADERS } from '../http/replies.js';
-import type { PushOutcome } from '../runtime/push.js';
+import type { FanoutOutcome, PushOutcome } from '../runtime/push.js';
 import type { RuntimeView } from '../runtime/views.js';
 import { IDEMPOTENCY_PENDING, type SharedDataStore } from '../shared-data/store.js';
 import { API_PREFIX } from './api-routes.js';
@@ -15,7 +15,7 @@ import type { ControlApp, RouteConfig } from './app.js';
 import { ErrorBody, LIMITS, roomParams } from './api-schemas.js';
 
 export interface PushRoutesOptions {
-  readonly view: Pick<RuntimeView, 'pushToRoom'>;
+  readonly view: Pick<RuntimeView, 'pushToRoom' | 'pushToLiveRooms'>;
   /** Where Idempotency-Keys are claimed (shared by the gateways that share the store). */
   readonly store: Pick<SharedDataStore, 'claimIdempotency' | 'settleIdempotency' | 'releaseIdempotency'>;
   readonly idempotencyWindowMs: number;
@@ -164,6 +164,66 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
         await recorded.catch(() => undefined);
       }
       return reply.code(answer.status).headers({ ...JSON_HEADERS, ...answer.headers }).send(answer.body);
+    },
+  );
+
+  const FanoutQuery = z.object({
+    prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9_.:-]{1,128}$/, { error: 'prefix must be 1 to 128 characters from A-Z a-z 0-9 _ . : -' })
+      .optional()
+      .meta({ description: 'Only live rooms whose key starts with this.' }),
+  });
+  const FanoutAccepted = z.object({
+    id: z.string().meta({ description: 'The message id every backend got (X-Roomgate-Message-Id).' }),
+    rooms: z.number().meta({ description: 'Live rooms found.' }),
+    unplaced: z.number().meta({ description: 'Of those, rooms whose backend cannot take it now (not delivered).' }),
+    backends: z
+      .record(z.string(), z.object({ rooms: z.number(), result: z.enum(['delivered', 'refused', 'timeout', 'unavailable']), status: z.number().optional() }))
+      .meta({ description: 'Per backend: the rooms sent to it and what became of its one request.' }),
+  });
+
+  app.post(
+    `${API_PREFIX}/messages`,
+    {
+      config,
+      schema: {
+        tags: ['push'],
+        operationId: 'pushToLiveRooms',
+        summary: 'Delivers a JSON message to every live room (or those whose key starts with ?prefix=): one request per backend.',
+        description: [
+          'Live rooms are those with live sockets through any gateway (presence). Each backend gets one POST to `push.path` with',
+          'X-Roomgate-Fanout: 1, X-Roomgate-Message-Id, X-Roomgate-Sender and the body {"rooms": [{"room", "epoch"}...], "message": <the body as sent>}.',
+          'The answer sums up each backend\'s result; a room whose backend cannot take it now is counted as unplaced. No Idempotency-Key.',
+        ].join(' '),
+        security: [{ bearer: [] }, { basic: [] }],
+        querystring: FanoutQuery,
+        body: z.unknown().meta({ description: 'Any JSON value, at most push.maxBytes bytes as sent.' }),
+        response: {
+          202: { description: 'Sent; the summary per backend.', content: { 'application/json': { schema: FanoutAccepted } } },
+          400: err('A bad prefix, a body that is not JSON, a bad X-Roomgate-Sender, or an Idempotency-Key (single-room pushes only).'),
+          401: err('Missing or wrong push token.'),
+          403: err('Pushes are disabled (no push.tokens).'),
+          405: err('Another method than POST (Allow: POST).'),
+          408: err('The body did not arrive in time.'),
+          413: err('The body is over push.maxBytes, or more live rooms than push.maxFanoutRooms (narrow it with ?prefix=).'),
+          500: err('An internal error.'),
+          503: err('store_unavailable: the shared store (presence) cannot be read now.'),
+        } as never,
+      },
+    },
+    async (req, reply) => {
+      if (req.headers['idempotency-key'] !== undefined) throw Errors.badRequest('Idempotency-Key is for pushes to one room (POST /rooms/{room}/messages)');
+      const sender = (req.headers['x-roomgate-sender'] as string | undefined) ?? 'api';
+      const prefix = (req.query as { prefix?: string }).prefix;
+      let out: FanoutOutcome;
+      try {
+        out = await o.view.pushToLiveRooms(prefix, req.body as string, sender);
+      } catch (e) {
+        throw Errors.storeUnavailable(`the live rooms cannot be read now: ${errorMessage(e)}`);
+      }
+      if (out.kind === 'too-many') throw Errors.payloadTooLarge(`more than ${out.max} live rooms (push.maxFanoutRooms): narrow it with ?prefix=`);
+      return reply.code(202).headers(JSON_HEADERS).send({ id: out.id, rooms: out.rooms, unplaced: out.unplaced, backends: out.backends });
     },
   );
 }

@@ -24,6 +24,10 @@ export interface PushOptions {
   readonly retryAfterS: number;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** Rooms with live sockets (any gateway), whose key starts with `prefix` when given; at most `cap` + 1 (to see there are more). */
+  readonly liveRooms: (prefix: string | undefined, cap: number) => Promise<string[]>;
+  /** A fan-out reaches at most this many rooms (else it is refused: narrow it with a prefix). */
+  readonly maxFanoutRooms: number;
 }
 
 export type PushOutcome =
@@ -44,6 +48,19 @@ export type PushOutcome =
 // Connection errors after which nothing reached the backend.
 const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
 
+/** What became of a fan-out at one backend. */
+export interface FanoutPart {
+  readonly rooms: number;
+  readonly result: 'delivered' | 'refused' | 'timeout' | 'unavailable';
+  /** The backend's status when it answered. */
+  readonly status?: number;
+}
+
+export type FanoutOutcome =
+  | { readonly kind: 'sent'; readonly id: string; readonly rooms: number; readonly backends: Readonly<Record<string, FanoutPart>>; readonly unplaced: number }
+  /** More live rooms than push.maxFanoutRooms. */
+  | { readonly kind: 'too-many'; readonly max: number };
+
 export class PushDelivery {
   constructor(private readonly o: PushOptions) {}
 
@@ -53,6 +70,40 @@ export class PushDelivery {
     this.o.metrics.pushes.inc({ result: out.kind });
     this.o.metrics.pushSeconds.observe({ result: out.kind }, (performance.now() - t0) / 1000);
     return out;
+  }
+
+  /**
+   * One message to every live room (whose key starts with `prefix`): one POST per backend, with
+   * the rooms it holds and each one's epoch. Rooms whose backend cannot take it now are counted
+   * as unplaced; nothing is placed.
+   */
+  async fanOut(prefix: string | undefined, message: string, sender: string, nowMs: number): Promise<FanoutOutcome> {
+    const { o } = this;
+    const rooms = await o.liveRooms(prefix, o.maxFanoutRooms);
+    if (rooms.length > o.maxFanoutRooms) return { kind: 'too-many', max: o.maxFanoutRooms };
+    const byBackend = new Map<string, { room: string; epoch: number }[]>();
+    let unplaced = 0;
+    for (const room of rooms) {
+      const { decision, placement } = await o.placer.explain(room, nowMs, false);
+      if (placement === null || !('route' in decision) || decision.route !== placement.backend || !o.pool.get(placement.backend)) {
+        unplaced++;
+        continue;
+      }
+      let list = byBackend.get(placement.backend);
+      if (!list) byBackend.set(placement.backend, (list = []));
+      list.push({ room, epoch: placement.epoch });
+    }
+    const id = randomUUID();
+    const backends: Record<string, FanoutPart> = {};
+    await Promise.all(
+      [...byBackend].map(async ([backendId, list]) => {
+        const body = Buffer.from(`{"rooms":${JSON.stringify(list)},"message":${message}}`);
+        const out = await this.send(o.pool.get(backendId) as Backend, body, ['X-Roomgate-Fanout', '1', 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender]);
+        o.metrics.pushes.inc({ result: out.result });
+        backends[backendId] = { rooms: list.length, ...out };
+      }),
+    );
+    return { kind: 'sent', id, rooms: rooms.length, backends, unplaced };
   }
 
   private async attempt(room: string, body: Buffer, sender: string, nowMs: number): Promise<PushOutcome> {
@@ -69,12 +120,27 @@ export class PushDelivery {
     return this.post(backend, room, placement.epoch, body, sender);
   }
 
-  private post(backend: Backend, room: string, epoch: number, body: Buffer, sender: string): Promise<PushOutcome> {
+  private async post(backend: Backend, room: string, epoch: number, body: Buffer, sender: string): Promise<PushOutcome> {
     const id = randomUUID();
+    const out = await this.send(backend, body, [...ownerFields({ room, epoch }), 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender]);
+    switch (out.result) {
+      case 'delivered':
+        return { kind: 'delivered', id, backend: backend.id, epoch };
+      case 'refused':
+        return { kind: 'refused', id, backend: backend.id, status: out.status ?? 0 };
+      case 'timeout':
+        return { kind: 'timeout', id, backend: backend.id };
+      case 'unavailable':
+        return { kind: 'unavailable', backend: backend.id, retryAfterS: this.o.retryAfterS, why: out.why ?? 'unavailable', sent: out.sent ?? true };
+    }
+  }
+
+  /** One POST of `body` to the backend's push path with these extra fields. */
+  private send(backend: Backend, body: Buffer, extra: readonly string[]): Promise<{ result: FanoutPart['result']; status?: number; why?: string; sent?: boolean }> {
     const { o } = this;
     return new Promise((resolve) => {
       let settled = false;
-      const done = (out: PushOutcome): void => {
+      const done = (out: { result: FanoutPart['result']; status?: number; why?: string; sent?: boolean }): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -90,11 +156,7 @@ export class PushDelivery {
         'application/json',
         'Content-Length',
         String(body.length),
-        ...ownerFields({ room, epoch }),
-        'X-Roomgate-Message-Id',
-        id,
-        'X-Roomgate-Sender',
-        sender,
+        ...extra,
       ];
       const req = (backend.config.tls ? https : http).request({
         host: backend.config.host,
@@ -110,16 +172,16 @@ export class PushDelivery {
       // One deadline for the connect and the answer.
       const timer = setTimeout(() => {
         req.destroy();
-        done({ kind: 'timeout', id, backend: backend.id });
+        done({ result: 'timeout' });
       }, o.timeoutMs);
       req.on('response', (res) => {
         res.resume();
         const status = res.statusCode ?? 0;
-        done(status >= 200 && status < 300 ? { kind: 'delivered', id, backend: backend.id, epoch } : { kind: 'refused', id, backend: backend.id, status });
+        done(status >= 200 && status < 300 ? { result: 'delivered', status } : { result: 'refused', status });
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
-        o.logger.warn({ room, backend: backend.id, err: err.code ?? err.message }, 'push: delivery failed');
-        done({ kind: 'unavailable', backend: backend.id, retryAfterS: o.retryAfterS, why: err.code ?? err.message, sent: !NOT_SENT.has(err.code ?? '') });
+        o.logger.warn({ backend: backend.id, err: err.code ?? err.message }, 'push: delivery failed');
+        done({ result: 'unavailable', why: err.code ?? err.message, sent: !NOT_SENT.has(err.code ?? '') });
       });
       req.end(body);
     });

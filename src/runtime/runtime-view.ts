@@ -86,6 +86,7 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
     setAdminState: (id, state) => setAdminState(p.store, p.pool, id, state),
     metrics: async () => ({ contentType: p.metrics.registry.contentType, text: await p.metrics.registry.metrics() }),
     pushToRoom: (room, body, sender) => p.push.deliver(room, body, sender, Date.now()),
+    pushToLiveRooms: (prefix, message, sender) => p.push.fanOut(prefix, message, sender, Date.now()),
     cache: () => p.cache()?.snapshot() ?? null,
     purgeCache: async (purge) => {
       const purged = p.cache()?.purge(purge) ?? 0;

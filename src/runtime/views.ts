@@ -3,7 +3,7 @@
 // live objects behind it: snapshots are plain data made on each call, commands are named.
 import type { BackendAdminState, PlacementRecord } from '../placement/store.js';
 import type { CachePurge } from '../shared-data/store.js';
-import type { PushOutcome } from './push.js';
+import type { FanoutOutcome, PushOutcome } from './push.js';
 
 export type BackendStateName = 'up' | 'down' | 'draining' | 'maintenance';
 
@@ -105,6 +105,8 @@ export interface RuntimeView {
   metrics(): Promise<{ readonly contentType: string; readonly text: string }>;
   /** Delivers a message to the backend that holds the room (never places it). */
   pushToRoom(room: string, body: Buffer, sender: string): Promise<PushOutcome>;
+  /** Delivers a message to every live room (with the prefix): one request per backend. */
+  pushToLiveRooms(prefix: string | undefined, message: string, sender: string): Promise<FanoutOutcome>;
   /** The page cache's figures; null when it is off. */
   cache(): CacheSnapshot | null;
   /**

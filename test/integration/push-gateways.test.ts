@@ -3,7 +3,7 @@
 // receiver hands the message to the room's sockets), real WebSocket clients. After the room's
 // backend is killed and the room is placed again by its clients' reconnect, the next push follows it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, startBackends, startGateway, stop, stopAll, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { Client, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 
 const TOKEN = 'push-token-0123456789abcdef';
@@ -108,6 +108,54 @@ describe('push across gateways', () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(player.messages.filter((m) => m.type === 'push')).toHaveLength(1);
     await player.close();
+  });
+
+  it('a fan-out through A reaches every live room (or those with a prefix), one request per backend, rooms whose sockets came through B included', async () => {
+    const rooms = ['fan-a-1', 'fan-a-2', 'fan-b-1'];
+    const players = await Promise.all(
+      rooms.map(async (room) => {
+        const c = new Client(`${gwB.wsUrl}/ws/live/?room=${room}`);
+        return { room, c, backend: await c.join(room) };
+      }),
+    );
+    const fanout = async (query: string, message: unknown, extra: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown> }> => {
+      const res = await fetch(`${gwA.url}/_roomgate/api/messages${query}`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', ...extra },
+        body: JSON.stringify(message),
+        signal: AbortSignal.timeout(5_000),
+      });
+      return { status: res.status, json: (await res.json()) as Record<string, unknown> };
+    };
+    // Presence reaches A with B's next heartbeat: until then the rooms are not live for A.
+    let first: { status: number; json: Record<string, unknown> } | undefined;
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      first = await fanout('?prefix=fan-a-', { to: 'a' });
+      if (first.json.rooms === 2 || Date.now() > deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(first.status).toBe(202);
+    expect(first.json).toMatchObject({ rooms: 2, unplaced: 0 });
+    const parts = first.json.backends as Record<string, { rooms: number; result: string }>;
+    const expected: Record<string, number> = {};
+    for (const p of players.slice(0, 2)) expected[p.backend] = (expected[p.backend] ?? 0) + 1;
+    expect(Object.fromEntries(Object.entries(parts).map(([b, v]) => [b, v.rooms]))).toEqual(expected);
+    for (const v of Object.values(parts)) expect(v.result).toBe('delivered');
+    for (const p of players.slice(0, 2)) expect(await p.c.next('push')).toMatchObject({ room: p.room, id: first.json.id, message: { to: 'a' } });
+
+    const all = await fanout('', { to: 'all' });
+    expect(all.json).toMatchObject({ rooms: expect.any(Number) as number, unplaced: 0 });
+    expect(Number(all.json.rooms)).toBeGreaterThanOrEqual(3);
+    await waitFor('every room got the second message', 5_000, () =>
+      players.every((p) => p.c.messages.some((m) => m.type === 'push' && (m.message as { to?: string }).to === 'all')),
+    );
+    // fan-b-1 got only the message for all.
+    expect(players[2]!.c.messages.filter((m) => m.type === 'push')).toHaveLength(1);
+
+    expect((await fanout('?prefix=bad prefix', {})).status).toBe(400);
+    expect((await fanout('', {}, { 'Idempotency-Key': 'k' })).status).toBe(400);
+    await Promise.all(players.map((p) => p.c.close()));
   });
 
   it('a room nobody holds, through either gateway, is 404; neither gateway places it', async () => {

@@ -61,6 +61,9 @@ export class FakeView implements RuntimeView {
   async pushToRoom(): Promise<{ kind: 'not-live' }> {
     return { kind: 'not-live' };
   }
+  async pushToLiveRooms(): Promise<{ kind: 'sent'; id: string; rooms: number; backends: Record<string, never>; unplaced: number }> {
+    return { kind: 'sent', id: 'fake', rooms: 0, backends: {}, unplaced: 0 };
+  }
   /** The page cache is off in the fake (the gateway tests exercise the real one). */
   cache(): null {
     return null;
