@@ -210,6 +210,8 @@ export class Gateway {
         metrics,
         logger,
         maxFanoutRooms: config.push.maxFanoutRooms,
+        requireLive: config.push.requireLive,
+        isLive: async (room) => ((await this.sharedData.room(room))?.sockets ?? 0) > 0,
         // Live rooms from presence (every gateway's reports), a page at a time.
         liveRooms: async (prefix, cap) => {
           const out: string[] = [];

@@ -376,6 +376,9 @@ export const configSchema = z.strictObject({
       }),
       maxBytes: doc(z.number().int().min(64).max(1_048_576).default(65_536), { text: 'Largest message body accepted (bytes of JSON); 413 beyond.', unit: 'bytes' }),
       timeoutMs: doc(positiveMs.default(5_000), { text: "Time for the backend to answer a delivery (connect included); then 504." }),
+      requireLive: doc(z.boolean().default(false), {
+        text: 'A push to one room needs live sockets of the room (through any gateway, from presence), not only a placement: 404 room_not_live otherwise.',
+      }),
       maxFanoutRooms: doc(z.number().int().min(1).max(1_000_000).default(10_000), {
         text: 'A fan-out (POST /_roomgate/api/messages) reaches at most this many live rooms; more: 413, narrow it with ?prefix=.',
       }),

@@ -125,7 +125,7 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
           400: err('Invalid room key, body that is not JSON, or a bad X-Roomgate-Sender.'),
           401: err('Missing or wrong push token.'),
           403: err('Pushes are disabled (no push.tokens).'),
-          404: err('room_not_live: no backend holds the room (it has no placement).'),
+          404: err('room_not_live: no backend holds the room (it has no placement; with push.requireLive, or no live sockets).'),
           409: err('conflict: a call with this Idempotency-Key is still running.'),
           408: err('The body did not arrive in time.'),
           405: err('Another method than POST (Allow: POST).'),

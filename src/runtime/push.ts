@@ -28,6 +28,10 @@ export interface PushOptions {
   readonly liveRooms: (prefix: string | undefined, cap: number) => Promise<string[]>;
   /** A fan-out reaches at most this many rooms (else it is refused: narrow it with a prefix). */
   readonly maxFanoutRooms: number;
+  /** push.requireLive: a single-room push needs live sockets of the room, as `isLive` says. */
+  readonly requireLive: boolean;
+  /** Whether the room has live sockets through any gateway (presence). */
+  readonly isLive: (room: string) => Promise<boolean>;
 }
 
 export type PushOutcome =
@@ -110,6 +114,11 @@ export class PushDelivery {
     // write=false: what routing would do now, without placing anything.
     const { decision, placement } = await this.o.placer.explain(room, nowMs, false);
     if (placement === null) return { kind: 'not-live' };
+    if (this.o.requireLive) {
+      const live = await this.o.isLive(room).catch(() => null);
+      if (live === null) return { kind: 'unavailable', backend: placement.backend, retryAfterS: this.o.retryAfterS, why: 'presence cannot be read', sent: false };
+      if (!live) return { kind: 'not-live' };
+    }
     const backend = this.o.pool.get(placement.backend);
     // The room lives where its placement says, or nowhere for a push: a decision to route it
     // elsewhere (its backend down or drained) would be a move, which only a client's request makes.

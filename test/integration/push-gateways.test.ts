@@ -158,6 +158,30 @@ describe('push across gateways', () => {
     await Promise.all(players.map((p) => p.c.close()));
   });
 
+  it('push.requireLive: a placed room without live sockets is 404 too; one with sockets through another gateway is delivered', async () => {
+    const list = backends.filter((b) => b.child.exitCode === null && b.child.signalCode === null).map((b) => `${b.id}=${b.url}`);
+    const gwC = await startGateway({ backends: list, config: { push: { tokens: [TOKEN], requireLive: true }, health: { intervalMs: 200, timeoutMs: 150, fall: 1 } }, env: { REDIS_URL: redis.url } });
+    try {
+      // Placed by a page request, never a socket.
+      const page = await fetch(`${gwB.url}/game/quiet-room/?room=quiet-room`, { signal: AbortSignal.timeout(5_000) });
+      expect(page.status).toBe(200);
+      const quiet = await push(gwC, 'quiet-room', {});
+      expect(quiet.status).toBe(404);
+      expect(quiet.json.error).toMatchObject({ code: 'room_not_live' });
+      // Through A (requireLive off) the placement is enough.
+      expect((await push(gwA, 'quiet-room', {})).status).toBe(202);
+
+      const player = new Client(`${gwB.wsUrl}/ws/live/?room=lively-room`);
+      await player.join('lively-room');
+      // Live once B's next heartbeat reported it.
+      await waitFor('lively-room delivered through C', 10_000, async () => (await push(gwC, 'lively-room', { hi: 1 })).status === 202, 200);
+      expect(await player.next('push')).toMatchObject({ message: { hi: 1 } });
+      await player.close();
+    } finally {
+      await stop(gwC);
+    }
+  });
+
   it('a room nobody holds, through either gateway, is 404; neither gateway places it', async () => {
     for (const gw of [gwA, gwB]) {
       const a = await push(gw, 'nobody-here', {});
