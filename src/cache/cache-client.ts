@@ -10,7 +10,7 @@ export interface CacheClientRequest {
   readonly method: string;
   readonly rawHeaders: readonly string[];
   /** The room cookie this answer sets, or null. */
-  readonly setCookie: string | null;
+  setCookie(): string | null;
 }
 
 export class CacheClient {
@@ -43,7 +43,8 @@ export class CacheClient {
   /** The fields roomgate adds to every answer of this client's: Cache-Status and the room cookie. */
   extra(cacheStatus: string): string[] {
     const out = ['Cache-Status', cacheStatus];
-    if (this.req.setCookie !== null) out.push('Set-Cookie', this.req.setCookie);
+    const cookie = this.req.setCookie();
+    if (cookie !== null) out.push('Set-Cookie', cookie);
     return out;
   }
 

@@ -17,8 +17,11 @@ export interface CacheRequest {
   readonly hasBody: boolean;
   readonly key: KeyResult;
   readonly ctx: ForwardContext;
-  /** The room cookie due on this answer, or null. */
-  readonly setCookie: string | null;
+  /**
+   * The room cookie due on this answer, or null. Asked only when the cache answers: a request
+   * passed on gets its cookie from its path's forwarding (signing it twice would cost an HMAC).
+   */
+  setCookie(): string | null;
 }
 
 /** The page cache as a page path sees it. */

@@ -69,7 +69,7 @@ export class HttpProxy {
     const cache = this.o.cache;
     if (cache === null) return this.route(req, res, client, key, now);
     const ctx = { peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
-    const setCookie = roomCookieFor(this.o.roomCookie, req.method ?? '', key, this.o.forwarding.proto(req.rawHeaders, ctx) === 'https', this.o.logger);
+    const setCookie = (): string | null => roomCookieFor(this.o.roomCookie, req.method ?? '', key, this.o.forwarding.proto(req.rawHeaders, ctx) === 'https', this.o.logger);
     const writer = new ResponseAnswer(res, req.method === 'HEAD', client.h2, (status, body, headers) => this.reply(res, status, body, headers));
     const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
     cache.handle({ method: req.method ?? '', url: req.url ?? '/', rawHeaders: req.rawHeaders, hasBody, key, ctx, setCookie }, writer, (cacheStatus) => {

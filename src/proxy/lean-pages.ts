@@ -48,7 +48,7 @@ export class LeanPages {
     const cache = this.o.cache;
     if (cache === null) return this.route(head, client, key, now);
     const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
-    const setCookie = roomCookieFor(this.o.roomCookie, head.method, key, this.o.forwarding.proto(head.rawHeaders, ctx) === 'https', this.o.logger);
+    const setCookie = (): string | null => roomCookieFor(this.o.roomCookie, head.method, key, this.o.forwarding.proto(head.rawHeaders, ctx) === 'https', this.o.logger);
     const own = (status: number, body: string, headers: Record<string, string>): void => this.answer(head, client, status, body, headers);
     const writer = new SocketAnswer(client, head.method === 'HEAD', client.keepAlive(head), this.keepAliveHeader, client.encrypted ? this.o.hsts : null, own);
     cache.handle({ method: head.method, url: head.url, rawHeaders: head.rawHeaders, hasBody: false, key, ctx, setCookie }, writer, (cacheStatus) => {

@@ -2,16 +2,15 @@
 // the test's hand: a real gateway (in this process, so its cache clock can be given) in front of
 // a real backend on a real socket that counts the requests it gets and answers what the test
 // says. Each boundary is checked on both sides: the last millisecond inside, the first outside.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { Gateway } from '../../src/gateway.js';
-import { createLogger } from '../../src/observability/logger.js';
+import type { Gateway } from '../../src/gateway.js';
+import { startInProcessGateway } from '../support/in-process-gateway.js';
 
 interface Scripted {
   status: number;
@@ -74,23 +73,8 @@ afterAll(async () => {
 });
 
 async function gateway(cache: Record<string, unknown>): Promise<Gateway> {
-  const port = (backend.address() as AddressInfo).port;
-  const file = join(dir, `config-${gateways.length}.json`);
-  writeFileSync(
-    file,
-    JSON.stringify({
-      listen: { host: '127.0.0.1', port: 0 },
-      admin: { enabled: false },
-      backends: [{ id: 'b1', url: `http://127.0.0.1:${port}` }],
-      cookie: { secrets: ['0123456789abcdef0123456789abcdef'] },
-      shutdown: { graceMs: 0 },
-      log: { level: 'silent' },
-      cache: { paths: ['/'], ...cache },
-    }),
-  );
-  const g = new Gateway(loadConfig({ env: {}, file }), { logger: createLogger('silent'), cacheClock: () => clock.t });
+  const g = await startInProcessGateway(dir, `http://127.0.0.1:${(backend.address() as AddressInfo).port}`, { cache: { paths: ['/'], ...cache } }, { cacheClock: () => clock.t });
   gateways.push(g);
-  await g.start();
   return g;
 }
 

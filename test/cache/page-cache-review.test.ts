@@ -2,7 +2,7 @@
 // this process, so the cache clock can be moved and its state read) in front of a real backend
 // whose answer to each path the test writes.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -11,9 +11,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { Gateway } from '../../src/gateway.js';
-import { createLogger } from '../../src/observability/logger.js';
+import type { Gateway } from '../../src/gateway.js';
+import { startInProcessGateway } from '../support/in-process-gateway.js';
 import type { PageCache } from '../../src/cache/page-cache.js';
 import type { BackendPool } from '../../src/runtime/pool.js';
 
@@ -59,25 +58,9 @@ afterAll(async () => {
 });
 
 async function gateway(cache: Record<string, unknown>, proxy: Record<string, unknown> = {}, more: Record<string, unknown> = {}): Promise<Gateway> {
-  const port = (backend.address() as AddressInfo).port;
-  const file = join(dir, `config-${Date.now()}-${gateways.length}.json`);
-  writeFileSync(
-    file,
-    JSON.stringify({
-      listen: { host: '127.0.0.1', port: 0 },
-      admin: { enabled: false },
-      backends: [{ id: 'b1', url: `http://127.0.0.1:${port}` }],
-      cookie: { secrets: ['0123456789abcdef0123456789abcdef'] },
-      shutdown: { graceMs: 0 },
-      log: { level: 'silent' },
-      ...(Object.keys(proxy).length > 0 ? { proxy } : {}),
-      cache: { paths: ['/'], ...cache },
-      ...more,
-    }),
-  );
-  const g = new Gateway(loadConfig({ env: {}, file }), { logger: createLogger('silent'), cacheClock: () => clock.t });
+  const config = { ...(Object.keys(proxy).length > 0 ? { proxy } : {}), cache: { paths: ['/'], ...cache }, ...more };
+  const g = await startInProcessGateway(dir, `http://127.0.0.1:${(backend.address() as AddressInfo).port}`, config, { cacheClock: () => clock.t });
   gateways.push(g);
-  await g.start();
   return g;
 }
 
