@@ -23,6 +23,8 @@ const clock = { t: T0 };
 let script: Scripted = { status: 200, headers: {}, body: '' };
 /** When set, the next request is answered by this instead of the script (then it is cleared). */
 let streaming: ((res: http.ServerResponse) => Promise<void>) | null = null;
+/** Answers for the next requests, one each, in the order they arrive. */
+const streamingQueue: ((res: http.ServerResponse) => Promise<void>)[] = [];
 const seen: http.IncomingHttpHeaders[] = [];
 let backend: http.Server;
 let dir: string;
@@ -31,6 +33,11 @@ const gateways: Gateway[] = [];
 beforeAll(async () => {
   backend = http.createServer((req, res) => {
     seen.push(req.headers);
+    const queued = streamingQueue.shift();
+    if (queued !== undefined) {
+      void queued(res);
+      return;
+    }
     if (streaming !== null) {
       const s = streaming;
       streaming = null;
@@ -284,6 +291,24 @@ describe('freshness and grace by the clock', () => {
     expect(b).toMatchObject({ body: 'first-last', cacheStatus: 'roomgate; fwd=uri-miss; fwd-status=200; stored; collapsed' });
     expect(seen).toHaveLength(1);
     expect((await get(g, '/streamed')).cacheStatus).toBe('roomgate; hit; ttl=60');
+  });
+
+  it('requests waiting on one fetch whose answer is not storable each get their own answer (the fuzzer found them given the first one)', async () => {
+    const g = await gateway({ uncacheableMs: 0 });
+    let n = 0;
+    const answers = Array.from({ length: 8 }, () => {
+      streamingQueue.push(async (res) => {
+        const mine = ++n;
+        await new Promise((r) => setTimeout(r, 150)); // the others join while this one waits
+        res.writeHead(200, { 'Content-Type': 'text/plain' }); // no freshness: not storable
+        res.end(`answer ${mine}`);
+      });
+      return get(g, '/personal');
+    });
+    const got = await Promise.all(answers);
+    expect(seen).toHaveLength(8);
+    expect(new Set(got.map((a) => a.body)).size).toBe(8);
+    for (const a of got) expect(a.cacheStatus).toMatch(/^roomgate; fwd=(uri-miss; fwd-status=200; detail=no-freshness|bypass; detail=uncacheable)$/);
   });
 
   it('a client asking for a fresh answer (no-cache) gets one from the backend, which is stored', async () => {
