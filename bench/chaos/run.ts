@@ -1,0 +1,50 @@
+// `npm run chaos`: runs every test file that records a chaos row (test/support/chaos.ts), then
+// prints the rows as the table docs/reliability.md carries. The figures are measured in this run;
+// a test that fails records no row, and the command exits non-zero.
+//   npm run chaos                 all chaos tests, then the table
+//   npm run chaos -- --table      only print the table of the last run
+//   npm run chaos -- FILTER...    only the test files whose path contains a FILTER
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { formatTable, readRows } from './table.js';
+
+const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
+const CHAOS_DIR = join(ROOT, 'test-output', 'chaos');
+
+/** Test files under test/ that call recordChaos (the recorder itself left out). */
+function chaosTestFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name.endsWith('.test.ts') && readFileSync(p, 'utf8').includes('recordChaos(')) out.push(relative(root, p));
+    }
+  };
+  walk(join(root, 'test'));
+  return out.sort();
+}
+
+function main(): number {
+  const args = process.argv.slice(2);
+  if (args.includes('--table')) {
+    console.log(formatTable(readRows(CHAOS_DIR)));
+    return 0;
+  }
+  const files = chaosTestFiles(ROOT).filter((f) => args.length === 0 || args.some((a) => f.includes(a)));
+  if (files.length === 0) {
+    console.error(`no chaos test file matches ${args.join(' ')}`);
+    return 2;
+  }
+  rmSync(CHAOS_DIR, { recursive: true, force: true });
+  console.error(`chaos: running ${files.join(', ')}`);
+  const vitest = spawnSync(join(ROOT, 'node_modules', '.bin', 'vitest'), ['run', ...files], { cwd: ROOT, stdio: 'inherit' });
+  const rows = readRows(CHAOS_DIR);
+  console.log(`\n${formatTable(rows)}\n`);
+  console.log(`${rows.length} rows from ${files.length} test files; raw rows in ${relative(ROOT, CHAOS_DIR)}/`);
+  return vitest.status ?? 1;
+}
+
+process.exitCode = main();

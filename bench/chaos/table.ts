@@ -1,0 +1,71 @@
+// The chaos table: rows recorded by the tests (test/support/chaos.ts writes one JSON file per row
+// into test-output/chaos) formatted as the Markdown table docs/reliability.md carries.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+export interface ChaosRowFile {
+  readonly id: string;
+  readonly fault: string;
+  readonly promise: string;
+  readonly figures: {
+    readonly recoverMs?: number | null;
+    readonly roomsMoved?: number;
+    readonly socketsDropped?: number;
+    readonly requestsFailed?: number;
+    readonly roomsSplit?: number;
+    readonly other?: readonly string[];
+  };
+  readonly file: string;
+  readonly test: string;
+}
+
+/** Every row in `dir`, sorted by id; a file that is not a row is an error that names it. */
+export function readRows(dir: string): ChaosRowFile[] {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.endsWith('.json'));
+  } catch {
+    return [];
+  }
+  return names
+    .map((n) => {
+      const row = JSON.parse(readFileSync(join(dir, n), 'utf8')) as ChaosRowFile;
+      if (typeof row.id !== 'string' || typeof row.fault !== 'string' || typeof row.figures !== 'object') {
+        throw new Error(`${join(dir, n)} is not a chaos row (id, fault, promise, figures, file, test)`);
+      }
+      return row;
+    })
+    .sort((a, b) => a.id.localeCompare(b.id));
+}
+
+const cell = (s: string): string => s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+const num = (v: number | null | undefined, unit = ''): string => (v === undefined ? '' : v === null ? 'none' : `${v}${unit}`);
+
+function recover(ms: number | null | undefined): string {
+  if (ms === undefined) return '';
+  if (ms === null) return 'none needed';
+  return ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : `${Math.round(ms)} ms`;
+}
+
+/** The Markdown table of `rows`. */
+export function formatTable(rows: readonly ChaosRowFile[]): string {
+  const head = [
+    '| fault | what roomgate promises | time to recover | rooms moved | sockets dropped | requests failed | rooms split | other figures | test |',
+    '|---|---|---:|---:|---:|---:|---:|---|---|',
+  ];
+  const lines = rows.map((r) => {
+    const f = r.figures;
+    return `| ${[
+      cell(r.fault),
+      cell(r.promise),
+      recover(f.recoverMs),
+      num(f.roomsMoved),
+      num(f.socketsDropped),
+      num(f.requestsFailed),
+      num(f.roomsSplit),
+      cell((f.other ?? []).join('; ')),
+      cell(`${r.file}: ${r.test}`),
+    ].join(' | ')} |`;
+  });
+  return [...head, ...lines].join('\n');
+}
