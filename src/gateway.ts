@@ -12,6 +12,7 @@ import { RedisSharedDataStore } from './shared-data/redis-store.js';
 import type { SharedDataStore } from './shared-data/store.js';
 import { DnsDiscovery } from './backends/discovery.js';
 import { EventLog } from './runtime/events.js';
+import { PushLog } from './runtime/push-log.js';
 import { HealthChecker } from './backends/health.js';
 import { BACKEND_TLS_UNVERIFIED, loadBackendTls } from './backends/backend-tls.js';
 import { BackendPool } from './runtime/pool.js';
@@ -86,6 +87,7 @@ export class Gateway {
   private readonly pool: BackendPool;
   private readonly tunnels: TunnelRegistry;
   private readonly events = new EventLog();
+  private readonly pushLog = new PushLog();
   private readonly store: PlacementStore;
   /** Presence, lobby and leaderboards. */
   private readonly sharedData: SharedDataStore;
@@ -211,6 +213,7 @@ export class Gateway {
         logger,
         maxFanoutRooms: config.push.maxFanoutRooms,
         requireLive: config.push.requireLive,
+        log: this.pushLog,
         isLive: async (room) => ((await this.sharedData.room(room))?.sockets ?? 0) > 0,
         // Live rooms from presence (every gateway's reports), a page at a time.
         liveRooms: async (prefix, cap) => {
@@ -230,6 +233,7 @@ export class Gateway {
       tunnels: this.tunnels,
       placer: this.placer,
       events: this.events,
+      pushes: this.pushLog,
       store: this.store,
       health: this.health,
       metrics,

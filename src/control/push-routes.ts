@@ -42,7 +42,7 @@ function answerOf(room: string, out: PushOutcome): Recorded {
   const error = (e: HttpError): Recorded => ({ status: e.status, headers: { ...e.headers }, body: e.body() });
   switch (out.kind) {
     case 'delivered':
-      return { status: 202, headers: {}, body: { id: out.id, room, backend: out.backend, epoch: out.epoch } };
+      return { status: 202, headers: {}, body: { id: out.id, room, backend: out.backend, epoch: out.epoch, ...(out.movedFrom ? { movedFrom: out.movedFrom } : {}) } };
     case 'not-live':
       return error(Errors.roomNotLive(`room "${room}" is not live: no backend holds it`));
     case 'unavailable':
@@ -51,11 +51,17 @@ function answerOf(room: string, out: PushOutcome): Recorded {
       return error(Errors.badGateway(`the backend answered the delivery with ${out.status}`, { detail: { id: out.id, backendStatus: out.status } }));
     case 'timeout':
       return error(Errors.gatewayTimeout(`the backend did not answer the delivery in time (message ${out.id})`, { detail: { id: out.id } }));
+    case 'moved':
+      return error(
+        Errors.roomMoved(`room "${room}" moved while the message was delivered, and its new owner did not take it: not delivered; send it again if it still matters`, {
+          detail: { id: out.id, backend: out.backend, epoch: out.epoch },
+        }),
+      );
   }
 }
 
 /** Nothing reached a backend: a retry under the same Idempotency-Key may run again. */
-const changedNothing = (out: PushOutcome): boolean => out.kind === 'not-live' || (out.kind === 'unavailable' && !out.sent);
+const changedNothing = (out: PushOutcome): boolean => out.kind === 'not-live' || out.kind === 'moved' || (out.kind === 'unavailable' && !out.sent);
 
 /** Who sent it, as the backend is told (X-Roomgate-Sender): the caller's word, or "api". */
 const SENDER = /^[A-Za-z0-9_.:@/-]{1,128}$/;
@@ -65,6 +71,10 @@ const Accepted = z.object({
   room: z.string(),
   backend: z.string().meta({ description: 'The backend that took it.' }),
   epoch: z.number().meta({ description: 'The placement epoch it was delivered under (X-Roomgate-Epoch).' }),
+  movedFrom: z
+    .object({ backend: z.string(), epoch: z.number() })
+    .optional()
+    .meta({ description: 'Present when the room moved during the call: the backend (and epoch) first tried, which did not take it.' }),
 });
 
 const err = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } });
@@ -115,7 +125,9 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
           'X-Roomgate-Message-Id and X-Roomgate-Sender (the caller\'s X-Roomgate-Sender, else "api"). Never places a room.',
           'At most once per call: a call that ends in 503 or 504 may or may not have reached the backend (docs/push.md). With an',
           'Idempotency-Key, a retry (same key, same room) within push.idempotencyWindowMs gets the first answer again with',
-          'Idempotent-Replayed: true, through any gateway sharing the store, and is not delivered again.',
+          'Idempotent-Replayed: true, through any gateway sharing the store, and is not delivered again. When the backend refuses it or',
+          'cannot be reached and the room has moved meanwhile (a fresh read of its placement shows another epoch), it is delivered once',
+          'more to the new owner with the same message id (202 with movedFrom), else 409 room_moved.',
         ].join(' '),
         security: [{ bearer: [] }, { basic: [] }],
         params: roomParams(o.validateRoom),
@@ -126,7 +138,9 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
           401: err('Missing or wrong push token.'),
           403: err('Pushes are disabled (no push.tokens).'),
           404: err('room_not_live: no backend holds the room (it has no placement; with push.requireLive, or no live sockets).'),
-          409: err('conflict: a call with this Idempotency-Key is still running.'),
+          409: err(
+            'conflict: a call with this Idempotency-Key is still running; or room_moved: the room moved during the delivery, it was re-resolved once and the new owner did not take it either (not delivered).',
+          ),
           408: err('The body did not arrive in time.'),
           405: err('Another method than POST (Allow: POST).'),
           413: err('The body is over push.maxBytes.'),

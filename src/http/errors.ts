@@ -17,6 +17,7 @@ export type ErrorCode =
   | 'misdirected_request'
   | 'bad_gateway'
   | 'room_not_live'
+  | 'room_moved'
   | 'conflict'
   | 'gateway_timeout'
   | 'store_unavailable'
@@ -78,6 +79,8 @@ export const Errors = {
   badGateway: createError('bad_gateway', 502, 'bad gateway'),
   /** A push for a room that has no placement: nobody holds it. */
   roomNotLive: createError('room_not_live', 404, 'the room is not live: no backend holds it'),
+  /** A push whose room moved during the delivery, and whose new owner did not take it either. */
+  roomMoved: createError('room_moved', 409, 'the room moved while the message was delivered; not delivered'),
   gatewayTimeout: createError('gateway_timeout', 504, 'the backend did not answer in time'),
   conflict: createError('conflict', 409, 'conflict'),
   storeUnavailable: createError(

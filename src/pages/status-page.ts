@@ -2,16 +2,18 @@
 // the placement store mode, recent membership and health events, the gateway id. The server-rendered
 // table is complete without JavaScript; the constant script below only replaces it with each
 // snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
-import type { BackendEventKind, BackendStateName, RuntimeView } from '../runtime/views.js';
+import type { BackendEventKind, BackendStateName, PushEvent, RuntimeView } from '../runtime/views.js';
 import { STREAM_CLIENT_JS, hiddenColumns, html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const STATUS_PATH = '/_roomgate/';
 export const STATUS_STREAM_PATH = '/_roomgate/status/stream';
 /** Events shown (newest first). */
 export const STATUS_EVENTS = 20;
+/** Pushes shown (newest first). */
+export const STATUS_PUSHES = 20;
 
 /** What the page reads of the running gateway. */
-export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events' | 'cache'>;
+export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events' | 'pushes' | 'cache'>;
 
 export interface StatusBackend {
   readonly id: string;
@@ -37,6 +39,9 @@ export interface StatusEvent {
   readonly liveRoomsMoved: number;
 }
 
+/** A push or fan-out through this gateway, as logged; room (target) and sender are '' on the public port. */
+export type StatusPush = PushEvent;
+
 export interface StatusSnapshot {
   readonly gatewayId: string;
   readonly store: 'memory' | 'redis';
@@ -51,6 +56,8 @@ export interface StatusSnapshot {
   readonly backends: readonly StatusBackend[];
   /** Newest first. */
   readonly events: readonly StatusEvent[];
+  /** Newest first. */
+  readonly pushes: readonly StatusPush[];
   /** The page cache of this gateway (process), or null when it is off. */
   readonly cache: StatusCache | null;
 }
@@ -99,6 +106,22 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
         liveRoomsMoved: e.liveRoomsMoved,
       }),
     );
+  const pushes = v
+    .pushes()
+    .slice(-STATUS_PUSHES)
+    .reverse()
+    .map(
+      (p): StatusPush => ({
+        at: p.at,
+        call: p.call,
+        // Room keys and senders are the app's business: admin port only.
+        target: o.internal ? p.target : '',
+        result: p.result,
+        backend: p.backend,
+        sender: o.internal ? p.sender : '',
+        ms: p.ms,
+      }),
+    );
   return {
     gatewayId: gw.gatewayId,
     store: gw.store,
@@ -110,6 +133,7 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
     totalSockets: backends.reduce((n, b) => n + b.sockets, 0),
     backends,
     events,
+    pushes,
     cache: cacheStatus(v),
   };
 }
@@ -164,6 +188,18 @@ function eventRow(e: StatusEvent): SafeHtml {
 <td data-col="detail" data-label="Detail">${e.detail}</td>
 <td class="num" data-label="Rooms moved">${e.roomsMoved}</td>
 <td class="num" data-label="Live rooms moved">${e.liveRoomsMoved}</td>
+</tr>`;
+}
+
+function pushRow(p: StatusPush, internal: boolean): SafeHtml {
+  return html`<tr>
+<td class="mono" data-label="Time (UTC)"><time datetime="${p.at}">${shortTime(p.at)}</time></td>
+<td data-label="Call">${p.call === 'room' ? 'room' : 'fan-out'}</td>
+${internal ? html`<th scope="row" class="mono" data-label="Room">${p.target}</th>` : ''}
+<td data-label="Result"><span class="push-${p.result}">${p.result}</span></td>
+<td class="mono" data-label="Backend">${p.backend}</td>
+${internal ? html`<td class="mono" data-label="Sender">${p.sender}</td>` : ''}
+<td class="num" data-label="ms">${p.ms}</td>
 </tr>`;
 }
 
@@ -223,6 +259,25 @@ ${s.events.map(eventRow)}
 </tbody>
 </table>
 <p id="no-events"${s.events.length > 0 ? html` hidden` : ''}>No events yet.</p>
+</section>
+<section aria-labelledby="pushes-h">
+<h2 id="pushes-h">Recent pushes</h2>
+<table id="pushes" class="stack">
+<caption>Messages pushed to rooms through this gateway, newest first (last ${STATUS_PUSHES}): what became of each and where it went.</caption>
+<thead><tr>
+<th scope="col">Time (UTC)</th>
+<th scope="col">Call</th>
+${o.internal ? html`<th scope="col">Room</th>` : ''}
+<th scope="col">Result</th>
+<th scope="col">Backend</th>
+${o.internal ? html`<th scope="col">Sender</th>` : ''}
+<th scope="col" class="num">ms</th>
+</tr></thead>
+<tbody>
+${s.pushes.map((p) => pushRow(p, o.internal))}
+</tbody>
+</table>
+<p id="no-pushes"${s.pushes.length > 0 ? html` hidden` : ''}>No pushes yet.</p>
 </section>
 </main>
 </div>`;
@@ -309,6 +364,19 @@ export const STATUS_SCRIPT = `
     cell(tr, 'td', 'num', e.liveRoomsMoved, 'Live rooms moved');
     return tr;
   }
+  function pushRow(p) {
+    var tr = el('tr');
+    var t = el('time', null, short(p.at));
+    t.setAttribute('datetime', p.at);
+    cell(tr, 'td', 'mono', t, 'Time (UTC)');
+    cell(tr, 'td', null, p.call === 'room' ? 'room' : 'fan-out', 'Call');
+    if (internal) cell(tr, 'th', 'mono', p.target, 'Room');
+    cell(tr, 'td', null, el('span', 'push-' + p.result, p.result), 'Result');
+    cell(tr, 'td', 'mono', p.backend, 'Backend');
+    if (internal) cell(tr, 'td', 'mono', p.sender, 'Sender');
+    cell(tr, 'td', 'num', p.ms, 'ms');
+    return tr;
+  }
   function replace(tbody, rows) {
     var f = document.createDocumentFragment();
     rows.forEach(function (r) { f.appendChild(r); });
@@ -349,6 +417,8 @@ export const STATUS_SCRIPT = `
     if (events.getAttribute('data-hide') !== hide) events.setAttribute('data-hide', hide);
     document.getElementById('no-backends').hidden = s.backends.length > 0;
     document.getElementById('no-events').hidden = s.events.length > 0;
+    replace(document.querySelector('#pushes tbody'), s.pushes.map(pushRow));
+    document.getElementById('no-pushes').hidden = s.pushes.length > 0;
     var said = changes(s);
     if (said.length) announce.textContent = said.join('. ');
     previous = s;

@@ -121,6 +121,18 @@ export class Placer {
     return { decision: this.busy(), placement, cached };
   }
 
+  /**
+   * explain(write=false) from what the store says now: this gateway's cached placement of the
+   * room is dropped first (a push that found the room's backend gone re-reads it once, since
+   * another gateway may have moved the room). Provisional and degraded-mode entries stay: they are
+   * all there is while the store is unreachable.
+   */
+  async explainFresh(room: string, nowMs: number): Promise<Explained> {
+    const c = this.cache.get(room);
+    if (c && !c.provisional && !this.degraded) this.cache.delete(room);
+    return this.explain(room, nowMs, false);
+  }
+
   private decideWith(room: string | null, placement: PlacementRecord | null, nowMs: number): Decision {
     this.tieBreak = (this.tieBreak + 1) % 1_000_000;
     return decide(room, {

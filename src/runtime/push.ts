@@ -10,7 +10,9 @@ import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
 import { ownerFields } from '../http/ownership.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import type { PlacementRecord } from '../placement/store.js';
 import type { Placer } from './placer.js';
+import type { PushLog } from './push-log.js';
 import type { Backend, BackendPool } from './pool.js';
 
 export interface PushOptions {
@@ -32,11 +34,16 @@ export interface PushOptions {
   readonly requireLive: boolean;
   /** Whether the room has live sockets through any gateway (presence). */
   readonly isLive: (room: string) => Promise<boolean>;
+  /** Where each call is noted for the status page. */
+  readonly log: PushLog;
 }
 
 export type PushOutcome =
-  /** The backend took it (2xx). */
-  | { readonly kind: 'delivered'; readonly id: string; readonly backend: string; readonly epoch: number }
+  /**
+   * The backend took it (2xx). `movedFrom`: the room moved between the call and the delivery; the
+   * first backend refused it (or could not be reached) and this one, the room's new owner, took it.
+   */
+  | { readonly kind: 'delivered'; readonly id: string; readonly backend: string; readonly epoch: number; readonly movedFrom?: { readonly backend: string; readonly epoch: number } }
   /** No placement: the room is not live anywhere. */
   | { readonly kind: 'not-live' }
   /**
@@ -47,7 +54,12 @@ export type PushOutcome =
   /** The backend answered something else than 2xx. */
   | { readonly kind: 'refused'; readonly id: string; readonly backend: string; readonly status: number }
   /** No answer in time. */
-  | { readonly kind: 'timeout'; readonly id: string; readonly backend: string };
+  | { readonly kind: 'timeout'; readonly id: string; readonly backend: string }
+  /**
+   * The room moved while the message was on its way and the new owner did not take it either (or
+   * it moved again): not delivered; the caller decides whether to send it again.
+   */
+  | { readonly kind: 'moved'; readonly id: string; readonly backend: string | null; readonly epoch: number | null };
 
 // Connection errors after which nothing reached the backend.
 const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
@@ -65,14 +77,22 @@ export type FanoutOutcome =
   /** More live rooms than push.maxFanoutRooms. */
   | { readonly kind: 'too-many'; readonly max: number };
 
+/** The backend said no (non-2xx), or nothing reached it: the message is surely not in the room's state. */
+function notDelivered(out: PushOutcome): boolean {
+  return out.kind === 'refused' || (out.kind === 'unavailable' && !out.sent);
+}
+
 export class PushDelivery {
   constructor(private readonly o: PushOptions) {}
 
   async deliver(room: string, body: Buffer, sender: string, nowMs: number): Promise<PushOutcome> {
     const t0 = performance.now();
     const out = await this.attempt(room, body, sender, nowMs);
+    const ms = performance.now() - t0;
     this.o.metrics.pushes.inc({ result: out.kind });
-    this.o.metrics.pushSeconds.observe({ result: out.kind }, (performance.now() - t0) / 1000);
+    this.o.metrics.pushSeconds.observe({ result: out.kind }, ms / 1000);
+    const backend = 'backend' in out && out.backend !== null ? out.backend : '';
+    this.o.log.add({ at: new Date(nowMs).toISOString(), call: 'room', target: room, result: out.kind, backend, sender, ms: Math.round(ms) });
     return out;
   }
 
@@ -82,6 +102,22 @@ export class PushDelivery {
    * as unplaced; nothing is placed.
    */
   async fanOut(prefix: string | undefined, message: string, sender: string, nowMs: number): Promise<FanoutOutcome> {
+    const t0 = performance.now();
+    const out = await this.fanOutOnce(prefix, message, sender, nowMs);
+    const backends = out.kind === 'sent' ? Object.keys(out.backends).length : 0;
+    this.o.log.add({
+      at: new Date(nowMs).toISOString(),
+      call: 'fanout',
+      target: `${prefix ?? ''}*`,
+      result: out.kind,
+      backend: out.kind === 'sent' ? `${backends} backend${backends === 1 ? '' : 's'}, ${out.rooms - out.unplaced} rooms` : '',
+      sender,
+      ms: Math.round(performance.now() - t0),
+    });
+    return out;
+  }
+
+  private async fanOutOnce(prefix: string | undefined, message: string, sender: string, nowMs: number): Promise<FanoutOutcome> {
     const { o } = this;
     const rooms = await o.liveRooms(prefix, o.maxFanoutRooms);
     if (rooms.length > o.maxFanoutRooms) return { kind: 'too-many', max: o.maxFanoutRooms };
@@ -111,26 +147,62 @@ export class PushDelivery {
   }
 
   private async attempt(room: string, body: Buffer, sender: string, nowMs: number): Promise<PushOutcome> {
+    const id = randomUUID();
+    const first = await this.target(room, nowMs, false);
+    if (first.kind !== 'target') return first.outcome;
+    const out = await this.post(first.backend, room, first.epoch, id, body, sender);
+    // Delivered, or maybe delivered (a timeout, a connection broken after it was made): never sent
+    // twice. At most once per call.
+    if (!notDelivered(out)) return out;
+    // It surely did not reach the room's state. If the room moved since it was resolved (its
+    // backend died and a client re-placed it through another gateway, or the first backend no
+    // longer holds it), re-resolve once from the store and deliver to the new owner.
+    const second = await this.target(room, Date.now(), true);
+    const p = second.placement;
+    if (p === null || (p.epoch === first.epoch && p.backend === first.backend.id)) return out;
+    if (second.kind !== 'target') return { kind: 'moved', id, backend: p.backend, epoch: p.epoch };
+    const again = await this.post(second.backend, room, second.epoch, id, body, sender);
+    if (again.kind === 'delivered') return { ...again, movedFrom: { backend: first.backend.id, epoch: first.epoch } };
+    if (!notDelivered(again)) return again;
+    return { kind: 'moved', id, backend: second.backend.id, epoch: second.epoch };
+  }
+
+  /**
+   * Where a push for the room goes now, without placing it: its placed backend when routing would
+   * send the room's requests there, else the outcome to answer. `fresh`: read the placement from
+   * the store, not this gateway's cache.
+   */
+  private async target(
+    room: string,
+    nowMs: number,
+    fresh: boolean,
+  ): Promise<
+    | { readonly kind: 'target'; readonly backend: Backend; readonly epoch: number; readonly placement: PlacementRecord }
+    | { readonly kind: 'answer'; readonly outcome: PushOutcome; readonly placement: PlacementRecord | null }
+  > {
     // write=false: what routing would do now, without placing anything.
-    const { decision, placement } = await this.o.placer.explain(room, nowMs, false);
-    if (placement === null) return { kind: 'not-live' };
+    const { decision, placement } = fresh ? await this.o.placer.explainFresh(room, nowMs) : await this.o.placer.explain(room, nowMs, false);
+    if (placement === null) return { kind: 'answer', outcome: { kind: 'not-live' }, placement };
     if (this.o.requireLive) {
       const live = await this.o.isLive(room).catch(() => null);
-      if (live === null) return { kind: 'unavailable', backend: placement.backend, retryAfterS: this.o.retryAfterS, why: 'presence cannot be read', sent: false };
-      if (!live) return { kind: 'not-live' };
+      if (live === null) return { kind: 'answer', outcome: this.unavailable(placement.backend, 'presence cannot be read', false), placement };
+      if (!live) return { kind: 'answer', outcome: { kind: 'not-live' }, placement };
     }
     const backend = this.o.pool.get(placement.backend);
     // The room lives where its placement says, or nowhere for a push: a decision to route it
     // elsewhere (its backend down or drained) would be a move, which only a client's request makes.
     if (!backend || !('route' in decision) || decision.route !== placement.backend) {
       const why = 'reject' in decision ? decision.reason : backend ? `backend ${backend.id} is ${backend.state(nowMs)}` : `backend ${placement.backend} is gone`;
-      return { kind: 'unavailable', backend: placement.backend, retryAfterS: this.o.retryAfterS, why, sent: false };
+      return { kind: 'answer', outcome: this.unavailable(placement.backend, why, false), placement };
     }
-    return this.post(backend, room, placement.epoch, body, sender);
+    return { kind: 'target', backend, epoch: placement.epoch, placement };
   }
 
-  private async post(backend: Backend, room: string, epoch: number, body: Buffer, sender: string): Promise<PushOutcome> {
-    const id = randomUUID();
+  private unavailable(backend: string | null, why: string, sent: boolean): PushOutcome {
+    return { kind: 'unavailable', backend, retryAfterS: this.o.retryAfterS, why, sent };
+  }
+
+  private async post(backend: Backend, room: string, epoch: number, id: string, body: Buffer, sender: string): Promise<PushOutcome> {
     const out = await this.send(backend, body, [...ownerFields({ room, epoch }), 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender]);
     switch (out.result) {
       case 'delivered':
@@ -140,7 +212,7 @@ export class PushDelivery {
       case 'timeout':
         return { kind: 'timeout', id, backend: backend.id };
       case 'unavailable':
-        return { kind: 'unavailable', backend: backend.id, retryAfterS: this.o.retryAfterS, why: out.why ?? 'unavailable', sent: out.sent ?? true };
+        return this.unavailable(backend.id, out.why ?? 'unavailable', out.sent ?? true);
     }
   }
 

@@ -4,6 +4,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { CachePurge } from '../shared-data/store.js';
 import type { BackendAdminState, PlacementStore } from '../placement/store.js';
 import type { EventLog } from './events.js';
+import type { PushLog } from './push-log.js';
 import type { Placer } from './placer.js';
 import type { PushDelivery } from './push.js';
 import type { BackendPool } from './pool.js';
@@ -22,6 +23,7 @@ export interface RuntimeViewParts {
   readonly tunnels: TunnelRegistry;
   readonly placer: Placer;
   readonly events: EventLog;
+  readonly pushes: PushLog;
   readonly store: PlacementStore;
   readonly health: { history(id: string): readonly HealthCheckResult[] };
   readonly metrics: Pick<Metrics, 'registry'>;
@@ -70,6 +72,7 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
     backends: (now) => p.pool.backends.map((b) => snapshot(b.id, now) as BackendSnapshot),
     backend: snapshot,
     events: () => p.events.list(),
+    pushes: () => p.pushes.list(),
     explainRoom: async (room, now) => {
       const e = await p.placer.explain(room, now, false);
       const d = e.decision;

@@ -4,6 +4,9 @@
 import type { BackendAdminState, PlacementRecord } from '../placement/store.js';
 import type { CachePurge } from '../shared-data/store.js';
 import type { FanoutOutcome, PushOutcome } from './push.js';
+import type { PushEvent } from './push-log.js';
+
+export type { PushEvent };
 
 export type BackendStateName = 'up' | 'down' | 'draining' | 'maintenance';
 
@@ -98,6 +101,8 @@ export interface RuntimeView {
   backend(id: string, nowMs: number): BackendSnapshot | null;
   /** Oldest first. */
   events(): readonly BackendEventView[];
+  /** The most recent pushes and fan-outs through this gateway, oldest first. */
+  pushes(): readonly PushEvent[];
   explainRoom(room: string, nowMs: number): Promise<RoomExplanation>;
   /** Drain, maintenance or back to active, for every gateway sharing the store. Rejects when the store is unreachable. */
   setAdminState(id: string, state: BackendAdminState | null): Promise<void>;

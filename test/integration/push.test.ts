@@ -5,10 +5,11 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
-import { adminGet } from '../support/room-clients.js';
+import { adminGet, adminPost } from '../support/room-clients.js';
 import { metricValue, startGateway, stopAll, type GatewayProc } from '../support/processes.js';
 
 const TOKEN = 'push-token-0123456789abcdef';
+const ADMIN_TOKEN = 'admin-token-0123456789abcdef';
 
 interface Got {
   readonly backend: string;
@@ -21,7 +22,8 @@ const got: Got[] = [];
 
 /** A backend that records requests; its push path answers as `pushAnswer` says. */
 class Recorder {
-  pushAnswer: 'ok' | 500 | 'hang' = 'ok';
+  /** A function runs before the answer (e.g. moves the room) and gives its status. */
+  pushAnswer: 'ok' | 500 | 'hang' | (() => Promise<number>) = 'ok';
   readonly server: http.Server;
   constructor(readonly id: string) {
     this.server = http.createServer((req, res) => {
@@ -31,8 +33,13 @@ class Recorder {
       req.on('end', () => {
         got.push({ backend: id, method: req.method ?? '', url: req.url ?? '', headers: req.headers, body });
         if (req.url === '/_roomgate/push') {
-          if (this.pushAnswer === 'hang') return; // never answers
-          res.writeHead(this.pushAnswer === 'ok' ? 204 : this.pushAnswer);
+          const answer = this.pushAnswer;
+          if (answer === 'hang') return; // never answers
+          if (typeof answer === 'function') {
+            void answer().then((status) => res.writeHead(status).end());
+            return;
+          }
+          res.writeHead(answer === 'ok' ? 204 : answer);
           return res.end();
         }
         res.writeHead(200, { 'Content-Type': 'text/plain' });
@@ -92,7 +99,7 @@ beforeAll(async () => {
   const [u1, u2] = await Promise.all([b1.start(), b2.start()]);
   gw = await startGateway({
     backends: [`b1=${u1}`, `b2=${u2}`],
-    config: { health: { path: null }, push: { tokens: [TOKEN], timeoutMs: 400, maxBytes: 1024 }, admin: { token: 'admin-token-0123456789abcdef' } },
+    config: { health: { path: null }, push: { tokens: [TOKEN], timeoutMs: 400, maxBytes: 1024 }, admin: { token: ADMIN_TOKEN } },
   });
 });
 
@@ -228,6 +235,73 @@ describe('push to a room', () => {
       expect(again.status).toBe(503);
     } finally {
       await extra.close();
+    }
+  });
+
+  it('a room that moves during the delivery is delivered once more to its new owner (202 movedFrom); if that one refuses too, 409 room_moved', async () => {
+    const recorder = (id: string): Recorder => (id === 'b1' ? b1 : b2);
+    const holder = await place('moving-1');
+    const other = holder === 'b1' ? 'b2' : 'b1';
+    const epochOf = (m: Got): number => Number(m.headers['x-roomgate-epoch']);
+    // The holder, on getting the push, loses the room (maintenance, then a page request places it
+    // on the other backend with a new epoch) and refuses the message as no longer its own.
+    const moveAway = async (): Promise<number> => {
+      expect((await adminPost(gw, `/backends/${holder}/maintenance`, ADMIN_TOKEN)).status).toBe(200);
+      await call(gw.port, 'GET', '/page?room=moving-1', { token: null });
+      expect((got.at(-1) as Got).backend).toBe(other);
+      return 409;
+    };
+    const count = (): number => pushesSeen().filter((m) => m.headers['x-roomgate-room'] === 'moving-1').length;
+    try {
+      recorder(holder).pushAnswer = moveAway;
+      const a = await push(gw, 'moving-1', '{"n":1}');
+      expect(a.status).toBe(202);
+      const [first, second] = pushesSeen().filter((m) => m.headers['x-roomgate-room'] === 'moving-1');
+      expect(first).toMatchObject({ backend: holder });
+      expect(second).toMatchObject({ backend: other, body: '{"n":1}' });
+      // One message: the same id at both; the new owner gets the new, larger epoch.
+      expect(second?.headers['x-roomgate-message-id']).toBe(first?.headers['x-roomgate-message-id']);
+      expect(epochOf(second as Got)).toBeGreaterThan(epochOf(first as Got));
+      expect(a.json).toMatchObject({ backend: other, epoch: epochOf(second as Got), movedFrom: { backend: holder, epoch: epochOf(first as Got) } });
+
+      // Back to the first backend (the other one now loses it the same way), whose answer is 409
+      // as well: re-resolved once, then 409 room_moved, nothing delivered.
+      await adminPost(gw, `/backends/${holder}/undrain`, ADMIN_TOKEN);
+      const moveBack = async (): Promise<number> => {
+        expect((await adminPost(gw, `/backends/${other}/maintenance`, ADMIN_TOKEN)).status).toBe(200);
+        await call(gw.port, 'GET', '/page?room=moving-1', { token: null });
+        return 409;
+      };
+      recorder(other).pushAnswer = moveBack;
+      recorder(holder).pushAnswer = async () => 409;
+      const before = count();
+      const b = await push(gw, 'moving-1', '{"n":2}');
+      expect(b.status).toBe(409);
+      expect(b.json.error).toMatchObject({ code: 'room_moved', backend: holder });
+      expect(count()).toBe(before + 2);
+      expect(await metricValue(gw, 'roomgate_pushes_total', { result: 'moved' })).toBe(1);
+      // The admin API's events and the status page list both calls, newest last / first.
+      const { pushes } = await adminGet<{ pushes: { target: string; result: string; backend: string; call: string }[] }>(gw, '/events');
+      expect(pushes.filter((p) => p.target === 'moving-1').map((p) => [p.result, p.backend])).toEqual([
+        ['delivered', other],
+        ['moved', holder],
+      ]);
+      const page = await fetch(`http://127.0.0.1:${gw.adminPort}/_roomgate/`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, signal: AbortSignal.timeout(5_000) });
+      const html = await page.text();
+      const rows = html.slice(html.indexOf('<table id="pushes"'));
+      expect(rows.indexOf('<span class="push-moved">moved</span>')).toBeGreaterThan(0);
+      expect(rows.indexOf('<span class="push-moved">moved</span>')).toBeLessThan(rows.indexOf('<span class="push-delivered">delivered</span>'));
+
+      // A refusal without a move is the backend's word: 502, tried once.
+      recorder(holder).pushAnswer = async () => 409;
+      const c = await push(gw, 'moving-1', '{"n":3}');
+      expect(c.status).toBe(502);
+      expect(count()).toBe(before + 3);
+    } finally {
+      b1.pushAnswer = 'ok';
+      b2.pushAnswer = 'ok';
+      await adminPost(gw, `/backends/${holder}/undrain`, ADMIN_TOKEN);
+      await adminPost(gw, `/backends/${other}/undrain`, ADMIN_TOKEN);
     }
   });
 });

@@ -12,7 +12,7 @@ import { STATUS_SCRIPT, cacheSummary, collectStatus, renderStatusPage, type Stat
 import { StatusStream } from '../../src/control/status-stream.js';
 import { StreamSlots, streamsFull } from '../../src/http/stream-slots.js';
 import { sendError } from '../../src/http/replies.js';
-import type { BackendEventView } from '../../src/runtime/views.js';
+import type { BackendEventView, PushEvent } from '../../src/runtime/views.js';
 import { fakeBackend } from '../support/control.js';
 import { waitFor } from '../support/processes.js';
 import { createRoomValidator } from '../../src/room/validate.js';
@@ -46,11 +46,17 @@ function fakeView(): StatusView {
   ];
   const event = (kind: BackendEventView['kind'], backend: string, detail: string): BackendEventView => ({ at: new Date().toISOString(), kind, backend, detail, roomsMoved: 0, liveRoomsMoved: 0 });
   const events = [event('joined', 'b1', 'http://10.0.0.1:8000'), event('joined', 'b2', 'http://10.0.0.2:8000'), event('down', 'b1', `detail ${XSS}`)];
+  const at = new Date().toISOString();
+  const pushes: PushEvent[] = [
+    { at, call: 'room', target: `room-${XSS}`, result: 'delivered', backend: 'b1', sender: 'job:nightly', ms: 4 },
+    { at, call: 'fanout', target: 'tournament-*', result: 'sent', backend: '2 backends, 7 rooms', sender: 'api', ms: 12 },
+  ];
   return {
     gateway: () => ({ gatewayId: `gw-${XSS}`, store: 'redis', degraded: true, ready: true, sockets: 6, rooms: 3 }),
     cache: () => null,
     backends: () => backends,
     events: () => events,
+    pushes: () => pushes,
   };
 }
 
@@ -135,6 +141,27 @@ describe('status page', () => {
     const zero = { hit: 0, stale: 0, 'stale-if-error': 0, miss: 0, coalesced: 0, bypass: 3 };
     expect(cacheSummary(collectStatus(withCache(null, zero), { internal: false }).cache)).toBe('no requests yet; 42 answers, 3.0 of 64.0 MiB');
     expect(cacheSummary(collectStatus(withCache(100 / 110), { internal: false }).cache)).toBe('90.9 % hits (100 of 110); 42 answers, 3.0 of 64.0 MiB');
+  });
+
+  it('recent pushes, newest first: room and sender on the admin port only', () => {
+    const snap = collectStatus(fakeView(), { internal: true });
+    expect(snap.pushes.map((p) => [p.call, p.result, p.backend])).toEqual([
+      ['fanout', 'sent', '2 backends, 7 rooms'],
+      ['room', 'delivered', 'b1'],
+    ]);
+    const doc = renderStatusPage(snap, { internal: true }).html;
+    expect(doc).toContain('<th scope="row" class="mono" data-label="Room">room-&lt;img');
+    expect(doc).toContain('job:nightly');
+    expect(doc).toContain('<td data-label="Call">fan-out</td>');
+    expect(doc).toContain('<p id="no-pushes">No pushes yet.</p>'.replace('>No', ' hidden>No'));
+    const pub = collectStatus(fakeView(), { internal: false });
+    expect(pub.pushes.every((p) => p.target === '' && p.sender === '')).toBe(true);
+    const pubDoc = renderStatusPage(pub, { internal: false }).html;
+    expect(pubDoc).not.toContain('room-&lt;img');
+    expect(pubDoc).not.toContain('job:nightly');
+    expect(pubDoc).not.toContain('>Room<');
+    const none = renderStatusPage(collectStatus({ ...fakeView(), pushes: () => [] }, { internal: true }), { internal: true }).html;
+    expect(none).toContain('<p id="no-pushes">No pushes yet.</p>');
   });
 
   it('the public view has no backend URLs and no joined/removed details', () => {

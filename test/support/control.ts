@@ -7,7 +7,7 @@ import { configSchema, type Config } from '../../src/config/schema.js';
 import { ControlPlane, type ControlPlaneOptions } from '../../src/control/control-plane.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import type { BackendAdminState } from '../../src/placement/store.js';
-import type { BackendEventView, BackendSnapshot, GatewaySnapshot, RoomExplanation, RuntimeView } from '../../src/runtime/views.js';
+import type { BackendEventView, BackendSnapshot, PushEvent, GatewaySnapshot, RoomExplanation, RuntimeView } from '../../src/runtime/views.js';
 import type { SharedDataStore } from '../../src/shared-data/store.js';
 
 type Section = 'admin' | 'api' | 'status' | 'room' | 'push';
@@ -77,6 +77,10 @@ export class FakeView implements RuntimeView {
   backend(id: string): BackendSnapshot | null {
     return this.list.find((b) => b.id === id) ?? null;
   }
+  pushes(): readonly PushEvent[] {
+    return [];
+  }
+
   events(): readonly BackendEventView[] {
     return this.eventList;
   }
