@@ -12,6 +12,7 @@ import { Client, startBackends, startGateway, stopAll, withTimeout, type Backend
 
 const ADMIN_TOKEN = 'browser-admin-token-0123456789';
 const API_TOKEN = 'browser-api-token-0123456789ab';
+const PUSH_TOKEN = 'browser-push-token-0123456789a';
 const XSS = '<img src=x onerror=alert(1)>';
 
 let backends: BackendProc[];
@@ -32,6 +33,7 @@ beforeAll(async () => {
       presence: { ttlMs: 1000 },
       api: { streamIntervalMs: 100, tokens: [API_TOKEN] },
       status: { public: 'token' },
+      push: { tokens: [PUSH_TOKEN] },
       // Permissive, so a room can be named like markup (the XSS check).
       room: { pattern: '^.{1,128}$' },
     },
@@ -220,6 +222,23 @@ describe('status page', () => {
     await screenshot(page, 'status-admin-draining');
     await adminPost(`/backends/${other.id}/undrain`, {});
     await expect.poll(() => row.locator('.state').textContent(), { timeout: 5_000 }).toBe('up');
+
+    // A push to the room shows up live in the pushes table, with the room and its backend.
+    expect(await page.locator('#no-pushes').isVisible()).toBe(true);
+    const pushed = await fetch(`http://127.0.0.1:${gw.port}/_roomgate/api/rooms/${encodeURIComponent(room)}/messages`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${PUSH_TOKEN}`, 'content-type': 'application/json', 'x-roomgate-sender': 'job:browser' },
+      body: '{"hello":1}',
+      signal: AbortSignal.timeout(5_000),
+    });
+    expect(pushed.status).toBe(202);
+    const first = page.locator('#pushes tbody tr').first();
+    await expect.poll(() => first.locator('[data-label="Result"]').textContent(), { timeout: 5_000 }).toBe('delivered');
+    expect(await first.locator('th').textContent()).toBe(room);
+    expect(await first.locator('[data-label="Backend"]').textContent()).toBe(roomBackend);
+    expect(await first.locator('[data-label="Sender"]').textContent()).toBe('job:browser');
+    expect(await page.locator('#no-pushes').isVisible()).toBe(false);
+    expect(await sameDocument(page)).toBe(true);
     expect(pageErrors(page)).toEqual([]);
     await page.close();
   });
