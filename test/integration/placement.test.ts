@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { Client, backendRooms, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, writeFigures, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { recordChaos } from '../support/chaos.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 import {
   RoomFleet,
@@ -439,6 +440,21 @@ describe('sticky placements: live rooms never split or move (2 gateways, Redis, 
     for (const [name, fig] of [['A', figA], ['B', figB]] as const) {
       for (const [b, peak] of Object.entries(fig.peak)) expect(peak, `gateway ${name}: upgrades to ${b} in the busiest second`).toBeLessThanOrEqual(2 * ADMISSION_RATE + 2);
     }
+    recordChaos({
+      id: 'backend-kill-9',
+      fault: `a backend killed (kill -9) with ${affected.length} sockets of ${rooms.size} rooms, 2 gateways`,
+      promise: 'only its rooms move, each to one survivor; its clients are back within 15 s; admission limits pace the reconnect wave (503 + Retry-After)',
+      figures: {
+        recoverMs: Math.max(...times),
+        roomsMoved: rooms.size,
+        socketsDropped: affected.length,
+        requestsFailed: refusals.length,
+        roomsSplit: watcher.since(killedAt).length,
+        other: [`other live rooms moved: ${moved(others, after).length}`, `reconnect median ${percentile(times, 50)} ms`, `${admission.length} handshakes refused by admission (retried)`],
+      },
+      file: import.meta.url,
+      test: '4. kill -9 b3 under load',
+    });
   }, 60_000);
 
   it('5. drain b2 with a deadline: B sees it, no new rooms on it, its rooms leave at the deadline, other rooms never notice', async () => {
@@ -574,9 +590,24 @@ describe('sticky placements: live rooms never split or move (2 gateways, Redis, 
     await forwarder.restore();
     await waitState(gwB, 'B', 'b1', 'up', 10_000);
     const after = await settle('after B reaches b1 again');
-    note(`6c. forwarder restored: B's clients all back in ${Date.now() - restoredAt} ms`);
+    const backMs = Date.now() - restoredAt;
+    note(`6c. forwarder restored: B's clients all back in ${backMs} ms`);
     expectNone(moved(s6.before, after), "rooms that moved because of B's view");
     noSplitSince(restoredAt, 'B reaches b1 again');
+    recordChaos({
+      id: 'partition-one-gateway-from-backend',
+      fault: 'one gateway cut from one backend (the other still reaches it)',
+      promise: 'no room splits or moves: the cut gateway answers 503 + Retry-After for those rooms, the other keeps its sockets; its clients return when the link does',
+      figures: {
+        recoverMs: backMs,
+        roomsMoved: moved(s6.before, after).length,
+        socketsDropped: 0,
+        roomsSplit: watcher.since(s6.cutAt).length,
+        other: ['the cut gateway\'s clients of those rooms wait (503) instead of moving; probe rooms placed during the cut: see 6b'],
+      },
+      file: import.meta.url,
+      test: '6a-6c. B cannot reach b1 but A can',
+    });
   }, 60_000);
 
   it('7. Redis killed and restarted under load: no socket dropped, no split, degraded while down, reconciliation after', async () => {
@@ -681,6 +712,21 @@ describe('sticky placements: live rooms never split or move (2 gateways, Redis, 
       expectNone(describeCloses(closes), 'clients closed while Redis was down or after it returned');
       noSplitSince(killedAt, 'Redis outage');
       await settle('after the Redis outage');
+      recordChaos({
+        id: 'redis-kill-9-restart',
+        fault: 'Redis killed (kill -9) under load and restarted empty, 2 gateways',
+        promise: 'routing goes on from cache and ring (degraded), no socket dropped, no room moved or split; placements written back when Redis returns',
+        figures: {
+          recoverMs: reconciledMs,
+          roomsMoved: wrong.length,
+          socketsDropped: closes.length,
+          requestsFailed: wrongPages.length,
+          roomsSplit: watcher.since(killedAt).length,
+          other: [`degraded after ${degradedMs} ms`, `${visitors.length} visitors and ${pages.length} page loads during it`, 'time to recover = restart to both gateways reconciled'],
+        },
+        file: import.meta.url,
+        test: '7. Redis killed and restarted under load',
+      });
     } finally {
       clearTimeout(stream);
       paging = false;
