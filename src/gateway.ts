@@ -110,6 +110,7 @@ export class Gateway {
   private readonly lean: { front: LeanFront; pages: LeanPages } | null;
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
+  private readonly upgradeProxy: UpgradeProxy;
   /** The page cache; null when cache.paths is empty. */
   private readonly cache: PageCache | null;
   private readonly supervisor: Supervisor;
@@ -304,6 +305,7 @@ export class Gateway {
       responseTimeoutMs: config.proxy.responseTimeoutMs,
       maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
       backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
+      clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
       roomCookie,
       cache: this.cache,
       metrics,
@@ -315,7 +317,7 @@ export class Gateway {
       perSecond: config.admission.upgradesPerSecond,
       retryAfterS: config.admission.retryAfterS,
     });
-    const upgradeProxy = new UpgradeProxy({
+    const upgradeProxy = (this.upgradeProxy = new UpgradeProxy({
       router,
       pool: this.pool,
       forwarding,
@@ -327,9 +329,11 @@ export class Gateway {
       connectTimeoutMs: config.proxy.connectTimeoutMs,
       responseTimeoutMs: config.proxy.responseTimeoutMs,
       idleTimeoutMs: config.proxy.websocketIdleTimeoutMs,
+      clientSilenceMs: config.proxy.websocketClientSilenceMs,
+      clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
       metrics,
       logger,
-    });
+    }));
     // Static mounts are served here, never proxied (the directories were checked at load).
     const statics =
       config.static.mounts.length > 0
@@ -393,6 +397,7 @@ export class Gateway {
         limits: { maxHeaderBytes: config.listen.maxHeaderBytes, maxHeaders: config.listen.maxHeaders, roomHeader: config.room.header.toLowerCase() },
         headersTimeoutMs: config.listen.headersTimeoutMs,
         keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
+        clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
         ownPath: (url) => healthAnswer(url, isReady) !== null || this.control.owns(url) || statics?.owns(url) === true,
         pages,
         metrics,
@@ -540,6 +545,7 @@ export class Gateway {
     this.discovery?.stop();
     this.placer.close();
     this.httpProxy.close();
+    this.upgradeProxy.close();
     this.lean?.pages.close();
     this.cache?.close();
     await this.control.close();

@@ -455,6 +455,14 @@ export const configSchema = z.strictObject({
     connectTimeoutMs: doc(positiveMs.default(5_000), { text: 'Connecting to a backend; then it is marked down.' }),
     responseTimeoutMs: doc(positiveMs.default(60_000), { text: "Time from sending a request to the backend's response head (or 101); then 504." }),
     websocketIdleTimeoutMs: doc(optionalMs.default(0), { text: 'Close a proxied WebSocket with no traffic either way for this long (djust pings every 30 s).', zero: 'never' }),
+    websocketClientSilenceMs: doc(optionalMs.default(90_000), {
+      text: "Close a proxied WebSocket (both sides) whose client has sent nothing for this long: a client whose network vanished without a close never says so, and a backend that keeps sending to it keeps TCP from noticing for many minutes. Healthy clients send far more often: djust's client pings every 30 s, and browsers answer the pings of servers that send them (Daphne and uvicorn every 20 s). Set 0 for an app whose clients only listen and whose server never pings.",
+      zero: 'never',
+    }),
+    clientWriteTimeoutMs: doc(optionalMs.default(60_000), {
+      text: "A write to a client (a page answer or a WebSocket frame) that has not gone out for this long closes the connection, and the backend connection behind it: a client that stops reading holds nothing of the gateway's beyond this (nginx's send_timeout is 60 s too). Progress resets it: a slow reader is not cut, one that reads nothing is.",
+      zero: 'never',
+    }),
     maxIdleSocketsPerBackend: doc(z.number().int().min(0).max(10_000).default(64), { text: 'Idle keep-alive connections kept per backend.' }),
     backendIdleTimeoutMs: doc(positiveMs.default(1_500), {
       text: "How long an idle keep-alive connection to a backend is kept before roomgate closes it. Keep it below the backends' own keep-alive timeout (Node 5 s, uvicorn 5 s, gunicorn 2 s): a backend that closes an idle connection just as a request with a body is sent on it makes that request fail with 502 (only requests without a body are retried).",

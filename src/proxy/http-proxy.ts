@@ -16,8 +16,9 @@ import { endToEndFields } from '../http/hop-by-hop.js';
 import { BackendAgents } from './backend-agents.js';
 import { isGone, ResponseAnswer } from './cache-answers.js';
 import { plainResponse } from '../http/replies.js';
+import { resetConnection } from '../http/reset.js';
 import { classifyError, downReason, isConnectFailure } from './errors.js';
-import { startRequest, type PagePathOptions } from './request-count.js';
+import { clientStalled, startRequest, type PagePathOptions } from './request-count.js';
 
 export interface HttpProxyOptions extends PagePathOptions {
   /** TLS toward https:// backends. */
@@ -181,6 +182,7 @@ export class HttpProxy {
         return this.badAnswer(req, res, key, backend, (err as Error).message, done);
       }
       proxyRes.pipe(res);
+      if (o.clientWriteTimeoutMs > 0) cutWhenStalled(proxyRes, res, o.clientWriteTimeoutMs, () => clientStalled(o, key.room, backend.id));
       proxyRes.on('error', () => res.destroy());
       proxyRes.on('aborted', () => res.destroy());
       res.on('close', () => {
@@ -263,4 +265,29 @@ export class HttpProxy {
   close(): void {
     this.agents.close();
   }
+}
+
+/**
+ * The pipe pauses the backend's answer while the client has not taken what was written: a pause
+ * that lasts `ms` means the client reads nothing, and both connections are cut (res closing
+ * destroys the backend's answer, above). Any progress (a resume) starts the wait again.
+ */
+function cutWhenStalled(source: IncomingMessage, res: ServerResponse, ms: number, onCut: () => void): void {
+  let timer: NodeJS.Timeout | null = null;
+  const disarm = (): void => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+  };
+  source.on('pause', () => {
+    disarm();
+    timer = setTimeout(() => {
+      timer = null;
+      onCut();
+      // HTTP/1.1: the client's connection; h2: the stream (the session serves on).
+      if (res.socket !== null && !('stream' in res)) resetConnection(res.socket);
+      res.destroy();
+    }, ms);
+  });
+  source.on('resume', disarm);
+  res.once('close', disarm);
 }

@@ -17,7 +17,7 @@ import { roomCookieFor } from './page-cookie.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
 import { Deadlines } from './deadlines.js';
 import { RawBackendPool } from './raw-backend-pool.js';
-import { startRequest, type PagePathOptions } from './request-count.js';
+import { clientStalled, startRequest, type PagePathOptions } from './request-count.js';
 import { SocketAnswer } from './cache-answers.js';
 
 export interface LeanPagesOptions extends PagePathOptions {
@@ -36,7 +36,7 @@ export class LeanPages {
 
   constructor(private readonly o: LeanPagesOptions) {
     this.raw = new RawBackendPool(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
-    this.deadlines = new Deadlines(Deadlines.tickFor(o.connectTimeoutMs, o.responseTimeoutMs));
+    this.deadlines = new Deadlines(Deadlines.tickFor(o.connectTimeoutMs, o.responseTimeoutMs, o.clientWriteTimeoutMs || Infinity));
     const s = Math.floor(o.keepAliveTimeoutMs / 1000);
     this.keepAliveHeader = s > 0 ? `Keep-Alive: timeout=${s}${CRLF}` : null;
   }
@@ -109,6 +109,7 @@ export class LeanPages {
         hsts: client.encrypted ? o.hsts : null,
         connectTimeoutMs: o.connectTimeoutMs,
         responseTimeoutMs: o.responseTimeoutMs,
+        writeTimeoutMs: o.clientWriteTimeoutMs,
       },
       {
         connected: () => o.pool.markUp(backend.id),
@@ -117,6 +118,7 @@ export class LeanPages {
           o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
           o.logger.warn({ room: key.room, backend: backend.id, method: head.method }, 'backend sent bytes after a complete response; its connection was closed');
         },
+        clientStalled: () => clientStalled(o, key.room, backend.id),
         done: (outcome) => {
           client.current = null;
           this.settle(outcome, head, client, key, backend, attempt, keepAlive, done);

@@ -11,6 +11,7 @@
 import { maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import { BodyEnd } from '../http/body-end.js';
+import { resetConnection } from '../http/reset.js';
 import { ANSWER_KEEPS, connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { MAX_RESPONSE_HEADERS } from '../http/response-rules.js';
@@ -44,6 +45,8 @@ export interface RelayRequest {
   readonly hsts: string | null;
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
+  /** The client takes nothing of the answer for this long: it is cut (client-gone); 0 = never. */
+  readonly writeTimeoutMs: number;
 }
 
 export interface RelayEvents {
@@ -53,6 +56,8 @@ export interface RelayEvents {
   headSent(status: number): void;
   /** Bytes the backend sent after its complete answer (logged and counted by the caller). */
   extraBytes(): void;
+  /** The client took nothing for writeTimeoutMs; its connection is destroyed next (then done: client-gone). */
+  clientStalled(): void;
   done(outcome: RelayOutcome): void;
 }
 
@@ -82,6 +87,7 @@ export class PageRelay implements RawBackendUser, Expiring {
   private paused = false;
   private readonly resume = (): void => {
     this.paused = false;
+    if (this.req.writeTimeoutMs > 0) this.deadlines.clear(this);
     if (this.state === 'body') this.conn.socket.resume();
   };
 
@@ -264,6 +270,8 @@ export class PageRelay implements RawBackendUser, Expiring {
       this.paused = true;
       this.conn.socket.pause();
       this.client.once('drain', this.resume);
+      // A client that reads nothing would hold both connections forever.
+      if (this.req.writeTimeoutMs > 0) this.deadlines.set(this, Date.now() + this.req.writeTimeoutMs);
     }
   }
 
@@ -278,6 +286,7 @@ export class PageRelay implements RawBackendUser, Expiring {
     this.clearTimer();
     if (this.paused) {
       this.client.off('drain', this.resume);
+      this.deadlines.clear(this);
       this.conn.socket.resume();
     }
     if (reuse) this.pool.release(this.conn, this.idleMs);
@@ -301,6 +310,12 @@ export class PageRelay implements RawBackendUser, Expiring {
   }
 
   expire(): void {
+    if (this.paused && this.state === 'body') {
+      // The one deadline of the body: the client took nothing of it for writeTimeoutMs.
+      this.events.clientStalled();
+      resetConnection(this.client);
+      return;
+    }
     const w = this.waitingFor;
     this.waitingFor = null;
     if (w !== null && (this.state === 'connecting' || this.state === 'waiting')) {

@@ -20,6 +20,8 @@ export interface PagePathOptions {
   readonly maxIdleSocketsPerBackend: number;
   /** An idle pooled connection is closed after this: before the backend closes it under a request. */
   readonly backendIdleTimeoutMs: number;
+  /** An answer the client takes nothing of for this long is cut, with its backend connection; 0 = never. */
+  readonly clientWriteTimeoutMs: number;
   /** Sets the room cookie on page responses; null when disabled. encode signs (or not) the room. */
   readonly roomCookie: RoomCookieSettings | null;
   /** The page cache, asked first for every request once its room is known; null when off. */
@@ -37,4 +39,10 @@ export function startRequest(pool: BackendPool, metrics: Metrics, backendId: str
     pool.requestEnded(backendId);
     if (status !== null) metrics.httpRequests.inc({ backend: backendId, status: String(status) });
   };
+}
+
+/** A page answer the client took nothing of for clientWriteTimeoutMs: counted and logged before it is cut. */
+export function clientStalled(o: Pick<PagePathOptions, 'metrics' | 'logger' | 'clientWriteTimeoutMs'>, room: string | null, backendId: string): void {
+  o.metrics.clientErrors.inc({ code: 'write-timeout' });
+  o.logger.info({ room, backend: backendId, ms: o.clientWriteTimeoutMs }, 'client did not read: connection closed');
 }

@@ -19,6 +19,7 @@ import { peerAddress } from '../http/peer.js';
 import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { rawResponse } from '../http/replies.js';
+import { resetConnection } from '../http/reset.js';
 import { classifyError, downReason, isConnectFailure, type ErrorKind } from './errors.js';
 import type { Forwarding } from './forwarded.js';
 import { ownerFields, type Owner } from '../http/ownership.js';
@@ -28,6 +29,8 @@ import type { Decision } from '../placement/decide.js';
 import type { BackendTls } from '../backends/backend-tls.js';
 import { connectBackend } from './backend-connect.js';
 import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
+import { SilenceSweep, type Listened } from './client-silence.js';
+import { Deadlines, type Expiring } from './deadlines.js';
 
 export interface UpgradeProxyOptions {
   readonly router: Router;
@@ -45,6 +48,10 @@ export interface UpgradeProxyOptions {
   readonly responseTimeoutMs: number;
   /** 0 = never close an idle socket. */
   readonly idleTimeoutMs: number;
+  /** An open socket whose client sent nothing for this long is closed; 0 = never. */
+  readonly clientSilenceMs: number;
+  /** A relayed write the client has not taken for this long closes the tunnel; 0 = never. */
+  readonly clientWriteTimeoutMs: number;
   readonly metrics: Metrics;
   readonly logger: Logger;
 }
@@ -71,7 +78,21 @@ export type TunnelState =
   | 'closed';
 
 export class UpgradeProxy {
-  constructor(readonly o: UpgradeProxyOptions) {}
+  /** Open tunnels, swept for clients that went silent. */
+  readonly silence: SilenceSweep;
+  /** Tunnels whose client has not taken a relayed write yet (one sweep, no timer per write). */
+  readonly stalls: Deadlines | null;
+
+  constructor(readonly o: UpgradeProxyOptions) {
+    this.silence = new SilenceSweep(o.clientSilenceMs);
+    this.stalls = o.clientWriteTimeoutMs > 0 ? new Deadlines(Deadlines.tickFor(o.clientWriteTimeoutMs)) : null;
+  }
+
+  /** Stops the sweeps (shutdown); the tunnels themselves are closed by the registry. */
+  close(): void {
+    this.silence.close();
+    this.stalls?.close();
+  }
 
   handle(req: IncomingMessage, client: Socket, head: Buffer): void {
     // Hold client bytes (if any arrive early) until the backend's 101.
@@ -178,8 +199,11 @@ const kTunnel = Symbol('roomgate.tunnel');
 type TunnelSocket = Socket & { [kTunnel]?: UpgradeTunnel };
 
 /** One attempt to join a client to a backend, and then the tunnel between them. */
-class UpgradeTunnel implements Tunnel {
+class UpgradeTunnel implements Tunnel, Listened, Expiring {
   state: TunnelState = 'connecting';
+  /** The client sent something since the silence sweep last looked (SilenceSweep). */
+  heard = false;
+  quietSince = 0;
   readonly room: string | null;
   readonly client: Socket;
   readonly upstream: Socket;
@@ -310,6 +334,7 @@ class UpgradeTunnel implements Tunnel {
     this.upstream.on('end', onUpstreamEnd);
     this.client.resume();
     if (o.idleTimeoutMs > 0) this.client.setTimeout(o.idleTimeoutMs, onClientIdle);
+    this.proxy.silence.add(this);
     // A client that vanished without a FIN is found by TCP keep-alive; a dead backend is found
     // by the health checks, so the backend side skips the syscalls.
     this.client.setKeepAlive(true, 30_000);
@@ -360,13 +385,32 @@ class UpgradeTunnel implements Tunnel {
     this.client.write(buf.subarray(from, to), this.written);
     if (this.client.writableLength === 0) return true;
     this.waiting = true;
+    this.proxy.stalls?.set(this, Date.now() + this.o.clientWriteTimeoutMs);
     return false;
   }
 
   clientDrained(): void {
     if (!this.waiting) return;
     this.waiting = false;
+    this.proxy.stalls?.clear(this);
     this.upstream.resume();
+  }
+
+  /** A relayed write has waited clientWriteTimeoutMs for the client: it reads nothing; both sides are cut. */
+  expire(): void {
+    if (!this.waiting || this.state === 'closed') return;
+    this.o.metrics.clientErrors.inc({ code: 'write-timeout' });
+    this.o.logger.info({ room: this.room, backend: this.backend.id, ms: this.o.clientWriteTimeoutMs }, 'client did not read: socket closed');
+    resetConnection(this.client);
+    this.finish('destroy');
+  }
+
+  /** The client sent nothing for clientSilenceMs (SilenceSweep): its network is gone; both sides are cut. */
+  silent(): void {
+    if (this.state !== 'open') return;
+    this.o.metrics.clientErrors.inc({ code: 'websocket-silent' });
+    this.o.logger.info({ room: this.room, backend: this.backend.id, ms: this.o.clientSilenceMs }, 'client silent: socket closed');
+    this.finish('destroy');
   }
 
   private answered(status: number): void {
@@ -463,7 +507,7 @@ class UpgradeTunnel implements Tunnel {
     this.state = 'closed';
     this.clearTimer();
     this.releaseAdmission();
-    this.o.tunnels.remove(this);
+    this.forget();
     this.answer = null;
     this.bodyEnd = null;
     switch (how) {
@@ -491,11 +535,18 @@ class UpgradeTunnel implements Tunnel {
   upstreamClosed(): void {
     if (this.state !== 'open') return this.upstreamFailed(Object.assign(new Error('closed before answering'), { code: 'ECONNRESET' }));
     this.state = 'closed';
-    this.o.tunnels.remove(this);
+    this.forget();
     if (!this.client.destroyed) {
       this.client.end();
       setTimeout(destroySocket, HALF_CLOSE_LINGER_MS, this.client).unref();
     }
+  }
+
+  /** Out of the registry and the sweeps. */
+  private forget(): void {
+    this.o.tunnels.remove(this);
+    this.proxy.silence.delete(this);
+    if (this.waiting) this.proxy.stalls?.clear(this);
   }
 
   private releaseAdmission(): void {
@@ -540,7 +591,9 @@ function onUpstreamDrain(this: Socket): void {
 }
 function onClientData(this: Socket, chunk: Buffer): void {
   const t = tunnelOf(this);
-  if (t && !t.upstream.write(chunk)) this.pause();
+  if (t === undefined) return;
+  t.heard = true;
+  if (!t.upstream.write(chunk)) this.pause();
 }
 function onClientEnd(this: Socket): void {
   const t = tunnelOf(this);

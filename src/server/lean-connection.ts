@@ -14,6 +14,8 @@ import type { TLSSocket } from 'node:tls';
 import { mayBeLean, parseLeanHead, type LeanHead, type LeanLimits } from '../http/lean-request-head.js';
 import { rememberPeer } from '../http/peer.js';
 import { rawResponse } from '../http/replies.js';
+import { resetConnection } from '../http/reset.js';
+import { keepHeadDeadline } from './head-deadline.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { LeanPages } from '../proxy/lean-pages.js';
 import type { PageClient } from '../proxy/page-client.js';
@@ -24,6 +26,8 @@ export interface LeanFrontOptions {
   readonly headersTimeoutMs: number;
   /** An idle keep-alive connection is closed after this, as node:http does. */
   readonly keepAliveTimeoutMs: number;
+  /** An answer the client takes nothing of for this long closes the connection; 0 = never. */
+  readonly clientWriteTimeoutMs: number;
   /** Paths answered by roomgate itself (health, control plane, static mounts): node:http's. */
   readonly ownPath: (url: string) => boolean;
   readonly pages: LeanPages;
@@ -31,6 +35,9 @@ export interface LeanFrontOptions {
 }
 
 type ToNode = (socket: Socket) => void;
+
+/** What a connection's one timer waits for: a head, the next request, or the client taking an answer. */
+type TimerKind = 'head' | 'idle' | 'write';
 
 export class LeanFront {
   readonly connections = new Set<LeanConnection>();
@@ -68,6 +75,13 @@ export class LeanFront {
     for (const c of this.connections) c.closeIfIdle();
   }
 
+  /** A head handed to node:http mid-way was not complete at its deadline: node:http's own 408. */
+  readonly headExpired = (socket: Socket): void => {
+    this.o.metrics.clientErrors.inc({ code: '408' });
+    socket.end(rawResponse(408, 'request timeout\n'));
+    setTimeout(() => socket.destroy(), 1_000).unref();
+  };
+
   closeAll(): void {
     this.stopping = true;
     this.closed = true;
@@ -87,7 +101,9 @@ class LeanConnection implements PageClient {
   private ended = false;
   private paused = false;
   private timer: NodeJS.Timeout | null = null;
-  private timerKind: 'head' | 'idle' | null = null;
+  private timerKind: TimerKind | null = null;
+  /** When the head being read must be complete (the 'head' timer's time). */
+  private headDeadline = 0;
   private readonly onData = (chunk: Buffer): void => this.data(chunk);
   private readonly onEnd = (): void => this.clientEnded();
   private readonly onError = (): void => {
@@ -142,6 +158,8 @@ class LeanConnection implements PageClient {
     // buffered up to a head's worth and then not read, and at most one answer waits in memory.
     if (this.socket.writableNeedDrain) {
       this.socket.once('drain', this.onDrain);
+      // ...but not forever: the next request's timer (head or idle) replaces this one.
+      this.setTimer('write', this.front.o.clientWriteTimeoutMs);
       return;
     }
     this.proceed();
@@ -162,8 +180,11 @@ class LeanConnection implements PageClient {
     if (this.gone) return;
     const pending = this.headBytes !== null ? (this.buf !== null ? Buffer.concat([this.headBytes, this.buf]) : this.headBytes) : this.buf;
     this.front.o.metrics.leanHandOvers.inc({ reason });
+    // Mid-head: node:http would start the head's clock again; the deadline set here goes along.
+    const deadline = this.timerKind === 'head' ? this.headDeadline : 0;
     this.detach();
     const s = this.socket;
+    if (deadline > 0) keepHeadDeadline(s, deadline, this.front.headExpired);
     s.pause();
     if (pending !== null) s.unshift(pending);
     this.toNode(s);
@@ -268,10 +289,11 @@ class LeanConnection implements PageClient {
     if (current !== null) current.clientGone();
   }
 
-  private setTimer(kind: 'head' | 'idle', ms: number): void {
+  private setTimer(kind: TimerKind, ms: number): void {
     this.clearTimer();
     if (ms <= 0) return;
     this.timerKind = kind;
+    if (kind === 'head') this.headDeadline = Date.now() + ms;
     this.timer = setTimeout(() => this.expired(kind), ms);
   }
 
@@ -281,9 +303,16 @@ class LeanConnection implements PageClient {
     this.timerKind = null;
   }
 
-  private expired(kind: 'head' | 'idle'): void {
+  private expired(kind: TimerKind): void {
     this.timer = null;
     this.timerKind = null;
+    if (kind === 'write') {
+      // The client took nothing of its last answer for clientWriteTimeoutMs.
+      if (this.gone) return;
+      this.front.o.metrics.clientErrors.inc({ code: 'write-timeout' });
+      resetConnection(this.socket);
+      return;
+    }
     if (this.gone || this.busy) return;
     if (kind === 'idle') {
       this.socket.destroy();

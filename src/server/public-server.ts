@@ -14,6 +14,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { plainResponse, rawResponse } from '../http/replies.js';
 import { withHsts } from './hsts.js';
+import { clearHeadDeadline } from './head-deadline.js';
 
 export interface PublicServerOptions {
   readonly maxHeaderBytes: number;
@@ -85,6 +86,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   };
 
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    clearHeadDeadline(req.socket);
     const conn = connection(req.socket);
     conn.open++;
     conn.last = req;
@@ -103,6 +105,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     o.onRequest(req, res);
   });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    clearHeadDeadline(socket);
     const verdict = checkRequestHead(req, limits);
     if (!verdict.ok) {
       refused(verdict.refusal, req);
@@ -113,6 +116,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   });
   // roomgate is no forward proxy: CONNECT gets a plain answer instead of a silently closed socket.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    clearHeadDeadline(socket);
     o.metrics.clientErrors.inc({ code: '405' });
     endSocket(socket, rawResponse(405, 'CONNECT is not supported\n', { Allow: ALLOWED_METHODS }));
   });

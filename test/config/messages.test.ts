@@ -310,6 +310,10 @@ describe('messages', () => {
       'listen.keepAliveTimeoutMs: got 0; expected a whole number of milliseconds from 1 to 86400000',
     ]);
     expect(problemsOf({ proxy: { websocketIdleTimeoutMs: -1 } })).toEqual(['proxy.websocketIdleTimeoutMs: got -1; expected a whole number of milliseconds from 0 (never) to 86400000']);
+    expect(problemsOf({ proxy: { clientWriteTimeoutMs: '60s', websocketClientSilenceMs: 1.5 } })).toEqual([
+      'proxy.websocketClientSilenceMs: got 1.5; expected a whole number of milliseconds from 0 (never) to 86400000',
+      'proxy.clientWriteTimeoutMs: got "60s"; expected a whole number of milliseconds from 0 (never) to 86400000',
+    ]);
     expect(problemsOf({ admin: { enabled: 'yes' } })).toEqual(['admin.enabled: got "yes"; expected true or false; write true or false without quotes']);
     expect(problemsOf({ health: { path: 'healthz' } })).toEqual(['health.path: got "healthz"; expected a path starting with "/", e.g. "/healthz"']);
     expect(problemsOf({ health: { path: 5 } })).toEqual(['health.path: got 5; expected a path starting with "/", e.g. "/healthz", or null (a TCP connect check)']);
