@@ -4,11 +4,12 @@
 //   npm run chaos                 all chaos tests, then the table
 //   npm run chaos -- --table      only print the table of the last run
 //   npm run chaos -- FILTER...    only the test files whose path contains a FILTER
+//   npm run chaos -- --docs       also write the table into docs/reliability.md (between its markers)
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatTable, readRows } from './table.js';
+import { formatTable, readRows, replaceTable } from './table.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const CHAOS_DIR = join(ROOT, 'test-output', 'chaos');
@@ -27,10 +28,21 @@ function chaosTestFiles(root: string): string[] {
   return out.sort();
 }
 
+const DOC = join(ROOT, 'docs', 'reliability.md');
+
+function writeDocs(table: string): void {
+  writeFileSync(DOC, replaceTable(readFileSync(DOC, 'utf8'), table));
+  console.log(`table written into ${relative(ROOT, DOC)}`);
+}
+
 function main(): number {
-  const args = process.argv.slice(2);
+  const all = process.argv.slice(2);
+  const docs = all.includes('--docs');
+  const args = all.filter((a) => a !== '--docs');
   if (args.includes('--table')) {
-    console.log(formatTable(readRows(CHAOS_DIR)));
+    const table = formatTable(readRows(CHAOS_DIR));
+    console.log(table);
+    if (docs) writeDocs(table);
     return 0;
   }
   const files = chaosTestFiles(ROOT).filter((f) => args.length === 0 || args.some((a) => f.includes(a)));
@@ -42,7 +54,9 @@ function main(): number {
   console.error(`chaos: running ${files.join(', ')}`);
   const vitest = spawnSync(join(ROOT, 'node_modules', '.bin', 'vitest'), ['run', ...files], { cwd: ROOT, stdio: 'inherit' });
   const rows = readRows(CHAOS_DIR);
-  console.log(`\n${formatTable(rows)}\n`);
+  const table = formatTable(rows);
+  console.log(`\n${table}\n`);
+  if (docs && vitest.status === 0) writeDocs(table);
   console.log(`${rows.length} rows from ${files.length} test files; raw rows in ${relative(ROOT, CHAOS_DIR)}/`);
   return vitest.status ?? 1;
 }

@@ -69,3 +69,14 @@ export function formatTable(rows: readonly ChaosRowFile[]): string {
   });
   return [...head, ...lines].join('\n');
 }
+
+export const TABLE_START = '<!-- chaos table: written by `npm run chaos -- --docs` -->';
+export const TABLE_END = '<!-- end of chaos table -->';
+
+/** `doc` with the text between its table markers replaced by `table`. */
+export function replaceTable(doc: string, table: string): string {
+  const i = doc.indexOf(TABLE_START);
+  const j = doc.indexOf(TABLE_END);
+  if (i === -1 || j < i) throw new Error(`the document has no chaos table markers (${TABLE_START} ... ${TABLE_END})`);
+  return `${doc.slice(0, i + TABLE_START.length)}\n\n${table}\n\n${doc.slice(j)}`;
+}

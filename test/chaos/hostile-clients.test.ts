@@ -242,7 +242,7 @@ async function normalTraffic(g: GatewayProc, until: Promise<unknown>): Promise<{
 // --- 1. clients that never read -------------------------------------------------------------
 
 describe('a client that never reads', () => {
-  it('WebSockets: back-pressure bounds the gateway's memory per stuck socket, each is closed (both sides) after clientWriteTimeoutMs, and other rooms on the same backend are not slowed', async () => {
+  it("WebSockets: back-pressure bounds the gateway's memory per stuck socket, each is closed (both sides) after clientWriteTimeoutMs, and other rooms on the same backend are not slowed", async () => {
     const N = 50;
     const calm = new Client(`${gw.wsUrl}/ws/live/?room=calm`);
     const flooder = new Client(`${gw.wsUrl}/ws/live/?room=flood`);
