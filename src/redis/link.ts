@@ -4,7 +4,8 @@
 // prefixes every message and log line, e.g. "redis placement store").
 //
 // Fail fast: no offline queue, nothing in flight is retried after a reconnect (a timed-out write
-// may or may not have run; callers read again), every command is bounded by commandTimeoutMs,
+// may or may not have run; callers read again), every command is bounded by commandTimeoutMs, a
+// connection silent for 4 x commandTimeoutMs under waiting commands is replaced (a black hole),
 // reconnect attempts never stop (until close()).
 //
 // Availability: `available` is true while the commands connection is ready AND the channel is
@@ -24,6 +25,9 @@ import { errorMessage } from '../http/errors.js';
 export const HASH_TAG = '{rg}';
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+
+/** A connection silent for this many command timeouts while commands wait is replaced. */
+const SILENT_TIMEOUTS = 4;
 
 export interface ConnectOptions {
   /** How long connect() waits for the first connection (default 5000 ms). */
@@ -171,6 +175,16 @@ export class RedisLink<E extends { readonly type: string }> {
       maxRetriesPerRequest: 0,
       autoResendUnfulfilledCommands: false,
       commandTimeout: opts.commandTimeoutMs,
+      // A connection that answers nothing is replaced. A black hole (a partition, a dropped NAT or
+      // conntrack entry, a Redis host gone without a RST) leaves the socket open and 'ready' while
+      // every command times out, and TCP may take many minutes to give up on it: the link would
+      // look available (so each heartbeat would start a recovery doomed to time out) and would
+      // never try the fresh connection that may well work. So a connection on which commands wait
+      // and nothing at all has come back for four command timeouts is destroyed and reconnected:
+      // the link reports unavailable until a new connection answers. Four, so that a Redis that
+      // is only slow for a moment (a fork, a long script) keeps its connection: its commands time
+      // out, and their late replies are dropped when it answers again.
+      socketTimeout: SILENT_TIMEOUTS * opts.commandTimeoutMs,
       connectTimeout: Math.max(1000, 2 * opts.commandTimeoutMs),
       retryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
       // We subscribe again ourselves on every 'ready' (see onSubReady) to know when events flow.

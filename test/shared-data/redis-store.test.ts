@@ -207,8 +207,10 @@ describe('RedisSharedDataStore when Redis goes away and comes back', () => {
     await s.publishPresence([p('hung', 'b1', 1)], TTL);
     process.kill(server.pid, 'SIGSTOP');
     try {
-      for (const call of [() => s.online(), () => s.score('b', 'm', 5, 'set'), () => s.top('b', 0, 1), () => s.room('hung')]) {
-        const { ms, error } = await timed(call());
+      // In parallel: the stall stays shorter than the 4 command timeouts after which the link gives
+      // up on a silent connection, so the late replies below arrive on this same connection.
+      const calls = [() => s.online(), () => s.score('b', 'm', 5, 'set'), () => s.top('b', 0, 1), () => s.room('hung')];
+      for (const { ms, error } of await Promise.all(calls.map((call) => timed(call())))) {
         expect((error as Error | undefined)?.message).toMatch(/timed out/i);
         // Waited for the timeout (not rejected at once). Loose: Node's timers count from the event
         // loop's cached clock and may fire tens of ms early on a busy machine.
