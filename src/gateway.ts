@@ -178,6 +178,7 @@ export class Gateway {
       onDown: config.health.onDown,
       cacheTtlMs: config.placement.cacheTtlMs,
       idleTtlMs: config.placement.idleTtlMs,
+      recoveryRingMs: config.placement.gatewayTtlMs,
       onPlaced: (room, from, to, forced, liveMoved) => this.supervisor.placed(room, from, to, forced, liveMoved),
       onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),
     });
