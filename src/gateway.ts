@@ -21,6 +21,7 @@ import { createMetrics, type Metrics } from './observability/metrics.js';
 import { MemoryPlacementStore } from './placement/memory-store.js';
 import { Placer } from './runtime/placer.js';
 import { RedisPlacementStore } from './placement/redis-store.js';
+import { loadRedisTls } from './redis/redis-tls.js';
 import type { BackendAdminState, PlacementStore } from './placement/store.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { createRuntimeView, setAdminState } from './runtime/runtime-view.js';
@@ -148,6 +149,7 @@ export class Gateway {
       sentinels: config.redis.sentinels,
       sentinelName: config.redis.sentinelName,
       clusterNodes: config.redis.clusterNodes,
+      tls: loadRedisTls(config.redis),
       keyPrefix: config.redis.keyPrefix,
       gatewayId: this.id,
       commandTimeoutMs: config.redis.commandTimeoutMs,
