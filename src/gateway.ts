@@ -22,6 +22,7 @@ import { createMetrics, type Metrics } from './observability/metrics.js';
 import { MemoryPlacementStore } from './placement/memory-store.js';
 import { Placer } from './runtime/placer.js';
 import { RedisPlacementStore } from './placement/redis-store.js';
+import { loadRedisTls } from './redis/redis-tls.js';
 import type { BackendAdminState, PlacementStore } from './placement/store.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { createRuntimeView, setAdminState } from './runtime/runtime-view.js';
@@ -151,6 +152,7 @@ export class Gateway {
       sentinels: config.redis.sentinels,
       sentinelName: config.redis.sentinelName,
       clusterNodes: config.redis.clusterNodes,
+      tls: loadRedisTls(config.redis),
       keyPrefix: config.redis.keyPrefix,
       gatewayId: this.id,
       commandTimeoutMs: config.redis.commandTimeoutMs,
@@ -181,6 +183,7 @@ export class Gateway {
       onDown: config.health.onDown,
       cacheTtlMs: config.placement.cacheTtlMs,
       idleTtlMs: config.placement.idleTtlMs,
+      recoveryRingMs: config.placement.gatewayTtlMs,
       onPlaced: (room, from, to, forced, liveMoved) => this.supervisor.placed(room, from, to, forced, liveMoved),
       onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),
     });

@@ -3,9 +3,7 @@
 // fix), one secure context for every backend connection, the per-connection options (SNI and the
 // name checked), and a name for a TLS failure that logs, metrics and a backend's reason share.
 // The proxy's connections (src/proxy) and the health checks (health.ts) both take their options here.
-import { X509Certificate } from 'node:crypto';
-import { checkPemPair } from '../config/pem-pair.js';
-import { readFileSync } from 'node:fs';
+import { readTlsFiles } from '../config/tls-files.js';
 import { isIP } from 'node:net';
 import { createSecureContext, type ConnectionOptions, type SecureContext } from 'node:tls';
 import { ConfigError, type LoadedConfig } from '../config/load.js';
@@ -85,56 +83,13 @@ type Settings = LoadedConfig['backendTls'];
 /** Reads and checks the files of `backendTls`; a ConfigError naming the field and the fix. */
 export function loadBackendTls(s: Settings): BackendTls {
   const problems: string[] = [];
-  const ca = s.ca === null ? undefined : readPem('backendTls.ca', s.ca, "a readable PEM file of CA certificates, or null for Node's default trust store", problems);
-  if (ca !== undefined) checkCa(s.ca as string, ca, problems);
-  const cert = s.cert === null ? undefined : readPem('backendTls.cert', s.cert, 'a readable PEM client certificate file, or null (no client certificate)', problems);
-  const key = s.key === null ? undefined : readPem('backendTls.key', s.key, 'a readable PEM private key file, or null (no client certificate)', problems);
-  if (cert !== undefined && key !== undefined) checkPair(s.cert as string, cert, s.key as string, key, problems);
-  if (problems.length > 0) return fail(problems);
+  const { ca, cert, key } = readTlsFiles({ ca: 'backendTls.ca', cert: 'backendTls.cert', key: 'backendTls.key' }, s, "the backends'", problems);
+  if (problems.length > 0) throw new ConfigError(problems);
   let context: SecureContext;
   try {
     context = createSecureContext({ ...(ca !== undefined ? { ca } : {}), ...(cert !== undefined && key !== undefined ? { cert, key } : {}) });
   } catch (err) {
-    return fail([`backendTls: the files cannot be used for TLS (${(err as Error).message}); check backendTls.ca, backendTls.cert and backendTls.key`]);
+    throw new ConfigError([`backendTls: the files cannot be used for TLS (${(err as Error).message}); check backendTls.ca, backendTls.cert and backendTls.key`]);
   }
   return { verify: s.verify, servername: s.servername, context, clientCert: cert !== undefined };
-}
-
-function fail(problems: string[]): never {
-  throw new ConfigError(problems);
-}
-
-function readPem(field: string, path: string, expected: string, problems: string[]): string | undefined {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (err) {
-    problems.push(`${field}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); expected ${expected}: fix the path or the file's permissions`);
-    return undefined;
-  }
-}
-
-/** Every certificate of a CA bundle parses, and there is at least one. */
-function checkCa(path: string, pem: string, problems: string[]): void {
-  const blocks = pem.match(/-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g) ?? [];
-  if (blocks.length === 0) {
-    problems.push(`backendTls.ca: ${path} holds no PEM certificate ("-----BEGIN CERTIFICATE-----"); expected the CA certificates that sign the backends' certificates`);
-    return;
-  }
-  for (const [i, block] of blocks.entries()) {
-    try {
-      new X509Certificate(block);
-    } catch (err) {
-      problems.push(`backendTls.ca: certificate ${i + 1} in ${path} is not valid PEM (${(err as Error).message}); expected a bundle of PEM CA certificates`);
-      return;
-    }
-  }
-}
-
-/** The client certificate parses, the key parses, and the key belongs to the certificate. */
-function checkPair(certPath: string, certPem: string, keyPath: string, keyPem: string, problems: string[]): void {
-  const pair = checkPemPair(certPem, keyPem);
-  if (pair.ok) return;
-  if (pair.which === 'cert') problems.push(`backendTls.cert: ${certPath} is not a PEM certificate (${pair.detail}); expected the client certificate (its chain after it)`);
-  else if (pair.which === 'key') problems.push(`backendTls.key: ${keyPath} is not a PEM private key (${pair.detail}); expected the private key of backendTls.cert`);
-  else problems.push(`backendTls.key: the key in ${keyPath} does not belong to the certificate in ${certPath}; expected the key of backendTls.cert: give the matching pair`);
 }

@@ -243,13 +243,33 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
   },
   {
     rule: '`backendTls.cert` and `backendTls.key` are given together (a client certificate needs its key).',
+    check: (v) => certWithKey(v.get('backendTls.cert'), v.get('backendTls.key'), 'backendTls.cert', 'backendTls.key'),
+  },
+  {
+    rule: '`redis.tlsCert` and `redis.tlsKey` are given together (a client certificate needs its key).',
+    check: (v) => certWithKey(v.get('redis.tlsCert'), v.get('redis.tlsKey'), 'redis.tlsCert', 'redis.tlsKey'),
+  },
+  {
+    rule: '`redis.tlsCa`, `redis.tlsCert` and `redis.tlsKey` only with a rediss:// `redis.url` (TLS is turned on by the URL, in every form).',
     check(v) {
-      const cert = v.get('backendTls.cert');
-      const key = v.get('backendTls.key');
-      if (cert === undefined || key === undefined || (cert === null) === (key === null)) return [];
-      return cert === null
-        ? ['backendTls.cert: got null while backendTls.key is set; expected the PEM certificate file of that key, or remove backendTls.key (no client certificate)']
-        : ['backendTls.key: got null while backendTls.cert is set; expected the PEM private key file of that certificate, or remove backendTls.cert (no client certificate)'];
+      const url = v.get('redis.url');
+      if (url?.startsWith('rediss://')) return [];
+      return (['redis.tlsCa', 'redis.tlsCert', 'redis.tlsKey'] as const).flatMap((k) => {
+        const file = v.get(k);
+        return file
+          ? [
+              `${k}: got ${JSON.stringify(file)} while redis.url is ${url ? 'not a rediss:// URL' : 'null'}; expected a rediss:// redis.url (env REDIS_URL) with it, e.g. "rediss://redis.internal:6380" (with Sentinel or Cluster only its scheme and password are used: "rediss://:PASSWORD@redis"), or remove ${k}`,
+            ]
+          : [];
+      });
     },
   },
 ];
+
+/** A client certificate and its key are given together (both null, or both set). */
+function certWithKey(cert: string | null | undefined, key: string | null | undefined, certField: string, keyField: string): string[] {
+  if (cert === undefined || key === undefined || (cert === null) === (key === null)) return [];
+  return cert === null
+    ? [`${certField}: got null while ${keyField} is set; expected the PEM certificate file of that key, or remove ${keyField} (no client certificate)`]
+    : [`${keyField}: got null while ${certField} is set; expected the PEM private key file of that certificate, or remove ${certField} (no client certificate)`];
+}

@@ -67,6 +67,9 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
   REDIS_SENTINELS: { key: 'redis.sentinels', form: 'list', text: 'comma-separated host:port of the Redis Sentinels' },
   REDIS_SENTINEL_NAME: { key: 'redis.sentinelName', form: 'text', text: 'the Sentinel master group name' },
   REDIS_CLUSTER_NODES: { key: 'redis.clusterNodes', form: 'list', text: 'comma-separated host:port of Redis Cluster nodes' },
+  REDIS_TLS_CA: { key: 'redis.tlsCa', form: 'text', text: 'PEM file of the CAs that sign the Redis servers\' certificates (rediss://)' },
+  REDIS_TLS_CERT: { key: 'redis.tlsCert', form: 'text', text: 'PEM file of the client certificate shown to Redis (rediss://)' },
+  REDIS_TLS_KEY: { key: 'redis.tlsKey', form: 'text', text: 'PEM file of the key of that client certificate' },
 };
 
 /** Command-line flags that set keys (ConfigOverrides), for the reference. */

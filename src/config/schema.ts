@@ -346,6 +346,21 @@ export const configSchema = z.strictObject({
         text: 'Cluster form: "host:port" of some Cluster nodes (the rest are discovered). Not together with `sentinels`; db 0 only.',
         example: ['10.0.0.5:6379', '10.0.0.6:6379'],
       }),
+      tlsCa: doc(z.string().min(1).nullable().default(null), {
+        text: "With a rediss:// `url` (any form): PEM file of the CA certificates that sign the Redis servers' certificates (e.g. a private CA); it replaces Node's default list for Redis connections. Read and checked at start. A server whose certificate it does not verify is unreachable (the log says why).",
+        allowed: 'a path to a PEM file, e.g. "/etc/roomgate/redis-ca.pem"',
+        null: "Node's default trust store, the Mozilla CA list (managed Redis services with public certificates)",
+      }),
+      tlsCert: doc(z.string().min(1).nullable().default(null), {
+        text: 'With a rediss:// `url`: PEM file of a client certificate roomgate shows to Redis (needed when the server runs with `tls-auth-clients yes`, its default). With `tlsKey`.',
+        allowed: 'a path to a PEM file',
+        null: 'no client certificate',
+      }),
+      tlsKey: doc(z.string().min(1).nullable().default(null), {
+        text: 'PEM file of the private key of `tlsCert`; it must belong to that certificate.',
+        allowed: 'a path to a PEM file',
+        null: 'no client certificate',
+      }),
       keyPrefix: doc(matching(/^[A-Za-z0-9_.:-]{0,64}$/, 'up to 64 characters from A-Z a-z 0-9 _ . : -').default('roomgate:'), {
         text: 'Every key starts with this, so several apps can share one Redis.',
       }),

@@ -328,6 +328,7 @@ export class RedisPlacementStore implements PlacementStore {
       sentinels: opts.sentinels,
       sentinelName: opts.sentinelName,
       clusterNodes: opts.clusterNodes,
+      tls: opts.tls,
       label: LABEL,
       connectionName: `roomgate-${opts.gatewayId}`,
       channel: this.channel,

@@ -18,13 +18,24 @@
 // call is one round trip. Scripts given as `preload` are loaded on every (re)connect of the
 // commands connection, so that the first call of each is one round trip too.
 import { createHash } from 'node:crypto';
+import type { ConnectionOptions } from 'node:tls';
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { tlsFailure } from '../backends/backend-tls.js';
 import { errorMessage } from '../http/errors.js';
 
 /** The one hash tag of every key of the Redis stores (all keys in one Redis Cluster slot). */
 export const HASH_TAG = '{rg}';
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 5000;
+/** A connection error message is logged at most this often while Redis stays unreachable. */
+const ERROR_LOG_EVERY_MS = 10_000;
+
+// What to check after a TLS failure: a handshake OpenSSL gave up on (an alert from the server, e.g.
+// it requires a client certificate; a port that does not speak TLS), or else a server certificate
+// the client does not trust (a verification code, or a name it does not list).
+const HANDSHAKE_CODE = /^tls: (ERR_SSL_|EPROTO)/;
+const TLS_VERIFY_HINT = "the Redis server's certificate is not trusted: set redis.tlsCa to the CA that signs it, and connect by a name or address it lists";
+const TLS_HANDSHAKE_HINT = 'the TLS handshake failed: a server with tls-auth-clients yes needs a client certificate (redis.tlsCert, redis.tlsKey), and the port must speak TLS';
 
 /** A connection silent for this many command timeouts while commands wait is replaced. */
 const SILENT_TIMEOUTS = 4;
@@ -83,6 +94,11 @@ export interface RedisTarget {
   readonly sentinels?: readonly string[] | undefined;
   readonly sentinelName?: string | undefined;
   readonly clusterNodes?: readonly string[] | undefined;
+  /**
+   * TLS options of the data connections when `url` is rediss:// (any form): the CA list and a
+   * client certificate (src/redis/redis-tls.ts). Without: Node's default trust store.
+   */
+  readonly tls?: ConnectionOptions | undefined;
 }
 
 /** A Redis connection of either kind (standalone/Sentinel or Cluster). */
@@ -159,6 +175,10 @@ export class RedisLink<E extends { readonly type: string }> {
   private subGeneration = 0;
   private lastAvailable = false;
   private lastError: string | undefined;
+  /** Connection errors logged (label and message -> when), cleared when available again. */
+  private readonly errorsLogged = new Map<string, number>();
+  /** The last connection error when it was a TLS failure (cleared by any other outcome). */
+  private tlsError: string | undefined;
   private started = false;
   /** 'closing' from the first close() call: methods reject, connect() waiters give up. */
   private phase: 'open' | 'closing' | 'closed' = 'open';
@@ -198,7 +218,7 @@ export class RedisLink<E extends { readonly type: string }> {
         const redisOptions: RedisOptions = { ...common, connectionName };
         if (cred.username) redisOptions.username = cred.username;
         if (cred.password) redisOptions.password = cred.password;
-        if (cred.tls) redisOptions.tls = {};
+        if (cred.tls) redisOptions.tls = { ...opts.tls };
         const clusterOptions: ClusterOptions = {
           lazyConnect: true,
           // Fail fast, as above: no queue, bounded redirections, reconnect attempts never stop.
@@ -227,13 +247,14 @@ export class RedisLink<E extends { readonly type: string }> {
         if (cred.password) o.password = cred.password;
         if (cred.db !== undefined) o.db = cred.db;
         if (cred.tls) {
-          o.tls = {};
+          o.tls = { ...opts.tls };
           o.enableTLSForSentinelMode = true;
         }
         return new Redis(o);
       }
       if (!opts.url) throw new Error(`${opts.label}: no Redis url, sentinels or clusterNodes given`);
-      return new Redis(opts.url, { ...common, connectionName });
+      const tls = opts.tls && opts.url.startsWith('rediss://') ? { tls: { ...opts.tls } } : {};
+      return new Redis(opts.url, { ...common, connectionName, ...tls });
     };
     this.main = make(name);
     this.sub = make(`${name}-sub`);
@@ -281,6 +302,9 @@ export class RedisLink<E extends { readonly type: string }> {
         } else if (this.phase !== 'open') {
           done();
           reject(new Error(`${this.label}: closed while connecting`));
+        } else if (this.tlsError !== undefined) {
+          done();
+          reject(new Error(`${this.label}: Redis at ${this.target}: ${this.tlsError}; still retrying in the background`));
         }
       };
       const timer = setTimeout(() => {
@@ -433,12 +457,21 @@ export class RedisLink<E extends { readonly type: string }> {
   }
 
   private onConnError(label: string, err: unknown): void {
-    const msg = errorMessage(err);
-    // Logged once per outage rather than on every reconnect attempt.
-    if (this.lastError !== msg || this.lastAvailable) {
+    const tls = err instanceof Error ? tlsFailure(err as NodeJS.ErrnoException) : null;
+    // A TLS failure does not heal by retrying: connect() says so at once, with the likely fix.
+    this.tlsError = tls === null ? undefined : `${tls}; ${HANDSHAKE_CODE.test(tls) ? TLS_HANDSHAKE_HINT : TLS_VERIFY_HINT}`;
+    const msg = this.tlsError ?? errorMessage(err);
+    // Logged once per outage (and message) rather than on every reconnect attempt. A Cluster stays
+    // available while one node is down, and its errors alternate (refused, closed, redirections),
+    // so a message is also not repeated within ERROR_LOG_EVERY_MS.
+    const now = Date.now();
+    const last = this.errorsLogged.get(`${label} ${msg}`);
+    if (last === undefined || now - last >= ERROR_LOG_EVERY_MS) {
+      this.errorsLogged.set(`${label} ${msg}`, now);
       this.log('warn', `${this.label}: ${label} connection error`, { error: msg });
     }
     this.lastError = msg;
+    if (this.tlsError !== undefined) for (const w of [...this.availabilityWaiters]) w();
   }
 
   private onConnDown(conn: RedisConn, label: string): void {
@@ -471,6 +504,8 @@ export class RedisLink<E extends { readonly type: string }> {
     this.opts.onAvailability?.(available);
     if (available) {
       this.lastError = undefined;
+      this.tlsError = undefined;
+      this.errorsLogged.clear();
       this.log('info', `${this.label}: available`, { redis: this.target });
     } else {
       this.log('warn', `${this.label}: unavailable`, { redis: this.target });

@@ -23,6 +23,11 @@ export interface PlacerOptions {
   readonly cacheTtlMs: number;
   /** Cached placements of rooms without live sockets here are forgotten after this long. */
   readonly idleTtlMs: number;
+  /**
+   * After the store is back, new rooms still go to their ring owner (bounded loads off) this long
+   * (placement.gatewayTtlMs): other gateways may still be degraded, placing by the ring alone.
+   */
+  readonly recoveryRingMs: number;
   /** Called for each placement written (for metrics and the membership-event log). */
   readonly onPlaced?: (room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean) => void;
   /** Called when the store's availability changes. */
@@ -50,6 +55,8 @@ export class Placer {
   private readonly cache = new Map<string, Cached>();
   private tieBreak = 0;
   private degraded = false;
+  /** Bounded loads stay off until then (see recoveryRingMs). */
+  private ringOnlyUntil = 0;
   private readonly unsubscribe: () => void;
 
   private readonly now: () => number;
@@ -143,8 +150,11 @@ export class Placer {
       onDown: this.o.onDown,
       noRoom: this.o.noRoom,
       // With the store down every gateway must reach the same answer from the ring alone;
-      // load figures differ between gateways, so bounded loads are off until it is back.
-      boundFactor: this.degraded ? 0 : this.o.boundFactor,
+      // load figures differ between gateways, so bounded loads are off until it is back, and a
+      // while longer: gateways leave degraded mode one after the other (each reconnects on its own
+      // schedule, e.g. after a failover), and a room placed here by bounded loads while another
+      // gateway still places it by the ring would be split until that one reconciles.
+      boundFactor: this.degraded || nowMs < this.ringOnlyUntil ? 0 : this.o.boundFactor,
       tieBreak: this.tieBreak,
       retryAfterS: this.o.retryAfterS,
     });
@@ -236,6 +246,7 @@ export class Placer {
         this.o.logger.info({ why }, 'placement store reachable again: restoring and reconciling');
         await this.restoreAdminStates();
         await this.o.store.heartbeat(this.o.tunnels.liveRooms());
+        this.ringOnlyUntil = this.now() + this.o.recoveryRingMs;
         this.degraded = false;
         this.o.onDegraded?.(false);
         await this.reconcile();

@@ -455,6 +455,7 @@ export class RedisSharedDataStore implements SharedDataStore {
       sentinels: opts.sentinels,
       sentinelName: opts.sentinelName,
       clusterNodes: opts.clusterNodes,
+      tls: opts.tls,
       label: LABEL,
       connectionName: `roomgate-lobby-${opts.gatewayId}`,
       channel: this.channel,

@@ -266,6 +266,15 @@ describe('every rule of the schema speaks plain words', () => {
           raw: { backendTls: { cert: '/etc/roomgate/client.pem' } },
           problem: 'backendTls.key: got null while backendTls.cert is set; expected the PEM private key file of that certificate, or remove backendTls.cert (no client certificate)',
         },
+        [CROSS_CHECKS[15]!.rule]: {
+          raw: { redis: { url: 'rediss://cache:6380', tlsKey: '/etc/roomgate/redis-client.key' } },
+          problem: 'redis.tlsCert: got null while redis.tlsKey is set; expected the PEM certificate file of that key, or remove redis.tlsKey (no client certificate)',
+        },
+        [CROSS_CHECKS[16]!.rule]: {
+          raw: { redis: { url: 'redis://cache:6379', tlsCa: '/etc/roomgate/redis-ca.pem' } },
+          problem:
+            'redis.tlsCa: got "/etc/roomgate/redis-ca.pem" while redis.url is not a rediss:// URL; expected a rediss:// redis.url (env REDIS_URL) with it, e.g. "rediss://redis.internal:6380" (with Sentinel or Cluster only its scheme and password are used: "rediss://:PASSWORD@redis"), or remove redis.tlsCa',
+        },
       };
       // Every rule in checks.ts has a case here.
       expect(Object.keys(cases).sort()).toEqual(CROSS_CHECKS.map((c) => c.rule).sort());

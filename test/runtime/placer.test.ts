@@ -40,8 +40,8 @@ const B3 = backendConfig('b3', 9103);
 const B4 = backendConfig('b4', 9104);
 const THREE = [B1, B2, B3];
 
-// The clock every store and every resolve() uses. It starts at the real time and only moves
-// forward, because the Placer stamps placements it learns from store events with Date.now().
+// The clock every store, every Placer and every resolve() uses. It starts at the real time and
+// only moves forward.
 let clock = Date.now();
 const now = (): number => clock;
 const advance = (ms: number): void => {
@@ -190,6 +190,8 @@ function gateway(
     onDown: o.onDown ?? 'keep',
     cacheTtlMs: CACHE_TTL_MS,
     idleTtlMs: TIMING.idleTtlMs,
+    recoveryRingMs: TIMING.gatewayTtlMs,
+    now,
     onPlaced: (room, from, to, forced, liveMoved) => placed.push({ room, from, to, forced, liveMoved }),
     onDegraded: (d) => degradedChanges.push(d),
   });
@@ -752,6 +754,46 @@ describe('Placer: degraded (store unreachable)', () => {
     const counts2 = await a.placer.reconcile();
     expect(counts2).toEqual({ written: 0, agreed: 0, conflicts: 0 });
     await other.close();
+  });
+});
+
+describe('Placer: gateways leaving degraded mode one after the other', () => {
+  it('for recoveryRingMs after the store is back new rooms still go to their ring owner, as on a gateway still degraded: the two agree', async () => {
+    const state = new MemoryPlacementState();
+    const a = gateway(state, 'gw-a', { boundFactor: 1.25 });
+    const b = gateway(state, 'gw-b', { boundFactor: 1.25 });
+    // Skewed loads: bounded loads would skip b1 for a new room it owns.
+    const skew = (g: TestGateway): void => g.pool.applyLoads(new Map([['b1', 100]]), g.pool.loadMark());
+    const [first, second, later] = roomsOwnedBy(a, 'b1', 3, 'stagger');
+    a.store.broken = true;
+    b.store.broken = true;
+    await Promise.all([a.placer.heartbeat(clock), b.placer.heartbeat(clock)]);
+    expect([a.placer.isDegraded, b.placer.isDegraded]).toEqual([true, true]);
+
+    // A reaches the store again (a failover: each gateway reconnects on its own schedule); B not yet.
+    a.store.broken = false;
+    await a.placer.heartbeat(clock);
+    expect(a.placer.isDegraded).toBe(false);
+    skew(a);
+    skew(b);
+    // B, degraded, places by the ring alone; A, back, must reach the same answer, whoever is first.
+    expect(route(await b.resolve(first!))).toBe('b1');
+    expect(route(await a.resolve(first!))).toBe('b1');
+    expect(route(await a.resolve(second!))).toBe('b1');
+    expect(route(await b.resolve(second!))).toBe('b1');
+    expect((await stored(a, first!)).backend).toBe('b1');
+
+    // B back: its provisional placements agree with the store.
+    b.store.broken = false;
+    const reconcile = vi.spyOn(b.placer, 'reconcile');
+    await b.placer.heartbeat(clock);
+    expect(await (reconcile.mock.results[0]!.value as ReturnType<Placer['reconcile']>)).toEqual({ written: 0, agreed: 2, conflicts: 0 });
+
+    // Once every gateway still degraded counts as gone, bounded loads apply again.
+    advance(TIMING.gatewayTtlMs + 1);
+    skew(a);
+    const d = await a.placer.explain(later!, clock, false);
+    expect(d.decision).toMatchObject({ reason: 'bounded-skip' });
   });
 });
 

@@ -157,10 +157,38 @@ process.once('exit', () => {
 });
 
 
-// --- Sentinel and Cluster ------------------------------------------------------------------------
+// --- Sentinel, replicas, Cluster, TLS -----------------------------------------------------------
+
+/** A tracked redis-server (data node, replica, sentinel or cluster node) that a test can kill. */
+export interface RedisNode {
+  readonly port: number;
+  /** "127.0.0.1:port". */
+  readonly address: string;
+  /** pid of the process (throws once it was killed). */
+  readonly pid: number;
+  readonly running: boolean;
+  /** Sends the signal (default SIGKILL) and waits until the process has exited. */
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+function nodeHandle(inst: Instance, port: number): RedisNode {
+  return {
+    port,
+    address: `127.0.0.1:${port}`,
+    get pid(): number {
+      const pid = inst.child?.pid;
+      if (pid === undefined) throw new Error(`redis-server on ${port} is not running`);
+      return pid;
+    },
+    get running(): boolean {
+      return inst.child !== undefined;
+    },
+    kill: (signal: NodeJS.Signals = 'SIGKILL') => kill(inst, signal),
+  };
+}
 
 /** Spawns redis-server with `args`, tracked like startRedis(); resolves once it logs `ready`. */
-async function spawnTracked(args: (port: number, dir: string) => string[], ready: RegExp, name: string): Promise<{ port: number; dir: string }> {
+async function spawnTracked(args: (port: number, dir: string) => string[], ready: RegExp, name: string): Promise<RedisNode> {
   const bin = findRedisServer();
   const inst: Instance = { child: undefined, dir: mkdtempSync(join(tmpdir(), `roomgate-${name}-`)) };
   instances.add(inst);
@@ -175,6 +203,11 @@ async function spawnTracked(args: (port: number, dir: string) => string[], ready
         output += chunk.toString();
         if (ready.test(output)) {
           clearTimeout(timer);
+          // Keep draining the pipes so that redis-server never blocks on a full pipe.
+          child.stdout?.removeListener('data', onData);
+          child.stderr?.removeListener('data', onData);
+          child.stdout?.resume();
+          child.stderr?.resume();
           resolve(undefined);
         } else if (/Address already in use/i.test(output)) {
           clearTimeout(timer);
@@ -186,51 +219,16 @@ async function spawnTracked(args: (port: number, dir: string) => string[], ready
       child.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ENOENT' ? new Error(INSTALL_HINT) : e));
       child.once('exit', (code, signal) => resolve(new Error(`${name} exited early (${code ?? signal}):\n${output}`)));
     });
-    if (!err) return { port, dir: inst.dir };
+    if (!err) return nodeHandle(inst, port);
     await kill(inst, 'SIGKILL');
     if (!(err instanceof AddressInUse) || attempt >= 5) throw err;
   }
 }
 
-export interface RedisSentinel {
-  /** "127.0.0.1:port" of the sentinel. */
-  readonly address: string;
-  readonly port: number;
-  /** The master group name ("mymaster"). */
-  readonly name: string;
-}
+const DATA_NODE_ARGS = (p: number, dir: string): string[] => ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
 
-/** A redis-server in sentinel mode monitoring the master at 127.0.0.1:masterPort as "mymaster" (quorum 1). */
-export async function startSentinel(masterPort: number): Promise<RedisSentinel> {
-  const { port } = await spawnTracked(
-    (p, dir) => {
-      const conf = join(dir, 'sentinel.conf');
-      writeFileSync(
-        conf,
-        [
-          `port ${p}`,
-          'bind 127.0.0.1',
-          `dir ${dir}`,
-          `sentinel monitor mymaster 127.0.0.1 ${masterPort} 1`,
-          'sentinel down-after-milliseconds mymaster 1000',
-          'sentinel failover-timeout mymaster 2000',
-          '',
-        ].join('\n'),
-      );
-      return [conf, '--sentinel'];
-    },
-    /\+monitor master mymaster/,
-    'redis-sentinel',
-  );
-  return { address: `127.0.0.1:${port}`, port, name: 'mymaster' };
-}
-
-export interface RedisClusterServers {
-  /** "127.0.0.1:port" of every node (all masters). */
-  readonly nodes: readonly string[];
-}
-
-function redisCli(args: string[]): Promise<string> {
+/** Runs redis-cli (next to redis-server) with `args`; rejects on a non-zero exit, after 20 s at most. */
+export function redisCli(args: readonly string[]): Promise<string> {
   const bin = findRedisServer().replace(/redis-server$/, 'redis-cli');
   return new Promise((resolve, reject) => {
     const child = spawn(existsSync(bin) ? bin : 'redis-cli', args, { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -247,26 +245,206 @@ function redisCli(args: string[]): Promise<string> {
   });
 }
 
-/** A 3-master Redis Cluster (no replicas) on free ports; resolves once CLUSTER INFO says ok on every node. */
-export async function startCluster(): Promise<RedisClusterServers> {
-  const ports = await Promise.all(
-    [0, 1, 2].map(async () => {
-      const { port } = await spawnTracked(
-        (p, dir) => ['--port', String(p), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${p}.conf`), '--save', '', '--appendonly', 'no', '--dir', dir],
-        /Ready to accept connections/,
-        'redis-cluster',
-      );
-      return port;
-    }),
-  );
-  const nodes = ports.map((p) => `127.0.0.1:${p}`);
-  await redisCli(['--cluster', 'create', ...nodes, '--cluster-replicas', '0', '--cluster-yes']);
-  const deadline = Date.now() + READY_TIMEOUT_MS;
+/** One field of INFO (or of any "key:value" line list), or undefined. */
+function infoField(info: string, field: string): string | undefined {
+  return new RegExp(`^${field}:(.*)$`, 'm').exec(info)?.[1]?.trim();
+}
+
+/** Polls `check` every 100 ms until it returns true; throws `what` (with the last output) after timeoutMs. */
+async function until(what: string, timeoutMs: number, check: () => Promise<boolean | string>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown = '';
   for (;;) {
-    const infos = await Promise.all(ports.map((p) => redisCli(['-p', String(p), 'cluster', 'info'])));
-    if (infos.every((i) => i.includes('cluster_state:ok'))) break;
-    if (Date.now() > deadline) throw new Error(`cluster not ok within ${READY_TIMEOUT_MS} ms:\n${infos.join('\n')}`);
+    try {
+      const r = await check();
+      if (r === true) return;
+      last = r;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms (last: ${String(last)})`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { nodes };
+}
+
+/** A replica of the master at 127.0.0.1:masterPort; resolves once its replication link is up. */
+export async function startReplica(masterPort: number): Promise<RedisNode> {
+  const node = await spawnTracked((p, dir) => [...DATA_NODE_ARGS(p, dir), '--replicaof', '127.0.0.1', String(masterPort)], /Ready to accept connections/, 'redis-replica');
+  await until(`replica ${node.port} in sync with ${masterPort}`, READY_TIMEOUT_MS, async () => {
+    const info = await redisCli(['-p', String(node.port), 'info', 'replication']);
+    return infoField(info, 'master_link_status') === 'up' || info;
+  });
+  return node;
+}
+
+export interface RedisSentinel extends RedisNode {
+  /** The master group name ("mymaster"). */
+  readonly name: string;
+}
+
+export interface SentinelOptions {
+  /** Sentinels that must agree the master is down (default 1). */
+  readonly quorum?: number;
+  /** sentinel down-after-milliseconds (default 1000). */
+  readonly downAfterMs?: number;
+  /** sentinel failover-timeout (default 2000). */
+  readonly failoverTimeoutMs?: number;
+}
+
+/** A redis-server in sentinel mode monitoring the master at 127.0.0.1:masterPort as "mymaster". */
+export async function startSentinel(masterPort: number, o: SentinelOptions = {}): Promise<RedisSentinel> {
+  const node = await spawnTracked(
+    (p, dir) => {
+      const conf = join(dir, 'sentinel.conf');
+      writeFileSync(
+        conf,
+        [
+          `port ${p}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `sentinel monitor mymaster 127.0.0.1 ${masterPort} ${o.quorum ?? 1}`,
+          `sentinel down-after-milliseconds mymaster ${o.downAfterMs ?? 1000}`,
+          `sentinel failover-timeout mymaster ${o.failoverTimeoutMs ?? 2000}`,
+          '',
+        ].join('\n'),
+      );
+      return [conf, '--sentinel'];
+    },
+    /\+monitor master mymaster/,
+    'redis-sentinel',
+  );
+  return Object.assign(node, { name: 'mymaster' });
+}
+
+/** `SENTINEL master mymaster` of one sentinel, as fields. */
+async function sentinelView(s: RedisSentinel): Promise<Map<string, string>> {
+  const lines = (await redisCli(['-p', String(s.port), 'sentinel', 'master', s.name])).trim().split('\n');
+  const out = new Map<string, string>();
+  for (let i = 0; i + 1 < lines.length; i += 2) out.set(lines[i] as string, lines[i + 1] as string);
+  return out;
+}
+
+/**
+ * `count` sentinels of the master at masterPort; resolves once every one knows the others and
+ * `replicas` replicas (sentinels find each other through the master every 2 s), so that a
+ * failover can be voted on at once.
+ */
+export async function startSentinels(masterPort: number, count: number, replicas: number, o: SentinelOptions = {}): Promise<RedisSentinel[]> {
+  const sentinels = await Promise.all(Array.from({ length: count }, () => startSentinel(masterPort, o)));
+  await until(`${count} sentinels that know each other and ${replicas} replica(s)`, 15_000, async () => {
+    const views = await Promise.all(sentinels.map(sentinelView));
+    const ok = views.every((v) => v.get('num-other-sentinels') === String(count - 1) && v.get('num-slaves') === String(replicas));
+    return ok || JSON.stringify(views.map((v) => [v.get('num-other-sentinels'), v.get('num-slaves')]));
+  });
+  return sentinels;
+}
+
+/** "host:port" of the master the sentinel names now. */
+export async function sentinelMaster(s: RedisSentinel): Promise<string> {
+  const [host, port] = (await redisCli(['-p', String(s.port), 'sentinel', 'get-master-addr-by-name', s.name])).trim().split('\n');
+  return `${host}:${port}`;
+}
+
+export interface RedisClusterServers {
+  /** "127.0.0.1:port" of every node (masters and replicas). */
+  readonly nodes: readonly string[];
+  readonly servers: readonly RedisNode[];
+}
+
+export interface ClusterOptions {
+  /** Replicas per master (default 0: 3 masters only; 1: 3 masters + 3 replicas). */
+  readonly replicas?: 0 | 1;
+  /** cluster-node-timeout: a master unreachable this long is failed over (default 1000 ms). */
+  readonly nodeTimeoutMs?: number;
+}
+
+/**
+ * A Redis Cluster of 3 masters (with `replicas`, each with its replicas) on free ports; resolves
+ * once CLUSTER INFO says ok on every node, every node knows every other and replicas are in sync.
+ */
+export async function startCluster(o: ClusterOptions = {}): Promise<RedisClusterServers> {
+  const replicas = o.replicas ?? 0;
+  const servers = await Promise.all(
+    Array.from({ length: 3 * (1 + replicas) }, () =>
+      spawnTracked(
+        (p, dir) => [
+          ...DATA_NODE_ARGS(p, dir),
+          '--cluster-enabled', 'yes',
+          '--cluster-config-file', join(dir, `nodes-${p}.conf`),
+          '--cluster-node-timeout', String(o.nodeTimeoutMs ?? 1000),
+        ],
+        /Ready to accept connections/,
+        'redis-cluster',
+      ),
+    ),
+  );
+  const nodes = servers.map((s) => s.address);
+  await redisCli(['--cluster', 'create', ...nodes, '--cluster-replicas', String(replicas), '--cluster-yes']);
+  await until('cluster ok on every node', 15_000, async () => {
+    const infos = await Promise.all(servers.map((s) => redisCli(['-p', String(s.port), 'cluster', 'info'])));
+    const ok = infos.every((i) => infoField(i, 'cluster_state') === 'ok' && infoField(i, 'cluster_known_nodes') === String(servers.length));
+    if (!ok) return infos.join('\n');
+    const links = await Promise.all(servers.map((s) => redisCli(['-p', String(s.port), 'info', 'replication'])));
+    const unsynced = links.filter((i) => infoField(i, 'role') === 'slave' && infoField(i, 'master_link_status') !== 'up');
+    return links.filter((i) => infoField(i, 'role') === 'slave').length === 3 * replicas && unsynced.length === 0 ? true : links.join('\n');
+  });
+  return { nodes, servers };
+}
+
+/** A cluster node's `CLUSTER NODES` line: its address, role and slot ranges. */
+export interface ClusterNodeLine {
+  readonly address: string;
+  readonly master: boolean;
+  readonly failed: boolean;
+  readonly slots: readonly (readonly [number, number])[];
+}
+
+/** What `node` believes about the cluster (CLUSTER NODES). */
+export async function clusterNodes(node: RedisNode): Promise<ClusterNodeLine[]> {
+  const text = await redisCli(['-p', String(node.port), 'cluster', 'nodes']);
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const f = line.split(' ');
+      const flags = (f[2] ?? '').split(',');
+      const slots = f.slice(8).filter((r) => /^\d/.test(r)).map((r) => {
+        const [a, b] = r.split('-').map(Number);
+        return [a as number, b ?? (a as number)] as const;
+      });
+      return { address: (f[1] ?? '').replace(/@.*$/, ''), master: flags.includes('master'), failed: flags.includes('fail'), slots };
+    });
+}
+
+/** The master (as `asker` sees it) that serves the slot of `key`, e.g. "{rg}". */
+export async function clusterMasterOf(cluster: RedisClusterServers, asker: RedisNode, key: string): Promise<RedisNode> {
+  const slot = Number((await redisCli(['-p', String(asker.port), 'cluster', 'keyslot', key])).trim());
+  const line = (await clusterNodes(asker)).find((n) => n.master && !n.failed && n.slots.some(([a, b]) => slot >= a && slot <= b));
+  const server = cluster.servers.find((s) => s.address === line?.address);
+  if (!server) throw new Error(`no live master serves slot ${slot} of ${key} (as ${asker.address} sees it)`);
+  return server;
+}
+
+export interface TlsRedisFiles {
+  /** The server's certificate and key, and the CA file it checks client certificates against. */
+  readonly cert: string;
+  readonly key: string;
+  readonly ca: string;
+}
+
+/**
+ * A redis-server that speaks TLS only (`--port 0 --tls-port P`). `authClients` (Redis's own
+ * default is yes) makes it require a client certificate signed by `files.ca`.
+ */
+export async function startTlsRedis(files: TlsRedisFiles, o: { authClients?: boolean } = {}): Promise<RedisNode & { readonly url: string }> {
+  const node = await spawnTracked(
+    (p, dir) => [
+      '--port', '0', '--tls-port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
+      '--tls-cert-file', files.cert, '--tls-key-file', files.key, '--tls-ca-cert-file', files.ca,
+      '--tls-auth-clients', o.authClients ? 'yes' : 'no',
+    ],
+    /Ready to accept connections/,
+    'redis-tls',
+  );
+  return Object.assign(node, { url: `rediss://127.0.0.1:${node.port}` });
 }

@@ -2,6 +2,7 @@
 import { redactUrlPassword } from '../../config/describe.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { demoNotes, isDemo } from '../../demo/demo-mode.js';
+import { loadRedisTls } from '../../redis/redis-tls.js';
 import { BACKEND_TLS_UNVERIFIED, loadBackendTls } from '../../backends/backend-tls.js';
 import { loadTls, tlsExpiryWarnings } from '../../server/tls-config.js';
 import { flag } from '../args.js';
@@ -27,6 +28,7 @@ function notes(config: LoadedConfig, source: ConfigSource): string[] {
   // The certificate files are read as start reads them: a bad one is an invalid configuration.
   const tls = loadTls(config);
   const backendTls = loadBackendTls(config.backendTls);
+  loadRedisTls(config.redis);
   return [...startNotes(config, source), ...(tls ? tlsExpiryWarnings(tls, Date.now()) : []), ...(backendTls.verify ? [] : [BACKEND_TLS_UNVERIFIED])];
 }
 
@@ -48,7 +50,7 @@ export const checkConfig: Command = {
   description: `Validates the configuration (file, environment, flags) as start would, and prints it with
 secrets redacted, then notes on what start will do by itself (the demo, a generated secret) and on
 TLS certificates that expire within 21 days, and on backendTls.verify turned off. Certificate files
-(tls.certs, backendTls) are read and checked (PEM, the key matching the certificate) as start reads them.
+(tls.certs, backendTls, redis.tlsCa/tlsCert/tlsKey) are read and checked (PEM, the key matching the certificate) as start reads them.
 An invalid configuration: one line per problem on stderr, exit 2.
 --json: {"valid": true, "config": {...}, "notes": ["..."]}.`,
   options: [CONFIG, BACKEND, PORT, JSON_OUT],

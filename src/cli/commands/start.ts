@@ -6,6 +6,7 @@ import { isClusterWorker, runWorker } from '../../cluster/worker.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { DemoBackends, isDemo } from '../../demo/demo-mode.js';
 import { Gateway } from '../../gateway.js';
+import { loadRedisTls } from '../../redis/redis-tls.js';
 import { loadBackendTls } from '../../backends/backend-tls.js';
 import { loadTls } from '../../server/tls-config.js';
 import { onStopSignals } from '../../lifecycle/signals.js';
@@ -112,6 +113,7 @@ environment) and printed in the banner, once. --json: the banner as one JSON lin
     // Certificate files checked before anything starts (a bad one: exit 2, naming the field).
     loadTls(config);
     loadBackendTls(config.backendTls);
+    loadRedisTls(config.redis);
     const json = flag(values, 'json');
     if (workers === 1) {
       await startOne(config, source, json);
