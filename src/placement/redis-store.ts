@@ -90,12 +90,20 @@ local function ms(x) return string.format('%.0f', x) end
 local function placementEvent(room, backend, epoch)
   return '{"type":"placement","room":' .. cjson.encode(room) .. ',"placement":{"backend":' .. cjson.encode(backend) .. ',"epoch":' .. ms(epoch) .. '}}'
 end
--- The epoch counter; if Redis lost it (restart without persistence, FLUSHALL), it restarts from
--- the clock (ms x 1000, below 2^53) so epochs stay above every epoch handed out before.
+-- The epoch counter, never below the clock (ms x 1000, below 2^53): if Redis lost the counter
+-- (restart without persistence, FLUSHALL) or some of its last increments (a failover to a
+-- replica that had not received them yet: replication is asynchronous), the next epoch is still
+-- above every epoch handed out before, as long as Redis's clocks agree to better than the time
+-- the failover took. At fewer than 1000 placements per ms the counter simply follows the clock.
 local function nextEpoch(base)
   local k = base .. 'epoch'
-  if redis.call('EXISTS', k) == 0 then redis.call('SET', k, ms(now * 1000)) end
-  return redis.call('INCR', k)
+  local e = redis.call('INCR', k)
+  local floor = now * 1000
+  if e < floor then
+    redis.call('SET', k, ms(floor))
+    e = floor
+  end
+  return e
 end
 `;
 

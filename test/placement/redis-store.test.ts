@@ -354,6 +354,28 @@ describe('RedisPlacementStore keys', () => {
     expect(Number(await a.get('myapp:{rg}:epoch'))).toBeGreaterThanOrEqual(Math.max(...epochs));
   });
 
+  it('epochs stay above every epoch handed out when the counter went back (a failover lost its last increments)', async () => {
+    const fresh = await startRedis();
+    const a = admin(fresh);
+    const s1 = open(fresh, { keyPrefix: 'fo:', gatewayId: 'gw-1', timing: { idleTtlMs: 60_000, gatewayTtlMs: 60_000 } });
+    await s1.connect();
+    const given: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const r = await s1.place(`fo-${i}`, 'b1', 0, NOT_FORCED);
+      if (!r.ok) throw new Error(`place failed: ${JSON.stringify(r)}`);
+      given.push(r.placement.epoch);
+    }
+    // What a promoted replica may hold: the counter as it was a few placements ago.
+    await a.set('fo:{rg}:epoch', String(given[1]));
+    await new Promise((r) => setTimeout(r, 5));
+    const next = await s1.place('fo-new', 'b2', 0, NOT_FORCED);
+    if (!next.ok) throw new Error(`place failed: ${JSON.stringify(next)}`);
+    expect(next.placement.epoch).toBeGreaterThan(Math.max(...given));
+    // And a move of a room placed before gets a larger epoch than its old one, never an old number.
+    const moved = await s1.place('fo-4', 'b2', given[4] as number, { force: true });
+    expect(moved.ok && moved.placement.epoch > next.placement.epoch).toBe(true);
+  });
+
   it('a heartbeat of 10000 live rooms is one call and reports every room', async () => {
     // This heartbeat also creates the 9999 missing placements (about the cost of refreshing 10000;
     // a few hundred ms on a loaded 2-core machine): latency is not what this test is about.
