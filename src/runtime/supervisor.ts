@@ -46,6 +46,11 @@ export class Supervisor {
   private presenceFailing = false;
   private readonly now: () => number;
 
+  /** The heartbeat running now, if any (see tick). */
+  private ticking: Promise<void> | null = null;
+  /** tick() was called while one ran: run once more after it. */
+  private tickAgain = false;
+
   constructor(private readonly o: SupervisorOptions) {
     this.now = o.now ?? Date.now;
   }
@@ -59,14 +64,42 @@ export class Supervisor {
   }
 
   stop(): void {
+    this.tickAgain = false;
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
     for (const t of this.deadlineTimers.values()) clearTimeout(t);
     this.deadlineTimers.clear();
   }
 
-  /** One heartbeat: exchange live rooms and loads with the store, publish presence, enforce drain deadlines. */
-  async tick(): Promise<void> {
+  /**
+   * One heartbeat: exchange live rooms and loads with the store, publish presence, enforce drain
+   * deadlines. Never two at once: a heartbeat slower than heartbeatMs (a slow or unreachable
+   * store: each call may take commandTimeoutMs) would otherwise overlap the next, and an older
+   * report could land after a newer one. Calls while one runs are folded into one more run after
+   * it, which the caller's promise includes.
+   */
+  tick(): Promise<void> {
+    // Local and at once, even while a heartbeat waits on the store: a maintenance or a passed
+    // drain deadline closes its sockets now (the report without them follows with the next run).
+    this.enforceDeadlines(this.now());
+    if (this.ticking !== null) {
+      this.tickAgain = true;
+      return this.ticking;
+    }
+    this.ticking = this.ticks().finally(() => {
+      this.ticking = null;
+    });
+    return this.ticking;
+  }
+
+  private async ticks(): Promise<void> {
+    do {
+      this.tickAgain = false;
+      await this.tickOnce();
+    } while (this.tickAgain);
+  }
+
+  private async tickOnce(): Promise<void> {
     // Deadlines first, so this heartbeat's report already leaves out the rooms just closed: a room
     // leaving a gone backend is placed elsewhere only once no gateway reports it live there
     // (PlaceIntent.overrideLive), and this is what ends the wait.

@@ -25,8 +25,19 @@ interface TestTunnel extends Tunnel {
 class RecordingSharedData extends MemorySharedDataStore {
   failing = false;
   readonly reports: (readonly RoomPresence[])[] = [];
+  /** While set, each publish waits for it (a store slower than the heartbeat). */
+  gate: Promise<void> | null = null;
+  inFlight = 0;
+  maxInFlight = 0;
   override async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
     if (this.failing) throw new Error('shared data store unreachable (test)');
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      if (this.gate) await this.gate;
+    } finally {
+      this.inFlight--;
+    }
     this.reports.push(rooms);
     return super.publishPresence(rooms, ttlMs);
   }
@@ -200,6 +211,25 @@ describe('Supervisor: heartbeat', () => {
       ['error', 'presence not published: shared data store unreachable (routing is unaffected)'],
       ['info', 'presence published again: shared data store reachable'],
     ]);
+  });
+
+  it('never runs two heartbeats at once: calls during a slow one fold into one more run after it, with the state of then', async () => {
+    const r = rig('keep');
+    let open: () => void = () => undefined;
+    r.sharedData.gate = new Promise<void>((resolve) => (open = resolve));
+    const first = r.supervisor.tick();
+    r.open('late', 'b1');
+    const folded = [r.supervisor.tick(), r.supervisor.tick(), r.supervisor.tick()];
+    await sleep(20);
+    expect(r.sharedData.maxInFlight).toBe(1);
+    expect(r.sharedData.reports).toHaveLength(0);
+    r.sharedData.gate = null;
+    open();
+    await Promise.all([first, ...folded]);
+    // The slow one, then exactly one more, which reports the room opened meanwhile.
+    expect(r.sharedData.reports).toHaveLength(2);
+    expect(r.sharedData.reports.at(-1)!.map((p) => p.room)).toEqual(['late']);
+    expect(r.sharedData.maxInFlight).toBe(1);
   });
 
   it('a drain deadline closes the remaining sockets when it passes, not before; maintenance at once', async () => {
