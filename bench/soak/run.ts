@@ -127,6 +127,31 @@ function fdCount(pid: number): number {
   return readdirSync(`/proc/${pid}/fd`).length;
 }
 
+/**
+ * Sockets the gateway still counts live well after every client closed: which rooms (held rooms
+ * are h<n>, the churn's fresh ones c<k>-<n>, from the lobby), and whether they end within 2 more
+ * minutes (a slow end) or not (stuck).
+ */
+async function stuckSockets(n: number, closedAt: number, adminPort: number, port: number): Promise<string> {
+  const at = Math.round((performance.now() - closedAt) / 1000);
+  let rooms = '';
+  try {
+    const lobby = (await (await fetch(`http://127.0.0.1:${port}/_roomgate/api/lobby?limit=500`, { signal: AbortSignal.timeout(5_000) })).json()) as { rooms: { room: string; sockets: number }[]; total: number };
+    const held = lobby.rooms.filter((r) => r.room.startsWith('h'));
+    rooms = `; the lobby lists ${lobby.total} rooms with sockets (${held.length} held rooms, ${lobby.rooms.length - held.length} others${lobby.rooms.length ? `, e.g. ${lobby.rooms.slice(0, 3).map((r) => `${r.room}: ${r.sockets}`).join(', ')}` : ''})`;
+  } catch (err) {
+    rooms = `; the lobby did not answer (${(err as Error).message})`;
+  }
+  const until = performance.now() + 120_000;
+  let left = n;
+  while (left > 0 && performance.now() < until) {
+    await sleep(2_000);
+    left = (await metrics(adminPort)).get('roomgate_live_sockets') ?? 0;
+  }
+  const then = left === 0 ? `all had ended ${Math.round((performance.now() - closedAt) / 1000)} s after` : `${left} were still live ${Math.round((performance.now() - closedAt) / 1000)} s after`;
+  return `${n} sockets still counted live by the gateway ${at} s after the clients closed theirs${rooms}; ${then}`;
+}
+
 async function main(): Promise<boolean> {
   const a = parse(process.argv.slice(2));
   const notes: string[] = [];
@@ -289,7 +314,7 @@ async function main(): Promise<boolean> {
   const closedBy = closedAt + defaults.proxy.connectTimeoutMs + defaults.proxy.responseTimeoutMs + 15_000;
   while ((await metrics(adminPort)).get('roomgate_live_sockets')! > 0 && performance.now() < closedBy) await sleep(500);
   const stuck = (await metrics(adminPort)).get('roomgate_live_sockets') ?? 0;
-  if (stuck > 0) notes.push(`${stuck} sockets still counted live by the gateway ${Math.round((performance.now() - closedAt) / 1000)} s after the clients closed theirs`);
+  if (stuck > 0) notes.push(await stuckSockets(stuck, closedAt, adminPort, gw.port!));
   await sleep(2_000);
   await take('after', true);
   collector.close();
