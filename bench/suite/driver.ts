@@ -1,6 +1,7 @@
 /**
  * The orchestrator's side of the load generator: starts N loadgen.js processes (pinned to the
- * load core), splits a workload's clients between them, and merges their answers.
+ * load core), splits a workload's clients between them, and merges their answers. The IPC worker
+ * (a child answering {id, ok, ...} to each command) is shared with the soak's clients (bench/soak).
  */
 import { join } from 'node:path';
 import type { ClientSpec, Command, Mode, OpenResult, WindowResult } from './loadgen.js';
@@ -10,7 +11,7 @@ import { Histogram } from './stats.js';
 const LOADGEN = join(import.meta.dirname, 'loadgen.js');
 
 /** A command without its id (distributes over the union). */
-type Body<T> = T extends unknown ? Omit<T, 'id'> : never;
+export type Body<T> = T extends unknown ? Omit<T, 'id'> : never;
 
 interface Reply {
   id: number;
@@ -19,7 +20,8 @@ interface Reply {
   [k: string]: unknown;
 }
 
-class Worker {
+/** A child process that answers each IPC command {id, ...} with {id, ok, ...}, and {id: 0} once ready. */
+export class IpcWorker<C extends { id: number }> {
   private nextId = 1;
   private readonly pending = new Map<number, (r: Reply) => void>();
   readonly ready: Promise<void>;
@@ -39,7 +41,7 @@ class Worker {
     });
   }
 
-  call<T>(c: Body<Command>): Promise<T> {
+  call<T>(c: Body<C>): Promise<T> {
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, (r) => (r.ok ? resolve(r as unknown as T) : reject(new Error(r.error ?? 'load generator error'))));
@@ -48,21 +50,26 @@ class Worker {
   }
 }
 
+/** Starts `n` copies of the Node script `script` on `cpu` and waits (15 s at most) until each is ready. */
+export async function startIpcWorkers<C extends { id: number }>(name: string, script: string, n: number, cpu: string): Promise<IpcWorker<C>[]> {
+  const workers = Array.from({ length: n }, (_, i) => new IpcWorker<C>(startProc(`${name} ${i + 1}`, process.execPath, [script], { cpu, ipc: true })));
+  await Promise.all(
+    workers.map((w) =>
+      Promise.race([
+        w.ready,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${w.proc.name} did not start:\n  ${w.proc.output.join('\n  ')}`)), 15_000)),
+      ]),
+    ),
+  );
+  return workers;
+}
+
 export class LoadGen {
-  private constructor(private readonly workers: Worker[]) {}
+  private constructor(private readonly workers: IpcWorker<Command>[]) {}
 
   /** Starts `n` load generator processes on `cpu`. */
   static async start(n: number, cpu: string): Promise<LoadGen> {
-    const workers = Array.from({ length: n }, (_, i) => new Worker(startProc(`loadgen ${i + 1}`, process.execPath, [LOADGEN], { cpu, ipc: true })));
-    await Promise.all(
-      workers.map((w) =>
-        Promise.race([
-          w.ready,
-          new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${w.proc.name} did not start:\n  ${w.proc.output.join('\n  ')}`)), 15_000)),
-        ]),
-      ),
-    );
-    return new LoadGen(workers);
+    return new LoadGen(await startIpcWorkers<Command>('loadgen', LOADGEN, n, cpu));
   }
 
   get size(): number {

@@ -19,6 +19,7 @@
  */
 import { INPUT_BYTES, INPUT_EVERY_MS, broadcastTs, browserHeaders, padTo, parseWelcome, wallMs } from './protocol.js';
 import { Histogram, type HistogramData } from './stats.js';
+import { serveIpc } from './ipc-child.js';
 import { Ticker } from './ticker.js';
 import { WsClient } from './wsclient.js';
 
@@ -201,11 +202,4 @@ async function handle(c: Command): Promise<unknown> {
   }
 }
 
-process.on('message', (m: Command) => {
-  handle(m).then(
-    (r) => process.send?.({ id: m.id, ok: true, ...(r as object) }),
-    (err: Error) => process.send?.({ id: m.id, ok: false, error: err.message }),
-  );
-});
-process.on('disconnect', () => process.exit(0));
-process.send?.({ id: 0, ok: true, ready: true });
+serveIpc<Command>(handle);

@@ -244,7 +244,8 @@ export function markdown(records: readonly RunRecord[], meta: Meta): string {
 
 const COLORS: Record<TargetName, string> = { direct: '#9e9e9e', nginx: '#2e7d32', haproxy: '#1565c0', roomgate: '#e65100' };
 
-function esc(s: string): string {
+/** Text escaped for SVG/XML. */
+export function esc(s: string): string {
   return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 }
 

@@ -7,7 +7,7 @@
  *    (101 and Sec-WebSocket-Accept);
  *  - unfragmented server frames: text/binary (-> onMessage), ping (answered), pong (counted),
  *    close (answered, then the socket ends); a fragmented or oversized frame closes the socket;
- *  - masked client frames: text and ping.
+ *  - masked client frames: text, ping and close.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
@@ -80,6 +80,16 @@ export class WsClient {
     f[1] = 0x80;
     this.mask.copy(f, 2);
     this.socket.write(f);
+  }
+
+  /** A masked close frame (1000, or `code`), then the end of the socket: a page that closes its socket. */
+  close(code = 1000): void {
+    if (!this.isOpen) return this.terminate();
+    const f = Buffer.from([0x88, 0x82, ...this.mask, (code >> 8) ^ this.mask[0]!, (code & 0xff) ^ this.mask[1]!]);
+    this.closed = true;
+    this.socket.end(f);
+    // A peer that never closes its side must not keep the socket.
+    setTimeout(() => this.socket.destroy(), 2_000).unref();
   }
 
   /** Ends at once (no closing handshake): what a closed tab or a dropped network looks like. */
