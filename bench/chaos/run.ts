@@ -14,14 +14,14 @@ import { formatTable, readRows, replaceTable } from './table.js';
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const CHAOS_DIR = join(ROOT, 'test-output', 'chaos');
 
-/** Test files under test/ that call recordChaos (the recorder itself left out). */
+/** Test files under test/ that import the row recorder (test/support/chaos.ts). */
 function chaosTestFiles(root: string): string[] {
   const out: string[] = [];
   const walk = (dir: string): void => {
     for (const name of readdirSync(dir)) {
       const p = join(dir, name);
       if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith('.test.ts') && readFileSync(p, 'utf8').includes('recordChaos(')) out.push(relative(root, p));
+      else if (name.endsWith('.test.ts') && /from '\.\.\/(\.\.\/)?support\/chaos\.js'/.test(readFileSync(p, 'utf8'))) out.push(relative(root, p));
     }
   };
   walk(join(root, 'test'));

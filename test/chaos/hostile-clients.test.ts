@@ -302,7 +302,7 @@ describe('a client that never reads', () => {
 
     recordChaos({
       id: 'client-never-reads',
-      fault: `${N} WebSocket clients (4 KB receive buffer) that never read, in a room the backend floods; one page client that never reads a 10 MB answer (next test)`,
+      fault: `${N} WebSocket clients (4 KB receive buffer) that never read, in a room the backend floods`,
       promise: 'back-pressure pauses the backend per stuck socket; a write not taken within proxy.clientWriteTimeoutMs closes the tunnel, both sides; other rooms are not slowed',
       figures: {
         recoverMs: null,
