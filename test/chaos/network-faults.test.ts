@@ -400,6 +400,9 @@ describe('a stalled backend: SIGSTOP, its link black-holed, its link reset', () 
   });
 
   it('link black-holed (keep and close): down within fall checks; keep holds its sockets and they carry frames after restore; close moves its rooms, the cut-off backend keeps stale copies until the link heals', async () => {
+    // The SIGSTOP test before this one took n1 down in both gateways' views; the close gateway
+    // must see it up again before its rooms are placed (a loaded run once placed them on n2).
+    await Promise.all([n1Becomes(gw, 'up'), n1Becomes(gwClose, 'up')]);
     const pinger = await join(onN1[0] as string);
     expect(pinger.backend).toBe('n1');
     const closeFleet = new RoomFleet();
