@@ -6,27 +6,13 @@
 //   npm run chaos -- FILTER...    only the test files whose path contains a FILTER
 //   npm run chaos -- --docs       also write the table into docs/reliability.md (between its markers)
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { formatTable, readRows, replaceTable } from './table.js';
+import { chaosTestFiles, formatTable, readRows, replaceTable } from './table.js';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 const CHAOS_DIR = join(ROOT, 'test-output', 'chaos');
-
-/** Test files under test/ that import the row recorder (test/support/chaos.ts). */
-function chaosTestFiles(root: string): string[] {
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    for (const name of readdirSync(dir)) {
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith('.test.ts') && /from '\.\.\/(\.\.\/)?support\/chaos\.js'/.test(readFileSync(p, 'utf8'))) out.push(relative(root, p));
-    }
-  };
-  walk(join(root, 'test'));
-  return out.sort();
-}
 
 const DOC = join(ROOT, 'docs', 'reliability.md');
 

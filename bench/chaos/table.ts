@@ -1,22 +1,51 @@
 // The chaos table: rows recorded by the tests (test/support/chaos.ts writes one JSON file per row
 // into test-output/chaos) formatted as the Markdown table docs/reliability.md carries.
-import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
 
+/** What a test measured under its fault; a figure it did not measure is left out. */
+export interface ChaosFigures {
+  /** Time until the promised service was back (ms); null when nothing was interrupted. */
+  readonly recoverMs?: number | null;
+  /** Rooms whose backend changed because of the fault. */
+  readonly roomsMoved?: number;
+  /** Client sockets that were closed because of the fault. */
+  readonly socketsDropped?: number;
+  /** Requests (page GETs, API calls, upgrades) that failed during the fault. */
+  readonly requestsFailed?: number;
+  /** Rooms seen on two backends at once (must be 0 wherever the table reports it). */
+  readonly roomsSplit?: number;
+  /** Anything else the row needs, already formatted ("p99 answer 512 ms", "RSS +3 %"). */
+  readonly other?: readonly string[];
+}
+
+/** One row as a test records it (test/support/chaos.ts) and the table reads it. */
 export interface ChaosRowFile {
+  /** Stable id, lower-case with dashes: the file name of the row and the table's sort key. */
   readonly id: string;
+  /** The fault, as an operator would name it ("Redis primary killed under load (Sentinel)"). */
   readonly fault: string;
+  /** What roomgate promises under it, one sentence. */
   readonly promise: string;
-  readonly figures: {
-    readonly recoverMs?: number | null;
-    readonly roomsMoved?: number;
-    readonly socketsDropped?: number;
-    readonly requestsFailed?: number;
-    readonly roomsSplit?: number;
-    readonly other?: readonly string[];
-  };
+  readonly figures: ChaosFigures;
+  /** The test file, relative to the repository. */
   readonly file: string;
+  /** The test's name. */
   readonly test: string;
+}
+
+/** Test files under `root`/test that import the row recorder (test/support/chaos.ts). */
+export function chaosTestFiles(root: string): string[] {
+  const out: string[] = [];
+  const walk = (dir: string): void => {
+    for (const name of readdirSync(dir)) {
+      const p = join(dir, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else if (name.endsWith('.test.ts') && /from '\.\.\/(\.\.\/)?support\/chaos\.js'/.test(readFileSync(p, 'utf8'))) out.push(relative(root, p));
+    }
+  };
+  walk(join(root, 'test'));
+  return out.sort();
 }
 
 /** Every row in `dir`, sorted by id; a file that is not a row is an error that names it. */

@@ -1,10 +1,10 @@
 // The chaos table: rows recorded by the tests become one Markdown table (bench/chaos/table.ts),
 // and docs/reliability.md carries a table in which every test file that records a row appears.
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { formatTable, readRows, type ChaosRowFile } from '../../bench/chaos/table.js';
+import { chaosTestFiles, formatTable, readRows, type ChaosRowFile } from '../../bench/chaos/table.js';
 import { ROOT } from '../support/processes.js';
 
 const row = (id: string, over: Partial<ChaosRowFile> = {}): ChaosRowFile => ({
@@ -16,20 +16,6 @@ const row = (id: string, over: Partial<ChaosRowFile> = {}): ChaosRowFile => ({
   test: 'the test',
   ...over,
 });
-
-/** Test files under test/ that import the row recorder (the same rule as `npm run chaos`). */
-function recordingFiles(): string[] {
-  const out: string[] = [];
-  const walk = (dir: string): void => {
-    for (const name of readdirSync(dir)) {
-      const p = join(dir, name);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (name.endsWith('.test.ts') && /from '\.\.\/(\.\.\/)?support\/chaos\.js'/.test(readFileSync(p, 'utf8'))) out.push(relative(ROOT, p));
-    }
-  };
-  walk(join(ROOT, 'test'));
-  return out.filter((f) => f !== relative(ROOT, import.meta.filename));
-}
 
 describe('chaos table', () => {
   it('formats rows sorted by id: pipes escaped, times in ms or s, empty cells for figures not measured', () => {
@@ -53,7 +39,7 @@ describe('chaos table', () => {
     const doc = readFileSync(join(ROOT, 'docs/reliability.md'), 'utf8');
     expect(doc).not.toContain('CHAOS_TABLE');
     const tableLines = doc.split('\n').filter((l) => l.startsWith('| ') && l.includes('.test.ts: '));
-    const files = recordingFiles();
+    const files = chaosTestFiles(ROOT);
     expect(files.length).toBeGreaterThanOrEqual(4);
     for (const f of files) expect(tableLines.some((l) => l.includes(`| ${f}: `)), `a row of ${f} in docs/reliability.md`).toBe(true);
   });
