@@ -130,13 +130,17 @@ export class Placer {
 
   /**
    * explain(write=false) from what the store says now: this gateway's cached placement of the
-   * room is dropped first (a push that found the room's backend gone re-reads it once, since
+   * room is not trusted (it is marked stale) (a push that found the room's backend gone re-reads it once, since
    * another gateway may have moved the room). Provisional and degraded-mode entries stay: they are
    * all there is while the store is unreachable.
    */
   async explainFresh(room: string, nowMs: number): Promise<Explained> {
     const c = this.cache.get(room);
-    if (c && !c.provisional && !this.degraded) this.cache.delete(room);
+    // Marked stale rather than dropped: lookup() then asks the store, and if the store does not
+    // answer (this read is what finds it gone, entering degraded mode), the last known placement
+    // is still there to route the room by. Dropped, the room's next request went to its ring
+    // owner in degraded mode while its sockets stayed on its placed backend: a split.
+    if (c && !c.provisional && !this.degraded) c.at = Number.NEGATIVE_INFINITY;
     return this.explain(room, nowMs, false);
   }
 
