@@ -130,9 +130,9 @@ export class Placer {
 
   /**
    * explain(write=false) from what the store says now: this gateway's cached placement of the
-   * room is not trusted (it is marked stale) (a push that found the room's backend gone re-reads it once, since
-   * another gateway may have moved the room). Provisional and degraded-mode entries stay: they are
-   * all there is while the store is unreachable.
+   * room is marked stale, so it is read again (a push that found the room's backend gone re-reads
+   * it once, since another gateway may have moved the room). Provisional and degraded-mode entries
+   * are trusted as they are: they are all there is while the store is unreachable.
    */
   async explainFresh(room: string, nowMs: number): Promise<Explained> {
     const c = this.cache.get(room);
