@@ -253,15 +253,27 @@ export class Placer {
         this.ringOnlyUntil = this.now() + this.o.recoveryRingMs;
         this.degraded = false;
         this.o.onDegraded?.(false);
-        await this.reconcile();
       } catch (err) {
         this.o.logger.warn({ err: (err as Error).message }, 'recovery interrupted: store unreachable again');
+        return;
       } finally {
         this.recovering = null;
       }
+      // Not awaited by recover()'s callers: a heartbeat that lands during a recovery awaits it
+      // (heartbeat()), and the supervisor runs one heartbeat at a time. Reconciling takes a round
+      // trip or two per room placed during the outage; awaited, it held every report of this
+      // gateway back for that long, past placement.gatewayTtlMs, and the store then counted this
+      // gateway (and its live rooms) as gone. One reconcile at a time, in order.
+      this.reconciling = this.reconciling.then(() => this.reconcile()).then(
+        () => undefined,
+        (err: unknown) => this.o.logger.warn({ err: (err as Error).message }, 'reconcile failed'),
+      );
     })();
     return this.recovering;
   }
+
+  /** The reconciles after recoveries, one after the other. */
+  private reconciling: Promise<void> = Promise.resolve();
 
   /**
    * Drain and maintenance states this gateway knows but the store lacks (it restarted empty) are
