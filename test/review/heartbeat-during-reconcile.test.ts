@@ -46,7 +46,7 @@ const msg = (s: string) => (l: Record<string, unknown>) => String(l.msg).include
 it('heartbeats go on while the rooms placed during an outage are reconciled', async () => {
   const [key] = await direct.keys('*{rg}:gw');
   expect(key).toBeDefined();
-  const gwId = (await direct.zrange(key as string, 0, -1))[0] as string;
+  const gwId = (await direct.zrange(key as string, '0', '-1'))[0] as string;
 
   // Outage: every connection to Redis reset; rooms placed provisionally meanwhile.
   await proxy.reset();
