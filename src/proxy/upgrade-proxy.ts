@@ -408,6 +408,13 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
   /** The client sent nothing for clientSilenceMs (SilenceSweep): its network is gone; both sides are cut. */
   silent(): void {
     if (this.state !== 'open') return;
+    // Not heard because not read: the tunnel paused the client itself, as the backend has not
+    // taken what it sent (onClientData). A client sending to a slow backend is not silent; it is
+    // looked at again after another limit.
+    if (this.client.isPaused()) {
+      this.proxy.silence.add(this);
+      return;
+    }
     this.o.metrics.clientErrors.inc({ code: 'websocket-silent' });
     this.o.logger.info({ room: this.room, backend: this.backend.id, ms: this.o.clientSilenceMs }, 'client silent: socket closed');
     this.finish('destroy');
