@@ -39,6 +39,7 @@ import { createRoomValidator } from './room/validate.js';
 import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
 import { LeanFront } from './server/lean-connection.js';
+import { createTargetRule } from './http/target.js';
 import { healthAnswer } from './http/health-answer.js';
 import { LeanPages } from './proxy/lean-pages.js';
 import type { RoomCookieSettings } from './proxy/page-cookie.js';
@@ -211,6 +212,7 @@ export class Gateway {
         pool: this.pool,
         backendTls,
         path: config.push.path,
+        secrets: config.backendCalls.secrets,
         timeoutMs: config.push.timeoutMs,
         retryAfterS: config.proxy.retryAfterS,
         metrics,
@@ -349,6 +351,8 @@ export class Gateway {
           })
         : null;
     const isReady = (): boolean => this.ready;
+    // One canonical target for every front, and the paths only roomgate calls on a backend.
+    const target = createTargetRule({ reserved: [config.push.path], pathPrefix: config.room.sources.includes('path-prefix') ? config.room.pathPrefix : null });
     const certificates = loadTls(config, opts.tlsTicketKeys);
     this.redirect =
       certificates && config.tls.redirectPort !== null
@@ -368,6 +372,7 @@ export class Gateway {
             maxResetsPerS: config.http2.maxResetsPerS,
             maxHeaderBytes: config.listen.maxHeaderBytes,
             maxHeaders: config.listen.maxHeaders,
+            target,
             idleTimeoutMs: config.listen.keepAliveTimeoutMs,
             requestTimeoutMs: config.listen.requestTimeoutMs,
             hsts: hstsValue(config),
@@ -384,6 +389,7 @@ export class Gateway {
       http2: this.h2 !== null,
       maxHeaderBytes: config.listen.maxHeaderBytes,
       maxHeaders: config.listen.maxHeaders,
+      target,
       headersTimeoutMs: config.listen.headersTimeoutMs,
       requestTimeoutMs: config.listen.requestTimeoutMs,
       keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
@@ -401,6 +407,7 @@ export class Gateway {
         headersTimeoutMs: config.listen.headersTimeoutMs,
         keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
         clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
+        target,
         ownPath: (url) => healthAnswer(url, isReady) !== null || this.control.owns(url) || statics?.owns(url) === true,
         pages,
         metrics,

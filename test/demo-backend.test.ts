@@ -2,6 +2,8 @@
  * The demo backend is the witness in roomgate's integration tests, so it is
  * tested here as a real child process, exactly as roomgate runs it.
  */
+import { CALL_SECRET } from './support/processes.js';
+import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders, signedRoomlessPushHeaders } from './support/push-receiver.js';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, execFileSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -276,7 +278,7 @@ let b1: Backend;
 
 beforeAll(async () => {
   ensureBuilt();
-  b1 = await startBackend(['--port', '0', '--id', 'b1']);
+  b1 = await startBackend(['--port', '0', '--id', 'b1'], { ROOMGATE_CALL_SECRETS: CALL_SECRET });
 });
 
 afterAll(async () => {
@@ -405,10 +407,11 @@ describe('demo backend: djust-style WebSocket', () => {
 
   it("push receiver: hands a message to the room's sockets; an epoch older than the one held is refused, a newer one is noted and the room kept", async () => {
     const a = await mount(b1.port, { room: 'pushed' });
+    let n = 0;
     const post = (epoch: number, body: string) =>
       request(b1.port, '/_roomgate/push', {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-Roomgate-Room': 'pushed', 'X-Roomgate-Epoch': String(epoch), 'X-Roomgate-Message-Id': 'm1', 'X-Roomgate-Sender': 'job:t' },
+        headers: { 'Content-Type': 'application/json', ...signedPushHeaders('pushed', epoch, n++ === 0 ? 'm1' : `m${n}`, body), 'X-Roomgate-Sender': 'job:t' },
         body: Buffer.from(body),
       });
     expect((await post(3, '{"n":1}')).status).toBe(204);
@@ -424,7 +427,28 @@ describe('demo backend: djust-style WebSocket', () => {
     expect(a.c.ws.readyState).toBe(WebSocket.OPEN);
     await a.c.close();
     // No room named: refused.
-    expect((await request(b1.port, '/_roomgate/push', { method: 'POST', body: Buffer.from('{}') })).status).toBe(409);
+    const noRoom = signedRoomlessPushHeaders('m-none', '{}');
+    expect((await request(b1.port, '/_roomgate/push', { method: 'POST', headers: noRoom, body: Buffer.from('{}') })).status).toBe(409);
+  });
+
+  it('push receiver: refuses every push without a valid proof (unsigned, forged, stale, replayed, moved to another room, epoch, body or purpose)', async () => {
+    const a = await mount(b1.port, { room: 'forged' });
+    expect(await forgedPushes(`http://127.0.0.1:${b1.port}/_roomgate/push`, 'forged', 1)).toEqual(EXPECTED_RECEIVER_ANSWERS);
+    // Only the genuine one reached the room's socket.
+    expect(await a.c.nextOf('push')).toMatchObject({ message: { genuine: true } });
+    // Nothing else arrives before the answer to a ping sent after all of them.
+    a.c.send({ type: 'ping' });
+    const between: Msg[] = [];
+    for (let m = await a.c.next(); m.type !== 'pong'; m = await a.c.next()) between.push(m);
+    expect(between.filter((m) => m.type === 'push')).toEqual([]);
+    await a.c.close();
+  });
+
+  it('push receiver: without a secret (ROOMGATE_CALL_SECRETS unset) every push is refused', async () => {
+    const bare = await startBackend(['--port', '0', '--id', 'bare'], { ROOMGATE_CALL_SECRETS: '' });
+    const body = '{}';
+    const r = await request(bare.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('r', 1, 'x', body) }, body: Buffer.from(body) });
+    expect(r.status).toBe(403);
   });
 
   it('rejects upgrades on other paths', async () => {

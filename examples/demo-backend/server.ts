@@ -14,6 +14,8 @@
  *       --healthz-status: what GET /healthz answers (default 200; 404 = an app without the route).
  *       --allowed-hosts: like Django's ALLOWED_HOSTS: a request or upgrade whose Host (without
  *         port) is not listed gets 400. Default: any Host.
+ *       env ROOMGATE_CALL_SECRETS: comma-separated secrets a push must be signed with (roomgate's
+ *         backendCalls.secrets); without one every push is refused (403).
  *       SIGUSR2 toggles GET /healthz between its status and 503 (health checks fail while the
  *       process keeps serving everything else).
  *       These make it behave like the apps roomgate's health checks must cope with; each is
@@ -28,6 +30,7 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
+import { DEFAULT_WINDOW_S, verifyCall } from '../../src/http/call-proof.js';
 import { WebSocketServer, WebSocket } from 'ws';
 import type { RawData } from 'ws';
 
@@ -41,6 +44,8 @@ export interface DemoBackendOptions {
   healthzStatus?: number;
   /** Like Django's ALLOWED_HOSTS: other Host names (port ignored) get 400. Default: any. */
   allowedHosts?: readonly string[];
+  /** Secrets a push's proof is verified with (roomgate's backendCalls.secrets); none: every push refused. */
+  callSecrets?: readonly string[];
 }
 
 export interface DemoBackend {
@@ -279,6 +284,9 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   const tickMs = opts.tickMs ?? 0;
   const healthzStatus = opts.healthzStatus ?? 200;
   const allowedHosts = opts.allowedHosts === undefined ? null : new Set(opts.allowedHosts.map((h) => h.toLowerCase()));
+  const callSecrets = opts.callSecrets ?? [];
+  /** Proofs of the pushes taken, until they are past any replay window: a second one is a replay. */
+  const seenProofs = new Map<string, number>();
   let healthFailing = false;
 
   /** Django's rule: the Host without its port must be listed (when a list is given). */
@@ -480,13 +488,16 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     });
     req.on('end', () => {
       if (size > PUSH_MAX_BYTES) return text(res, 413, 'too large\n');
-      if (req.headers['x-roomgate-fanout'] === '1') return receiveFanout(req, res, Buffer.concat(chunks));
+      const body = Buffer.concat(chunks);
+      const refusal = pushProofRefusal(req, body);
+      if (refusal !== null) return text(res, 403, refusal);
+      if (req.headers['x-roomgate-fanout'] === '1') return receiveFanout(req, res, body);
       const owner = ownerOf(req);
       if (owner === null) return text(res, 409, 'no room\n');
       if (!noteEpoch(owner.room, owner.epoch)) return text(res, 409, 'this room is held under a newer epoch\n');
       let message: unknown;
       try {
-        message = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        message = JSON.parse(body.toString('utf8'));
       } catch {
         return text(res, 400, 'not JSON\n');
       }
@@ -495,6 +506,31 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       res.end();
     });
     req.on('error', () => res.destroy());
+  }
+
+  /**
+   * Why a push is refused before anything of it is read, or null: it must carry roomgate's proof
+   * (src/http/call-proof.ts) made with one of our secrets, for this purpose, within the replay
+   * window, and not seen before (the same proof twice is a replay).
+   */
+  function pushProofRefusal(req: IncomingMessage, body: Buffer): string | null {
+    const one = (name: string): string | undefined => {
+      const v = req.headers[name];
+      return typeof v === 'string' ? v : undefined;
+    };
+    const purpose = one('x-roomgate-fanout') === '1' ? 'push-fanout' : 'push';
+    const claims = { purpose, id: one('x-roomgate-message-id') ?? '', room: one('x-roomgate-room') ?? '', epoch: one('x-roomgate-epoch') ?? '', body } as const;
+    const now = Date.now();
+    const verdict = verifyCall(callSecrets, claims, { timestamp: one('x-roomgate-timestamp'), signature: one('x-roomgate-signature') }, now);
+    if (!verdict.ok) return `push refused: ${verdict.reason}\n`;
+    for (const [proof, until] of seenProofs) {
+      if (until > now) break;
+      seenProofs.delete(proof);
+    }
+    const proof = one('x-roomgate-signature') as string;
+    if (seenProofs.has(proof)) return 'push refused: replayed\n';
+    seenProofs.set(proof, now + 2 * DEFAULT_WINDOW_S * 1000);
+    return null;
   }
 
   /** A fan-out: {rooms: [{room, epoch}], message}, one push frame per room held here under that epoch. */
@@ -717,6 +753,7 @@ async function main(): Promise<void> {
       tickMs: intArg('tick-ms', args['tick-ms'] ?? process.env.TICK_MS, 0, 3_600_000),
       healthzStatus: healthzStatusArg(args['healthz-status']),
       ...(args['allowed-hosts'] === undefined ? {} : { allowedHosts: args['allowed-hosts'].split(',').map((h) => h.trim()).filter(Boolean) }),
+      callSecrets: (process.env.ROOMGATE_CALL_SECRETS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     });
   } catch (err) {
     process.stderr.write(`demo-backend: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -7,15 +7,21 @@ What it shows:
 - RoomOwnerMiddleware keeps each room's placement epoch (X-Roomgate-Epoch, docs/ownership.md):
   a larger epoch for a room with no live sockets here means the room may have moved away and
   back, so the in-memory copy is dropped; with live sockets it was placed again in place (kept).
-- push_receiver is push.path: a message for a room is handed to the room's in-memory state (here
-  an inbox), refused with 409 under an epoch older than the one the room is held under; a fan-out
-  (X-Roomgate-Fanout: 1) carries several rooms at once.
+- push_receiver is push.path: it first checks roomgate's proof (verify_push: an HMAC under the
+  secret shared with roomgate's backendCalls.secrets, read here from ROOMGATE_CALL_SECRETS; an
+  unsigned, stale, badly signed or replayed push gets 403), then hands the message to the room's
+  in-memory state (here an inbox), refused with 409 under an epoch older than the one the room is
+  held under; a fan-out (X-Roomgate-Fanout: 1) carries several rooms at once.
 - send() is a sender: a background job or another room reaching a room through the gateway.
 Standard library and Django only (Django 3.2+); the server is wsgiref's, for the example.
 """
+import hashlib
+import hmac
 import json
+import os
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 
@@ -83,6 +89,38 @@ def game(request, room):
     return HttpResponse(f"<h1>room {room}</h1><p>epoch {state.epoch if state else 0}</p>", content_type="text/html")
 
 
+# roomgate's backendCalls.secrets, shared with this app: any of them verifies a push.
+CALL_SECRETS = [s.strip() for s in os.environ.get("ROOMGATE_CALL_SECRETS", "").split(",") if s.strip()]
+REPLAY_WINDOW_S = 60
+SEEN_PROOFS = {}  # signature -> time it may be forgotten (past the replay window)
+
+
+def verify_push(request, purpose):
+    """None when the push carries roomgate's proof, else why not (docs/push.md, "Verifying a push")."""
+    h = request.headers
+    timestamp, signature = h.get("X-Roomgate-Timestamp"), h.get("X-Roomgate-Signature")
+    if not CALL_SECRETS or not timestamp or not signature:
+        return "unsigned"
+    if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > REPLAY_WINDOW_S:
+        return "stale"
+    text = "\n".join([
+        "roomgate-call-v1", purpose, h.get("X-Roomgate-Message-Id", ""), h.get("X-Roomgate-Room", ""),
+        h.get("X-Roomgate-Epoch", ""), timestamp, hashlib.sha256(request.body).hexdigest(),
+    ])
+    offered = [s.strip()[3:] for s in signature.split(",") if s.strip().startswith("v1=")]
+    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest() for k in CALL_SECRETS]
+    if not any(hmac.compare_digest(o, w) for o in offered for w in wanted):
+        return "bad-signature"
+    now = time.time()
+    with LOCK:
+        for proof in [p for p, until in SEEN_PROOFS.items() if until < now]:
+            del SEEN_PROOFS[proof]
+        if signature in SEEN_PROOFS:
+            return "replayed"
+        SEEN_PROOFS[signature] = now + 2 * REPLAY_WINDOW_S
+    return None
+
+
 def deliver(room, epoch, message, sender, message_id):
     state = note_epoch(room, epoch)
     if state is None:
@@ -96,6 +134,9 @@ def deliver(room, epoch, message, sender, message_id):
 def push_receiver(request):
     if request.method != "POST":
         return HttpResponse(status=405)
+    refused = verify_push(request, "push-fanout" if request.headers.get("X-Roomgate-Fanout") == "1" else "push")
+    if refused:
+        return HttpResponse(f"push refused: {refused}\n", status=403)
     try:
         body = json.loads(request.body)
     except ValueError:

@@ -264,6 +264,19 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
       });
     },
   },
+  {
+    rule: 'With pushes on (`push.tokens`) and backends configured, `backendCalls.secrets` holds a secret that signs them.',
+    check(v) {
+      const tokens = v.get('push.tokens');
+      const secrets = v.get('backendCalls.secrets');
+      const demo = (v.get('backends')?.length ?? 0) === 0 && v.get('discovery.dns') === null;
+      return tokens && tokens.length > 0 && secrets && secrets.length === 0 && !demo
+        ? [
+            "backendCalls.secrets: got none while push.tokens turns pushes on; expected a secret of at least 32 characters that signs every push, so an app can tell roomgate's push from a client's: set ROOMGATE_CALL_SECRETS=$(openssl rand -base64 32) and give the same value to your push receiver (docs/push.md)",
+          ]
+        : [];
+    },
+  },
 ];
 
 /** A client certificate and its key are given together (both null, or both set). */

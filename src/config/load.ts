@@ -59,6 +59,7 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
   ROOMGATE_ADMIN_TOKEN: { key: 'admin.token', form: 'text', text: 'the admin token (the CLI sends it too)' },
   ROOMGATE_API_TOKENS: { key: 'api.tokens', form: 'list', text: 'comma-separated bearer tokens for API writes' },
   ROOMGATE_PUSH_TOKENS: { key: 'push.tokens', form: 'list', text: 'comma-separated bearer tokens with the push scope' },
+  ROOMGATE_CALL_SECRETS: { key: 'backendCalls.secrets', form: 'list', text: "comma-separated secrets that sign roomgate's calls to backends (pushes); give the apps the same value" },
   ROOMGATE_TLS_CERTS: { key: 'tls.certs', form: 'certs', text: 'comma-separated CERT:KEY pairs of PEM file paths (the first is the default), e.g. a Kubernetes TLS Secret mounted at /etc/roomgate/tls: /etc/roomgate/tls/tls.crt:/etc/roomgate/tls/tls.key' },
   ROOMGATE_WORKERS: { text: 'start --workers: worker processes on the one port (1-64 or auto)' },
   ROOMGATE_BALANCE: { text: 'start --balance: how workers share the port (kernel or primary)' },

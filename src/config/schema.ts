@@ -402,6 +402,15 @@ export const configSchema = z.strictObject({
       }),
     },
   ),
+  backendCalls: section(
+    "Calls roomgate makes to a backend's own endpoints (the push receiver, `push.path`): each carries a proof no client can make (docs/push.md).",
+    {
+      secrets: doc(z.array(z.string().min(32, 'a secret of at least 32 characters, e.g. from `openssl rand -base64 32`')).max(4).default([]), {
+        text: "HMAC-SHA256 secrets shared with the app's receivers. Each call is signed with every one of them (X-Roomgate-Signature: v1=..., one per secret), so a receiver holding any of them accepts it: rotate by adding the new secret here, then to the apps, then removing the old one here. Needed when pushes are on (`push.tokens`); the demo generates one for its backends. Prefer the environment variable to the file.",
+        secret: 'value',
+      }),
+    },
+  ),
   status: section('The status page /_roomgate/ (always on the admin port).', {
     public: doc(z.enum(['off', 'token', 'open']).default('off'), {
       text: 'The status page on the public port. off: admin port only; token: with the admin token (`admin.token`, as HTTP Basic password or bearer token); open: anyone.',

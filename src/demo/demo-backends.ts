@@ -22,12 +22,14 @@ export function demoBackendSpecs(count: number, basePort: number): { id: string;
   }));
 }
 
-export async function startDemoBackends(count: number, basePort: number, logger: Logger, timeoutMs = 10_000): Promise<DemoBackend[]> {
+/** `callSecrets`: what the backends verify pushes with (ROOMGATE_CALL_SECRETS in their environment). */
+export async function startDemoBackends(count: number, basePort: number, logger: Logger, callSecrets: readonly string[], timeoutMs = 10_000): Promise<DemoBackend[]> {
   const started: DemoBackend[] = [];
   try {
     for (const spec of demoBackendSpecs(count, basePort)) {
       const child = spawn(process.execPath, [DEMO_BACKEND_SCRIPT, '--port', String(spec.port), '--id', spec.id, '--host', '127.0.0.1'], {
         stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, ROOMGATE_CALL_SECRETS: callSecrets.join(',') },
       });
       started.push({ id: spec.id, url: spec.url, process: child });
       await waitListening(child, spec.id, timeoutMs);

@@ -76,15 +76,20 @@ export interface DemoSecrets {
   readonly cookieSecret: string | null;
   readonly adminToken: string | null;
   readonly apiToken: string | null;
+  /**
+   * The secret that signs pushes to the demo backends, which verify it: generated whenever none is
+   * configured (a configuration file or not), as the demo backends are roomgate's own.
+   */
+  readonly callSecret: string | null;
 }
 
-const NONE: DemoSecrets = { cookieSecret: null, adminToken: null, apiToken: null };
-
 function generateSecrets(config: LoadedConfig, source: DemoSource): DemoSecrets {
-  if (configFileGiven(source)) return NONE;
-  const missing = missingSecrets(config);
   const fresh = (): string => randomBytes(24).toString('base64url');
+  const callSecret = config.backendCalls.secrets.length === 0 ? randomBytes(32).toString('base64url') : null;
+  if (configFileGiven(source)) return { cookieSecret: null, adminToken: null, apiToken: null, callSecret };
+  const missing = missingSecrets(config);
   return {
+    callSecret,
     cookieSecret: missing['cookie secret'] ? fresh() : null,
     adminToken: missing['admin token'] ? fresh() : null,
     apiToken: missing['API token'] ? fresh() : null,
@@ -127,7 +132,8 @@ export class DemoBackends {
   }
 
   async start(): Promise<void> {
-    this.starting = startDemoBackends(this.config.demo.backends, this.config.demo.basePort, this.logger);
+    const secrets = this.secrets.callSecret !== null ? [this.secrets.callSecret] : this.config.backendCalls.secrets;
+    this.starting = startDemoBackends(this.config.demo.backends, this.config.demo.basePort, this.logger, secrets);
     this.running = await this.starting;
   }
 
@@ -142,6 +148,7 @@ export class DemoBackends {
       cookie: s.cookieSecret !== null && d.cookie.secrets.length === 0 ? { ...d.cookie, secrets: [s.cookieSecret] } : d.cookie,
       admin: s.adminToken !== null && d.admin.token === '' ? { ...d.admin, token: s.adminToken } : d.admin,
       api: s.apiToken !== null && d.api.tokens.length === 0 ? { ...d.api, tokens: [s.apiToken] } : d.api,
+      backendCalls: s.callSecret !== null && d.backendCalls.secrets.length === 0 ? { secrets: [s.callSecret] } : d.backendCalls,
     };
   }
 

@@ -7,7 +7,7 @@
 // Node joins them the same way in `headers.cookie`, which the room key reads), and
 // a body without Content-Length is marked chunked so the backend connection frames it.
 import type { Http2ServerRequest } from 'node:http2';
-import type { HeadLimits, HeadVerdict, HeadRefusal } from './request-head.js';
+import { canonicalize, type HeadLimits, type HeadVerdict, type HeadRefusal } from './request-head.js';
 import { isFieldText, isHostValue } from './syntax.js';
 
 export interface H2HeadLimits extends HeadLimits {
@@ -87,5 +87,5 @@ export function checkH2RequestHead(req: Http2ServerRequest, limits: H2HeadLimits
     const c = path.charCodeAt(i);
     if (c <= 0x20 || c >= 0x7f) return refuse(400, 'the request target holds a character a URL may not carry unencoded\n');
   }
-  return OK;
+  return canonicalize(req, limits.target);
 }

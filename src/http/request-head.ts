@@ -2,18 +2,22 @@
 // listener to what Node's parser accepted. Node's parser (llhttp, strict mode) already refuses
 // bad framing syntax, bare CR/LF, obs-fold, control bytes and conflicting Content-Length; these
 // are the rules it leaves to the server (RFC 9112 3.2, 6.1, 7; RFC 9110 7.2), and the
-// canonical form every later step reads: an origin-form target and exactly one Host.
+// canonical form every later step reads: an origin-form target in the one form of src/http/target.ts
+// (reserved paths refused there) and exactly one Host.
 import type { IncomingMessage } from 'node:http';
 import { isHostValue } from './syntax.js';
+import type { TargetRule } from './target.js';
 
 export interface HeadLimits {
   /** More header lines than this: 431 (Node would silently drop those past its own limit). */
   readonly maxHeaders: number;
+  /** The canonical form of the target and the reserved paths (src/http/target.ts). */
+  readonly target: TargetRule;
 }
 
 /** roomgate's own answer to a request head it will not route. */
 export interface HeadRefusal {
-  readonly status: 400 | 405 | 431 | 505;
+  readonly status: 400 | 404 | 405 | 431 | 505;
   readonly body: string;
   readonly headers?: Record<string, string>;
 }
@@ -77,7 +81,9 @@ export function checkRequestHead(req: IncomingMessage, limits: HeadLimits): Head
     const authority = abs[2] as string;
     if (!isHostValue(authority)) return refuse(400, 'invalid host in the request target\n');
     const rest = abs[3] as string;
-    req.url = rest === '' ? '/' : rest.charCodeAt(0) === 0x3f /* '?' */ ? `/${rest}` : rest;
+    const target = limits.target(rest === '' ? '/' : rest.charCodeAt(0) === 0x3f /* '?' */ ? `/${rest}` : rest);
+    if (!target.ok) return refuse(target.status, target.body);
+    req.url = target.url;
     if (hostIndex === -1) raw.push('Host', authority);
     else raw[hostIndex] = authority;
     req.headers.host = authority;
@@ -85,5 +91,13 @@ export function checkRequestHead(req: IncomingMessage, limits: HeadLimits): Head
   }
   if (hosts === 0) return refuse(400, 'a Host header is required\n');
   if (!isHostValue(raw[hostIndex] as string)) return refuse(400, 'invalid Host header\n');
+  return canonicalize(req, limits.target);
+}
+
+/** Brings an origin-form target to its canonical form in place, or refuses it (src/http/target.ts). */
+export function canonicalize(req: { url?: string | undefined }, rule: TargetRule): HeadVerdict {
+  const target = rule(req.url ?? '/');
+  if (!target.ok) return refuse(target.status, target.body);
+  req.url = target.url;
   return OK;
 }

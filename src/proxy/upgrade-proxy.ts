@@ -158,11 +158,10 @@ export class UpgradeProxy {
     if (req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0')) {
       return { status: 400, body: 'a WebSocket handshake has no body\n' };
     }
-    // Matched on what the backend will see: after the room prefix is stripped, and never with
-    // dot-segments a backend would resolve to some other path.
+    // Matched on what the backend will see: after the room prefix is stripped, on the canonical
+    // target every front made (src/http/target.ts: dot segments resolved, escapes decoded).
     const q = key.forwardUrl.indexOf('?');
     const path = q === -1 ? key.forwardUrl : key.forwardUrl.slice(0, q);
-    if (hasDotSegment(path)) return { status: 400, body: 'no "." or ".." segments in a WebSocket path\n' };
     if (!this.o.websocketPaths.some((p) => path.startsWith(p))) return { status: 404, body: 'no WebSocket route here\n' };
     return null;
   }
@@ -631,13 +630,4 @@ function endWith(socket: Socket, response: string | null): void {
   if (response === null) socket.end();
   else socket.end(response);
   setTimeout(destroySocket, 1_000, socket).unref();
-}
-
-/** "." or ".." as a path segment, raw or percent-encoded (a backend may decode before resolving). */
-function hasDotSegment(path: string): boolean {
-  for (const seg of path.split('/')) {
-    if (seg === '.' || seg === '..') return true;
-    if (seg.includes('%') && /^(?:\.|%2e){1,2}$/i.test(seg)) return true;
-  }
-  return false;
 }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
+import { signCall } from '../http/call-proof.js';
 import { ownerFields } from '../http/ownership.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -21,6 +22,8 @@ export interface PushOptions {
   readonly backendTls: BackendTls;
   /** Backend path messages are POSTed to. */
   readonly path: string;
+  /** backendCalls.secrets: every call carries their proof (src/http/call-proof.ts). */
+  readonly secrets: readonly string[];
   readonly timeoutMs: number;
   /** Retry-After (s) of a 503. */
   readonly retryAfterS: number;
@@ -138,7 +141,8 @@ export class PushDelivery {
     await Promise.all(
       [...byBackend].map(async ([backendId, list]) => {
         const body = Buffer.from(`{"rooms":${JSON.stringify(list)},"message":${message}}`);
-        const out = await this.send(o.pool.get(backendId) as Backend, body, ['X-Roomgate-Fanout', '1', 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender]);
+        const proof = signCall(o.secrets, { purpose: 'push-fanout', id, room: '', epoch: '', body }, Date.now());
+        const out = await this.send(o.pool.get(backendId) as Backend, body, ['X-Roomgate-Fanout', '1', 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...proof]);
         o.metrics.pushes.inc({ result: out.result });
         backends[backendId] = { rooms: list.length, ...out };
       }),
@@ -203,7 +207,8 @@ export class PushDelivery {
   }
 
   private async post(backend: Backend, room: string, epoch: number, id: string, body: Buffer, sender: string): Promise<PushOutcome> {
-    const out = await this.send(backend, body, [...ownerFields({ room, epoch }), 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender]);
+    const proof = signCall(this.o.secrets, { purpose: 'push', id, room, epoch: String(epoch), body }, Date.now());
+    const out = await this.send(backend, body, [...ownerFields({ room, epoch }), 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...proof]);
     switch (out.result) {
       case 'delivered':
         return { kind: 'delivered', id, backend: backend.id, epoch };

@@ -9,6 +9,7 @@
 // HTTP/1.1), a body that trickles (408 after requestTimeoutMs), idle connections (GOAWAY after
 // keepAliveTimeoutMs), and rapid reset (CVE-2023-44487): a connection that cancels more than
 // maxResetsPerS streams in a second is closed with ENHANCE_YOUR_CALM.
+import type { TargetRule } from '../http/target.js';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
@@ -30,6 +31,8 @@ export interface H2FrontOptions {
   readonly maxResetsPerS: number;
   readonly maxHeaderBytes: number;
   readonly maxHeaders: number;
+  /** The target's canonical form and the reserved paths (src/http/target.ts). */
+  readonly target: TargetRule;
   /** A connection with no frames for this long gets GOAWAY (open streams may finish). */
   readonly idleTimeoutMs: number;
   /** Time for a request's body to arrive; 0 = no limit. */
@@ -80,7 +83,7 @@ export class H2Front {
   private readonly limits: H2HeadLimits;
 
   constructor(private readonly o: H2FrontOptions) {
-    this.limits = { maxHeaders: o.maxHeaders, maxHeaderBytes: o.maxHeaderBytes };
+    this.limits = { maxHeaders: o.maxHeaders, maxHeaderBytes: o.maxHeaderBytes, target: o.target };
     this.server = http2.createServer({
       settings: {
         maxConcurrentStreams: o.maxConcurrentStreams,

@@ -13,6 +13,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { mayBeLean, parseLeanHead, type LeanHead, type LeanLimits } from '../http/lean-request-head.js';
 import { rememberPeer } from '../http/peer.js';
+import type { TargetRule } from '../http/target.js';
 import { rawResponse } from '../http/replies.js';
 import { resetConnection } from '../http/reset.js';
 import { keepHeadDeadline } from './head-deadline.js';
@@ -30,6 +31,12 @@ export interface LeanFrontOptions {
   readonly clientWriteTimeoutMs: number;
   /** Paths answered by roomgate itself (health, control plane, static mounts): node:http's. */
   readonly ownPath: (url: string) => boolean;
+  /**
+   * The target's canonical form and the reserved paths (src/http/target.ts). A target not already
+   * canonical, or refused, goes to node:http, whose head check rewrites or refuses it: one place
+   * answers those, and the byte-level path only ever forwards canonical targets.
+   */
+  readonly target: TargetRule;
   readonly pages: LeanPages;
   readonly metrics: Metrics;
 }
@@ -241,6 +248,8 @@ class LeanConnection implements PageClient {
     }
     if (parsed.kind === 'other') return this.handOver(parsed.reason);
     const head = parsed.head;
+    const target = this.front.o.target(head.url);
+    if (!target.ok || target.url !== head.url) return this.handOver('target');
     if (this.front.o.ownPath(head.url)) return this.handOver('own-path');
     this.clearTimer();
     this.headBytes = buf.subarray(0, head.end);

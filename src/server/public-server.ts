@@ -10,6 +10,7 @@ import type { Socket } from 'node:net';
 import { healthAnswer } from '../http/health-answer.js';
 import { rememberPeer } from '../http/peer.js';
 import { ALLOWED_METHODS, checkRequestHead, type HeadRefusal } from '../http/request-head.js';
+import type { TargetRule } from '../http/target.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { plainResponse, rawResponse } from '../http/replies.js';
@@ -20,6 +21,8 @@ export interface PublicServerOptions {
   readonly maxHeaderBytes: number;
   /** Request header lines accepted; more get 431. */
   readonly maxHeaders: number;
+  /** The target's canonical form and the reserved paths (src/http/target.ts). */
+  readonly target: TargetRule;
   readonly headersTimeoutMs: number;
   /** Time for a whole request (head and body) to arrive; 0 = no limit. */
   readonly requestTimeoutMs: number;
@@ -77,7 +80,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   // sees "more than allowed" instead of a truncated list (which would lose our X-Forwarded-For
   // behind the app's own limit).
   server.maxHeadersCount = o.maxHeaders + 1;
-  const limits = { maxHeaders: o.maxHeaders };
+  const limits = { maxHeaders: o.maxHeaders, target: o.target };
   server.on('connection', rememberPeer);
 
   const refused = (r: HeadRefusal, req: IncomingMessage): void => {

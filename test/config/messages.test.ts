@@ -275,6 +275,11 @@ describe('every rule of the schema speaks plain words', () => {
           problem:
             'redis.tlsCa: got "/etc/roomgate/redis-ca.pem" while redis.url is not a rediss:// URL; expected a rediss:// redis.url (env REDIS_URL) with it, e.g. "rediss://redis.internal:6380" (with Sentinel or Cluster only its scheme and password are used: "rediss://:PASSWORD@redis"), or remove redis.tlsCa',
         },
+        [CROSS_CHECKS[17]!.rule]: {
+          raw: { backends: [{ url: 'http://app:8000' }], push: { tokens: ['p'.repeat(16)] } },
+          problem:
+            "backendCalls.secrets: got none while push.tokens turns pushes on; expected a secret of at least 32 characters that signs every push, so an app can tell roomgate's push from a client's: set ROOMGATE_CALL_SECRETS=$(openssl rand -base64 32) and give the same value to your push receiver (docs/push.md)",
+        },
       };
       // Every rule in checks.ts has a case here.
       expect(Object.keys(cases).sort()).toEqual(CROSS_CHECKS.map((c) => c.rule).sort());

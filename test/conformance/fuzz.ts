@@ -12,6 +12,7 @@
 //  (c) the proxy never exits and answers /healthz after every batch.
 // Differential, reported but not failing: the referee (strict-parser.ts) refused a client's bytes
 // and the proxy still forwarded more requests than the referee read (a leniency, by reason).
+import { canonicalTarget } from '../../src/http/target.js';
 import type { Answer, BackendRequest, RawBackend } from './backend.js';
 import { accept101 } from './backend.js';
 import { exchange } from './raw.js';
@@ -316,7 +317,16 @@ export interface FuzzReport {
 /** Whether a forwarded target can have come from the client's bytes (absolute-form and room prefixes are rewritten). */
 function targetFrom(target: string, stream: string): boolean {
   if (stream.includes(target)) return true;
-  return target.startsWith('/') && (stream.includes(target.slice(1)) || target === '/');
+  if (target.startsWith('/') && (stream.includes(target.slice(1)) || target === '/')) return true;
+  // The gateway forwards the canonical form of a target (src/http/target.ts: escapes decoded, dot
+  // segments resolved, slashes merged), perhaps with its per-tab prefix stripped: the target came
+  // from the client when one of the client's own targets comes to it that way.
+  for (const m of stream.matchAll(/(?:https?:\/\/[^/\s?]*)?(\/[^\s]*)/g)) {
+    const c = canonicalTarget(m[1] as string);
+    if (!c.ok) continue;
+    if (c.url === target || c.url.replace(/^\/r\/[^/?]+(?=\/)/, '') === target) return true;
+  }
+  return false;
 }
 
 const ECHO_FOR = /X-Echo-For: ([^\r\n]*)/g;

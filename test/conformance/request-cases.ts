@@ -243,6 +243,28 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   { name: 'connect', cls: 'CONNECT', parts: [`CONNECT x.example:443 HTTP/1.1\r\nHost: x.example:443\r\n\r\n`], expect: { statuses: [405], closed: true, forwarded: [], responseHeader: /^Allow: GET, HEAD/im } },
   { name: 'options-asterisk', cls: 'asterisk', parts: [`OPTIONS * HTTP/1.1\r\n${H}\r\n`], expect: { statuses: [200], closed: false, forwarded: [], responseHeader: /^Allow: GET, HEAD/im } },
   { name: 'get-asterisk', cls: 'asterisk', parts: [`GET * HTTP/1.1\r\n${H}\r\n`], expect: refused() },
+  // One canonical target (src/http/target.ts): what the backend gets is what every rule judged.
+  { name: 'target-unreserved-decoded', cls: 'canonical target', parts: [get('/%61ccount/%7e/caf%c3%a9')], expect: ok1(fwd('GET', '/account/~/caf%C3%A9')) },
+  { name: 'target-dot-segments', cls: 'canonical target', parts: [get('/a/./b/../../c/%2e%2E/d?x=/../')], expect: ok1(fwd('GET', '/d?x=/../')) },
+  { name: 'target-slashes-merged', cls: 'canonical target', parts: [get('//a///b/')], expect: ok1(fwd('GET', '/a/b/')) },
+  { name: 'target-dot-segments-post', cls: 'canonical target', parts: [post('Content-Length: 3\r\n', 'abc', '/x/../p')], expect: ok1(fwd('POST', '/p', { body: 'abc' })) },
+  { name: 'target-absolute-dot-segments', cls: 'canonical target', parts: [`GET http://x.example/a/../b HTTP/1.1\r\n${H}\r\n`], expect: ok1(fwd('GET', '/b', { host: 'x.example' })) },
+  { name: 'target-encoded-slash', cls: 'canonical target', parts: [get('/a%2Fb')], expect: refused() },
+  { name: 'target-encoded-slash-lower', cls: 'canonical target', parts: [get('/a%2fb')], expect: refused() },
+  { name: 'target-encoded-backslash', cls: 'canonical target', parts: [get('/a%5cb')], expect: refused() },
+  { name: 'target-encoded-nul', cls: 'canonical target', parts: [get('/a%00b')], expect: refused() },
+  { name: 'target-bad-escape', cls: 'canonical target', parts: [get('/a%zz')], expect: refused() },
+  { name: 'target-encoded-slash-post', cls: 'canonical target', parts: [post('Content-Length: 3\r\n', 'abc', '/a%2F..%2Fb')], expect: refused() },
+  // The backend's push receiver (push.path) is never reached from a client, in any spelling.
+  { name: 'push-path-post', cls: 'reserved path', parts: [post('Content-Type: application/json\r\nContent-Length: 2\r\n', '{}', '/_roomgate/push?room=victim')], expect: refused(404) },
+  { name: 'push-path-get', cls: 'reserved path', parts: [get('/_roomgate/push')], expect: refused(404) },
+  { name: 'push-path-slash', cls: 'reserved path', parts: [get('/_roomgate/push/')], expect: refused(404) },
+  { name: 'push-path-prefixed', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/r/victim/_roomgate/push')], expect: refused(404) },
+  { name: 'push-path-encoded', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/%70ush')], expect: refused(404) },
+  { name: 'push-path-dots', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/x/..//_roomgate/push')], expect: refused(404) },
+  { name: 'push-path-case', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_ROOMGATE/PUSH')], expect: refused(404) },
+  { name: 'push-path-absolute', cls: 'reserved path', parts: [`POST http://x.example/_roomgate/push HTTP/1.1\r\n${H}Content-Length: 2\r\n\r\n{}`], expect: refused(404) },
+  { name: 'push-path-put', cls: 'reserved path', parts: [`PUT /_roomgate/push HTTP/1.1\r\n${H}Content-Length: 2\r\n\r\n{}`], expect: refused(404) },
 
   // --- versions and Host ----------------------------------------------------------------------
   { name: 'http10-host', cls: 'HTTP/1.0', parts: [get('/a', '', 'HTTP/1.0')], expect: { statuses: [200], closed: true, forwarded: [fwd('GET', '/a')] } },
@@ -333,8 +355,12 @@ export const REQUEST_CASES: readonly RequestCase[] = [
     expect: ok1(fwd('GET', '/ws/live/', { absent: ['Upgrade'] })),
   },
   { name: 'ws-outside-paths', cls: 'upgrade path', parts: [HANDSHAKE('/admin/')], expect: refused(404) },
-  { name: 'ws-dot-segments', cls: 'upgrade path', parts: [HANDSHAKE('/ws/live/../../admin')], expect: refused() },
-  { name: 'ws-encoded-dot-segments', cls: 'upgrade path', parts: [HANDSHAKE('/ws/live/%2e%2E/admin')], expect: refused() },
+  // Dot segments are resolved first (the canonical target): what is left is judged, and forwarded.
+  { name: 'ws-dot-segments', cls: 'upgrade path', parts: [HANDSHAKE('/ws/live/../../admin')], expect: refused(404) },
+  { name: 'ws-encoded-dot-segments', cls: 'upgrade path', parts: [HANDSHAKE('/ws/live/%2e%2E/admin')], expect: refused(404) },
+  { name: 'ws-dot-segments-resolved', cls: 'upgrade path', parts: [HANDSHAKE('/admin/%2E%2e//ws/./live/')], expect: { statuses: [101], closed: false, forwarded: [fwd('GET', '/ws/live/', { host: 'game.example' })] } },
+  { name: 'ws-push-path', cls: 'reserved path', parts: [HANDSHAKE('/_roomgate/push')], expect: refused(404) },
+  { name: 'ws-push-path-prefixed', cls: 'reserved path', parts: [HANDSHAKE('/r/victim/_roomgate/%70ush/')], expect: refused(404) },
   { name: 'ws-smuggled-behind', cls: 'upgrade valid', parts: [HANDSHAKE('/ws/live/') + SMUGGLED], expect: { statuses: [101], closed: false, forwarded: [fwd('GET', '/ws/live/', { host: 'game.example' })], tunnelEcho: SMUGGLED } },
 ];
 

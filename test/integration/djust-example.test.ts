@@ -1,11 +1,13 @@
 // The Python example (examples/djust-push/app.py): a Django backend (real Django, /usr/bin/python3)
 // behind a real gateway: its page sees the room and its epoch, a push through the gateway lands in
-// the room's in-memory state, its own sender pushes through the gateway, and a push under an older
-// epoch is refused by the receiver.
+// the room's in-memory state, its own sender pushes through the gateway, a push under an older
+// epoch is refused by the receiver, and so is every push without roomgate's proof (forged, stale,
+// replayed); a client cannot reach the receiver through the gateway at all.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { CALL_SECRET, ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
 
 const PYTHON = '/usr/bin/python3';
 const APP = join(ROOT, 'examples/djust-push/app.py');
@@ -30,7 +32,7 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
 }
 
 beforeAll(async () => {
-  django = spawn(PYTHON, [APP, 'serve', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  django = spawn(PYTHON, [APP, 'serve', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ROOMGATE_CALL_SECRETS: CALL_SECRET } });
   let lines = '';
   django.stdout?.on('data', (c: Buffer) => (lines += c.toString('utf8')));
   let errors = '';
@@ -80,10 +82,10 @@ describe('the Django example behind roomgate', () => {
     expect(JSON.parse(sent.out)).toMatchObject({ status: 202, answer: { room: 'dj-1', backend: 'dj' } });
     expect((await state('dj-1')).inbox.at(-1)).toMatchObject({ sender: 'job:cron', message: { n: 2 } });
 
-    // Straight to the receiver, under an older epoch: refused, the state unchanged.
+    // Straight to the receiver, signed but under an older epoch: refused, the state unchanged.
     const stale = await fetch(`${backendUrl}/_roomgate/push`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'X-Roomgate-Room': 'dj-1', 'X-Roomgate-Epoch': String(epoch - 1) },
+      headers: { 'Content-Type': 'application/json', ...signedPushHeaders('dj-1', epoch - 1, 'old-1', '{}') },
       body: '{}',
       signal: AbortSignal.timeout(5_000),
     });
@@ -94,5 +96,16 @@ describe('the Django example behind roomgate', () => {
     const refused = await run(['send', gw.url, 'dj-1', '{}', '--token', 'wrong-token-0123456789abcdef']);
     expect(refused.code).toBe(1);
     expect(JSON.parse(refused.out)).toMatchObject({ status: 401 });
+  });
+
+  it('refuses every push without a valid proof, and a client reaches no receiver through the gateway', async () => {
+    expect(await forgedPushes(`${backendUrl}/_roomgate/push`, 'dj-forged', 1)).toEqual(EXPECTED_RECEIVER_ANSWERS);
+    const inbox = (await state('dj-forged')).inbox;
+    expect(inbox.map((m) => m.message)).toEqual([{ genuine: true }]);
+    for (const target of ['/_roomgate/push?room=dj-forged', '/r/dj-forged/_roomgate/push']) {
+      const r = await fetch(`${gw.url}${target}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Roomgate-Room': 'dj-forged' }, body: '{}', signal: AbortSignal.timeout(5_000) });
+      expect(r.status, target).toBe(404);
+    }
+    expect((await state('dj-forged')).inbox).toHaveLength(1);
   });
 });

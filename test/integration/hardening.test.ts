@@ -173,14 +173,19 @@ describe('upgrade handshakes', () => {
     expect(upgrades.length).toBe(before);
   });
 
-  it('matches websocketPaths after the room prefix is stripped, and refuses dot-segments', async () => {
+  it('matches websocketPaths after the room prefix is stripped, on the canonical path (dot-segments resolved first)', async () => {
     const before = upgrades.length;
     expect(statuses((await exchange(gw.port, [HANDSHAKE('/r/42/ws/live/')])).text)).toEqual([101]);
     expect(upgrades.at(-1)?.url).toBe('/ws/live/');
-    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/../../admin')])).text)).toEqual([400]);
-    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/%2e%2E/admin')])).text)).toEqual([400]);
+    // "/ws/live/../../admin" is "/admin": outside the WebSocket paths, whatever it began with.
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/../../admin')])).text)).toEqual([404]);
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/%2e%2E/admin')])).text)).toEqual([404]);
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/ws/live/%2Fadmin')])).text)).toEqual([400]);
     expect(statuses((await exchange(gw.port, [HANDSHAKE('/admin/')])).text)).toEqual([404]);
     expect(upgrades.length).toBe(before + 1);
+    // And what it resolves to is what the backend gets.
+    expect(statuses((await exchange(gw.port, [HANDSHAKE('/r/42/x/%2E%2E/ws/live/')])).text)).toEqual([101]);
+    expect(upgrades.at(-1)?.url).toBe('/ws/live/');
   });
 });
 

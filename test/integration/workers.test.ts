@@ -316,6 +316,12 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
     expect((line as { balance?: string }).balance).toBe('kernel');
     expect((await workersOf(gw)).balance).toBe('kernel');
     expect(listenersOf(line.port, [gw.child.pid!, ...line.workerPids]).sort()).toEqual([...line.workerPids].sort());
+    // The backend's push receiver is out of reach through every worker (new connections land on
+    // either): 404, as on a single gateway.
+    for (let i = 0; i < 6; i++) {
+      const target = i % 2 === 0 ? '/_roomgate/push?room=victim' : '/r/victim/_roomgate/%70ush/';
+      expect((await httpRequest(gw.port, target, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } })).status, target).toBe(404);
+    }
   });
 
   it('a second roomgate with workers on the same port exits naming the port, instead of sharing it', async () => {

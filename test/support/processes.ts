@@ -95,8 +95,14 @@ function failOnExit(proc: Proc, what: string): Promise<never> {
   });
 }
 
+/**
+ * The secret every test gateway signs its pushes with (backendCalls.secrets) and every test backend
+ * verifies them with (ROOMGATE_CALL_SECRETS), so pushes work as in a configured deployment.
+ */
+export const CALL_SECRET = 'test-call-secret-0123456789abcdef0123';
+
 export async function startBackend(id: string, extraArgs: string[] = []): Promise<BackendProc> {
-  const child = spawn(process.execPath, [BACKEND, '--port', '0', '--id', id, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BACKEND, '--port', '0', '--id', id, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ROOMGATE_CALL_SECRETS: CALL_SECRET } });
   const proc = track(child);
   child.stderr?.resume();
   const line = await Promise.race([
@@ -136,7 +142,7 @@ export const TEST_SECRET = 'test-secret-0123456789abcdef';
  * Tests of routing rules compare with `roomgate where` (the ring owner of a new room), so bounded
  * loads are off unless a test turns them on (placement tests do, with the real default).
  */
-const TEST_DEFAULTS = { placement: { boundedLoadFactor: 0 } };
+const TEST_DEFAULTS = { placement: { boundedLoadFactor: 0 }, backendCalls: { secrets: [CALL_SECRET] } };
 
 function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> {
   const out: Record<string, unknown> = { ...a };

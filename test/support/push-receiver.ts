@@ -1,0 +1,71 @@
+// What every push receiver of the examples must refuse (docs/push.md, "Verifying a push"), sent
+// straight to the receiver as an attacker on the backend's network or a client of a mis-routed
+// public path would: unsigned, signed with another secret, stale, replayed, or its proof moved to
+// another room, epoch, body or purpose. Each must be refused with 403 and leave the room untouched;
+// the one correctly signed push (sent last) is taken.
+import { signCall, type CallPurpose } from '../../src/http/call-proof.js';
+import { CALL_SECRET } from './processes.js';
+
+export interface ReceiverAttempt {
+  readonly name: string;
+  readonly status: number;
+}
+
+function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
+  return fetch(url, { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body, signal: AbortSignal.timeout(5_000) }).then(async (r) => {
+    await r.arrayBuffer();
+    return r.status;
+  });
+}
+
+function proof(purpose: CallPurpose, id: string, room: string, epoch: string, body: string, nowMs = Date.now(), secret = CALL_SECRET): Record<string, string> {
+  const list = signCall([secret], { purpose, id, room, epoch, body: Buffer.from(body) }, nowMs);
+  return { [list[0] as string]: list[1] as string, [list[2] as string]: list[3] as string };
+}
+
+/**
+ * Sends each forged push to `url` (the receiver path on the backend itself) for `room` at
+ * `epoch`, then one genuine push; answers each attempt's status, in order (the genuine one last).
+ */
+export async function forgedPushes(url: string, room: string, epoch: number): Promise<ReceiverAttempt[]> {
+  const body = '{"forged":true}';
+  const fields = (id: string, r = room, e = String(epoch)): Record<string, string> => ({ 'X-Roomgate-Room': r, 'X-Roomgate-Epoch': e, 'X-Roomgate-Message-Id': id, 'X-Roomgate-Sender': 'attacker' });
+  const out: ReceiverAttempt[] = [];
+  const attempt = async (name: string, headers: Record<string, string>, b = body): Promise<void> => {
+    out.push({ name, status: await post(url, headers, b) });
+  };
+  await attempt('unsigned', fields('f-1'));
+  await attempt('another secret', { ...fields('f-2'), ...proof('push', 'f-2', room, String(epoch), body, Date.now(), 'another-secret-0123456789abcdef0123') });
+  await attempt('stale (2 minutes old)', { ...fields('f-3'), ...proof('push', 'f-3', room, String(epoch), body, Date.now() - 120_000) });
+  await attempt('proof for another room', { ...fields('f-4'), ...proof('push', 'f-4', `${room}-other`, String(epoch), body) });
+  await attempt('proof for another epoch', { ...fields('f-5'), ...proof('push', 'f-5', room, String(epoch + 1), body) });
+  await attempt('proof for another body', { ...fields('f-6'), ...proof('push', 'f-6', room, String(epoch), '{}') });
+  await attempt('proof for another purpose', { ...fields('f-7'), ...proof('push-fanout', 'f-7', room, String(epoch), body) });
+  const genuine = { ...fields('g-1'), ...proof('push', 'g-1', room, String(epoch), '{"genuine":true}') };
+  await attempt('genuine', genuine, '{"genuine":true}');
+  await attempt('the genuine one replayed', genuine, '{"genuine":true}');
+  return out;
+}
+
+/** The answers `forgedPushes` must get from a receiver that verifies pushes. */
+export const EXPECTED_RECEIVER_ANSWERS: readonly ReceiverAttempt[] = [
+  { name: 'unsigned', status: 403 },
+  { name: 'another secret', status: 403 },
+  { name: 'stale (2 minutes old)', status: 403 },
+  { name: 'proof for another room', status: 403 },
+  { name: 'proof for another epoch', status: 403 },
+  { name: 'proof for another body', status: 403 },
+  { name: 'proof for another purpose', status: 403 },
+  { name: 'genuine', status: 204 },
+  { name: 'the genuine one replayed', status: 403 },
+];
+
+/** Headers of a correctly signed push, for tests that need one straight to a receiver. */
+export function signedPushHeaders(room: string, epoch: number, id: string, body: string): Record<string, string> {
+  return { 'X-Roomgate-Room': room, 'X-Roomgate-Epoch': String(epoch), 'X-Roomgate-Message-Id': id, ...proof('push', id, room, String(epoch), body) };
+}
+
+/** A correctly signed push that names no room (nor epoch): a receiver refuses it for that alone. */
+export function signedRoomlessPushHeaders(id: string, body: string): Record<string, string> {
+  return { 'X-Roomgate-Message-Id': id, ...proof('push', id, '', '', body) };
+}
