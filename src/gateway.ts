@@ -39,6 +39,8 @@ import { createRoomValidator } from './room/validate.js';
 import { ControlPlane } from './control/control-plane.js';
 import { createPublicServer } from './server/public-server.js';
 import { LeanFront } from './server/lean-connection.js';
+import { readErrorPages, Refuser } from './proxy/refuser.js';
+import { createMethodPolicy } from './http/methods.js';
 import { createTargetRule } from './http/target.js';
 import { healthAnswer } from './http/health-answer.js';
 import { LeanPages } from './proxy/lean-pages.js';
@@ -301,9 +303,12 @@ export class Gateway {
           encode: signer ? (room, now) => signer.sign(room, now) : (room) => room,
         }
       : null;
+    // roomgate's own answers, one catalogue for every path (src/http/refusals.ts).
+    const refuser = new Refuser({ pages: readErrorPages(config.proxy.errorPages), logger, metrics });
     // What both page paths (node:http's and the byte-level one) are given alike.
     const pagePaths = {
       router,
+      refuser,
       pool: this.pool,
       forwarding,
       connectTimeoutMs: config.proxy.connectTimeoutMs,
@@ -316,7 +321,7 @@ export class Gateway {
       metrics,
       logger,
     };
-    this.httpProxy = new HttpProxy({ ...pagePaths, backendTls });
+    this.httpProxy = new HttpProxy({ ...pagePaths, backendTls, methods: createMethodPolicy(config.proxy.extraMethods) });
     this.admission = new Admission({
       maxInflight: config.admission.maxInflightUpgrades,
       perSecond: config.admission.upgradesPerSecond,
@@ -324,6 +329,7 @@ export class Gateway {
     });
     const upgradeProxy = (this.upgradeProxy = new UpgradeProxy({
       router,
+      refuser,
       pool: this.pool,
       forwarding,
       tunnels: this.tunnels,

@@ -1,6 +1,7 @@
 // One client's answer from the page cache: what it asked, how it is answered (the writer of its
 // page path), and the accounting every answer gets once, at its end (outcome counter, latency
 // histogram, roomgate_http_requests_total under backend="cache").
+import { REFUSALS, type Refusal } from '../http/refusals.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { AnswerWriter } from './contract.js';
 import type { CacheOutcome } from './cache-metrics.js';
@@ -66,12 +67,9 @@ export class CacheClient {
   }
 
   /** roomgate's own short answer (no backend, timeout, bad answer). */
-  own(status: number, body: string, headers: Record<string, string>, cacheStatus: string, outcome: CacheOutcome): void {
-    if (!this.w.gone) {
-      const extra: Record<string, string> = { ...headers, 'Cache-Status': cacheStatus };
-      this.w.own(status, body, extra);
-    }
-    this.settle(outcome, status);
+  own(refusal: Refusal, cacheStatus: string, outcome: CacheOutcome): void {
+    if (!this.w.gone) this.w.own(refusal, { 'Cache-Status': cacheStatus });
+    this.settle(outcome, REFUSALS[refusal.code].status);
   }
 
   /** Counts the answer once (status null: the client got none, e.g. it left or was cut). */

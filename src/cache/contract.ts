@@ -4,6 +4,7 @@
 // src/proxy/cache-answers.ts). The cache gives the status, the end-to-end fields (its own
 // Cache-Status, Age and the room cookie included) and the body; the writer adds the framing and
 // the connection's own fields.
+import type { Refusal } from '../http/refusals.js';
 import type { ForwardContext } from '../proxy/forwarded.js';
 import type { KeyResult } from '../room/extract.js';
 
@@ -47,6 +48,6 @@ export interface AnswerWriter {
   end(): void;
   /** The answer broke off after its head: the client connection is cut. */
   cut(): void;
-  /** One of roomgate's own short answers (502/503/504), framed as the path frames them. */
-  own(status: number, body: string, headers: Record<string, string>): void;
+  /** One of roomgate's own answers (src/http/refusals.ts), rendered for the client and framed as the path frames them; `extra`: fields to add (Cache-Status). */
+  own(refusal: Refusal, extra: Record<string, string>): void;
 }

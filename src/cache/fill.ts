@@ -6,8 +6,9 @@
 // waiting get it), or for the first client only (anything the backend did not declare storable:
 // the others go to the backend themselves). A failure, or a 5xx, with a stale copy still within its
 // stale-if-error window gives every client that copy instead.
+import { REFUSALS, type Refusal } from '../http/refusals.js';
 import type CachePolicy from 'http-cache-semantics';
-import { classifyError, downReason, isConnectFailure } from '../proxy/errors.js';
+import { backendFailure, classifyError, downReason, isConnectFailure } from '../proxy/errors.js';
 import { ownerFields } from '../http/ownership.js';
 import { startRequest } from '../proxy/request-count.js';
 import type { Decision } from '../placement/decide.js';
@@ -95,7 +96,7 @@ export class Fill implements FillHandle {
       (d) => this.dispatch(d, attempt),
       (err: Error) => {
         this.cx.logger.error({ err: err.message, room: this.spec.room }, 'routing failed');
-        this.failAll(500, 'internal error\n', {}, 'routing');
+        this.failAll({ code: 'internal', detail: 'routing' }, 'routing');
       },
     );
   }
@@ -103,12 +104,10 @@ export class Fill implements FillHandle {
   private dispatch(d: Decision, attempt: number): void {
     const { cx } = this;
     if ('reject' in d) {
-      if (d.reject === 400) return this.failAll(400, 'this request needs a room key\n', {}, 'no-room');
-      const body = d.reason === 'room-busy' ? 'room is moving, retry shortly\n' : cx.router.noBackendBody(Date.now());
-      return this.failAll(503, body, { 'Retry-After': String(d.retryAfterS) }, 'no-backend');
+      return this.failAll(cx.router.refusalFor(d, Date.now()), d.reject === 400 ? 'no-room' : 'no-backend');
     }
     const backend = cx.pool.get(d.route);
-    if (!backend) return this.failAll(503, cx.router.noBackendBody(Date.now()), { 'Retry-After': '1' }, 'no-backend');
+    if (!backend) return this.failAll(cx.router.noBackend(Date.now()), 'no-backend');
     this.send(backend, attempt, d.epoch ?? 0);
   }
 
@@ -154,11 +153,11 @@ export class Fill implements FillHandle {
         this.backendDone = null;
         if (bad) {
           done(502);
-          return this.failAll(502, 'the backend sent an invalid response\n', {}, 'bad-answer', true);
+          return this.failAll({ code: 'bad-backend-answer', backend: backend.id, detail: kind }, 'bad-answer', true);
         }
-        const status = kind === 'timeout' ? 504 : 502;
-        done(status);
-        this.failAll(status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' }, kind, true);
+        const refusal = backendFailure(kind, backend.id);
+        done(REFUSALS[refusal.code].status);
+        this.failAll(refusal, kind, true);
       },
     });
   }
@@ -309,7 +308,8 @@ export class Fill implements FillHandle {
 
   /** No answer from the backend: a stale copy within its stale-if-error window, else roomgate's own. */
   /** `counted`: the fetch was counted under its backend with this status (the first client's answer). */
-  private failAll(status: number, body: string, headers: Record<string, string>, detail: string, counted = false): void {
+  private failAll(refusal: Refusal, detail: string, counted = false): void {
+    const status = REFUSALS[refusal.code].status;
     const stale = this.spec.stale;
     if (stale !== undefined && this.cx.now() < stale.sieUntil) {
       this.cx.cm.fills.inc({ result: 'stale-if-error' });
@@ -318,7 +318,7 @@ export class Fill implements FillHandle {
     this.cx.cm.fills.inc({ result: 'failed' });
     for (const w of this.waiters) {
       if (counted && !w.collapsed) w.client.relayedOwnFetch = true;
-      w.client.own(status, body, headers, `roomgate; fwd=${w.fwd}; fwd-status=${status}; detail=${detail}${w.collapsed ? '; collapsed' : ''}`, this.outcome(w));
+      w.client.own(refusal, `roomgate; fwd=${w.fwd}; fwd-status=${status}; detail=${detail}${w.collapsed ? '; collapsed' : ''}`, this.outcome(w));
     }
     this.finish();
   }

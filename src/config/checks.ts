@@ -265,6 +265,23 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
     },
   },
   {
+    rule: 'Each `proxy.errorPages[].status` appears once and its `file` can be read.',
+    check(v) {
+      const problems: string[] = [];
+      const seen = new Set<number>();
+      for (const { index, value } of v.items('proxy.errorPages')) {
+        if (seen.has(value.status)) problems.push(`proxy.errorPages.${index}.status: got ${value.status}, listed before; expected each status once`);
+        seen.add(value.status);
+        try {
+          accessSync(pathResolve(value.file), fsConstants.R_OK);
+        } catch {
+          problems.push(`proxy.errorPages.${index}.file: got ${JSON.stringify(value.file)}, which cannot be read; expected a readable HTML file`);
+        }
+      }
+      return problems;
+    },
+  },
+  {
     rule: 'With pushes on (`push.tokens`) and backends configured, `backendCalls.secrets` holds a secret that signs them.',
     check(v) {
       const tokens = v.get('push.tokens');

@@ -147,6 +147,11 @@ const staticMount = z.strictObject({
 });
 
 // A group of keys: every key has a default, so an absent group is all defaults.
+const errorPage = z.strictObject({
+  status: doc(z.number().int().min(400).max(599), { text: 'The status whose answer this page is (e.g. 502, 503, 504).' }),
+  file: doc(z.string().min(1), { text: 'An HTML file, read at start.' }),
+});
+
 const section = <T extends z.core.$ZodLooseShape>(text: string, shape: T) => doc(z.strictObject(shape).prefault({} as z.input<z.ZodObject<T>>), { text });
 
 export const configSchema = z.strictObject({
@@ -493,6 +498,23 @@ export const configSchema = z.strictObject({
     }),
     leanPages: doc(z.boolean().default(true), {
       text: "HTTP/1.1 GET and HEAD requests without a body (plain or over TLS) are read and relayed by roomgate's own HTTP/1.1 code on raw sockets (about a third of the CPU per page); everything else, and every request after the first one it does not take on a connection, goes through node:http (h2 through node:http2). false: node:http for all.",
+    }),
+    extraMethods: doc(
+      z
+        .array(
+          matching(/^[A-Z][A-Z0-9-]{0,31}$/, 'an upper-case method name, e.g. "PROPFIND"').refine((m) => m !== 'TRACE' && m !== 'CONNECT', {
+            message: 'a method other than TRACE (never forwarded: it echoes cookies back) and CONNECT (roomgate is no forward proxy)',
+          }),
+        )
+        .default([]),
+      {
+        text: 'Methods forwarded besides GET, HEAD, POST, PUT, PATCH, DELETE and OPTIONS (WebDAV\'s PROPFIND, MKCOL, ... for example). Others get 405 (a registered method) or 501 (one roomgate does not know); TRACE never passes.',
+        example: ['PROPFIND', 'MKCOL'],
+      },
+    ),
+    errorPages: doc(z.array(errorPage).default([]), {
+      text: "HTML pages of your own for roomgate's answers to browsers (Accept: text/html) by status, read at start: `{{status}}`, `{{message}}` and `{{requestId}}` are filled in. Other clients get one line of plain text with the request id. Without one, a built-in page.",
+      example: [{ status: 503, file: '/etc/roomgate/503.html' }],
     }),
     trustedProxies: doc(z.array(z.string().refine(isIpOrCidr, { message: 'an IP address or CIDR such as "10.0.0.0/8" or "::1"' })).default([]), {
       text: "Peers whose X-Forwarded-* headers are believed. Others' are replaced.",

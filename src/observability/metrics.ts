@@ -18,6 +18,7 @@ export interface Metrics {
   readonly staticResponses: Counter<'status'>;
   readonly degraded: Gauge;
   readonly pushes: Counter<'result'>;
+  readonly refusals: Counter<'code'>;
   readonly pushSeconds: Histogram<'result'>;
 }
 
@@ -47,6 +48,12 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
       name: 'roomgate_http_requests_total',
       help: 'Proxied HTTP requests by backend and response status (including roomgate-made 502/503/504)',
       labelNames: ['backend', 'status'],
+      registers: [registry],
+    }),
+    refusals: new Counter({
+      name: 'roomgate_refusals_total',
+      help: "Answers roomgate made itself in place of a backend's (src/http/refusals.ts), by code: no-backend, backend-unavailable, method-not-allowed, ...",
+      labelNames: ['code'],
       registers: [registry],
     }),
     badRoomKeys: new Counter({

@@ -4,6 +4,7 @@
 // HSTS on TLS, Connection and Keep-Alive for the client's connection).
 import type { ServerResponse } from 'node:http';
 import type { AnswerWriter } from '../cache/contract.js';
+import type { Refusal } from '../http/refusals.js';
 import type { PageClient } from './page-client.js';
 import { httpDate } from './page-relay.js';
 
@@ -18,7 +19,7 @@ export class ResponseAnswer implements AnswerWriter {
     readonly head: boolean,
     /** An h2 stream: no reason phrase. */
     private readonly h2: boolean,
-    readonly own: (status: number, body: string, headers: Record<string, string>) => void,
+    readonly own: (refusal: Refusal, extra: Record<string, string>) => void,
   ) {}
 
   get gone(): boolean {
@@ -82,7 +83,7 @@ export class SocketAnswer implements AnswerWriter {
     private readonly keepAlive: boolean,
     private readonly keepAliveHeader: string | null,
     private readonly hsts: string | null,
-    readonly own: (status: number, body: string, headers: Record<string, string>) => void,
+    readonly own: (refusal: Refusal, extra: Record<string, string>) => void,
   ) {}
 
   get gone(): boolean {

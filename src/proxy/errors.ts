@@ -1,6 +1,7 @@
-// Names for backend failures (for metrics, logs and retry rules). roomgate's own short answers
-// are in src/http/replies.ts.
+// Names for backend failures (for metrics, logs and retry rules), and the refusal a client gets
+// for one (src/http/refusals.ts).
 import { tlsFailure } from '../backends/backend-tls.js';
+import type { Refusal } from '../http/refusals.js';
 
 export type ErrorKind = 'refused' | 'connect-timeout' | 'unreachable' | 'tls' | 'timeout' | 'reset' | 'other';
 
@@ -39,4 +40,9 @@ export function isConnectFailure(kind: ErrorKind): boolean {
 /** Why a backend is marked down after a failed connection: the kind, or the TLS failure in full. */
 export function downReason(err: NodeJS.ErrnoException, kind: ErrorKind): string {
   return (kind === 'tls' && tlsFailure(err)) || kind;
+}
+
+/** What the client gets when its backend failed before answering: 504 for a timeout, else 502. */
+export function backendFailure(kind: ErrorKind, backend: string): Refusal {
+  return kind === 'timeout' ? { code: 'backend-timeout', backend, detail: kind } : { code: 'backend-unavailable', retryAfterS: 1, backend, detail: kind };
 }

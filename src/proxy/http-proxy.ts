@@ -1,5 +1,7 @@
 // Proxies plain HTTP requests (pages, assets, API calls of the app) to the room's backend.
 // Bodies are streamed both ways; backend connections are kept alive per backend.
+import type { MethodPolicy } from '../http/methods.js';
+import { REFUSALS, type Refusal } from '../http/refusals.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
@@ -15,14 +17,15 @@ import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rule
 import { endToEndFields } from '../http/hop-by-hop.js';
 import { BackendAgents } from './backend-agents.js';
 import { isGone, ResponseAnswer } from './cache-answers.js';
-import { plainResponse } from '../http/replies.js';
 import { resetConnection } from '../http/reset.js';
-import { classifyError, downReason, isConnectFailure } from './errors.js';
+import { backendFailure, classifyError, downReason, isConnectFailure } from './errors.js';
 import { clientStalled, startRequest, type PagePathOptions } from './request-count.js';
 
 export interface HttpProxyOptions extends PagePathOptions {
   /** TLS toward https:// backends. */
   readonly backendTls: BackendTls;
+  /** Which methods are forwarded (src/http/methods.ts); the byte-level path takes only GET and HEAD. */
+  readonly methods: MethodPolicy;
 }
 
 /** What is known of the client when its request arrives (an h2 socket cannot be read later). */
@@ -56,6 +59,12 @@ export class HttpProxy {
   }
 
   handle(req: IncomingMessage, res: ServerResponse): void {
+    const method = this.o.methods.verdict(req.method ?? '');
+    if (method !== 'forward') {
+      // The body is not read: the connection ends after the answer (node:http closes it).
+      const code = method === 'unknown' ? 'method-unknown' : 'method-not-allowed';
+      return this.refuse(req, res, { code, headers: { Allow: this.o.methods.allow }, detail: req.method });
+    }
     // Read now: an h2 request's socket is a view of its connection that throws once that is gone.
     const peer = peerAddress(req.socket);
     // The client reset its connection before its address could be read: nobody will get the
@@ -71,7 +80,7 @@ export class HttpProxy {
     if (cache === null) return this.route(req, res, client, key, now);
     const ctx = { peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
     const setCookie = (): string | null => roomCookieFor(this.o.roomCookie, req.method ?? '', key, this.o.forwarding.proto(req.rawHeaders, ctx) === 'https', this.o.logger);
-    const writer = new ResponseAnswer(res, req.method === 'HEAD', client.h2, (status, body, headers) => this.reply(res, status, body, headers));
+    const writer = new ResponseAnswer(res, req.method === 'HEAD', client.h2, (refusal, extra) => this.reply(req, res, { ...refusal, headers: { ...refusal.headers, ...extra } }));
     const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
     cache.handle({ method: req.method ?? '', url: req.url ?? '/', rawHeaders: req.rawHeaders, hasBody, key, ctx, setCookie }, writer, (cacheStatus) => {
       passedCacheStatus.set(res, cacheStatus);
@@ -86,7 +95,7 @@ export class HttpProxy {
       (decision) => this.dispatch(req, res, client, key, decision, replayable, 1),
       (err: Error) => {
         this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
-        this.refuse(res, 'none', 500, 'internal error\n');
+        this.refuse(req, res, { code: 'internal', detail: err.message });
       },
     );
   }
@@ -94,19 +103,17 @@ export class HttpProxy {
   private dispatch(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, decision: Decision, replayable: Replay, attempt: number): void {
     if (isGone(res)) return;
     if ('reject' in decision) {
-      if (decision.reject === 400) return this.refuse(res, 'none', 400, 'this request needs a room key\n');
-      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
-      return this.refuse(res, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
+      return this.refuse(req, res, this.o.router.refusalFor(decision, Date.now()));
     }
     const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(res, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
+    if (!backend) return this.refuse(req, res, this.o.router.noBackend(Date.now()));
     this.forward(req, res, client, key, backend, replayable, attempt, key.room === null ? null : { room: key.room, epoch: decision.epoch ?? 0 });
   }
 
   /** An answer made by roomgate itself, counted under the status it sends. */
-  private refuse(res: ServerResponse, backend: string, status: number, body: string, headers: Record<string, string> = {}): void {
-    this.o.metrics.httpRequests.inc({ backend, status: String(status) });
-    this.reply(res, status, body, headers);
+  private refuse(req: IncomingMessage, res: ServerResponse, refusal: Refusal): void {
+    this.o.metrics.httpRequests.inc({ backend: refusal.backend ?? 'none', status: String(REFUSALS[refusal.code].status) });
+    this.reply(req, res, refusal);
   }
 
   private forward(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, backend: Backend, replayable: Replay, attempt: number, owner: Owner | null): void {
@@ -227,13 +234,13 @@ export class HttpProxy {
         done(null);
         o.router.decide(key.room, now).then(
           (next) => this.dispatch(req, res, client, key, next, replayable, attempt + 1),
-          () => this.refuse(res, backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
+          () => this.refuse(req, res, { code: 'backend-unavailable', retryAfterS: 1, backend: backend.id, detail: kind }),
         );
         return;
       }
-      const status = kind === 'timeout' ? 504 : 502;
-      done(status);
-      this.reply(res, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
+      const refusal = backendFailure(kind, backend.id);
+      done(REFUSALS[refusal.code].status);
+      this.reply(req, res, refusal);
     });
 
     // The client went away before the backend answered, or its body never arrived in full (it
@@ -251,15 +258,17 @@ export class HttpProxy {
     this.o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
     this.o.logger.warn({ room: key.room, backend: backend.id, method: req.method, problem }, 'backend sent an answer that cannot be relayed: 502');
     done(502);
-    this.reply(res, 502, 'the backend sent an invalid response\n');
+    this.reply(req, res, { code: 'bad-backend-answer', backend: backend.id, detail: problem });
   }
 
-  private reply(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  private reply(req: IncomingMessage, res: ServerResponse, refusal: Refusal): void {
     if (res.headersSent || isGone(res)) return;
+    const r = this.o.refuser.render(refusal, req.headers.accept);
     const cacheStatus = passedCacheStatus.get(res);
-    const r = plainResponse(status, body, cacheStatus === undefined ? headers : { ...headers, 'Cache-Status': cacheStatus });
-    res.writeHead(status, r.headers);
-    res.end(r.body);
+    if (cacheStatus !== undefined) r.headers['Cache-Status'] = cacheStatus;
+    res.writeHead(r.status, r.headers);
+    // A HEAD answer has the GET answer's fields and no body.
+    res.end(req.method === 'HEAD' ? undefined : r.body);
   }
 
   close(): void {

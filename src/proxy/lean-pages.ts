@@ -7,11 +7,11 @@
 import { STATUS_CODES } from 'node:http';
 import type { LeanHead } from '../http/lean-request-head.js';
 import type { PageClient } from './page-client.js';
-import { plainResponse } from '../http/replies.js';
+import { REFUSALS, type Refusal } from '../http/refusals.js';
 import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Backend } from '../runtime/pool.js';
-import { classifyError, downReason, isConnectFailure } from './errors.js';
+import { backendFailure, classifyError, downReason, isConnectFailure } from './errors.js';
 import type { Owner } from '../http/ownership.js';
 import { roomCookieFor } from './page-cookie.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
@@ -49,7 +49,7 @@ export class LeanPages {
     if (cache === null) return this.route(head, client, key, now);
     const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
     const setCookie = (): string | null => roomCookieFor(this.o.roomCookie, head.method, key, this.o.forwarding.proto(head.rawHeaders, ctx) === 'https', this.o.logger);
-    const own = (status: number, body: string, headers: Record<string, string>): void => this.answer(head, client, status, body, headers);
+    const own = (refusal: Refusal, extra: Record<string, string>): void => this.answer(head, client, { ...refusal, headers: { ...refusal.headers, ...extra } });
     const writer = new SocketAnswer(client, head.method === 'HEAD', client.keepAlive(head), this.keepAliveHeader, client.encrypted ? this.o.hsts : null, own);
     cache.handle({ method: head.method, url: head.url, rawHeaders: head.rawHeaders, hasBody: false, key, ctx, setCookie }, writer, (cacheStatus) => {
       client.cacheStatus = cacheStatus;
@@ -62,7 +62,7 @@ export class LeanPages {
       (decision) => this.dispatch(head, client, key, decision, 1),
       (err: Error) => {
         this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
-        this.refuse(head, client, 'none', 500, 'internal error\n');
+        this.refuse(head, client, { code: 'internal', detail: err.message });
       },
     );
   }
@@ -70,12 +70,10 @@ export class LeanPages {
   private dispatch(head: LeanHead, client: PageClient, key: KeyResult, decision: Decision, attempt: number): void {
     if (client.closed) return;
     if ('reject' in decision) {
-      if (decision.reject === 400) return this.refuse(head, client, 'none', 400, 'this request needs a room key\n');
-      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
-      return this.refuse(head, client, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
+      return this.refuse(head, client, this.o.router.refusalFor(decision, Date.now()));
     }
     const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(head, client, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
+    if (!backend) return this.refuse(head, client, this.o.router.noBackend(Date.now()));
     // TLS toward the backend is node:https's: the request goes back to the general path, which
     // routes it again (to the same place: the placement is stored).
     if (backend.config.tls) return client.handOver('https-backend');
@@ -157,7 +155,7 @@ export class LeanPages {
         o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
         o.logger.warn({ room: key.room, backend: backend.id, method: head.method, problem: outcome.problem }, 'backend sent an answer that cannot be relayed: 502');
         done(502);
-        return this.answer(head, client, 502, 'the backend sent an invalid response\n', {});
+        return this.answer(head, client, { code: 'bad-backend-answer', backend: backend.id, detail: outcome.problem });
       case 'failed': {
         const kind = classifyError(outcome.err);
         o.metrics.proxyErrors.inc({ backend: backend.id, kind });
@@ -175,28 +173,29 @@ export class LeanPages {
           done(null);
           o.router.decide(key.room, now).then(
             (next) => this.dispatch(head, client, key, next, attempt + 1),
-            () => this.refuse(head, client, backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
+            () => this.refuse(head, client, { code: 'backend-unavailable', retryAfterS: 1, backend: backend.id, detail: kind }),
           );
           return;
         }
-        const status = kind === 'timeout' ? 504 : 502;
-        done(status);
-        return this.answer(head, client, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
+        const refusal = backendFailure(kind, backend.id);
+        done(REFUSALS[refusal.code].status);
+        return this.answer(head, client, refusal);
       }
     }
   }
 
   /** An answer made by roomgate itself, counted under the status it sends. */
-  private refuse(head: LeanHead, client: PageClient, backend: string, status: number, body: string, headers: Record<string, string> = {}): void {
-    this.o.metrics.httpRequests.inc({ backend, status: String(status) });
-    this.answer(head, client, status, body, headers);
+  private refuse(head: LeanHead, client: PageClient, refusal: Refusal): void {
+    this.o.metrics.httpRequests.inc({ backend: refusal.backend ?? 'none', status: String(REFUSALS[refusal.code].status) });
+    this.answer(head, client, refusal);
   }
 
-  /** roomgate's own short answer, framed as node:http frames the same answer on the other path. */
-  private answer(head: LeanHead, client: PageClient, status: number, body: string, headers: Record<string, string>): void {
+  /** roomgate's own answer (src/http/refusals.ts), framed as node:http frames the same answer on the other path. */
+  private answer(head: LeanHead, client: PageClient, refusal: Refusal): void {
     if (client.closed) return;
     const keepAlive = client.keepAlive(head);
-    const r = plainResponse(status, body, headers);
+    const r = this.o.refuser.render(refusal, fieldOf(head.rawHeaders, 'accept'));
+    const status = r.status;
     let out = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}${CRLF}`;
     for (const [name, value] of Object.entries(r.headers)) out += `${name}: ${value}${CRLF}`;
     if (client.cacheStatus !== null) out += `Cache-Status: ${client.cacheStatus}${CRLF}`;
@@ -214,4 +213,10 @@ export class LeanPages {
     this.raw.close();
     this.deadlines.close();
   }
+}
+
+/** The first value of a field in a raw header list (names compared without case). */
+function fieldOf(rawHeaders: readonly string[], lower: string): string | undefined {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) if ((rawHeaders[i] as string).toLowerCase() === lower) return rawHeaders[i + 1];
+  return undefined;
 }

@@ -10,6 +10,7 @@ import type { Forwarding } from './forwarded.js';
 import type { RoomCookieSettings } from './page-cookie.js';
 import type { Router } from './router.js';
 import type { PageCacheFront } from '../cache/contract.js';
+import type { Refuser } from './refuser.js';
 
 export interface PagePathOptions {
   readonly router: Router;
@@ -26,6 +27,8 @@ export interface PagePathOptions {
   readonly roomCookie: RoomCookieSettings | null;
   /** The page cache, asked first for every request once its room is known; null when off. */
   readonly cache: PageCacheFront | null;
+  /** roomgate's own answers (src/http/refusals.ts): rendered, logged and counted. */
+  readonly refuser: Refuser;
   readonly metrics: Metrics;
   readonly logger: Logger;
 }

@@ -3,6 +3,7 @@
 // HTTP and the upgrade proxy.
 import type { IncomingMessage } from 'node:http';
 import type { Decision } from '../placement/decide.js';
+import type { Refusal } from '../http/refusals.js';
 import type { Placer } from '../runtime/placer.js';
 import type { BackendPool } from '../runtime/pool.js';
 import type { KeyExtractor, KeyResult } from '../room/extract.js';
@@ -35,17 +36,25 @@ export class Router {
   constructor(private readonly o: RouterOptions) {}
 
   /**
-   * The body of a 503 for "no backend can take this": says why (every backend down with its
-   * reason, draining, none configured), so an operator reading one answer knows what to fix.
+   * The refusal for "no backend can take this". Why (every backend down with its reason, draining,
+   * none configured) is for the operator: the log (a warning when it changes, at most every 10 s)
+   * and the refusal's log line; the client is told only to retry.
    */
-  noBackendBody(nowMs: number): string {
+  noBackend(nowMs: number, retryAfterS = 1): Refusal {
     const why = this.o.pool.unavailableReason(nowMs);
     if (why !== this.lastUnavailable || nowMs - this.lastUnavailableLog >= UNAVAILABLE_LOG_EVERY_MS) {
       this.lastUnavailable = why;
       this.lastUnavailableLog = nowMs;
       this.o.logger.warn({ why }, 'no backend available: answering 503');
     }
-    return `no backend available: ${why}\n`;
+    return { code: 'no-backend', retryAfterS, detail: why };
+  }
+
+  /** The refusal for a decision that routes nowhere: no room key (400), the room being placed, no backend. */
+  refusalFor(decision: Extract<Decision, { reject: unknown }>, nowMs: number): Refusal {
+    if (decision.reject === 400) return { code: 'no-room-key' };
+    if (decision.reason === 'room-busy') return { code: 'room-moving', retryAfterS: decision.retryAfterS };
+    return this.noBackend(nowMs, decision.retryAfterS);
   }
 
   key(req: IncomingMessage, nowMs: number): KeyResult {

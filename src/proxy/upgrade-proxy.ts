@@ -9,6 +9,8 @@
 // Each attempt is an UpgradeTunnel with one named state and one cleanup path (finish()). Socket
 // listeners are module functions that reach their tunnel through a symbol: no closure per
 // socket keeps the request (or anything else of the handshake) alive for the socket's life.
+import type { Refusal } from '../http/refusals.js';
+import type { Refuser } from './refuser.js';
 import type { Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 import type { Backend, BackendPool } from '../runtime/pool.js';
@@ -20,7 +22,7 @@ import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { rawResponse } from '../http/replies.js';
 import { resetConnection } from '../http/reset.js';
-import { classifyError, downReason, isConnectFailure, type ErrorKind } from './errors.js';
+import { backendFailure, classifyError, downReason, isConnectFailure, type ErrorKind } from './errors.js';
 import type { Forwarding } from './forwarded.js';
 import { ownerFields, type Owner } from '../http/ownership.js';
 import type { Admission } from './admission.js';
@@ -34,6 +36,8 @@ import { Deadlines, type Expiring } from './deadlines.js';
 
 export interface UpgradeProxyOptions {
   readonly router: Router;
+  /** roomgate's own answers (src/http/refusals.ts): rendered, logged and counted. */
+  readonly refuser: Refuser;
   readonly pool: BackendPool;
   readonly forwarding: Forwarding;
   readonly tunnels: TunnelRegistry;
@@ -107,7 +111,7 @@ export class UpgradeProxy {
     const now = Date.now();
     const key = this.o.router.key(req, now);
     const refusal = this.refusal(req, key);
-    if (refusal) return this.refuse(client, 'none', refusal.status, refusal.body);
+    if (refusal) return this.refuseHandshake(client, refusal.status, refusal.body);
     // Built now: after this line nothing needs the request object (memory per socket).
     const handshake = this.handshake(req, key);
     const pending = head.length > 0 ? Buffer.from(head) : null;
@@ -115,7 +119,7 @@ export class UpgradeProxy {
       (decision) => this.dispatch({ key, handshake, pending, client, startedAt: now }, decision, 1),
       (err: Error) => {
         this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
-        this.refuse(client, 'none', 500, 'internal error\n');
+        this.refuse(client, { code: 'internal', detail: err.message });
       },
     );
   }
@@ -124,25 +128,31 @@ export class UpgradeProxy {
   dispatch(a: Attempt, decision: Decision, attempt: number): void {
     if (a.client.destroyed) return;
     if ('reject' in decision) {
-      if (decision.reject === 400) return this.refuse(a.client, 'none', 400, 'this socket needs a room key\n');
-      const body = decision.reason === 'room-busy' ? 'room is moving, retry shortly\n' : this.o.router.noBackendBody(Date.now());
-      return this.refuse(a.client, 'none', 503, body, { 'Retry-After': String(decision.retryAfterS) });
+      return this.refuse(a.client, this.o.router.refusalFor(decision, Date.now()));
     }
     const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(a.client, 'none', 503, this.o.router.noBackendBody(Date.now()), { 'Retry-After': '1' });
+    if (!backend) return this.refuse(a.client, this.o.router.noBackend(Date.now()));
     // Admission: a reconnect wave after a failover queues at the clients (they back off on 503)
     // instead of melting the survivor.
     if (!this.o.admission.tryAcquire(backend.id, Date.now())) {
       this.o.logger.warn({ room: a.key.room, backend: backend.id, source: a.key.source }, 'upgrade refused by admission limits');
-      return this.refuse(a.client, backend.id, 503, 'backend busy, retry shortly\n', { 'Retry-After': String(this.o.admission.retryAfterS) });
+      return this.refuse(a.client, { code: 'backend-busy', retryAfterS: this.o.admission.retryAfterS, backend: backend.id });
     }
     new UpgradeTunnel(this, a, backend, attempt, a.key.room === null ? null : { room: a.key.room, epoch: decision.epoch ?? 0 });
   }
 
   /** roomgate's own answer before any 101, counted under its status. */
-  refuse(client: Socket, backend: string, status: number, body: string, headers?: Record<string, string>): void {
-    this.o.metrics.upgrades.inc({ backend, result: String(status) });
-    endWith(client, rawResponse(status, body, headers));
+  /** roomgate's own answer in place of the backend's (src/http/refusals.ts), counted under its status. */
+  refuse(client: Socket, refusal: Refusal): void {
+    const r = this.o.refuser.render(refusal, undefined);
+    this.o.metrics.upgrades.inc({ backend: refusal.backend ?? 'none', result: String(r.status) });
+    endWith(client, rawResponse(r.status, r.body, r.headers));
+  }
+
+  /** A handshake roomgate will not carry: the client's own mistake, told as it is. */
+  private refuseHandshake(client: Socket, status: number, body: string): void {
+    this.o.metrics.upgrades.inc({ backend: 'none', result: String(status) });
+    endWith(client, rawResponse(status, body));
   }
 
   /** Requests that are not WebSocket handshakes roomgate will carry. */
@@ -317,7 +327,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     if (placedOn !== null && placedOn !== this.backend.id) {
       o.logger.info({ room: this.room, backend: this.backend.id, placedOn }, 'room moved during the handshake: socket refused');
       this.finish('gone');
-      this.proxy.refuse(this.client, this.backend.id, 503, 'room is moving, retry shortly\n', { 'Retry-After': '1' });
+      this.proxy.refuse(this.client, { code: 'room-moving', retryAfterS: 1, backend: this.backend.id, detail: `placed on ${placedOn}` });
       return false;
     }
     this.answered(head.status);
@@ -436,7 +446,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     o.metrics.proxyErrors.inc({ backend: this.backend.id, kind: 'bad-response' });
     o.logger.warn({ room: this.room, backend: this.backend.id, problem }, 'backend sent an invalid answer to an upgrade: 502');
     this.finish('gone');
-    this.proxy.refuse(this.client, this.backend.id, 502, 'the backend sent an invalid response\n');
+    this.proxy.refuse(this.client, { code: 'bad-backend-answer', backend: this.backend.id, detail: problem });
     return false;
   }
 
@@ -473,12 +483,11 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     if (retry) {
       o.router.decide(a.key.room, now).then(
         (next) => this.proxy.dispatch(a, next, this.attempt + 1),
-        () => this.proxy.refuse(this.client, this.backend.id, 502, 'backend unavailable\n', { 'Retry-After': '1' }),
+        () => this.proxy.refuse(this.client, { code: 'backend-unavailable', retryAfterS: 1, backend: this.backend.id, detail: kind }),
       );
       return;
     }
-    const status = kind === 'timeout' ? 504 : 502;
-    this.proxy.refuse(this.client, this.backend.id, status, status === 504 ? 'backend timed out\n' : 'backend unavailable\n', { 'Retry-After': '1' });
+    this.proxy.refuse(this.client, backendFailure(kind, this.backend.id));
   }
 
   clientClosed(): void {

@@ -15,6 +15,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { plainResponse, rawResponse } from '../http/replies.js';
 import { withHsts } from './hsts.js';
+import { isToken } from '../http/syntax.js';
 import { clearHeadDeadline } from './head-deadline.js';
 
 export interface PublicServerOptions {
@@ -125,7 +126,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     // Only sockets still parsed as HTTP reach here, never an upgraded one.
-    const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+    const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : unknownMethod(err) ? 501 : 400;
     if (err.code !== 'ECONNRESET') o.metrics.clientErrors.inc({ code: String(code) });
     o.logger.debug({ err: err.code, code }, 'client error');
     if (!socket.writable || err.code === 'ECONNRESET') {
@@ -135,7 +136,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     const conn = connection(socket);
     // Already ending (a refused head's answer is on its way), or already refused: one answer only.
     if (conn.closing || conn.refusal !== null) return;
-    const body = code === 431 ? 'request headers too large\n' : code === 408 ? 'request timeout\n' : 'bad request\n';
+    const body = code === 431 ? 'request headers too large\n' : code === 408 ? 'request timeout\n' : code === 501 ? 'this method is not implemented\n' : 'bad request\n';
     conn.refusal = rawResponse(code, body);
     // A request that follows complete ones still being answered (pipelining): their responses
     // go first, in order, and the refusal follows the last (RFC 9112 9.3.2). A body that breaks
@@ -186,4 +187,16 @@ function endSocket(socket: Socket, response: string): void {
   socket.on('error', () => socket.destroy());
   socket.end(response);
   setTimeout(() => socket.destroy(), 1_000).unref();
+}
+
+/**
+ * Node's parser knows a fixed list of methods and refuses the rest as a parse error. A well-formed
+ * method it does not know gets 501, as on HTTP/2 (src/http/methods.ts); bytes that are no method
+ * token at all stay a bad request (400).
+ */
+function unknownMethod(err: NodeJS.ErrnoException & { rawPacket?: Buffer }): boolean {
+  if (err.code !== 'HPE_INVALID_METHOD' || !err.rawPacket) return false;
+  const text = err.rawPacket.subarray(0, 64).toString('latin1');
+  const space = text.indexOf(' ');
+  return space > 0 && isToken(text.slice(0, space)) && text.charCodeAt(space + 1) === 0x2f;
 }

@@ -67,6 +67,7 @@ const TEXTS = [
   '', ' ', 'x', 'has space', '/', '//', 'static', '/static', '/a//b/', '/a/../b/', '/_roomgate/x/', '/st atic/', '([', '*.example.com',
   'http://', 'https://a:1', 'http://a:1/path', 'ftp://x', 'http://x', 'redis://', 'a:99999', 'a:0', 'host', '10.0.0.0/33', '999.1.1.1',
   '/game/x{room}/', '/{room}/{room}/', 'x'.repeat(65), 'a_b!', 'short', '-', 'ü', 'a\nb', 'app example', 'roomgate-admin:9090',
+  'TRACE',
 ];
 
 interface Case {
@@ -276,6 +277,10 @@ describe('every rule of the schema speaks plain words', () => {
             'redis.tlsCa: got "/etc/roomgate/redis-ca.pem" while redis.url is not a rediss:// URL; expected a rediss:// redis.url (env REDIS_URL) with it, e.g. "rediss://redis.internal:6380" (with Sentinel or Cluster only its scheme and password are used: "rediss://:PASSWORD@redis"), or remove redis.tlsCa',
         },
         [CROSS_CHECKS[17]!.rule]: {
+          raw: { proxy: { errorPages: [{ status: 503, file: join(dir, 'nope.html') }] } },
+          problem: `proxy.errorPages.0.file: got ${JSON.stringify(join(dir, 'nope.html'))}, which cannot be read; expected a readable HTML file`,
+        },
+        [CROSS_CHECKS[18]!.rule]: {
           raw: { backends: [{ url: 'http://app:8000' }], push: { tokens: ['p'.repeat(16)] } },
           problem:
             "backendCalls.secrets: got none while push.tokens turns pushes on; expected a secret of at least 32 characters that signs every push, so an app can tell roomgate's push from a client's: set ROOMGATE_CALL_SECRETS=$(openssl rand -base64 32) and give the same value to your push receiver (docs/push.md)",

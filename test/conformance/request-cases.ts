@@ -255,6 +255,13 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   { name: 'target-encoded-nul', cls: 'canonical target', parts: [get('/a%00b')], expect: refused() },
   { name: 'target-bad-escape', cls: 'canonical target', parts: [get('/a%zz')], expect: refused() },
   { name: 'target-encoded-slash-post', cls: 'canonical target', parts: [post('Content-Length: 3\r\n', 'abc', '/a%2F..%2Fb')], expect: refused() },
+  // One method rule for proxied requests (src/http/methods.ts).
+  { name: 'method-trace', cls: 'method rule', parts: [`TRACE /t HTTP/1.1\r\n${H}\r\n`], expect: { statuses: [405], forwarded: [], closed: false, responseHeader: /^Allow: GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS\r?$/im } },
+  { name: 'method-trace-body', cls: 'method rule', parts: [`TRACE /t HTTP/1.1\r\n${H}Content-Length: 5\r\n\r\nhello`], expect: { statuses: [405], forwarded: [], closed: false } },
+  { name: 'method-webdav', cls: 'method rule', parts: [`PROPFIND /t HTTP/1.1\r\n${H}\r\n`], expect: { statuses: [405], forwarded: [], closed: false } },
+  { name: 'method-unknown', cls: 'method rule', parts: [`FOO /t HTTP/1.1\r\n${H}\r\n`], expect: refused(501) },
+  { name: 'method-lower-case', cls: 'method rule', parts: [`get /t HTTP/1.1\r\n${H}\r\n`], expect: refused(501) },
+  { name: 'method-trace-then-get', cls: 'method rule', parts: [`TRACE /t HTTP/1.1\r\n${H}\r\n${get('/after')}`], expect: { statuses: [405, 200], forwarded: [fwd('GET', '/after')], closed: false } },
   // The backend's push receiver (push.path) is never reached from a client, in any spelling.
   { name: 'push-path-post', cls: 'reserved path', parts: [post('Content-Type: application/json\r\nContent-Length: 2\r\n', '{}', '/_roomgate/push?room=victim')], expect: refused(404) },
   { name: 'push-path-get', cls: 'reserved path', parts: [get('/_roomgate/push')], expect: refused(404) },

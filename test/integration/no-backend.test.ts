@@ -16,12 +16,13 @@ async function deadPort(): Promise<number> {
 }
 
 describe('no backend available', () => {
-  it('the 503 body and the log name each backend and why it takes nothing', async () => {
+  it('the 503 tells the client to retry, with a request id; the log names each backend and why it takes nothing', async () => {
     const gw = await startGateway({ backends: [`solo=http://127.0.0.1:${await deadPort()}`], config: { health: { path: null } } });
     const page = await fetch(`${gw.url}/game/r1/`, { signal: AbortSignal.timeout(10_000) });
     expect(page.status).toBe(503);
     expect(page.headers.get('retry-after')).not.toBeNull();
-    expect(await page.text()).toMatch(/^no backend available: .*solo: failed a connection \(refused\)/);
+    const id = page.headers.get('x-request-id');
+    expect(await page.text()).toBe(`the service is unavailable, retry shortly\nrequest id: ${id}\n`);
     const raw = await new Promise<string>((resolve) => {
       const s = net.connect(gw.port, '127.0.0.1', () =>
         s.write('GET /ws/live/?room=r2 HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n'),
@@ -31,8 +32,12 @@ describe('no backend available', () => {
       s.on('close', () => resolve(out));
       s.setTimeout(10_000, () => s.destroy());
     });
-    expect(raw).toMatch(/^HTTP\/1\.1 503 [^]*\r\n\r\nno backend available: .*solo: /);
+    expect(raw).toMatch(/^HTTP\/1\.1 503 [^]*\r\n\r\nthe service is unavailable, retry shortly\nrequest id: [0-9a-f]{16}\n$/);
+    expect(raw).not.toContain('solo');
     const line = await waitFor('the 503 warning', 5_000, () => gw.logs().find((l) => l.msg === 'no backend available: answering 503'));
-    expect(String(line.why)).toContain('solo');
+    expect(String(line.why)).toMatch(/solo: failed a connection \(refused\)/);
+    // The refusal's own line carries the same detail under the request id the client was given.
+    const refused = await waitFor('the refusal line', 5_000, () => gw.logs().find((l) => l.msg === 'request refused' && l.requestId === id));
+    expect(String(refused.detail)).toContain('solo');
   });
 });

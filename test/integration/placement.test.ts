@@ -325,7 +325,7 @@ describe('sticky placements: live rooms never split or move (2 gateways, Redis, 
       await probe.close();
     }
     // The initial wave exceeded the admission limit: it answered 503 + Retry-After.
-    const refused = fleet.refusalsSince(t).filter(({ refusal }) => refusal.body.startsWith('backend busy'));
+    const refused = fleet.refusalsSince(t).filter(({ refusal }) => refusal.body.startsWith('too many connections at once'));
     expect(refused.length, 'admission refusals during the initial wave').toBeGreaterThan(0);
     expect(refused.every(({ refusal }) => refusal.status === 503 && refusal.retryAfter === '1')).toBe(true);
     noSplitSince(0, 'initial placement');
@@ -423,8 +423,8 @@ describe('sticky placements: live rooms never split or move (2 gateways, Redis, 
     // Admission: every refusal is a 503 with Retry-After, and no gateway let more upgrades through
     // to one backend in any 1 s than the token bucket allows (burst + 1 s of refill).
     const refusals = fleet.refusalsSince(killedAt);
-    const admission = refusals.filter(({ refusal }) => refusal.body.startsWith('backend busy'));
-    const busy = refusals.filter(({ refusal }) => refusal.body.startsWith('room is moving'));
+    const admission = refusals.filter(({ refusal }) => refusal.body.startsWith('too many connections at once'));
+    const busy = refusals.filter(({ refusal }) => refusal.body.startsWith('this room is moving'));
     expect(refusals.every(({ refusal }) => refusal.status === 503 && refusal.retryAfter !== null), JSON.stringify(refusals.slice(0, 5).map((r) => r.refusal))).toBe(true);
     const refused503 = (await metricValue(gwA, 'roomgate_upgrades_total', { result: '503' })) + (await metricValue(gwB, 'roomgate_upgrades_total', { result: '503' })) - refused503Before;
     const figA = admissionFigures(gwA, linesA);

@@ -5,7 +5,8 @@
 // backend; targets that servers read differently get 400. In-process gateways in front of an
 // in-process backend that records every request it parses.
 import http from 'node:http';
-import http2, { type ClientHttp2Session } from 'node:http2';
+import type http2 from 'node:http2';
+import type { ClientHttp2Session } from 'node:http2';
 import net from 'node:net';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +17,7 @@ import type { Gateway } from '../../src/gateway.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
+import { h2Session } from '../support/h2-session.js';
 import { readFileSync } from 'node:fs';
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-reserved-'));
@@ -106,20 +108,6 @@ function h1Upgrade(target: string): string {
   return `GET ${target} HTTP/1.1\r\nHost: a.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`;
 }
 
-function h2Session(port: number): Promise<ClientHttp2Session> {
-  return new Promise((resolve, reject) => {
-    const s = http2.connect(`https://a.test:${port}`, {
-      createConnection: () => tls.connect({ host: '127.0.0.1', port, servername: 'a.test', ca, ALPNProtocols: ['h2'] }),
-    });
-    const t = setTimeout(() => reject(new Error('h2 connect timed out')), 5_000);
-    s.once('remoteSettings', () => {
-      clearTimeout(t);
-      resolve(s);
-    });
-    s.once('error', reject);
-  });
-}
-
 function h2Status(s: ClientHttp2Session, headers: http2.OutgoingHttpHeaders, body?: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const st = s.request(headers, { endStream: body === undefined });
@@ -171,7 +159,7 @@ describe('the push receiver path, from a client', () => {
   }
 
   it('HTTP/2 and HTTP/2 extended CONNECT: the same answers', async () => {
-    const s = await h2Session(tlsGw.port);
+    const s = await h2Session(tlsGw.port, ca);
     try {
       seen.length = 0;
       for (const target of ATTACKS) {

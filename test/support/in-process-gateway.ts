@@ -10,7 +10,7 @@ import { createLogger } from '../../src/observability/logger.js';
 let files = 0;
 
 /** Starts a gateway in front of `backendUrl`; `config` is merged over the test defaults (top-level keys). */
-export async function startInProcessGateway(dir: string, backendUrl: string, config: Record<string, unknown>, opts: Omit<GatewayOptions, 'logger'> = {}): Promise<Gateway> {
+export async function startInProcessGateway(dir: string, backendUrl: string, config: Record<string, unknown>, opts: Partial<GatewayOptions> = {}): Promise<Gateway> {
   const file = join(dir, `gateway-${process.pid}-${++files}.json`);
   writeFileSync(
     file,

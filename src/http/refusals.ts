@@ -1,0 +1,82 @@
+// The one catalogue of the answers the data plane makes itself in place of a backend's (no room
+// key, no backend, a backend that failed, a method roomgate does not forward), the way fastify
+// keeps its errors in one file. Each entry: the status, the one line a client is told (what it can
+// act on, never which backend or why it failed: that goes to the log and the admin port), the log
+// reason and the metric label. Every path (byte-level pages, node:http, HTTP/2, upgrades, cache
+// fills) renders an answer from here, so a refusal reads the same on every front.
+//
+// The rendered answer carries a request id (X-Request-Id and in the body) that the log line of the
+// same refusal names, so a user's report can be matched with the detail. A browser (Accept names
+// text/html) gets a page: the operator's own for that status (`proxy.errorPages`), else a built-in
+// one; every other client gets plain text.
+
+export const REFUSALS = {
+  'no-room-key': { status: 400, text: 'this request needs a room key', log: 'no valid room key and room.noRoom is reject' },
+  'no-backend': { status: 503, text: 'the service is unavailable, retry shortly', log: 'no backend can take the request' },
+  'room-moving': { status: 503, text: 'this room is moving, retry shortly', log: 'the room is being placed by another request' },
+  'backend-busy': { status: 503, text: 'too many connections at once, retry shortly', log: 'admission limit of the backend' },
+  'backend-unavailable': { status: 502, text: 'the service is unavailable, retry shortly', log: 'the backend could not be reached or broke the connection' },
+  'backend-timeout': { status: 504, text: 'the service did not answer in time', log: 'the backend did not answer in time' },
+  'bad-backend-answer': { status: 502, text: 'the service sent an answer that cannot be relayed', log: 'the backend sent an invalid answer' },
+  internal: { status: 500, text: 'internal error', log: 'internal error while routing' },
+  'method-not-allowed': { status: 405, text: 'this method is not allowed here', log: 'a method outside proxy.methods' },
+  'method-unknown': { status: 501, text: 'this method is not implemented', log: 'a method roomgate does not know' },
+} as const satisfies Record<string, { readonly status: number; readonly text: string; readonly log: string }>;
+
+export type RefusalCode = keyof typeof REFUSALS;
+
+/** One refusal as a path asks for it: the code and what the answer or the log needs beyond it. */
+export interface Refusal {
+  readonly code: RefusalCode;
+  /** Retry-After in seconds (503, 502). */
+  readonly retryAfterS?: number;
+  /** Extra response fields (Allow of a 405). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** For the log only: why (backends down and their reasons, the error code...). */
+  readonly detail?: string;
+  /** For the log and the metrics only: the backend concerned, or "none". */
+  readonly backend?: string;
+}
+
+/** An answer ready to write: the status, the fields (framing included) and the body. */
+export interface RenderedRefusal {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+/** Operator pages by status: an HTML template where `{{status}}`, `{{message}}` and `{{requestId}}` are filled in. */
+export type ErrorPages = ReadonlyMap<number, string>;
+
+/** True when the client prefers a page: its Accept names text/html (browsers' navigations do). */
+export function wantsHtml(accept: string | undefined): boolean {
+  return accept !== undefined && accept.includes('text/html');
+}
+
+function escapeHtml(s: string): string {
+  return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+}
+
+const BUILT_IN_PAGE =
+  '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">' +
+  '<title>{{status}}</title><style>body{font:16px/1.5 system-ui,sans-serif;max-width:36rem;margin:15vh auto;padding:0 1rem;color:#222}' +
+  'small{color:#666}</style></head><body><h1>{{status}}</h1><p>{{message}}</p><p><small>request id {{requestId}}</small></p></body></html>\n';
+
+/** The answer for a refusal, for a client whose Accept is `accept`. */
+export function renderRefusal(r: Refusal, requestId: string, accept: string | undefined, pages: ErrorPages): RenderedRefusal {
+  const entry = REFUSALS[r.code];
+  const fields: Record<string, string> = { 'X-Request-Id': requestId, 'Cache-Control': 'no-store', ...r.headers };
+  if (r.retryAfterS !== undefined) fields['Retry-After'] = String(r.retryAfterS);
+  let body: string;
+  if (wantsHtml(accept)) {
+    const template = pages.get(entry.status) ?? BUILT_IN_PAGE;
+    body = template.replaceAll('{{status}}', String(entry.status)).replaceAll('{{message}}', escapeHtml(entry.text)).replaceAll('{{requestId}}', escapeHtml(requestId));
+    fields['Content-Type'] = 'text/html; charset=utf-8';
+    fields['X-Content-Type-Options'] = 'nosniff';
+  } else {
+    body = `${entry.text}\nrequest id: ${requestId}\n`;
+    fields['Content-Type'] = 'text/plain; charset=utf-8';
+  }
+  fields['Content-Length'] = String(Buffer.byteLength(body));
+  return { status: entry.status, headers: fields, body };
+}
