@@ -1,4 +1,4 @@
-// The front-parity table (issue 27): every row is one request, sent through every front roomgate has
+// The front-parity table: every row is one request, sent through every front roomgate has
 // (fronts.ts), with the answer class the client must get and what the backend must receive. The
 // suite (parity.test.ts) asserts each front against the row (expectation) and the fronts against
 // each other (parity: the same normalised request at the backend). The request pipeline redesign
@@ -372,6 +372,8 @@ export const rows: readonly Row[] = [
   },
   { name: 'WebSocket, room by header', method: 'GET', target: '/ws/live/', upgrade: true, headers: [['X-Room-Key', '42']], expect: 'upgraded', backend: { room: '42', has: [['x-room-key', '42']] } },
   { name: 'WebSocket outside websocketPaths', method: 'GET', target: '/other/', upgrade: true, expect: 404, backend: 'nothing' },
+  // Already 404 today (the push path is outside proxy.websocketPaths); kept with the push rows' meaning.
+  { name: 'push path as a WebSocket', method: 'GET', target: '/_roomgate/push', upgrade: true, expect: 404, backend: 'nothing' },
   { name: 'WebSocket on /healthz', method: 'GET', target: '/healthz', upgrade: true, expect: 404, backend: 'nothing' },
   { name: 'WebSocket on the API', method: 'GET', target: '/_roomgate/api/online', upgrade: true, expect: 404, backend: 'nothing' },
   { name: 'WebSocket handshake head over the limit', method: 'GET', target: '/ws/live/?room=42', upgrade: true, headers: [['X-Huge', HUGE]], expect: 431, backend: 'nothing' },
@@ -382,7 +384,7 @@ export const rows: readonly Row[] = [
 const PUSH = '/_roomgate/push';
 
 /**
- * Rows for the lead's change in progress (issue 27): roomgate answers 404 for the push receiver
+ * Rows for a change of the request pipeline redesign not merged yet: roomgate answers 404 for the push receiver
  * path on every front, for every method, with or without a trailing slash, behind a per-tab prefix
  * and after canonicalisation; and 400 for a target holding an encoded "/" or "\" (any case), a raw
  * backslash or NUL. NOT RUN on this branch (they fail until that change is merged): the lead moves
@@ -407,7 +409,6 @@ export const pendingRows: readonly Row[] = [
   { name: 'push path after a dot-dot segment', method: 'POST', target: `/x/..${PUSH}`, body: 'x', expect: 404, backend: 'nothing' },
   { name: 'push path after a dot segment', method: 'GET', target: `/.${PUSH}`, expect: 404, backend: 'nothing' },
   { name: 'push path in absolute form', method: 'POST', target: `http://a.example${PUSH}`, body: 'x', expect: 404, backend: 'nothing', notOn: { h2: H2_NO_ABSOLUTE } },
-  { name: 'push path as a WebSocket', method: 'GET', target: PUSH, upgrade: true, expect: 404, backend: 'nothing' },
   { name: 'encoded slash %2F', method: 'GET', target: '/a%2Fb', expect: 400, backend: 'nothing' },
   { name: 'encoded slash %2f', method: 'GET', target: '/a%2fb', expect: 400, backend: 'nothing' },
   // "targets containing an encoded /": if the rule covers the path only, this row expects 'backend'.

@@ -79,7 +79,8 @@ function requestProblems(row: Row, want: AtBackend, front: Front, address: strin
     if (row.upgrade && name === 'connection' && got.length === 1 && lower(got[0] as string) === 'upgrade') continue;
     // The gateway's own framing and persistence of its backend connection.
     if (name === 'transfer-encoding' && got.length === 1 && lower(got[0] as string) === 'chunked' && r.framing === 'chunked') continue;
-    if (name === 'connection' && got.length === 1 && ['keep-alive', 'close'].includes(lower(got[0] as string))) continue;
+    // Both page paths keep their backend connections alive and say so themselves.
+    if (name === 'connection' && got.length === 1 && lower(got[0] as string) === 'keep-alive') continue;
     p.push(`hop-by-hop ${name} ${JSON.stringify(got)} reached the backend`);
   }
   if (row.upgrade && (values(r, 'upgrade').length !== 1 || values(r, 'connection').length !== 1)) p.push('a handshake without Upgrade: websocket and Connection: Upgrade');
@@ -114,7 +115,7 @@ export function normalised(run: FrontRun): string {
   const requests = run.forwarded.map((r) => {
     const fields = r.headers
       .map(([n, v]) => [lower(n), v] as const)
-      .filter(([n, v]) => !FRONT_SPECIFIC.has(n) && !(n === 'connection' && ['keep-alive', 'close'].includes(lower(v))))
+      .filter(([n, v]) => !FRONT_SPECIFIC.has(n) && !(n === 'connection' && lower(v) === 'keep-alive'))
       .map(([n, v]) => `${n}: ${n === 'x-roomgate-epoch' ? '<epoch>' : v}`)
       .sort();
     return { method: r.method, target: r.target, fields, body: r.body.toString('base64') };

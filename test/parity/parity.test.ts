@@ -1,6 +1,6 @@
-// The front-parity suite (issue 27): every row of cases.ts through every front it can be expressed
+// The front-parity suite: every row of cases.ts through every front it can be expressed
 // on (fronts.ts: plain HTTP/1.1 with and without the byte-level front, HTTP/1.1 over TLS, HTTP/2,
-// HTTP/2 extended CONNECT, a `--workers 1` process), each from a loopback address of its own.
+// HTTP/2 extended CONNECT, a `--workers 2` process), each from a loopback address of its own.
 // Each front must give the row's answer class and put the row's request at the backend (method,
 // path, X-Forwarded-*, ownership fields, no hop-by-hop or client X-Roomgate-*, body bytes); the
 // fronts must agree with each other (parity) unless the row records a disagreement. Rows in
