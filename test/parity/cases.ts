@@ -153,6 +153,8 @@ export const rows: readonly Row[] = [
   { name: 'per-tab prefix without its slash', method: 'GET', target: '/r/42', expect: 'backend', backend: { target: '/', prefix: '/r/42', room: '42' } },
   { name: 'per-tab prefix, POST with a body', method: 'POST', target: '/r/42/api/save', body: 'saved', expect: 'backend', backend: { target: '/api/save', prefix: '/r/42', room: '42' } },
   { name: 'per-tab prefix, invalid key', method: 'GET', target: '/r/bad%20key/a', expect: 'backend', backend: {} },
+  { name: 'per-tab prefix, HEAD', method: 'HEAD', target: '/r/42/a', expect: 'backend', backend: { target: '/a', prefix: '/r/42', room: '42' } },
+  { name: 'room header with an invalid key', method: 'GET', target: '/a', headers: [['X-Room-Key', 'bad key']], expect: 'backend', backend: { has: [['x-room-key', 'bad key']] } },
   { name: 'page path', method: 'GET', target: '/game/42/', expect: 'backend', backend: { room: '42' } },
   { name: 'page path with a query', method: 'GET', target: '/game/42/?tab=2', expect: 'backend', backend: { room: '42' } },
   { name: 'page path, HEAD', method: 'HEAD', target: '/game/42/', expect: 'backend', backend: { room: '42' } },
@@ -171,6 +173,7 @@ export const rows: readonly Row[] = [
   { name: 'absolute-form target', method: 'GET', target: 'http://a.example/abs?x=1', expect: 'backend', backend: { target: '/abs?x=1' }, notOn: { h2: H2_NO_ABSOLUTE } },
   { name: 'absolute-form overrides Host', method: 'GET', target: 'http://b.example/abs', expect: 'backend', backend: { target: '/abs', host: 'b.example' }, notOn: { h2: H2_NO_ABSOLUTE } },
   { name: 'absolute-form with only a query', method: 'GET', target: 'http://a.example?x=1', expect: 'backend', backend: { target: '/?x=1' }, notOn: { h2: H2_NO_ABSOLUTE } },
+  { name: 'absolute-form https with a port', method: 'GET', target: 'https://a.example:8443/abs', expect: 'backend', backend: { target: '/abs', host: 'a.example:8443' }, notOn: { h2: H2_NO_ABSOLUTE } },
   { name: 'absolute-form with userinfo', method: 'GET', target: 'http://u@a.example/abs', expect: 400, backend: 'nothing', notOn: { h2: H2_NO_ABSOLUTE } },
   { name: 'absolute-form, POST to a per-tab prefix', method: 'POST', target: 'http://a.example/r/42/save', body: 'x', expect: 'backend', backend: { target: '/save', prefix: '/r/42', room: '42' }, notOn: { h2: H2_NO_ABSOLUTE } },
   { name: 'fragment in the target', method: 'GET', target: '/a#frag', expect: 'backend', backend: {} },
@@ -208,6 +211,8 @@ export const rows: readonly Row[] = [
   { name: 'API: HEAD online', method: 'HEAD', target: '/_roomgate/api/online', expect: 200, backend: 'nothing' },
   { name: 'API: DELETE online', method: 'DELETE', target: '/_roomgate/api/online', expect: 405, backend: 'nothing' },
   { name: 'lobby, POST', method: 'POST', target: '/_roomgate/lobby', body: 'x', expect: 405, backend: 'nothing' },
+  { name: 'API: OPTIONS online', method: 'OPTIONS', target: '/_roomgate/api/online', expect: 204, backend: 'nothing' },
+  { name: 'static mount, PUT', method: 'PUT', target: '/static/new.txt', body: 'x', expect: 405, backend: 'nothing' },
   { name: 'static file', method: 'GET', target: '/static/hello.txt', expect: 200, backend: 'nothing' },
   { name: 'static file, HEAD', method: 'HEAD', target: '/static/hello.txt', expect: 200, backend: 'nothing' },
   { name: 'static file missing', method: 'GET', target: '/static/missing.txt', expect: 404, backend: 'nothing' },
@@ -218,6 +223,31 @@ export const rows: readonly Row[] = [
   // On h2 a host field equal to :authority is allowed (RFC 9113 8.3.1): the duplicate would be two host fields.
   { name: 'duplicate Host, same value', method: 'GET', target: '/h', headers: [['Host', 'a.example']], expect: 400, backend: 'nothing', notOn: { h2: 'node:http2 sends host once (a single-value field): two host fields cannot be expressed; one equal to :authority is valid h2' } },
   { name: 'duplicate Host, other value', method: 'GET', target: '/h', headers: [['Host', 'b.example']], expect: 400, backend: 'nothing' },
+  { name: 'IPv6 literal Host', method: 'GET', target: '/h', host: '[::1]:8080', expect: 'backend', backend: {} },
+  {
+    name: 'Host with userinfo',
+    method: 'GET',
+    target: '/h',
+    host: 'u@a.example',
+    expect: 400,
+    backend: 'nothing',
+    differs: {
+      // DISAGREES: HTTP/1.1 fronts answer 400; on h2 nghttp2 resets the stream (PROTOCOL_ERROR: "@" in :authority) before roomgate's 400.
+      h2: { expect: 'reset', backend: 'nothing', why: 'nghttp2 resets a stream whose :authority holds userinfo before checkH2RequestHead answers 400' },
+    },
+  },
+  {
+    name: 'empty Host',
+    method: 'GET',
+    target: '/h',
+    host: '',
+    expect: 400,
+    backend: 'nothing',
+    differs: {
+      // DISAGREES: HTTP/1.1 fronts answer 400; on h2 nghttp2 resets a stream with an empty :authority (PROTOCOL_ERROR) before roomgate's 400.
+      h2: { expect: 'reset', backend: 'nothing', why: 'nghttp2 resets a stream with an empty :authority before checkH2RequestHead answers 400' },
+    },
+  },
   { name: 'no Host', method: 'GET', target: '/h', host: null, expect: 400, backend: 'nothing', notOn: h1Only(H2_NO_HOSTLESS) },
   {
     name: 'invalid Host',
@@ -348,6 +378,8 @@ export const rows: readonly Row[] = [
   { name: 'POST chunked, several chunks and trailers', method: 'POST', target: '/b', raw: 'POST /b HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n', body: 'abcde', expect: 'backend', backend: { lacks: ['x-trailer'] }, notOn: h1Only(H2_NO_RAW) },
   { name: 'POST 64 KB', method: 'POST', target: '/b', body: BIG_BODY, expect: 'backend', backend: {} },
   { name: 'POST every byte value', method: 'POST', target: '/b', body: ALL_BYTES, headers: [['Content-Type', 'application/octet-stream']], expect: 'backend', backend: {} },
+  { name: 'GET with a chunked body', method: 'GET', target: '/b', body: 'get-body', framing: 'chunked', expect: 'backend', backend: {} },
+  { name: 'HEAD with Content-Length 0', method: 'HEAD', target: '/b', body: '', framing: 'length', expect: 'backend', backend: {} },
   { name: 'PUT chunked', method: 'PUT', target: '/b', body: 'chunky', framing: 'chunked', expect: 'backend', backend: {} },
   { name: 'Content-Length and chunked together', method: 'POST', target: '/b', raw: 'POST /b HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', expect: 400, backend: 'nothing', notOn: h1Only(H2_NO_TE) },
   { name: 'two different Content-Lengths', method: 'POST', target: '/b', raw: 'POST /b HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!', expect: 400, backend: 'nothing', notOn: h1Only(H2_SINGLE) },
