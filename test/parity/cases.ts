@@ -8,7 +8,7 @@
 //  - `expect`: 'backend' (the backend's own 2xx, tagged), 'upgraded' (a WebSocket tunnel carrying
 //    the backend's first frame: 101 on HTTP/1.1, 200 on an h2 extended CONNECT), or a number:
 //    roomgate's own answer with that status (no backend tag); 'reset': no answer at all, the h2
-//    stream is reset (or the connection closed).
+//    stream is reset.
 //  - `backend`: the one request the backend parses for the client, or 'nothing' (it never reaches
 //    a backend). Unset fields default to the row (method, target, Host, body); X-Forwarded-Prefix
 //    and X-Roomgate-Room (with an -Epoch) must be absent unless `prefix` / `room` say otherwise.
@@ -123,6 +123,7 @@ export const rows: readonly Row[] = [
   },
   // WILL CHANGE: method rule (WebDAV methods: forwarded or 501, as the rule decides)
   { name: 'WebDAV PROPFIND', method: 'PROPFIND', target: '/dav/', headers: [['Depth', '1']], body: '<?xml version="1.0"?><propfind xmlns="DAV:"><allprop/></propfind>', expect: 'backend', backend: { has: [['depth', '1']] } },
+  // WILL CHANGE: method rule (as PROPFIND)
   { name: 'WebDAV MKCOL', method: 'MKCOL', target: '/dav/new/', expect: 'backend', backend: {} },
   { name: 'CONNECT (forward-proxy tunnel)', method: 'CONNECT', target: 'a.example:443', expect: 405, backend: 'nothing' },
   {
@@ -403,6 +404,16 @@ export const rows: readonly Row[] = [
     backend: { room: '42' },
   },
   { name: 'WebSocket, room by header', method: 'GET', target: '/ws/live/', upgrade: true, headers: [['X-Room-Key', '42']], expect: 'upgraded', backend: { room: '42', has: [['x-room-key', '42']] } },
+  {
+    name: 'WebSocket with Connection: keep-alive, Upgrade (Firefox)',
+    method: 'GET',
+    target: '/ws/live/?room=42',
+    upgrade: true,
+    raw: 'GET /ws/live/?room=42 HTTP/1.1\r\nHost: a.example\r\nConnection: keep-alive, Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    expect: 'upgraded',
+    backend: { room: '42' },
+    notOn: h1Only('the Connection list is HTTP/1.1 syntax: an h2 WebSocket is an extended CONNECT without one'),
+  },
   { name: 'WebSocket outside websocketPaths', method: 'GET', target: '/other/', upgrade: true, expect: 404, backend: 'nothing' },
   // Already 404 today (the push path is outside proxy.websocketPaths); kept with the push rows' meaning.
   { name: 'push path as a WebSocket', method: 'GET', target: '/_roomgate/push', upgrade: true, expect: 404, backend: 'nothing' },
