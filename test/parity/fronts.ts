@@ -1,0 +1,159 @@
+// The fronts of the parity suite and the gateways behind them, all in front of one byte-logging
+// backend (test/conformance/backend.ts: every request parsed by the strict referee, recorded with
+// its fields as sent and its body bytes, answered with an X-Parity-Backend tag; a WebSocket
+// handshake gets a real 101 and the frame "hi").
+//  - h1-lean: plain HTTP/1.1, proxy.leanPages on (the byte-level front takes simple GET/HEAD);
+//  - h1-node: plain HTTP/1.1, proxy.leanPages off (node:http for every request);
+//  - h1-tls: HTTP/1.1 over TLS (ALPN http/1.1), leanPages on;
+//  - h2: HTTP/2 over TLS (H2Front), the same gateway as h1-tls;
+//  - h2-connect: RFC 8441 extended CONNECT WebSockets on that h2 gateway (upgrade rows only);
+//  - worker: `roomgate start --workers 2` (dist/src/main.js), plain HTTP/1.1, leanPages on. Two,
+//    not one: `--workers 1` is the single-process path (src/cli/commands/start.ts runs no primary),
+//    so only N >= 2 puts a request through a cluster worker (src/cluster/worker.ts); the kernel
+//    hands each connection to either worker.
+// Each gateway has the same settings otherwise (SUITE_CONFIG); three run in this process, the
+// worker's is a real process tree (primary and one worker).
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Gateway } from '../../src/gateway.js';
+import { accept101, startRawBackend, type BackendRequest, type RawBackend } from '../conformance/backend.js';
+import { makeCa, makeSigned } from '../support/certs.js';
+import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { startGateway, stopAll } from '../support/processes.js';
+import { PARITY_SECRET, type Front, type Row } from './cases.js';
+import { h1Exchange, h2Exchange, type Answer } from './clients.js';
+
+/** Whether a front runs a row, or why not. */
+export type Applies = { readonly run: true } | { readonly run: false; readonly reason: string };
+
+const UPGRADES_ON_CONNECT = 'an h2 WebSocket is an extended CONNECT: upgrade rows run on front h2-connect';
+const ONLY_UPGRADES = 'front h2-connect carries WebSocket handshakes only: plain requests run on front h2';
+
+export function applies(row: Row, front: Front): Applies {
+  const own = row.notOn?.[front];
+  if (own !== undefined) return { run: false, reason: own };
+  if (front === 'h2' && row.upgrade === true) return { run: false, reason: UPGRADES_ON_CONNECT };
+  if (front === 'h2-connect' && row.upgrade !== true) return { run: false, reason: ONLY_UPGRADES };
+  return { run: true };
+}
+
+/** The scheme the backend must be told (X-Forwarded-Proto) for a front. */
+export function schemeOf(front: Front): 'http' | 'https' {
+  return front === 'h1-tls' || front === 'h2' || front === 'h2-connect' ? 'https' : 'http';
+}
+
+const HANDSHAKE_KEY = 'dGhlIHNhbXBsZSBub25jZQ==';
+
+/** The HTTP/1.1 bytes of a row. */
+export function h1Bytes(row: Row): Buffer {
+  if (row.raw !== undefined) return Buffer.from(row.raw, 'latin1');
+  const lines = [`${row.method} ${row.target} HTTP/1.1`];
+  if (row.host !== null) lines.push(`Host: ${row.host ?? 'a.example'}`);
+  for (const [n, v] of row.headers ?? []) lines.push(`${n}: ${v}`);
+  if (row.upgrade) lines.push('Connection: Upgrade', 'Upgrade: websocket', 'Sec-WebSocket-Version: 13', `Sec-WebSocket-Key: ${HANDSHAKE_KEY}`);
+  const body = row.body ?? '';
+  const framing = row.framing ?? (row.body === undefined ? 'none' : 'length');
+  let tail = '';
+  if (framing === 'length') lines.push(`Content-Length: ${Buffer.byteLength(body, 'latin1')}`);
+  if (framing === 'chunked') {
+    lines.push('Transfer-Encoding: chunked');
+    tail = `${body.length > 0 ? `${body.length.toString(16)}\r\n${body}\r\n` : ''}0\r\n\r\n`;
+  } else tail = body;
+  return Buffer.from(`${lines.join('\r\n')}\r\n\r\n${tail}`, 'latin1');
+}
+
+/** The h2 request of a row: pseudo-headers, then the row's fields lower-cased, the body as DATA. */
+export function h2Request(row: Row): { headers: [string, string][]; body: Buffer | null; connect: boolean } {
+  const authority = row.host ?? 'a.example';
+  const headers: [string, string][] = [];
+  if (row.upgrade) headers.push([':method', 'CONNECT'], [':protocol', 'websocket'], [':scheme', 'https'], [':authority', authority], [':path', row.target], ['sec-websocket-version', '13']);
+  else if (row.method === 'CONNECT') headers.push([':method', 'CONNECT'], [':authority', row.target]);
+  else headers.push([':method', row.method], [':scheme', 'https'], [':authority', authority], [':path', row.target]);
+  for (const [n, v] of row.h2Headers ?? row.headers ?? []) headers.push([n.toLowerCase(), v]);
+  const framing = row.framing ?? (row.body === undefined ? 'none' : 'length');
+  const body = row.body === undefined && framing !== 'chunked' ? null : Buffer.from(row.body ?? '', 'latin1');
+  if (framing === 'length' && body !== null) headers.push(['content-length', String(body.length)]);
+  return { headers, body: body !== null && body.length === 0 && framing !== 'length' ? null : body, connect: row.upgrade === true };
+}
+
+/** Settings every gateway of the suite shares (the worker's as YAML, the others' as JSON). */
+function suiteConfig(staticDir: string): Record<string, unknown> {
+  return {
+    // A TCP check only: the byte log holds the clients' requests and nothing else.
+    health: { path: null },
+    proxy: { websocketPaths: ['/ws/live/'] },
+    cookie: { secrets: [PARITY_SECRET] },
+    static: { mounts: [{ prefix: '/static/', dir: staticDir }] },
+    listen: { host: '127.0.0.1', port: 0, headersTimeoutMs: 3_000, requestTimeoutMs: 5_000 },
+  };
+}
+
+export interface Suite {
+  readonly backend: RawBackend;
+  /** Sends a row through a front from `address`; what the client got. */
+  send(front: Front, row: Row, address: string): Promise<Answer>;
+  close(): Promise<void>;
+}
+
+export interface SuiteOptions {
+  /** Start the worker front too (a real process tree): default true. */
+  readonly worker?: boolean;
+}
+
+export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
+  const dir = mkdtempSync(join(tmpdir(), 'roomgate-parity-'));
+  const gateways: Gateway[] = [];
+  let backend: RawBackend | null = null;
+  try {
+    writeFileSync(join(dir, 'hello.txt'), 'hello from a static mount\n');
+    const ca = makeCa(dir, 'ca');
+    const cert = makeSigned(dir, 'a', ca, ['a.example', '127.0.0.1']);
+    backend = await startRawBackend({
+      answer: (req: BackendRequest) => {
+        const body = `${req.method} ${req.target}\n`;
+        const len = Buffer.byteLength(body, 'latin1');
+        return { bytes: `HTTP/1.1 200 OK\r\nX-Parity-Backend: b1\r\nContent-Type: text/plain\r\nContent-Length: ${len}\r\n\r\n${req.method === 'HEAD' ? '' : body}` };
+      },
+      upgrade: accept101,
+    });
+    const base = suiteConfig(dir);
+    const url = backend.url;
+    const [lean, node, tls] = await Promise.all([
+      startInProcessGateway(dir, url, { ...base, proxy: { ...(base.proxy as object), leanPages: true } }),
+      startInProcessGateway(dir, url, { ...base, proxy: { ...(base.proxy as object), leanPages: false } }),
+      startInProcessGateway(dir, url, { ...base, proxy: { ...(base.proxy as object), leanPages: true }, tls: { certs: [{ cert: cert.cert, key: cert.key }] }, http2: { enabled: true, websockets: true } }),
+    ]);
+    gateways.push(lean, node, tls);
+    let workerPort: number | null = null;
+    if (o.worker !== false) {
+      const primaryListening = (l: string): boolean => l.includes('"msg":"listening"') && l.includes('"role":"primary"');
+      const gw = await startGateway({ config: { ...base, backends: [{ id: 'b1', url }] }, args: ['--workers', '2'], readyLine: primaryListening, env: { ROOMGATE_LOG_LEVEL: 'info', ROOMGATE_COOKIE_SECRETS: PARITY_SECRET } });
+      workerPort = gw.port;
+    }
+    const ports: Record<Front, number | null> = { 'h1-lean': lean.port, 'h1-node': node.port, 'h1-tls': tls.port, h2: tls.port, 'h2-connect': tls.port, worker: workerPort };
+    const be = backend;
+    return {
+      backend: be,
+      send(front, row, address) {
+        const port = ports[front];
+        if (port === null) throw new Error(`front ${front} is not started`);
+        if (front === 'h2' || front === 'h2-connect') return h2Exchange(port, h2Request(row), address);
+        return h1Exchange({ port, tls: front === 'h1-tls' }, h1Bytes(row), row.method, address);
+      },
+      async close() {
+        await Promise.all(gateways.map((g) => g.stop()));
+        await stopAll();
+        await be.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await Promise.all(gateways.map((g) => g.stop()));
+    await stopAll();
+    await backend?.close();
+    rmSync(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+

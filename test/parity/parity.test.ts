@@ -1,0 +1,73 @@
+// The front-parity suite: every row of cases.ts through every front it can be expressed
+// on (fronts.ts: plain HTTP/1.1 with and without the byte-level front, HTTP/1.1 over TLS, HTTP/2,
+// HTTP/2 extended CONNECT, a `--workers 2` process), each from a loopback address of its own.
+// Each front must give the row's answer class and put the row's request at the backend (method,
+// path, X-Forwarded-*, ownership fields, no hop-by-hop or client X-Roomgate-*, body bytes); the
+// fronts must agree with each other (parity) unless the row records a disagreement. Rows in
+// `pendingRows` are not run here (see cases.ts).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ClientAddresses, claimedClient } from '../conformance/runner.js';
+import { FRONTS, pendingRows, rows, type Front, type Row } from './cases.js';
+import { applies, startSuite, type Suite } from './fronts.js';
+import { expectationProblems, parityProblems, type FrontRun } from './judge.js';
+
+let suite: Suite;
+const clients = new ClientAddresses(300_000);
+
+beforeAll(async () => {
+  suite = await startSuite();
+});
+
+afterAll(async () => {
+  await suite?.close();
+});
+
+async function runRow(row: Row): Promise<FrontRun[]> {
+  const fronts = FRONTS.filter((f) => applies(row, f).run);
+  return Promise.all(
+    fronts.map(async (front: Front) => {
+      const address = clients.next();
+      const answer = await suite.send(front, row, address);
+      return { front, address, answer, forwarded: suite.backend.requests.filter((r) => claimedClient(r) === address) };
+    }),
+  );
+}
+
+describe('the table', () => {
+  it('has at least 80 rows with unique names, and every front a row skips says why', () => {
+    expect(rows.length).toBeGreaterThanOrEqual(80);
+    const names = [...rows, ...pendingRows].map((r) => r.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const row of [...rows, ...pendingRows]) {
+      const run = FRONTS.filter((f) => applies(row, f).run);
+      // Every row runs on at least the three plain HTTP/1.1 paths and the worker.
+      for (const f of ['h1-lean', 'h1-node', 'h1-tls', 'worker'] as const) expect(run, `${row.name} runs on ${f}`).toContain(f);
+      for (const f of FRONTS) {
+        const a = applies(row, f);
+        if (!a.run) expect(a.reason.length, `${row.name} on ${f}: a reason`).toBeGreaterThan(20);
+      }
+      // A recorded disagreement is for a front the row runs on.
+      for (const f of Object.keys(row.differs ?? {}) as Front[]) expect(run, `${row.name}: differs on ${f}`).toContain(f);
+    }
+  });
+});
+
+// A few rows at a time (vitest's maxConcurrency, 5): each exchange has its own connection and
+// client address, so rows never share anything but the gateways and the backend.
+describe.concurrent('every front, every row', () => {
+  for (const row of rows) {
+    it(row.name, async ({ expect }) => {
+      const runs = await runRow(row);
+      const problems = [...runs.flatMap((r) => expectationProblems(row, r)), ...parityProblems(row, runs)];
+      expect(problems).toEqual([]);
+    });
+  }
+});
+
+describe('after the table', () => {
+  it('every request the backend parsed belongs to a client of the suite', () => {
+    const stray = suite.backend.requests.filter((r) => !clients.all.has(claimedClient(r) ?? '')).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`);
+    expect(stray).toEqual([]);
+    expect(suite.backend.errors()).toEqual([]);
+  });
+});
