@@ -15,8 +15,6 @@
 //  - A row that cannot be expressed on a front says so in `notOn`, with the reason. Rows with
 //    `upgrade` run on h2 as an extended CONNECT (front h2-connect), the others as a plain h2
 //    request (front h2): that split is applied by fronts.ts, with its reason, to every row.
-//  - `// WILL CHANGE: method rule`: today's behaviour, which the method rule of the redesign
-//    changes (TRACE 405, unknown methods 501).
 //  - `differs`: a front that gives another answer than the others today. Each is marked
 //    `// DISAGREES: ...` and holds the current behaviour of that front; the others hold the row's.
 import { createRoomSigner } from '../../src/room/signing.js';
@@ -97,6 +95,9 @@ const manyHeaders = (n: number): [string, string][] => Array.from({ length: n },
 const ALL_BYTES = Array.from({ length: 256 }, (_v, i) => String.fromCharCode(i)).join('');
 const BIG_BODY = 'abcdefghij'.repeat(6_554); // 65,540 bytes: more than one h2 window's default DATA
 
+/** The backend's push receiver (config push.path, default /_roomgate/push). */
+const PUSH = '/_roomgate/push';
+
 export const rows: readonly Row[] = [
   // --- every method --------------------------------------------------------------------------
   { name: 'GET', method: 'GET', target: '/m', expect: 'backend', backend: {} },
@@ -107,36 +108,17 @@ export const rows: readonly Row[] = [
   { name: 'DELETE', method: 'DELETE', target: '/m', expect: 'backend', backend: {} },
   { name: 'DELETE with a body', method: 'DELETE', target: '/m', body: 'abc', expect: 'backend', backend: {} },
   { name: 'OPTIONS', method: 'OPTIONS', target: '/m', expect: 'backend', backend: {} },
-  // WILL CHANGE: method rule (TRACE gets 405)
-  { name: 'TRACE', method: 'TRACE', target: '/m', expect: 'backend', backend: {} },
-  // WILL CHANGE: method rule (unknown methods get 501)
-  {
-    name: 'unknown method FOO',
-    method: 'FOO',
-    target: '/m',
-    expect: 400,
-    backend: 'nothing',
-    differs: {
-      // DISAGREES: llhttp refuses a method it does not know (400) on every HTTP/1.1 front; on h2 any token is a method and FOO is forwarded.
-      h2: { expect: 'backend', backend: {}, why: 'llhttp refuses unknown methods on HTTP/1.1 (400); h2 forwards any token' },
-    },
-  },
-  // WILL CHANGE: method rule (WebDAV methods: forwarded or 501, as the rule decides)
-  { name: 'WebDAV PROPFIND', method: 'PROPFIND', target: '/dav/', headers: [['Depth', '1']], body: '<?xml version="1.0"?><propfind xmlns="DAV:"><allprop/></propfind>', expect: 'backend', backend: { has: [['depth', '1']] } },
-  // WILL CHANGE: method rule (as PROPFIND)
-  { name: 'WebDAV MKCOL', method: 'MKCOL', target: '/dav/new/', expect: 'backend', backend: {} },
+  // The method rule (src/http/methods.ts): TRACE and registered methods not listed in
+  // proxy.extraMethods get 405; a method roomgate does not know gets 501, on every front.
+  { name: 'TRACE', method: 'TRACE', target: '/m', expect: 405, backend: 'nothing' },
+  { name: 'TRACE with a body', method: 'TRACE', target: '/m', body: 'echo me', expect: 405, backend: 'nothing' },
+  { name: 'unknown method FOO', method: 'FOO', target: '/m', expect: 501, backend: 'nothing' },
+  { name: 'unknown method PURGE', method: 'PURGE', target: '/m', expect: 501, backend: 'nothing' },
+  { name: 'WebDAV PROPFIND (not listed)', method: 'PROPFIND', target: '/dav/', headers: [['Depth', '1']], body: '<?xml version="1.0"?><propfind xmlns="DAV:"><allprop/></propfind>', expect: 405, backend: 'nothing' },
+  { name: 'WebDAV MKCOL (not listed)', method: 'MKCOL', target: '/dav/new/', expect: 405, backend: 'nothing' },
   { name: 'CONNECT (forward-proxy tunnel)', method: 'CONNECT', target: 'a.example:443', expect: 405, backend: 'nothing' },
-  {
-    name: 'lower-case method',
-    method: 'get',
-    target: '/m',
-    expect: 400,
-    backend: 'nothing',
-    differs: {
-      // DISAGREES: methods are case-sensitive (RFC 9110 9.1): llhttp refuses "get" on HTTP/1.1 (400); on h2 the stream is accepted and node's HTTP client upper-cases it, so the backend gets GET.
-      h2: { expect: 'backend', backend: { method: 'GET' }, why: 'an h2 :method "get" reaches the backend as GET (node:http upper-cases methods); HTTP/1.1 fronts answer 400' },
-    },
-  },
+  // Methods are case-sensitive (RFC 9110 9.1): "get" is a method roomgate does not know.
+  { name: 'lower-case method', method: 'get', target: '/m', expect: 501, backend: 'nothing' },
   { name: 'HTTP/1.0', method: 'GET', target: '/v', raw: 'GET /v HTTP/1.0\r\nHost: a.example\r\n\r\n', expect: 'backend', backend: {}, notOn: h1Only(H2_NO_RAW) },
   { name: 'HTTP/1.2', method: 'GET', target: '/v', raw: 'GET /v HTTP/1.2\r\nHost: a.example\r\n\r\n', expect: 400, backend: 'nothing', notOn: h1Only(H2_NO_RAW) },
   { name: 'GET with a body', method: 'GET', target: '/g', body: 'hi', expect: 'backend', backend: {} },
@@ -161,12 +143,12 @@ export const rows: readonly Row[] = [
   { name: 'page path, HEAD', method: 'HEAD', target: '/game/42/', expect: 'backend', backend: { room: '42' } },
   { name: 'prefix and query name two rooms: the prefix wins', method: 'GET', target: '/r/42/a?room=43', expect: 'backend', backend: { target: '/a?room=43', prefix: '/r/42', room: '42' } },
   { name: 'percent-encoded space', method: 'GET', target: '/a%20b', expect: 'backend', backend: {} },
-  { name: 'percent-encoded unreserved', method: 'GET', target: '/%7Euser/%41', expect: 'backend', backend: {} },
+  { name: 'percent-encoded unreserved', method: 'GET', target: '/%7Euser/%41', expect: 'backend', backend: { target: '/~user/A' } },
   { name: 'invalid percent-encoding', method: 'GET', target: '/a?q=%zz', expect: 'backend', backend: {} },
-  { name: 'encoded dot segment', method: 'GET', target: '/a/%2e%2e/b', expect: 'backend', backend: {} },
-  { name: 'raw dot segments', method: 'GET', target: '/a/../b', expect: 'backend', backend: {} },
-  { name: 'single dot segment', method: 'GET', target: '/./a', expect: 'backend', backend: {} },
-  { name: 'double slash', method: 'GET', target: '//a', expect: 'backend', backend: {} },
+  { name: 'encoded dot segment', method: 'GET', target: '/a/%2e%2e/b', expect: 'backend', backend: { target: '/b' } },
+  { name: 'raw dot segments', method: 'GET', target: '/a/../b', expect: 'backend', backend: { target: '/b' } },
+  { name: 'single dot segment', method: 'GET', target: '/./a', expect: 'backend', backend: { target: '/a' } },
+  { name: 'double slash', method: 'GET', target: '//a', expect: 'backend', backend: { target: '/a' } },
   { name: 'matrix parameter', method: 'GET', target: '/a;v=1', expect: 'backend', backend: {} },
   { name: 'long target (8 KB)', method: 'GET', target: `/long?${'q'.repeat(8_000)}`, expect: 'backend', backend: {} },
   { name: 'target over the head limit', method: 'GET', target: `/${HUGE}`, expect: 431, backend: 'nothing' },
@@ -421,19 +403,7 @@ export const rows: readonly Row[] = [
   { name: 'WebSocket on the API', method: 'GET', target: '/_roomgate/api/online', upgrade: true, expect: 404, backend: 'nothing' },
   { name: 'WebSocket handshake head over the limit', method: 'GET', target: '/ws/live/?room=42', upgrade: true, headers: [['X-Huge', HUGE]], expect: 431, backend: 'nothing' },
   { name: 'WebSocket with duplicate Host', method: 'GET', target: '/ws/live/?room=42', upgrade: true, headers: [['Host', 'b.example']], expect: 400, backend: 'nothing' },
-];
-
-/** The backend's push receiver (config push.path, default /_roomgate/push). */
-const PUSH = '/_roomgate/push';
-
-/**
- * Rows for a change of the request pipeline redesign not merged yet: roomgate answers 404 for the push receiver
- * path on every front, for every method, with or without a trailing slash, behind a per-tab prefix
- * and after canonicalisation; and 400 for a target holding an encoded "/" or "\" (any case), a raw
- * backslash or NUL. NOT RUN on this branch (they fail until that change is merged): the lead moves
- * them into `rows` after merging. Today these requests are forwarded to the backend.
- */
-export const pendingRows: readonly Row[] = [
+  // --- the canonical target and the push receiver path (src/http/target.ts) ----------------------
   { name: 'push path, GET', method: 'GET', target: PUSH, expect: 404, backend: 'nothing' },
   { name: 'push path, HEAD', method: 'HEAD', target: PUSH, expect: 404, backend: 'nothing' },
   { name: 'push path, POST', method: 'POST', target: PUSH, body: '{"type":"x"}', headers: [['Content-Type', 'application/json']], expect: 404, backend: 'nothing' },
@@ -454,8 +424,8 @@ export const pendingRows: readonly Row[] = [
   { name: 'push path in absolute form', method: 'POST', target: `http://a.example${PUSH}`, body: 'x', expect: 404, backend: 'nothing', notOn: { h2: H2_NO_ABSOLUTE } },
   { name: 'encoded slash %2F', method: 'GET', target: '/a%2Fb', expect: 400, backend: 'nothing' },
   { name: 'encoded slash %2f', method: 'GET', target: '/a%2fb', expect: 400, backend: 'nothing' },
-  // "targets containing an encoded /": if the rule covers the path only, this row expects 'backend'.
-  { name: 'encoded slash in a query', method: 'GET', target: '/a?next=%2Fb', expect: 400, backend: 'nothing' },
+  // Only the path names a resource: the query is forwarded as sent.
+  { name: 'encoded slash in a query', method: 'GET', target: '/a?next=%2Fb', expect: 'backend', backend: {} },
   { name: 'encoded backslash %5C', method: 'GET', target: '/a%5Cb', expect: 400, backend: 'nothing' },
   { name: 'encoded backslash %5c', method: 'POST', target: '/a%5cb', body: 'x', expect: 400, backend: 'nothing' },
   { name: 'raw backslash', method: 'GET', target: '/a\\b', expect: 400, backend: 'nothing' },

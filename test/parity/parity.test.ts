@@ -4,10 +4,9 @@
 // Each front must give the row's answer class and put the row's request at the backend (method,
 // path, X-Forwarded-*, ownership fields, no hop-by-hop or client X-Roomgate-*, body bytes); the
 // fronts must agree with each other (parity) unless the row records a disagreement. Rows in
-// `pendingRows` are not run here (see cases.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientAddresses, claimedClient } from '../conformance/runner.js';
-import { FRONTS, pendingRows, rows, type Front, type Row } from './cases.js';
+import { FRONTS, rows, type Front, type Row } from './cases.js';
 import { applies, startSuite, type Suite } from './fronts.js';
 import { expectationProblems, parityProblems, type FrontRun } from './judge.js';
 
@@ -36,9 +35,9 @@ async function runRow(row: Row): Promise<FrontRun[]> {
 describe('the table', () => {
   it('has at least 80 rows with unique names, and every front a row skips says why', () => {
     expect(rows.length).toBeGreaterThanOrEqual(80);
-    const names = [...rows, ...pendingRows].map((r) => r.name);
+    const names = rows.map((r) => r.name);
     expect(new Set(names).size).toBe(names.length);
-    for (const row of [...rows, ...pendingRows]) {
+    for (const row of rows) {
       const run = FRONTS.filter((f) => applies(row, f).run);
       // Every row runs on at least the three plain HTTP/1.1 paths and the worker.
       for (const f of ['h1-lean', 'h1-node', 'h1-tls', 'worker'] as const) expect(run, `${row.name} runs on ${f}`).toContain(f);
