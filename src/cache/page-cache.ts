@@ -125,7 +125,7 @@ export class PageCache implements FillContext, PageCacheFront {
    */
   handle(req: CacheRequest, w: AnswerWriter, pass: (cacheStatus: string) => void): void {
     const t0 = performance.now();
-    const verdict = this.rules.classify(req);
+    const verdict = this.rules.classify({ ...req, forwardUrl: req.key.forwardUrl });
     if ('bypass' in verdict) {
       this.record('bypass', (performance.now() - t0) / 1000);
       return pass(verdict.bypass === 'method' ? 'roomgate; fwd=method' : `roomgate; fwd=bypass; detail=${verdict.bypass}`);
@@ -146,7 +146,9 @@ export class PageCache implements FillContext, PageCacheFront {
       if (now < until) return client.pass('roomgate; fwd=bypass; detail=uncacheable');
       this.uncacheable.delete(key);
     }
-    const forced = forcedByClient(req.rawHeaders);
+    // A client's no-cache is honoured only when configured: otherwise anyone could replace the copy
+    // everyone is served (with whatever the app reflects of the request) and reach the backend at will.
+    const forced = this.config.honorClientNoCache && forcedByClient(req.rawHeaders);
     let stale: StoredAnswer | undefined;
     // Cache-Status fwd=: what the cache had for this request.
     let fwd = forced ? 'request' : 'uri-miss';

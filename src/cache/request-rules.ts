@@ -11,8 +11,13 @@ export type BypassReason = 'method' | 'body' | 'path' | 'authorization' | 'sessi
 /** What the cache needs of a request head. */
 export interface CacheHead {
   readonly method: string;
-  /** The target as the client sent it (origin form). */
+  /** The target as the client sent it (origin form, in the canonical form of src/http/target.ts). */
   readonly url: string;
+  /**
+   * The target the backend gets (the per-tab prefix stripped): path rules are judged on it, so
+   * `/r/{room}/admin/` is `/admin/` here as it is for the app.
+   */
+  readonly forwardUrl?: string;
   /** [name, value, ...] as sent. */
   readonly rawHeaders: readonly string[];
   /**
@@ -123,7 +128,7 @@ export class CacheRules {
   private headBypass(h: CacheHead): BypassReason | null {
     if (h.method !== 'GET' && h.method !== 'HEAD') return 'method';
     if (h.hasBody === true) return 'body';
-    const path = pathOf(h.url);
+    const path = pathOf(h.forwardUrl ?? h.url);
     if (!this.paths.matches(path) || this.bypassPaths.matches(path)) return 'path';
     for (let i = 0; i < h.rawHeaders.length; i += 2) {
       const name = (h.rawHeaders[i] as string).toLowerCase();

@@ -531,6 +531,9 @@ export const configSchema = z.strictObject({
         example: ['/', '~^/blog/[0-9]+$'],
       }),
       bypassPaths: doc(z.array(cachePath).default(['/admin/']), { text: 'Never cached, even under `paths` (prefixes, or "~" regular expressions).' }),
+      honorClientNoCache: doc(z.boolean().default(false), {
+        text: "A client's `Cache-Control: no-cache` or `max-age=0` (or `Pragma: no-cache`) fetches a new copy, which is stored for everyone. Off, as in Varnish: a client's request directives are ignored and the stored copy is served, so no client can replace the copy others get (with anything the app reflects of its request into the page) or reach the backend at will. Turn it on only when every client is trusted.",
+      }),
       bypassCookies: doc(z.array(cookieName).default(['sessionid']), {
         text: 'A request carrying one of these cookies is not answered from the cache nor stored (a logged-in user). "name*" matches a prefix. A request with Authorization always bypasses.',
       }),

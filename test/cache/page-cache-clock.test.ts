@@ -311,8 +311,19 @@ describe('freshness and grace by the clock', () => {
     for (const a of got) expect(a.cacheStatus).toMatch(/^roomgate; fwd=(uri-miss; fwd-status=200; detail=no-freshness|bypass; detail=uncacheable)$/);
   });
 
-  it('a client asking for a fresh answer (no-cache) gets one from the backend, which is stored', async () => {
+  it("by default a client's no-cache is ignored: the stored copy is served, the backend not asked", async () => {
     const g = await gateway({});
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=60' }, body: 'one' };
+    await get(g, '/kept');
+    const before = seen.length;
+    script = { status: 200, headers: { 'Cache-Control': 'max-age=60' }, body: 'injected' };
+    expect(await get(g, '/kept', { 'Cache-Control': 'no-cache' })).toMatchObject({ body: 'one', cacheStatus: 'roomgate; hit; ttl=60' });
+    expect(await get(g, '/kept', { Pragma: 'no-cache' })).toMatchObject({ body: 'one' });
+    expect(seen.length).toBe(before);
+  });
+
+  it('with honorClientNoCache, a client asking for a fresh answer (no-cache) gets one from the backend, which is stored', async () => {
+    const g = await gateway({ honorClientNoCache: true });
     script = { status: 200, headers: { 'Cache-Control': 'max-age=60' }, body: 'one' };
     await get(g, '/reload');
     script = { status: 200, headers: { 'Cache-Control': 'max-age=60' }, body: 'two' };
