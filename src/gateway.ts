@@ -321,7 +321,13 @@ export class Gateway {
       metrics,
       logger,
     };
-    this.httpProxy = new HttpProxy({ ...pagePaths, backendTls, methods: createMethodPolicy(config.proxy.extraMethods) });
+    this.httpProxy = new HttpProxy({
+      ...pagePaths,
+      backendTls,
+      methods: createMethodPolicy(config.proxy.extraMethods),
+      body: { bufferBytes: config.proxy.bufferBodyBytes, maxBytes: config.proxy.maxBodyBytes },
+      bodyIdleTimeoutMs: config.proxy.bodyIdleTimeoutMs,
+    });
     this.admission = new Admission({
       maxInflight: config.admission.maxInflightUpgrades,
       perSecond: config.admission.upgradesPerSecond,

@@ -499,6 +499,20 @@ export const configSchema = z.strictObject({
     leanPages: doc(z.boolean().default(true), {
       text: "HTTP/1.1 GET and HEAD requests without a body (plain or over TLS) are read and relayed by roomgate's own HTTP/1.1 code on raw sockets (about a third of the CPU per page); everything else, and every request after the first one it does not take on a connection, goes through node:http (h2 through node:http2). false: node:http for all.",
     }),
+    bufferBodyBytes: doc(z.number().int().min(0).max(67_108_864).default(65_536), {
+      text: "A request body up to this size is read whole before the backend request opens, and sent with its Content-Length: a client that sends its body slowly then holds a gateway buffer, never a backend (a single-process or sync-worker app is held whole by one slow upload). A backend that refuses the connection can then be tried again with it. Larger bodies stream, after the bytes read.",
+      unit: 'bytes',
+      zero: 'every body streams as it arrives',
+    }),
+    maxBodyBytes: doc(z.number().int().min(0).max(68_719_476_736).default(104_857_600), {
+      text: 'A request body over this size gets 413 (a declared Content-Length at once, a chunked body when it passes it).',
+      unit: 'bytes',
+      zero: 'no limit',
+    }),
+    bodyIdleTimeoutMs: doc(optionalMs.default(30_000), {
+      text: 'A streamed request body (over `bufferBodyBytes`) that sends nothing for this long ends its request: 408 when no answer has started, the backend request given up.',
+      zero: 'never (listen.requestTimeoutMs still bounds the whole request)',
+    }),
     extraMethods: doc(
       z
         .array(

@@ -21,6 +21,8 @@ export const REFUSALS = {
   internal: { status: 500, text: 'internal error', log: 'internal error while routing' },
   'method-not-allowed': { status: 405, text: 'this method is not allowed here', log: 'a method outside proxy.methods' },
   'method-unknown': { status: 501, text: 'this method is not implemented', log: 'a method roomgate does not know' },
+  'body-too-large': { status: 413, text: 'the request body is too large', log: 'a body over proxy.maxBodyBytes' },
+  'body-timeout': { status: 408, text: 'the request body stopped arriving', log: 'a streamed body idle for proxy.bodyIdleTimeoutMs' },
 } as const satisfies Record<string, { readonly status: number; readonly text: string; readonly log: string }>;
 
 export type RefusalCode = keyof typeof REFUSALS;

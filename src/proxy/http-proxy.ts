@@ -1,6 +1,7 @@
 // Proxies plain HTTP requests (pages, assets, API calls of the app) to the room's backend.
 // Bodies are streamed both ways; backend connections are kept alive per backend.
 import type { MethodPolicy } from '../http/methods.js';
+import { readBody, type BodyLimits, type BodyPlan } from './request-body.js';
 import { REFUSALS, type Refusal } from '../http/refusals.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
@@ -22,6 +23,10 @@ import { backendFailure, classifyError, downReason, isConnectFailure } from './e
 import { clientStalled, startRequest, type PagePathOptions } from './request-count.js';
 
 export interface HttpProxyOptions extends PagePathOptions {
+  /** proxy.bufferBodyBytes and proxy.maxBodyBytes. */
+  readonly body: BodyLimits;
+  /** A streamed body (past the buffer) that sends nothing for this long ends its request; 0 = never. */
+  readonly bodyIdleTimeoutMs: number;
   /** TLS toward https:// backends. */
   readonly backendTls: BackendTls;
   /** Which methods are forwarded (src/http/methods.ts); the byte-level path takes only GET and HEAD. */
@@ -45,10 +50,15 @@ const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE'])
 
 /** How a failed attempt may be retried on another connection. */
 interface Replay {
-  /** No body: nothing was consumed, so a refused connection can be tried on the next backend. */
-  readonly bodyless: boolean;
+  /**
+   * No body, or one read whole (src/proxy/request-body.ts): nothing is lost when a connection is
+   * refused, so the request can be tried on the next backend.
+   */
+  readonly resendable: boolean;
   /** Bodyless and idempotent: may also be resent after a reset of a reused connection. */
   readonly afterReset: boolean;
+  /** The body: none, read whole, or its first bytes with the rest still to stream. */
+  readonly body: BodyPlan;
 }
 
 export class HttpProxy {
@@ -74,23 +84,33 @@ export class HttpProxy {
       return;
     }
     const client: Client = { peer, encrypted: (req.socket as { encrypted?: boolean }).encrypted === true, h2: req.httpVersionMajor === 2 };
+    // The body first (up to proxy.bufferBodyBytes): no backend request is open while it arrives.
+    readBody(req, this.o.body, (body) => {
+      if (body.kind === 'too-large') return this.refuse(req, res, { code: 'body-too-large', detail: req.headers['content-length'] ?? 'chunked' });
+      this.start(req, res, client, body);
+    });
+  }
+
+  private start(req: IncomingMessage, res: ServerResponse, client: Client, body: BodyPlan): void {
+    if (isGone(res)) return;
+    const peer = client.peer;
     const now = Date.now();
     const key = this.o.router.key(req, now);
     const cache = this.o.cache;
-    if (cache === null) return this.route(req, res, client, key, now);
+    if (cache === null) return this.route(req, res, client, key, now, body);
     const ctx = { peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
     const setCookie = (): string | null => roomCookieFor(this.o.roomCookie, req.method ?? '', key, this.o.forwarding.proto(req.rawHeaders, ctx) === 'https', this.o.logger);
     const writer = new ResponseAnswer(res, req.method === 'HEAD', client.h2, (refusal, extra) => this.reply(req, res, { ...refusal, headers: { ...refusal.headers, ...extra } }));
     const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
     cache.handle({ method: req.method ?? '', url: req.url ?? '/', rawHeaders: req.rawHeaders, hasBody, key, ctx, setCookie }, writer, (cacheStatus) => {
       passedCacheStatus.set(res, cacheStatus);
-      this.route(req, res, client, key, Date.now());
+      this.route(req, res, client, key, Date.now(), body);
     });
   }
 
-  private route(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, now: number): void {
+  private route(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, now: number, body: BodyPlan): void {
     const bodyless = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
-    const replayable: Replay = { bodyless, afterReset: bodyless && IDEMPOTENT.has(req.method ?? '') };
+    const replayable: Replay = { resendable: bodyless || body.kind === 'buffered', afterReset: bodyless && IDEMPOTENT.has(req.method ?? ''), body };
     this.o.router.decide(key.room, now).then(
       (decision) => this.dispatch(req, res, client, key, decision, replayable, 1),
       (err: Error) => {
@@ -121,11 +141,7 @@ export class HttpProxy {
     const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix, owner };
     const done = startRequest(o.pool, o.metrics, backend.id);
 
-    const headers = o.forwarding.headers(req.rawHeaders, ctx, false);
-    // Transfer-Encoding is hop-by-hop, but the body still needs framing on our connection: Node
-    // chunks only POST/PUT/PATCH by itself, and an unframed DELETE body on a keep-alive
-    // connection would be read by the backend as a second request (smuggling).
-    if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
+    const headers = framed(o.forwarding.headers(req.rawHeaders, ctx, false), req, replayable.body);
     const proxyReq = (backend.config.tls ? https : http).request({
       host: backend.config.host,
       port: backend.config.port,
@@ -225,7 +241,7 @@ export class HttpProxy {
       // Nothing reached the backend (connect failed), or a reused keep-alive socket was closed
       // under us: safe to try again for requests without a body.
       const retry =
-        replayable.bodyless &&
+        replayable.resendable &&
         !req.destroyed &&
         attempt <= o.pool.backends.length &&
         (isConnectFailure(kind) || (kind === 'reset' && proxyReq.reusedSocket && replayable.afterReset));
@@ -249,8 +265,10 @@ export class HttpProxy {
       if (!res.writableFinished || !req.complete) proxyReq.destroy();
     });
 
-    if (replayable.bodyless) proxyReq.end();
-    else req.pipe(proxyReq);
+    sendBody(req, res, proxyReq, replayable.body, { idleMs: o.bodyIdleTimeoutMs, maxBytes: o.body.maxBytes }, (code) => {
+      done(REFUSALS[code].status);
+      this.reply(req, res, { code, backend: backend.id });
+    });
   }
 
   /** A backend answer that cannot be relayed: 502 to the client, a warning in the log. */
@@ -299,4 +317,72 @@ function cutWhenStalled(source: IncomingMessage, res: ServerResponse, ms: number
   });
   source.on('resume', disarm);
   res.once('close', disarm);
+}
+
+/**
+ * The forwarded fields with the body's framing on the backend connection: a body read whole goes
+ * with its Content-Length (a chunked or h2 body included). A streamed one keeps its Content-Length,
+ * or is chunked: Transfer-Encoding is hop-by-hop, but Node chunks only POST/PUT/PATCH by itself,
+ * and an unframed DELETE body on a keep-alive connection would be read by the backend as a second
+ * request (smuggling).
+ */
+function framed(headers: string[], req: IncomingMessage, body: BodyPlan): string[] {
+  if (body.kind === 'buffered') {
+    const out: string[] = [];
+    for (let i = 0; i + 1 < headers.length; i += 2) {
+      if ((headers[i] as string).toLowerCase() !== 'content-length') out.push(headers[i] as string, headers[i + 1] as string);
+    }
+    out.push('Content-Length', String(body.body.length));
+    return out;
+  }
+  if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
+  return headers;
+}
+
+/**
+ * Sends the body: none, read whole, or the bytes read so far and then the rest as it comes. A
+ * streamed body that sends nothing for `idleMs`, or passes `maxBytes`, ends the request: 408 or
+ * 413 when no answer has started (`refuse`), the client cut otherwise, and the backend request
+ * given up either way.
+ */
+function sendBody(
+  req: IncomingMessage,
+  res: ServerResponse,
+  proxyReq: http.ClientRequest,
+  body: BodyPlan,
+  limits: { readonly idleMs: number; readonly maxBytes: number },
+  refuse: (code: 'body-timeout' | 'body-too-large') => void,
+): void {
+  if (body.kind === 'none') return void proxyReq.end();
+  if (body.kind === 'buffered') return void proxyReq.end(body.body);
+  if (body.kind === 'too-large') return void proxyReq.destroy();
+  let timer: NodeJS.Timeout | null = null;
+  let sent = 0;
+  const stop = (code: 'body-timeout' | 'body-too-large'): void => {
+    disarm();
+    req.unpipe(proxyReq);
+    proxyReq.destroy();
+    if (!res.headersSent) refuse(code);
+    else res.destroy();
+  };
+  const disarm = (): void => {
+    if (timer !== null) clearTimeout(timer);
+    timer = null;
+  };
+  const onChunk = (n: number): void => {
+    sent += n;
+    if (limits.maxBytes > 0 && sent > limits.maxBytes) return stop('body-too-large');
+    if (limits.idleMs <= 0) return;
+    disarm();
+    timer = setTimeout(stop, limits.idleMs, 'body-timeout');
+  };
+  for (const chunk of body.head) {
+    proxyReq.write(chunk);
+    onChunk(chunk.length);
+    if (proxyReq.destroyed) return;
+  }
+  req.on('data', (c: Buffer) => onChunk(c.length));
+  req.once('end', disarm);
+  res.once('close', disarm);
+  req.pipe(proxyReq);
 }

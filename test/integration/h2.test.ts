@@ -211,12 +211,15 @@ describe('HTTP/2 on the TLS port', () => {
     }
   });
 
-  it('sends a body on: with Content-Length as it is, without it chunked', async () => {
+  it('sends a body on: with Content-Length as it is; without it, read whole and sent with its length, or chunked past proxy.bufferBodyBytes', async () => {
     const withLength = JSON.parse((await request(s, { ':method': 'POST', ':path': '/_backend/echo?room=h2-body', 'content-length': '11' }, ['hello world'])).body) as Echo;
     expect(withLength.bodyBytes).toBe(11);
     expect(withLength.headers['content-length']).toBe('11');
-    const streamed = JSON.parse((await request(s, { ':method': 'POST', ':path': '/_backend/echo?room=h2-body' }, ['part one, ', Buffer.alloc(20_000, 'x')])).body) as Echo;
-    expect(streamed.bodyBytes).toBe(10 + 20_000);
+    const buffered = JSON.parse((await request(s, { ':method': 'POST', ':path': '/_backend/echo?room=h2-body' }, ['part one, ', Buffer.alloc(20_000, 'x')])).body) as Echo;
+    expect(buffered.bodyBytes).toBe(10 + 20_000);
+    expect(buffered.headers['content-length']).toBe(String(10 + 20_000));
+    const streamed = JSON.parse((await request(s, { ':method': 'POST', ':path': '/_backend/echo?room=h2-body' }, ['part one, ', Buffer.alloc(70_000, 'x')])).body) as Echo;
+    expect(streamed.bodyBytes).toBe(10 + 70_000);
     expect(streamed.headers['transfer-encoding']).toBe('chunked');
   });
 
