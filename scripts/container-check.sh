@@ -7,14 +7,15 @@
 # PASS/FAIL line per assertion and the timings; exit 1 on any FAIL. Needs root (rootful podman),
 # node and npm (after `npm ci`: the check uses the yaml and ws packages).
 # Everything this run starts is named after ROOMGATE_CHECK_RUN and removed on exit, failure or not.
-# Time box: ROOMGATE_CONTAINER_CHECK_BUDGET_S (default 240) for the build and the topologies; the
+# Time box: ROOMGATE_CONTAINER_CHECK_BUDGET_S (default 180) for the build and the topologies; the
 # base images (first run only) come on top.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "container-check: run as root (rootful podman), e.g. sudo bash $0" >&2; exit 2; }
 
 t0=$(date +%s)
-bash scripts/local-base-images.sh
+# Debian's mirror and the npm registry set the pace here (about a minute, once per machine).
+timeout --kill-after=10 300 bash scripts/local-base-images.sh
 echo "base images ready in $(( $(date +%s) - t0 )) s"
 
 run="rgcheck$$"
@@ -50,6 +51,6 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-budget=${ROOMGATE_CONTAINER_CHECK_BUDGET_S:-240}
+budget=${ROOMGATE_CONTAINER_CHECK_BUDGET_S:-180}
 # The script keeps its own time box; `timeout` is the backstop should a child process hang.
 timeout --kill-after=10 $((budget + 60)) node scripts/container-check/main.mjs "$@"

@@ -1,7 +1,7 @@
 // PASS/FAIL lines, per-topology timings and the check's time box. Every wait in the check asks
 // `remainingMs()` so the whole run stays inside the budget however slow the machine is.
 const started = Date.now();
-const budgetMs = Number(process.env.ROOMGATE_CONTAINER_CHECK_BUDGET_S || 240) * 1000;
+const budgetMs = Number(process.env.ROOMGATE_CONTAINER_CHECK_BUDGET_S || 180) * 1000;
 const failures = [];
 const timings = [];
 
