@@ -118,14 +118,23 @@ export class LiveSocket {
   }
 }
 
-/** Joins a room through a socket: {backend, socket} or {error}. */
+/**
+ * Joins a room through a socket: {backend, socket} or {error}. A 503 refusal (Retry-After: a
+ * gateway whose health round has not yet seen the room's backend up) is retried for up to 5 s, as
+ * a client honouring Retry-After would; `retried` counts those.
+ */
 export async function joinRoom(url, room) {
-  const socket = new LiveSocket(url);
-  try {
-    return { backend: await socket.join(room), socket };
-  } catch (err) {
-    socket.close();
-    return { error: String(err.message ?? err) };
+  const until = Date.now() + 5_000;
+  for (let retried = 0; ; retried++) {
+    const socket = new LiveSocket(url);
+    try {
+      return { backend: await socket.join(room), socket, retried };
+    } catch (err) {
+      socket.close();
+      const message = String(err.message ?? err);
+      if (message !== 'HTTP 503' || Date.now() > until) return { error: retried ? `${message} (after ${retried} retries)` : message };
+      await sleep(1_000);
+    }
   }
 }
 

@@ -42,18 +42,34 @@ async function answer(url) {
   return `GET ${url.replace(/^https?:\/\/[^/]+/, '')}: ${r.error ?? `${r.status} ${(r.body ?? '').slice(0, 200)}`}`;
 }
 
+/**
+ * Healthy is not yet routing: a gateway that has just started answers 503 + Retry-After: 1 until its
+ * first health round has seen a backend up. Waits (as a client honouring Retry-After would) until
+ * the gateway serves a page, at most 15 s.
+ */
+export async function waitRouting(label, name, base) {
+  const t0 = Date.now();
+  const page = await poll(15_000, async () => {
+    const p = await roomPage(base, `warmup-${randomBytes(3).toString('hex')}`);
+    return p.status === 200 && p.backend ? p : undefined;
+  });
+  return check(`${label}: gateway ${name} routes a page`, !!page, `after ${((Date.now() - t0) / 1000).toFixed(1)} s`, 'no page served in 15 s');
+}
+
 const gatewayUrl = (published, service, scheme = 'http') => `${scheme}://127.0.0.1:${published[service][0].to}`;
 
 async function demoAssertions({ doc, published, stack }) {
   const a = gatewayUrl(published, 'roomgate-a');
   const b = gatewayUrl(published, 'roomgate-b');
+  if (!(await waitRouting('demo', 'A', a)) || !(await waitRouting('demo', 'B', b))) return;
   const room = `check-${randomBytes(3).toString('hex')}`;
   const page = await roomPage(b, room);
   const viaA = await joinRoom(`${a.replace('http', 'ws')}/ws/live/?room=${room}`, room);
   const viaB = await joinRoom(`${b.replace('http', 'ws')}/ws/live/?room=${room}`, room);
   const backend = page.backend;
   const same = page.status === 200 && !!backend && viaA.backend === backend && viaB.backend === backend;
-  check('demo: a room lands on one backend through both gateways (page via B, sockets via A and B)', same, backend, `page ${page.status} ${page.backend ?? page.error}, socket via A ${viaA.backend ?? viaA.error}, via B ${viaB.backend ?? viaB.error}`);
+  const retries = viaA.retried || viaB.retried ? `; sockets retried after a 503: A ${viaA.retried}, B ${viaB.retried}` : '';
+  check('demo: a room lands on one backend through both gateways (page via B, sockets via A and B)', same, `${backend}${retries}`, `page ${page.status} ${page.backend ?? page.error}, socket via A ${viaA.backend ?? viaA.error}, via B ${viaB.backend ?? viaB.error}`);
   if (!same) return [viaA, viaB].forEach((x) => x.socket?.close());
 
   const seen = [];

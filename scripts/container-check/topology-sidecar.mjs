@@ -7,7 +7,7 @@ import { check, info, timed } from './report.mjs';
 import { deriveCompose } from './compose-files.mjs';
 import { podStack } from './stacks.mjs';
 import { joinRoom, roomPage } from './clients.mjs';
-import { backendServices, portsLine } from './topology-demo.mjs';
+import { backendServices, portsLine, waitRouting } from './topology-demo.mjs';
 import { podman } from './podman.mjs';
 
 export async function sidecar(ctx) {
@@ -27,6 +27,7 @@ export async function sidecar(ctx) {
         check(`sidecar: app container ${service} (${id}) reaches its gateway on localhost:${port.target}`, r.code === 0, undefined, `exit ${r.code} ${r.stderr}`);
       }
       const base = `http://127.0.0.1:${port.to}`;
+      if (!(await waitRouting('sidecar', 'roomgate', base))) return;
       const room = `check-${randomBytes(3).toString('hex')}`;
       const page = await roomPage(base, room);
       const socket = await joinRoom(`${base.replace('http', 'ws')}/ws/live/?room=${room}`, room);

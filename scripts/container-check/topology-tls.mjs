@@ -3,11 +3,12 @@
 // their healthchecks pass over https; wss and h2 answer, and one room still lands on one backend.
 import { randomBytes } from 'node:crypto';
 import { check } from './report.mjs';
-import { runCompose } from './topology-demo.mjs';
+import { runCompose, waitRouting } from './topology-demo.mjs';
 import { get, getH2, joinRoom, servedBy } from './clients.mjs';
 
 async function tlsAssertions({ published }) {
   const [a, b] = ['roomgate-a', 'roomgate-b'].map((s) => `127.0.0.1:${published[s][0].to}`);
+  if (!(await waitRouting('tls', 'A', `https://${a}`)) || !(await waitRouting('tls', 'B', `https://${b}`))) return;
   const health = await get(`https://${a}/healthz`);
   check('tls: https answers with the self-signed certificate for localhost', health.status === 200 && health.cert?.subject?.CN === 'localhost', `CN=${health.cert?.subject?.CN}`, JSON.stringify({ status: health.status, error: health.error, cn: health.cert?.subject?.CN }));
   const plain = await get(`http://${a}/healthz`);
