@@ -48,9 +48,15 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 budget=${ROOMGATE_CONTAINER_CHECK_BUDGET_S:-180}
-# The script keeps its own time box; `timeout` is the backstop should a child process hang.
-timeout --kill-after=10 $((budget + 60)) node scripts/container-check/main.mjs "$@"
+# The script keeps its own time box; `timeout` is the backstop should a child process hang. It runs
+# in the background so a signal reaches this shell at once (bash runs traps only between commands):
+# the trap stops it (timeout passes the signal on to the whole check: node, podman, podman-compose)
+# before the cleanup removes what was started.
+timeout --kill-after=10 $((budget + 60)) node scripts/container-check/main.mjs "$@" &
+child=$!
+stop() { kill -TERM "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; exit "$1"; }
+trap 'stop 130' INT
+trap 'stop 143' TERM
+wait "$child"
