@@ -7,8 +7,9 @@
 # PASS/FAIL line per assertion and the timings; exit 1 on any FAIL. Needs root (rootful podman),
 # node and npm (after `npm ci`: the check uses the yaml and ws packages).
 # Everything this run starts is named after ROOMGATE_CHECK_RUN and removed on exit, failure or not.
-# Time box: ROOMGATE_CONTAINER_CHECK_BUDGET_S (default 180) for the build and the topologies; the
-# base images (first run only) come on top.
+# Time box: ROOMGATE_CONTAINER_CHECK_BUDGET_S (default 180) seconds for running the image and the
+# topologies; building roomgate's image (at most 300 s, uncached on a fresh machine) and the base
+# images (first run only, at most 300 s) come on top.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "container-check: run as root (rootful podman), e.g. sudo bash $0" >&2; exit 2; }
@@ -54,7 +55,7 @@ budget=${ROOMGATE_CONTAINER_CHECK_BUDGET_S:-180}
 # in the background so a signal reaches this shell at once (bash runs traps only between commands):
 # the trap stops it (timeout passes the signal on to the whole check: node, podman, podman-compose)
 # before the cleanup removes what was started.
-timeout --kill-after=10 $((budget + 60)) node scripts/container-check/main.mjs "$@" &
+timeout --kill-after=10 $((budget + 360)) node scripts/container-check/main.mjs "$@" &
 child=$!
 stop() { kill -TERM "$child" 2>/dev/null || true; wait "$child" 2>/dev/null || true; exit "$1"; }
 trap 'stop 130' INT

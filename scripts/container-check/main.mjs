@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fail, failed, remainingMs, summary } from './report.mjs';
+import { fail, failed, remainingMs, startTimeBox, summary } from './report.mjs';
 import { buildImage, imageAlone } from './topology-image.mjs';
 import { demo } from './topology-demo.mjs';
 import { tls } from './topology-tls.mjs';
@@ -30,6 +30,7 @@ const ctx = {
 
 try {
   if (await buildImage(root)) {
+    startTimeBox();
     for (const name of only) {
       if (remainingMs() === 0) {
         fail(`${name}: not run, the time box is used up`);

@@ -15,7 +15,7 @@ function dropNoise(text) {
 }
 
 /** Runs a command; never rejects: {code, stdout, stderr}, code 124 on timeout. */
-export function run(cmd, args, { timeoutMs = 60_000, nice = false } = {}) {
+export function run(cmd, args, { timeoutMs = 60_000, nice = false, unboxed = false } = {}) {
   const argv = nice ? ['nice', ['-n', '10', cmd, ...args]] : [cmd, args];
   return new Promise((resolve) => {
     const child = spawn(argv[0], argv[1], { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -23,7 +23,8 @@ export function run(cmd, args, { timeoutMs = 60_000, nice = false } = {}) {
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
-    const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(1, within(timeoutMs)));
+    // Teardown (unboxed) gets its own time even when the box is used up: the file's `down` is checked too.
+    const timer = setTimeout(() => child.kill('SIGKILL'), Math.max(1, unboxed ? timeoutMs : within(timeoutMs)));
     child.on('error', (err) => {
       clearTimeout(timer);
       resolve({ code: 127, stdout, stderr: String(err) });
@@ -71,7 +72,7 @@ export async function waitHealthy(container, timeoutMs) {
     }
     await sleep(1_000);
   }
-  return { ok: false, why: `not healthy in ${Math.round(timeoutMs / 1000)} s (last: ${last})` };
+  return { ok: false, why: `not healthy in ${Math.round((Date.now() - t0) / 1000)} s (last: ${last})` };
 }
 
 /** Waits for a one-shot container to exit; its exit code. */
@@ -83,7 +84,7 @@ export async function waitExited(container, timeoutMs) {
     if (!s.Running && (s.Status === 'exited' || s.Status === 'stopped')) return { ok: s.ExitCode === 0, code: s.ExitCode, why: `exit code ${s.ExitCode}` };
     await sleep(500);
   }
-  return { ok: false, why: `still running after ${Math.round(timeoutMs / 1000)} s` };
+  return { ok: false, why: `still running after ${Math.round(within(timeoutMs) / 1000)} s` };
 }
 
 export async function waitRunning(container, timeoutMs) {
@@ -97,8 +98,9 @@ export async function waitRunning(container, timeoutMs) {
   return { ok: false, why: 'not running' };
 }
 
-/** Names of the containers carrying a label (compose project, our pod). */
+/** Names of the containers matching a filter (compose project label, pod); a failed query is reported as one. */
 export async function containersWith(filter) {
-  const r = await podman(['ps', '-a', '--filter', filter, '--format', '{{.Names}}'], { timeoutMs: 15_000 });
+  const r = await podman(['ps', '-a', '--filter', filter, '--format', '{{.Names}}'], { timeoutMs: 15_000, unboxed: true });
+  if (r.code !== 0) return [`(podman ps failed, exit ${r.code}: ${r.stderr})`];
   return r.stdout.split('\n').filter(Boolean);
 }

@@ -1,7 +1,15 @@
 // PASS/FAIL lines, per-topology timings and the check's time box. Every wait in the check asks
-// `remainingMs()` so the whole run stays inside the budget however slow the machine is.
+// `remainingMs()` so the run stays inside the budget however slow the machine is. The box starts
+// once roomgate's image is built (`startTimeBox()`): the build has its own limit, since an
+// uncached build on a fresh, busy machine takes longer than the topologies together.
 const started = Date.now();
+const BUILD_LIMIT_MS = 300_000;
 const budgetMs = Number(process.env.ROOMGATE_CONTAINER_CHECK_BUDGET_S || 180) * 1000;
+let boxStart;
+
+export function startTimeBox() {
+  boxStart = Date.now();
+}
 const failures = [];
 const timings = [];
 
@@ -26,7 +34,8 @@ export function info(line) {
 }
 
 export function remainingMs() {
-  return Math.max(0, budgetMs - (Date.now() - started));
+  if (boxStart === undefined) return Math.max(0, BUILD_LIMIT_MS - (Date.now() - started));
+  return Math.max(0, budgetMs - (Date.now() - boxStart));
 }
 
 /** A wait of at most `ms`, cut to what is left of the time box. */
@@ -64,7 +73,8 @@ export function summary() {
     const total = list.reduce((s, t) => s + t.ms, 0);
     console.log(`  ${topology.padEnd(8)} ${seconds(total).padStart(7)}  (${list.map((t) => `${t.phase} ${seconds(t.ms)}`).join(', ')})`);
   }
-  console.log(`  total    ${seconds(Date.now() - started).padStart(7)}  (time box ${seconds(budgetMs)})`);
+  const boxed = boxStart === undefined ? 'not started' : `${seconds(Date.now() - boxStart)} of ${seconds(budgetMs)}`;
+  console.log(`  total    ${seconds(Date.now() - started).padStart(7)}  (after the build, in the time box: ${boxed})`);
   if (failures.length) console.log(`\n${failures.length} FAIL: ${failures.join('; ')}`);
   else console.log('\nall container checks passed');
 }

@@ -91,7 +91,7 @@ export function composeStack({ label, project, dir, doc, text }) {
     },
     /** `docker compose down` (podman-compose here); the containers left behind, by project label. */
     async down() {
-      const r = await compose(['down'], 90_000);
+      const r = await run('podman-compose', ['-p', project, '-f', file, 'down'], { timeoutMs: 90_000, unboxed: true });
       const left = await containersWith(`label=io.podman.compose.project=${project}`);
       return { code: r.code, left };
     },
@@ -145,9 +145,9 @@ export function podStack({ label, pod, doc, published }) {
       });
     },
     async down() {
-      const r = await podman(['pod', 'rm', '-f', '-t', '15', pod], { timeoutMs: 60_000 });
-      const left = await containersWith(`pod=${pod}`);
-      const pods = await podman(['pod', 'exists', pod], { timeoutMs: 10_000 });
+      const r = await podman(['pod', 'rm', '-f', '-t', '15', pod], { timeoutMs: 60_000, unboxed: true });
+      const pods = await podman(['pod', 'exists', pod], { timeoutMs: 10_000, unboxed: true });
+      const left = pods.code === 0 ? await containersWith(`pod=${pod}`) : [];
       return { code: r.code, left: [...left, ...(pods.code === 0 ? [`pod ${pod}`] : [])] };
     },
   };

@@ -11,7 +11,7 @@ export const IMAGE = 'roomgate:local';
 
 export async function buildImage(root) {
   const r = await timed('image', 'build', () =>
-    podman(['build', '-q', '--pull=never', '--network=host', '--isolation=chroot', '--format', 'docker', '-t', IMAGE, root], { timeoutMs: 240_000, nice: true }),
+    podman(['build', '-q', '--pull=never', '--network=host', '--isolation=chroot', '--format', 'docker', '-t', IMAGE, root], { timeoutMs: 300_000, nice: true }),
   );
   if (!check(`image: podman build ${IMAGE} (docker format)`, r.code === 0, undefined, `exit ${r.code}\n${r.stderr.split('\n').slice(-15).join('\n')}`)) return false;
   const inspected = await podman(['image', 'inspect', IMAGE], { timeoutMs: 15_000 });
