@@ -27,6 +27,7 @@ state=$(mktemp -d /tmp/roomgate-container-check.XXXXXX)
 # your podman configuration is left alone (CONTAINERS_CONF applies to this run only).
 printf '[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n' >"$state/containers.conf"
 export CONTAINERS_CONF="$state/containers.conf"
+export ROOMGATE_CHECK_STATE=$state   # the derived compose files go here too
 
 # Removes what this run started: containers (compose projects, the pod, the lone image run),
 # pods, networks and volumes whose names start with the run id. Safe to call twice.

@@ -25,7 +25,9 @@ if (unknown.length) {
 const ctx = {
   root,
   run: process.env.ROOMGATE_CHECK_RUN || `rgcheck${process.pid}`,
-  dir: mkdtempSync(join(tmpdir(), 'roomgate-container-check-')),
+  // Inside the shell script's state directory when run through it, which its trap removes even
+  // when this process is killed.
+  dir: mkdtempSync(join(process.env.ROOMGATE_CHECK_STATE || tmpdir(), 'roomgate-container-check-')),
 };
 
 try {
