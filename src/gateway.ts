@@ -303,6 +303,8 @@ export class Gateway {
           encode: signer ? (room, now) => signer.sign(room, now) : (room) => room,
         }
       : null;
+    // Which methods are proxied: the one rule every front's answers agree with (src/http/methods.ts).
+    const methods = createMethodPolicy(config.proxy.extraMethods);
     // roomgate's own answers, one catalogue for every path (src/http/refusals.ts).
     const refuser = new Refuser({ pages: readErrorPages(config.proxy.errorPages), logger, metrics });
     // What both page paths (node:http's and the byte-level one) are given alike.
@@ -324,7 +326,7 @@ export class Gateway {
     this.httpProxy = new HttpProxy({
       ...pagePaths,
       backendTls,
-      methods: createMethodPolicy(config.proxy.extraMethods),
+      methods,
       body: { bufferBytes: config.proxy.bufferBodyBytes, maxBytes: config.proxy.maxBodyBytes },
       bodyIdleTimeoutMs: config.proxy.bodyIdleTimeoutMs,
     });
@@ -385,6 +387,7 @@ export class Gateway {
             maxHeaderBytes: config.listen.maxHeaderBytes,
             maxHeaders: config.listen.maxHeaders,
             target,
+            allow: methods.allow,
             idleTimeoutMs: config.listen.keepAliveTimeoutMs,
             requestTimeoutMs: config.listen.requestTimeoutMs,
             hsts: hstsValue(config),
@@ -402,6 +405,7 @@ export class Gateway {
       maxHeaderBytes: config.listen.maxHeaderBytes,
       maxHeaders: config.listen.maxHeaders,
       target,
+      allow: methods.allow,
       headersTimeoutMs: config.listen.headersTimeoutMs,
       requestTimeoutMs: config.listen.requestTimeoutMs,
       keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,

@@ -22,9 +22,6 @@ export interface HeadRefusal {
   readonly headers?: Record<string, string>;
 }
 
-/** What `OPTIONS *` is told: the methods roomgate forwards. */
-export const ALLOWED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
-
 export type HeadVerdict = { readonly ok: true; readonly asterisk: boolean } | { readonly ok: false; readonly refusal: HeadRefusal };
 
 const OK: HeadVerdict = { ok: true, asterisk: false };

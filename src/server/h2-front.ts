@@ -17,7 +17,6 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { checkH2RequestHead, type H2HeadLimits } from '../http/h2-request-head.js';
 import { healthAnswer } from '../http/health-answer.js';
-import { ALLOWED_METHODS } from '../http/request-head.js';
 import { plainResponse } from '../http/replies.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -33,6 +32,8 @@ export interface H2FrontOptions {
   readonly maxHeaders: number;
   /** The target's canonical form and the reserved paths (src/http/target.ts). */
   readonly target: TargetRule;
+  /** The methods proxied requests may use (src/http/methods.ts): the Allow of OPTIONS * and of a CONNECT's 405. */
+  readonly allow: string;
   /** A connection with no frames for this long gets GOAWAY (open streams may finish). */
   readonly idleTimeoutMs: number;
   /** Time for a request's body to arrive; 0 = no limit. */
@@ -189,7 +190,7 @@ export class H2Front {
       o.logger.debug({ code: verdict.refusal.status, method: req.method, reason: verdict.refusal.body.trim() }, 'h2 request head refused');
       return reply(res, verdict.refusal.status, verdict.refusal.body, verdict.refusal.headers ?? {});
     }
-    if (verdict.asterisk) return reply(res, 200, '', { Allow: ALLOWED_METHODS });
+    if (verdict.asterisk) return reply(res, 200, '', { Allow: this.o.allow });
     const health = healthAnswer(req.url, o.isReady);
     if (health) return reply(res, health.status, health.body, { 'Content-Type': 'text/plain' });
     if (o.requestTimeoutMs > 0 && !req.stream.endAfterHeaders) bodyDeadline(req, res, o.requestTimeoutMs);
@@ -200,7 +201,7 @@ export class H2Front {
   private connect(req: Http2ServerRequest, res: Http2ServerResponse): void {
     if (this.o.onWebSocket !== null && isWebSocketConnect(req)) return this.webSocket(req, res, this.o.onWebSocket);
     this.o.metrics.clientErrors.inc({ code: '405' });
-    reply(res, 405, 'CONNECT is not supported\n', { Allow: ALLOWED_METHODS });
+    reply(res, 405, 'CONNECT is not supported\n', { Allow: this.o.allow });
   }
 
   /** An extended CONNECT: the same head rules, then the upgrade path with a stream for a socket. */

@@ -9,7 +9,7 @@ import type { TlsCertificates } from './tls.js';
 import type { Socket } from 'node:net';
 import { healthAnswer } from '../http/health-answer.js';
 import { rememberPeer } from '../http/peer.js';
-import { ALLOWED_METHODS, checkRequestHead, type HeadRefusal } from '../http/request-head.js';
+import { checkRequestHead, type HeadRefusal } from '../http/request-head.js';
 import type { TargetRule } from '../http/target.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -24,6 +24,8 @@ export interface PublicServerOptions {
   readonly maxHeaders: number;
   /** The target's canonical form and the reserved paths (src/http/target.ts). */
   readonly target: TargetRule;
+  /** The methods proxied requests may use (src/http/methods.ts): the Allow of OPTIONS * and of a CONNECT's 405. */
+  readonly allow: string;
   readonly headersTimeoutMs: number;
   /** Time for a whole request (head and body) to arrive; 0 = no limit. */
   readonly requestTimeoutMs: number;
@@ -103,7 +105,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
       conn.closing = true;
       return reply(res, verdict.refusal.status, verdict.refusal.body, { ...verdict.refusal.headers, Connection: 'close' });
     }
-    if (verdict.asterisk) return reply(res, 200, '', { Allow: ALLOWED_METHODS });
+    if (verdict.asterisk) return reply(res, 200, '', { Allow: o.allow });
     const health = healthAnswer(req.url, o.isReady);
     if (health) return reply(res, health.status, health.body, { 'Content-Type': 'text/plain' });
     o.onRequest(req, res);
@@ -122,7 +124,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
     clearHeadDeadline(socket);
     o.metrics.clientErrors.inc({ code: '405' });
-    endSocket(socket, rawResponse(405, 'CONNECT is not supported\n', { Allow: ALLOWED_METHODS }));
+    endSocket(socket, rawResponse(405, 'CONNECT is not supported\n', { Allow: o.allow }));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     // Only sockets still parsed as HTTP reach here, never an upgraded one.
