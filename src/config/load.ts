@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve as pathResolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { backendAddress, CROSS_CHECKS, viewOf } from './checks.js';
+import { backendAddress, CROSS_CHECKS, viewOf, type View } from './checks.js';
 import { BUILTIN, fieldName, issueProblems, yamlProblem, type Origin } from './messages.js';
 import { configSchema, type Config } from './schema.js';
 
@@ -76,6 +76,21 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
 export const FLAGS: Readonly<Record<string, string>> = { 'listen.port': '--port', 'listen.host': '--host', backends: '--backend' };
 
 export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
+  const { config, problems } = inspectConfig(opts);
+  if (!config) throw new ConfigError(problems);
+  return config;
+}
+
+/** What loading finds: the configuration when it is valid, every problem, and its valid parts. */
+export interface Inspected {
+  readonly config: LoadedConfig | undefined;
+  readonly problems: readonly string[];
+  /** The valid parts, for checks beyond the schema's (the files a command reads: src/cli/checked-config.ts). */
+  readonly view: View;
+}
+
+/** Loads without throwing on an invalid configuration (an unreadable file or bad YAML still throws). */
+export function inspectConfig(opts: LoadOptions = {}): Inspected {
   const env = opts.env ?? process.env;
   const file = opts.file ?? env.ROOMGATE_CONFIG;
   const raw: Record<string, unknown> = file ? readConfigFile(file) : {};
@@ -83,8 +98,7 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   applyEnv(raw, env, origins);
   applyOverrides(raw, opts.overrides ?? {}, origins);
   const { config, problems } = validate(raw, origins);
-  if (!config) throw new ConfigError(problems);
-  return resolve(config);
+  return { config: config ? resolve(config) : undefined, problems, view: viewOf(raw) };
 }
 
 /**
