@@ -60,7 +60,7 @@ export interface StatusSnapshot {
   readonly pushes: readonly StatusPush[];
   /** The page cache of this gateway (process), or null when it is off. */
   readonly cache: StatusCache | null;
-  /** A reload changed the cache settings: those in use stay until a restart. */
+  /** A reload changed the cache settings: those in use stay until a restart (admin port only). */
   readonly cacheRestartNeeded: boolean;
 }
 
@@ -137,7 +137,8 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
     events,
     pushes,
     cache: cacheStatus(v),
-    cacheRestartNeeded: gw.restartNeeded?.includes('cache') === true,
+    // Operators' business: the public port's page does not say a reload is waiting.
+    cacheRestartNeeded: o.internal && gw.restartNeeded?.includes('cache') === true,
   };
 }
 

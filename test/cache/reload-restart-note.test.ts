@@ -1,6 +1,6 @@
 // A reload (SIGHUP) that changes the cache settings: the gateway keeps the settings it started
 // with and says so, in the reload's answer and on the status page's cache line; set back, the
-// note goes. The page counts the stored pages and their size in words.
+// note goes (it is on the admin port's page only). The page counts the stored pages and their size in words.
 import http from 'node:http';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +28,7 @@ function config(cache: Record<string, unknown>): LoadedConfig {
       shutdown: { graceMs: 0 },
       log: { level: 'silent' },
       cache: { paths: ['/'], ...cache },
+      status: { public: 'open' },
     }),
   );
   return loadConfig({ env: {}, file });
@@ -49,9 +50,9 @@ function get(port: number, path: string): Promise<string> {
   });
 }
 
-/** The status page's cache line (its <dd id="cache">). */
-async function cacheLine(): Promise<string> {
-  const page = await get(gw.adminPort as number, STATUS_PATH);
+/** The status page's cache line (its <dd id="cache">), on the admin port or the public one. */
+async function cacheLine(port = gw.adminPort as number): Promise<string> {
+  const page = await get(port, STATUS_PATH);
   return /<dd id="cache">([^<]*)<\/dd>/.exec(page)?.[1] ?? '(no cache line)';
 }
 
@@ -83,6 +84,8 @@ describe('a reload that changes the cache settings', () => {
     expect(changed.needsRestart).toEqual(['cache']);
     // The settings in use stay: still 64 MiB, and the note says why.
     expect(await cacheLine()).toBe(`${before}; ${CACHE_RESTART_NOTE}`);
+    // The public page (status.public: open) shows the figures, not the operators' note.
+    expect(await cacheLine(gw.port)).toBe(before);
 
     const back = gw.reload(config({}));
     expect(back.needsRestart).toEqual([]);
