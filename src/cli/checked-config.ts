@@ -10,8 +10,14 @@ import { loadCert, TlsFileError } from '../server/tls.js';
 import type { ConfigSource } from './config.js';
 
 export function loadChecked(source: ConfigSource): LoadedConfig {
-  const { config, problems, view } = inspectConfig({ file: source.file, overrides: source.overrides });
-  const all = [...problems, ...fileProblems(view)];
+  const { config, problems, view, origin } = inspectConfig({ file: source.file, overrides: source.overrides });
+  // A file named by an environment variable (ROOMGATE_TLS_CERTS, REDIS_TLS_CA): said, as the
+  // schema's problems say "(from ...)", so the fix goes where the path was written.
+  const named = fileProblems(view).map((p) => {
+    const from = origin(p.slice(0, p.indexOf(':')));
+    return from ? `${p} (from ${from})` : p;
+  });
+  const all = [...problems, ...named];
   if (config === undefined || all.length > 0) throw new ConfigError(all);
   return config;
 }

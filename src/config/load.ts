@@ -87,6 +87,8 @@ export interface Inspected {
   readonly problems: readonly string[];
   /** The valid parts, for checks beyond the schema's (the files a command reads: src/cli/checked-config.ts). */
   readonly view: View;
+  /** The environment variable or flag a field ("tls.certs.0.key") came from; undefined: the file or a default. */
+  readonly origin: (field: string) => string | undefined;
 }
 
 /** Loads without throwing on an invalid configuration (an unreadable file or bad YAML still throws). */
@@ -98,7 +100,8 @@ export function inspectConfig(opts: LoadOptions = {}): Inspected {
   applyEnv(raw, env, origins);
   applyOverrides(raw, opts.overrides ?? {}, origins);
   const { config, problems } = validate(raw, origins);
-  return { config: config ? resolve(config) : undefined, problems, view: viewOf(raw) };
+  const origin = originOf(origins);
+  return { config: config ? resolve(config) : undefined, problems, view: viewOf(raw), origin: (field) => origin(field.split('.')) };
 }
 
 /**
@@ -106,19 +109,24 @@ export function inspectConfig(opts: LoadOptions = {}): Inspected {
  * `origins` names where a key came from when not the file ("listen.port" -> "ROOMGATE_PORT").
  */
 export function validate(raw: Record<string, unknown>, origins: ReadonlyMap<string, string> = new Map()): { config?: Config; problems: string[] } {
-  const origin: Origin = (path) => {
-    for (let n = path.length; n > 0; n--) {
-      const o = origins.get(fieldName(path.slice(0, n)));
-      if (o) return o;
-    }
-    return undefined;
-  };
+  const origin = originOf(origins);
   const result = configSchema.safeParse(raw, { error: () => BUILTIN });
   const problems = result.success ? [] : result.error.issues.flatMap((i) => issueProblems(i, raw, origin));
   // The rules across keys run on whatever parts are valid, so one run names every problem.
   const view = viewOf(raw);
   problems.push(...CROSS_CHECKS.flatMap((c) => c.check(view)));
   return result.success && problems.length === 0 ? { config: result.data, problems } : { problems: [...new Set(problems)] };
+}
+
+/** Where the value at a path came from: the key's own origin, or that of the nearest parent set whole. */
+function originOf(origins: ReadonlyMap<string, string>): Origin {
+  return (path) => {
+    for (let n = path.length; n > 0; n--) {
+      const o = origins.get(fieldName(path.slice(0, n)));
+      if (o) return o;
+    }
+    return undefined;
+  };
 }
 
 function readConfigFile(file: string): Record<string, unknown> {

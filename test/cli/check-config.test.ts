@@ -49,6 +49,14 @@ describe('check-config names every problem at once', () => {
     expect(p[3]).toMatch(/the key in .*b\.key does not belong to the certificate in .*a\.crt/);
     // One notation: a list item is .N, never [N].
     for (const l of p) expect(l, l).not.toMatch(/\[\d+\]/);
+    // All from the file: none says it came from elsewhere.
+    for (const l of p) expect(l, l).not.toContain('(from ');
+  });
+
+  it('a file named by an environment variable says so', async () => {
+    const r = await runCli(['check-config'], { ROOMGATE_TLS_CERTS: `${join(dir, 'a.crt')}:${join(dir, 'b.key')}` });
+    expect(r.code).toBe(2);
+    expect(problems(r.stderr)).toEqual([expect.stringMatching(/^tls\.certs\.0: the key in .*b\.key does not belong to the certificate in .*a\.crt.* \(from ROOMGATE_TLS_CERTS\)$/)]);
   });
 
   it('start refuses with the same list before starting anything', async () => {
