@@ -115,6 +115,8 @@ export class Gateway {
   private readonly admin: Server | null;
   private readonly httpProxy: HttpProxy;
   private readonly upgradeProxy: UpgradeProxy;
+  /** Sections the last reload changed that only a restart applies (the status page says so). */
+  private restartNeeded: readonly string[] = [];
   /** The page cache; null when cache.paths is empty. */
   private readonly cache: PageCache | null;
   private readonly supervisor: Supervisor;
@@ -235,6 +237,7 @@ export class Gateway {
         },
       }),
       cache: () => this.cache,
+      restartNeeded: () => this.restartNeeded,
       announcePurge: (purge) => this.sharedData.publishCachePurge(purge),
       gatewayId: this.id,
       pool: this.pool,
@@ -485,7 +488,10 @@ export class Gateway {
     return setAdminState(this.store, this.pool, id, state);
   }
 
-  /** SIGHUP: applies a new configuration's backend list (static); the rest needs a restart. */
+  /**
+   * SIGHUP: applies a new configuration's backend list (static) and certificates; the rest needs a
+   * restart, said in the log and on the status page (the cache line: its settings stay as started).
+   */
   reload(next: LoadedConfig): { applied: string[]; needsRestart: string[] } {
     const applied: string[] = [];
     const needsRestart: string[] = [];
@@ -509,7 +515,10 @@ export class Gateway {
     }
     // A failed certificate reload is logged by the reloader (the ones in use stay); a restart would
     // fail on the same files, so it is not listed as needing one.
-    this.opts.logger.warn({ applied, needsRestart }, 'configuration reloaded');
+    // Compared with the running configuration each time: a section set back needs no restart.
+    this.restartNeeded = needsRestart;
+    const restart = needsRestart.length > 0 ? `a restart is needed to apply ${needsRestart.join(', ')}; until then the running settings stay` : undefined;
+    this.opts.logger.warn({ applied, needsRestart, ...(restart ? { restart } : {}) }, 'configuration reloaded');
     return { applied, needsRestart };
   }
 

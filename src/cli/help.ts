@@ -7,6 +7,24 @@ import { HELP } from './options.js';
 export const OUTPUT_RULE = 'Output: a table on a terminal, tab-separated lines without a header in a pipe, --json for scripts.';
 export const EXIT_CODES = 'Exit codes: 0 ok (also when a pipe closes early), 1 failure while running, 2 bad usage or configuration.';
 
+/** What each environment variable is, for the commands' help: the configuration's own, and the CLI's. */
+const ENV_TEXT: Readonly<Record<string, string>> = {
+  ...Object.fromEntries(Object.entries(ENV_VARS).map(([name, v]) => [name, v.key ? `${v.text} (${v.key})` : v.text])),
+  ROOMGATE_ADMIN_URL: `the running gateway's admin API, when --admin is not given`,
+};
+
+/** The variables a command that loads the configuration reads (start reads ROOMGATE_WORKERS and ROOMGATE_BALANCE too). */
+export const CONFIG_ENV: readonly string[] = Object.keys(ENV_VARS).filter((n) => n !== 'ROOMGATE_WORKERS' && n !== 'ROOMGATE_BALANCE');
+
+function envLines(names: readonly string[]): string[] {
+  const width = Math.max(...names.map((n) => n.length));
+  return names.map((n) => {
+    const text = ENV_TEXT[n];
+    if (text === undefined) throw new Error(`help: no text for the environment variable ${n}`);
+    return `  ${n.padEnd(width)}  ${text}`;
+  });
+}
+
 function optionLines(options: readonly OptionSpec[]): string[] {
   const left = options.map((o) => `${o.short ? `-${o.short}, ` : ''}--${o.name}${o.type === 'string' ? ` ${o.value ?? 'VALUE'}` : ''}`);
   const width = Math.max(...left.map((l) => l.length));
@@ -41,6 +59,13 @@ export function commandHelp(c: Command): string {
     'Options:',
     ...optionLines([...c.options, HELP]),
     '',
+    'Environment (a flag wins over its variable):',
+    ...envLines(c.env),
+    '',
+    'Example, on a terminal:',
+    `  $ roomgate ${c.example.line}`,
+    ...c.example.output.split('\n').map((l) => `  ${l}`),
+    '',
     EXIT_CODES,
   ].join('\n');
 }
@@ -53,6 +78,8 @@ export function helpJson(commands: readonly Command[]): unknown {
       args: c.args,
       summary: c.summary,
       options: c.options.map((o) => ({ name: `--${o.name}`, value: o.type === 'string' ? (o.value ?? 'VALUE') : null, repeatable: o.multiple === true, help: o.help })),
+      env: c.env,
+      example: c.example,
     })),
   };
 }

@@ -19,6 +19,8 @@ export interface View {
   get<P extends string>(path: P): At<Config, P> | undefined;
   /** The valid items of a list, each with its index in the list as given. */
   items<P extends string>(path: P): { index: number; value: Item<At<Config, P>> }[];
+  /** The indices of a list as given, its items valid or not ([] when it is no list). */
+  indices(path: string): number[];
 }
 
 export function viewOf(raw: Record<string, unknown>): View {
@@ -27,7 +29,7 @@ export function viewOf(raw: Record<string, unknown>): View {
     let v: unknown = raw;
     for (const k of path) {
       if (v === undefined) return { ok: true };
-      if (v === null || typeof v !== 'object' || Array.isArray(v)) return { ok: false };
+      if (v === null || typeof v !== 'object' || Array.isArray(v) !== /^\d+$/.test(k)) return { ok: false };
       v = valueAt(v, [k]);
     }
     return { ok: true, value: v };
@@ -53,6 +55,10 @@ export function viewOf(raw: Record<string, unknown>): View {
         const p = parse(el, item);
         return p.ok ? [{ index, value: p.data as never }] : [];
       });
+    },
+    indices(path) {
+      const r = read(path.split('.'));
+      return r.ok && Array.isArray(r.value) ? r.value.map((_, i) => i) : [];
     },
   };
 }
@@ -86,9 +92,14 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
     check(v) {
       const problems: string[] = [];
       const seen = new Map<string, number>();
-      for (const { index, value } of v.items('backends')) {
-        const { id } = backendAddress(value);
-        const derived = value.id === undefined ? ' (host:port of its URL, as no id is given)' : '';
+      const valid = new Map(v.items('backends').map(({ index, value }) => [index, value]));
+      for (const index of v.indices('backends')) {
+        const value = valid.get(index);
+        // A backend with a bad URL still has the id it was given: a duplicate is named too.
+        const given: unknown = value === undefined ? v.get(`backends.${index}.id`) : undefined;
+        if (value === undefined && typeof given !== 'string') continue;
+        const id = value === undefined ? String(given) : backendAddress(value).id;
+        const derived = value !== undefined && value.id === undefined ? ' (host:port of its URL, as no id is given)' : '';
         if (!BACKEND_ID.test(id)) {
           problems.push(`backends.${index}.id: got ${JSON.stringify(id)}${derived}; expected an id of 1-64 characters from A-Z a-z 0-9 _ . : - [ ]; give the backend an id`);
         }

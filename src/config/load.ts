@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve as pathResolve } from 'node:path';
 import { parseDocument } from 'yaml';
-import { backendAddress, CROSS_CHECKS, viewOf } from './checks.js';
+import { backendAddress, CROSS_CHECKS, viewOf, type View } from './checks.js';
 import { BUILTIN, fieldName, issueProblems, yamlProblem, type Origin } from './messages.js';
 import { configSchema, type Config } from './schema.js';
 
@@ -77,6 +77,23 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
 export const FLAGS: Readonly<Record<string, string>> = { 'listen.port': '--port', 'listen.host': '--host', backends: '--backend' };
 
 export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
+  const { config, problems } = inspectConfig(opts);
+  if (!config) throw new ConfigError(problems);
+  return config;
+}
+
+/** What loading finds: the configuration when it is valid, every problem, and its valid parts. */
+export interface Inspected {
+  readonly config: LoadedConfig | undefined;
+  readonly problems: readonly string[];
+  /** The valid parts, for checks beyond the schema's (the files a command reads: src/cli/checked-config.ts). */
+  readonly view: View;
+  /** The environment variable or flag a field ("tls.certs.0.key") came from; undefined: the file or a default. */
+  readonly origin: (field: string) => string | undefined;
+}
+
+/** Loads without throwing on an invalid configuration (an unreadable file or bad YAML still throws). */
+export function inspectConfig(opts: LoadOptions = {}): Inspected {
   const env = opts.env ?? process.env;
   const file = opts.file ?? env.ROOMGATE_CONFIG;
   const raw: Record<string, unknown> = file ? readConfigFile(file) : {};
@@ -84,8 +101,8 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
   applyEnv(raw, env, origins);
   applyOverrides(raw, opts.overrides ?? {}, origins);
   const { config, problems } = validate(raw, origins);
-  if (!config) throw new ConfigError(problems);
-  return resolve(config);
+  const origin = originOf(origins);
+  return { config: config ? resolve(config) : undefined, problems, view: viewOf(raw), origin: (field) => origin(field.split('.')) };
 }
 
 /**
@@ -93,19 +110,24 @@ export function loadConfig(opts: LoadOptions = {}): LoadedConfig {
  * `origins` names where a key came from when not the file ("listen.port" -> "ROOMGATE_PORT").
  */
 export function validate(raw: Record<string, unknown>, origins: ReadonlyMap<string, string> = new Map()): { config?: Config; problems: string[] } {
-  const origin: Origin = (path) => {
-    for (let n = path.length; n > 0; n--) {
-      const o = origins.get(fieldName(path.slice(0, n)));
-      if (o) return o;
-    }
-    return undefined;
-  };
+  const origin = originOf(origins);
   const result = configSchema.safeParse(raw, { error: () => BUILTIN });
   const problems = result.success ? [] : result.error.issues.flatMap((i) => issueProblems(i, raw, origin));
   // The rules across keys run on whatever parts are valid, so one run names every problem.
   const view = viewOf(raw);
   problems.push(...CROSS_CHECKS.flatMap((c) => c.check(view)));
   return result.success && problems.length === 0 ? { config: result.data, problems } : { problems: [...new Set(problems)] };
+}
+
+/** Where the value at a path came from: the key's own origin, or that of the nearest parent set whole. */
+function originOf(origins: ReadonlyMap<string, string>): Origin {
+  return (path) => {
+    for (let n = path.length; n > 0; n--) {
+      const o = origins.get(fieldName(path.slice(0, n)));
+      if (o) return o;
+    }
+    return undefined;
+  };
 }
 
 function readConfigFile(file: string): Record<string, unknown> {

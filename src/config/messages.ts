@@ -46,18 +46,25 @@ export function issueProblems(issue: z.core.$ZodIssue, raw: unknown, origin: Ori
   const expected = ours ? issue.message : schema ? allowed(schema) : 'a value as docs/configuration.md describes';
   const from = origin(issue.path);
   const got = value === undefined ? 'missing' : `got ${showValue(value, docsAlong(issue.path))}${from ? ` (from ${from})` : ''}`;
-  const fix = ours || !schema ? undefined : hint(schema, value, issue.path);
+  // The quoting hints are about YAML: a value from the environment or a flag is text by nature.
+  const fix = ours || !schema ? undefined : hint(schema, value, issue.path, from === undefined);
   return [`${field}: ${got}; expected ${expected}${fix ? `; ${fix}` : ''}`];
 }
 
-/** How to fix the usual slips: a typo in a choice, a number or boolean in quotes, an empty section. */
-function hint(schema: z.core.$ZodType, value: unknown, path: readonly PropertyKey[]): string | undefined {
+/**
+ * How to fix the usual slips: a typo in a choice, a number or boolean in quotes, an empty section.
+ * `inFile`: the value came from the YAML file (not the environment or a flag), so quotes are its.
+ */
+function hint(schema: z.core.$ZodType, value: unknown, path: readonly PropertyKey[], inFile: boolean): string | undefined {
   const u = unwrap(schema);
   if (u.type === 'enum' && typeof value === 'string') {
     return didYouMean(value, Object.values((u.node._zod.def as unknown as { entries: Record<string, string> }).entries)) || undefined;
   }
+  if (!inFile) return undefined;
   if (u.type === 'number' || (u.type === 'union' && typeof value === 'string')) {
-    return typeof value === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(value) ? 'write the number without quotes' : undefined;
+    // Only when the number, unquoted, would do: "-1" for a port is wrong either way.
+    const unquoted = typeof value === 'string' && /^\s*-?\d+(\.\d+)?\s*$/.test(value) && (schema as z.ZodType).safeParse(Number(value)).success;
+    return unquoted ? 'write the number without quotes' : undefined;
   }
   if (u.type === 'boolean' && typeof value === 'string' && /^(true|false|yes|no|on|off)$/i.test(value)) return 'write true or false without quotes';
   if (u.type === 'string' && (typeof value === 'number' || typeof value === 'boolean') && (schema as z.ZodType).safeParse(String(value)).success) {

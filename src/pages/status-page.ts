@@ -60,6 +60,8 @@ export interface StatusSnapshot {
   readonly pushes: readonly StatusPush[];
   /** The page cache of this gateway (process), or null when it is off. */
   readonly cache: StatusCache | null;
+  /** A reload changed the cache settings: those in use stay until a restart (admin port only). */
+  readonly cacheRestartNeeded: boolean;
 }
 
 export interface StatusCache {
@@ -135,6 +137,8 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
     events,
     pushes,
     cache: cacheStatus(v),
+    // Operators' business: the public port's page does not say a reload is waiting.
+    cacheRestartNeeded: o.internal && gw.restartNeeded?.includes('cache') === true,
   };
 }
 
@@ -145,12 +149,24 @@ function cacheStatus(v: StatusView): StatusCache | null {
   return { objects: c.objects, bytes: c.bytes, maxBytes: c.maxBytes, hitRatio: c.hitRatio, hits, answered: hits + c.counts.miss };
 }
 
-/** "off", or "93.1 % hits (930 of 1000); 42 answers, 1.2 of 64.0 MiB". The page's script says the same. */
-export function cacheSummary(c: StatusCache | null): string {
-  if (c === null) return 'off';
-  const mib = (n: number): string => (n / 1_048_576).toFixed(1);
+/** "2.5 KB", "64 MiB", "512 bytes": one decimal at most, none when it is 0. */
+export function byteSize(n: number): string {
+  const units: [number, string][] = [[1_073_741_824, 'GiB'], [1_048_576, 'MiB'], [1024, 'KB']];
+  for (const [size, unit] of units) if (n >= size) return `${(n / size).toFixed(1).replace(/\.0$/, '')} ${unit}`;
+  return `${n} bytes`;
+}
+
+export const CACHE_RESTART_NOTE = 'new settings from a reload apply after a restart';
+
+/**
+ * "off", or "93.1 % hits (930 of 1000); 2 stored pages, 2.5 KB of 64 MiB", and the restart note when
+ * a reload changed the cache settings. The page's script says the same (cacheText).
+ */
+export function cacheSummary(c: StatusCache | null, restartNeeded = false): string {
+  const note = restartNeeded ? `; ${CACHE_RESTART_NOTE}` : '';
+  if (c === null) return `off${note}`;
   const ratio = c.hitRatio === null ? 'no requests yet' : `${(c.hitRatio * 100).toFixed(1)} % hits (${c.hits} of ${c.answered})`;
-  return `${ratio}; ${c.objects} answers, ${mib(c.bytes)} of ${mib(c.maxBytes)} MiB`;
+  return `${ratio}; ${c.objects} stored page${c.objects === 1 ? '' : 's'}, ${byteSize(c.bytes)} of ${byteSize(c.maxBytes)}${note}`;
 }
 
 /** "Redis", "Redis: degraded (unreachable; routing from cache and ring)" or "in memory". */
@@ -218,7 +234,7 @@ export function renderStatusPage(s: StatusSnapshot, o: StatusOptions, nowMs = Da
 <dt>Ready</dt><dd id="ready">${s.ready ? 'yes' : 'no (shutting down)'}</dd>
 <dt>Live sockets (this gateway)</dt><dd id="sockets">${s.sockets}</dd>
 <dt>Live rooms (this gateway)</dt><dd id="rooms">${s.rooms}</dd>
-<dt>Page cache (this process)</dt><dd id="cache">${cacheSummary(s.cache)}</dd>
+<dt>Page cache (this process)</dt><dd id="cache">${cacheSummary(s.cache, s.cacheRestartNeeded)}</dd>
 <dt>Updated</dt><dd><time id="updated" datetime="${new Date(nowMs).toISOString()}">${shortTime(new Date(nowMs).toISOString())}</time></dd>
 </dl>
 <p id="live" role="status" class="muted">Static view: reload the page to refresh.</p>
@@ -308,11 +324,16 @@ export const STATUS_SCRIPT = `
   function short(iso) { return String(iso).replace('T', ' ').replace(/\\.\\d+Z$/, 'Z'); }
   function pct(v, total) { return total > 0 && v > 0 ? Math.max(0, Math.min(100, Math.round(v / total * 100))) : 0; }
   function text(id, value) { var e = document.getElementById(id); if (e && e.textContent !== String(value)) e.textContent = String(value); }
-  function cacheText(c) {
-    if (!c) return 'off';
-    function mib(n) { return (n / 1048576).toFixed(1); }
+  function byteSize(n) {
+    var units = [[1073741824, 'GiB'], [1048576, 'MiB'], [1024, 'KB']];
+    for (var i = 0; i < units.length; i++) if (n >= units[i][0]) return (n / units[i][0]).toFixed(1).replace(/\\.0$/, '') + ' ' + units[i][1];
+    return n + ' bytes';
+  }
+  function cacheText(c, restartNeeded) {
+    var note = restartNeeded ? '; ' + ${JSON.stringify(CACHE_RESTART_NOTE)} : '';
+    if (!c) return 'off' + note;
     var ratio = c.hitRatio === null ? 'no requests yet' : (c.hitRatio * 100).toFixed(1) + ' % hits (' + c.hits + ' of ' + c.answered + ')';
-    return ratio + '; ' + c.objects + ' answers, ' + mib(c.bytes) + ' of ' + mib(c.maxBytes) + ' MiB';
+    return ratio + '; ' + c.objects + ' stored page' + (c.objects === 1 ? '' : 's') + ', ' + byteSize(c.bytes) + ' of ' + byteSize(c.maxBytes) + note;
   }
   function mode(s) {
     if (s.store === 'memory') return 'in memory (this gateway only)';
@@ -404,7 +425,7 @@ export const STATUS_SCRIPT = `
     text('ready', s.ready ? 'yes' : 'no (shutting down)');
     text('sockets', s.sockets);
     text('rooms', s.rooms);
-    text('cache', cacheText(s.cache));
+    text('cache', cacheText(s.cache, s.cacheRestartNeeded));
     var up = document.getElementById('updated');
     var now = new Date().toISOString();
     up.setAttribute('datetime', now);

@@ -33,6 +33,8 @@ export interface RuntimeViewParts {
   /** Carries a purge to the other gateways (the shared-data store's pub/sub). */
   readonly announcePurge: (purge: CachePurge) => Promise<void>;
   readonly push: PushDelivery;
+  /** The sections the last reload left for a restart (Gateway.reload); absent: none. */
+  readonly restartNeeded?: () => readonly string[];
 }
 
 /** Sets a backend's administrative state for every gateway sharing the store, and here at once. */
@@ -68,6 +70,7 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
       ready: p.isReady(),
       sockets: p.tunnels.size,
       rooms: p.tunnels.roomCount,
+      restartNeeded: p.restartNeeded?.() ?? [],
     }),
     backends: (now) => p.pool.backends.map((b) => snapshot(b.id, now) as BackendSnapshot),
     backend: snapshot,

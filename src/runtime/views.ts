@@ -50,6 +50,8 @@ export interface GatewaySnapshot {
   /** This gateway's live sockets and the rooms they belong to. */
   readonly sockets: number;
   readonly rooms: number;
+  /** Configuration sections a reload (SIGHUP) changed that only a restart applies ("cache", "listen"); absent: none. */
+  readonly restartNeeded?: readonly string[];
 }
 
 /** The page cache's figures (per process). */

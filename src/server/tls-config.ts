@@ -42,7 +42,7 @@ export function tlsExpiryWarnings(tls: TlsCertificates, nowMs: number): string[]
     const days = daysLeft(c, nowMs);
     if (days >= TLS_EXPIRY_WARNING_DAYS) return [];
     const when = days < 0 ? `expired on ${c.validTo.toISOString()}` : `expires in ${days} days (${c.validTo.toISOString()})`;
-    return [`tls.certs[${i}]: the certificate in ${c.files.cert} (${c.names.join(', ')}) ${when}`];
+    return [`tls.certs.${i}: the certificate in ${c.files.cert} (${c.names.join(', ')}) ${when}`];
   });
 }
 

@@ -39,7 +39,7 @@ export interface LoadedCert {
 /** A problem with one certificate, naming its config field and what to do. */
 export class TlsFileError extends Error {}
 
-/** Reads and checks one certificate and key pair; `field` names it in errors (tls.certs[0]). */
+/** Reads and checks one certificate and key pair; `field` names it in errors (tls.certs.0). */
 export function loadCert(files: CertFiles, field: string, minVersion: SecureVersion, ticketKeys?: Buffer): LoadedCert {
   const read = (path: string, which: 'cert' | 'key'): string => {
     try {
@@ -145,7 +145,7 @@ export class TlsCertificates {
 
 function loadAll(settings: TlsSettings): LoadedCert[] {
   if (settings.certs.length === 0) throw new TlsFileError('tls.certs: at least one certificate is needed for TLS');
-  return settings.certs.map((c, i) => loadCert(c, `tls.certs[${i}]`, settings.minVersion, settings.ticketKeys));
+  return settings.certs.map((c, i) => loadCert(c, `tls.certs.${i}`, settings.minVersion, settings.ticketKeys));
 }
 
 function fileStamps(settings: TlsSettings): string {

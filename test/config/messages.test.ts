@@ -404,6 +404,33 @@ describe('messages', () => {
     ]);
   });
 
+  it('give hints that fit where the value came from: quotes are the file\'s, and only when unquoted it would do', () => {
+    // A number in quotes in the file: the hint, when the number itself is allowed.
+    expect(problemsOf({ listen: { port: '80' } })).toEqual(['listen.port: got "80"; expected a whole number from 0 to 65535; write the number without quotes']);
+    expect(problemsOf({ listen: { port: '-1' } })).toEqual(['listen.port: got "-1"; expected a whole number from 0 to 65535']);
+    expect(problemsOf({ listen: { port: '70000' } })).toEqual(['listen.port: got "70000"; expected a whole number from 0 to 65535']);
+    // From the environment or a flag a value is text by nature: no word about quotes.
+    expect(problems(() => loadConfig({ env: { ROOMGATE_PORT: '-1' } }))).toEqual(['listen.port: got "-1" (from ROOMGATE_PORT); expected a whole number from 0 to 65535']);
+    expect(problems(() => loadConfig({ env: {}, overrides: { port: '-1' } }))).toEqual(['listen.port: got "-1" (from --port); expected a whole number from 0 to 65535']);
+    // "8080.0" is a number YAML would take; given as text by a flag or a variable, quotes are not the slip.
+    expect(problems(() => loadConfig({ env: {}, overrides: { port: '8080.0' } }))).toEqual(['listen.port: got "8080.0" (from --port); expected a whole number from 0 to 65535']);
+    expect(problems(() => loadConfig({ env: { ROOMGATE_PORT: '8080.0' } }))).toEqual(['listen.port: got "8080.0" (from ROOMGATE_PORT); expected a whole number from 0 to 65535']);
+    expect(problemsOf({ listen: { port: '8080.0' } })).toEqual(['listen.port: got "8080.0"; expected a whole number from 0 to 65535; write the number without quotes']);
+    expect(problems(() => loadConfig({ env: { ROOMGATE_ADMIN_PORT: '99999' } }))).toEqual(['admin.port: got 99999 (from ROOMGATE_ADMIN_PORT); expected a whole number from 0 to 65535']);
+    // A did-you-mean fits wherever the value came from.
+    expect(problems(() => loadConfig({ env: { ROOMGATE_LOG_LEVEL: 'inf' } }))[0]).toMatch(/\(from ROOMGATE_LOG_LEVEL\); expected one of .*; did you mean "info"\?$/);
+  });
+
+  it('name a duplicate backend id even when that backend\'s URL is bad too', () => {
+    expect(problemsOf({ backends: [{ id: 'a', url: 'http://127.0.0.1:8001' }, { id: 'a', url: 'notaurl' }] })).toEqual([
+      'backends.1.url: got "notaurl"; expected an http:// or https:// URL with host and port and no path, e.g. "http://10.0.0.5:8000" or "https://app-1.internal:8443"',
+      'backends.1.id: got "a", also the id of backends.0; expected an id no other backend has; give one of them another id',
+    ]);
+    expect(problemsOf({ backends: [{ id: 'a', url: 'notaurl' }, { url: 'http://127.0.0.1:8001', id: 'a' }] })).toContain(
+      'backends.1.id: got "a", also the id of backends.0; expected an id no other backend has; give one of them another id',
+    );
+  });
+
   it('show a YAML mistake with its line, column and a caret', () => {
     const file = writeConfig({});
     const yaml = (text: string) => {

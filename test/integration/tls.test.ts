@@ -230,9 +230,9 @@ describe('TLS on the public port', () => {
 describe('bad certificate files', () => {
   it('start and check-config exit 2 naming the field: unreadable file, not PEM, key of another certificate', async () => {
     const cases: [Record<string, string>, RegExp][] = [
-      [{ cert: join(dir, 'missing.crt'), key: a.key }, /tls\.certs\[0\]\.cert: cannot read .*missing\.crt \(ENOENT\)/],
-      [{ cert: a.key, key: a.key }, /tls\.certs\[0\]\.cert: .* is not a PEM certificate/],
-      [{ cert: a.cert, key: b.key }, /tls\.certs\[0\]: the key in .*b\.key does not belong to the certificate in .*a\.crt/],
+      [{ cert: join(dir, 'missing.crt'), key: a.key }, /tls\.certs\.0\.cert: cannot read .*missing\.crt \(ENOENT\)/],
+      [{ cert: a.key, key: a.key }, /tls\.certs\.0\.cert: .* is not a PEM certificate/],
+      [{ cert: a.cert, key: b.key }, /tls\.certs\.0: the key in .*b\.key does not belong to the certificate in .*a\.crt/],
     ];
     for (const [files, problem] of cases) {
       const config = writeConfig({ backends: [{ id: 't1', url: backend.url }], tls: { certs: [files] } });
@@ -249,7 +249,7 @@ describe('bad certificate files', () => {
     const config = writeConfig({ backends: [{ id: 't1', url: backend.url }], tls: { certs: [soon] } });
     const r = await runCli(['check-config', '--config', config]);
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/note: tls\.certs\[0\]: the certificate in .*soon\.crt \(soon\.test\) expires in [45] days/);
+    expect(r.stdout).toMatch(/note: tls\.certs\.0: the certificate in .*soon\.crt \(soon\.test\) expires in [45] days/);
   });
 });
 

@@ -139,8 +139,8 @@ describe('status page', () => {
       cache: () => ({ enabled: true, objects: 42, bytes: 3 * 1_048_576, maxBytes: 64 * 1_048_576, hitRatio, counts: c, fetching: 0 }),
     });
     const zero = { hit: 0, stale: 0, 'stale-if-error': 0, miss: 0, coalesced: 0, bypass: 3 };
-    expect(cacheSummary(collectStatus(withCache(null, zero), { internal: false }).cache)).toBe('no requests yet; 42 answers, 3.0 of 64.0 MiB');
-    expect(cacheSummary(collectStatus(withCache(100 / 110), { internal: false }).cache)).toBe('90.9 % hits (100 of 110); 42 answers, 3.0 of 64.0 MiB');
+    expect(cacheSummary(collectStatus(withCache(null, zero), { internal: false }).cache)).toBe('no requests yet; 42 stored pages, 3 MiB of 64 MiB');
+    expect(cacheSummary(collectStatus(withCache(100 / 110), { internal: false }).cache)).toBe('90.9 % hits (100 of 110); 42 stored pages, 3 MiB of 64 MiB');
   });
 
   it('recent pushes, newest first: room and sender on the admin port only', () => {

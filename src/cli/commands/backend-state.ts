@@ -41,9 +41,10 @@ const common = {
   minArgs: 1,
   maxArgs: 1,
   options: [ADMIN, TOKEN, JSON_OUT],
+  env: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
 } as const;
 
-const OUTPUT = `Prints one line: "demo-2 is now draining; deadline 2026-12-03 07:50:04Z (in 10m 0s)"; in a pipe
+const OUTPUT = `Prints one line: the backend and its new state (the example below); in a pipe
 BACKEND<TAB>STATE<TAB>DEADLINE (ISO time, or -); --json: the backend as in status --json.
 Needs the gateway's admin token (--token or $ROOMGATE_ADMIN_TOKEN).`;
 
@@ -55,6 +56,7 @@ export const drain: Command = {
   description: `BACKEND takes no new rooms; its rooms keep their sockets until they empty, or until the deadline
 (--deadline, default 10m), when their sockets are closed and the rooms placed elsewhere.
 ${OUTPUT}`,
+  example: { line: 'drain demo-2', output: 'demo-2 is now draining; deadline 2026-12-03 07:50:04Z (in 10m 0s)' },
   run: ({ values, positionals }) => change('drain', positionals[0] as string, values),
 };
 
@@ -64,6 +66,7 @@ export const undrain: Command = {
   summary: 'BACKEND takes new rooms again (after drain or maintenance)',
   description: `BACKEND is active again: it takes new rooms. Rooms placed elsewhere meanwhile stay there.
 ${OUTPUT}`,
+  example: { line: 'undrain demo-2', output: 'demo-2 is now up' },
   run: ({ values, positionals }) => change('undrain', positionals[0] as string, values),
 };
 
@@ -74,5 +77,6 @@ export const maintenance: Command = {
   description: `BACKEND gets no traffic at all: its rooms move to other backends at once (their sockets are
 closed and reconnect there). For a restart after a drain.
 ${OUTPUT}`,
+  example: { line: 'maintenance demo-2', output: 'demo-2 is now in maintenance' },
   run: ({ values, positionals }) => change('maintenance', positionals[0] as string, values),
 };

@@ -2,12 +2,13 @@
 import { redactUrlPassword } from '../../config/describe.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { demoNotes, isDemo } from '../../demo/demo-mode.js';
-import { loadRedisTls } from '../../redis/redis-tls.js';
 import { BACKEND_TLS_UNVERIFIED, loadBackendTls } from '../../backends/backend-tls.js';
 import { loadTls, tlsExpiryWarnings } from '../../server/tls-config.js';
 import { flag } from '../args.js';
 import type { Command } from '../command.js';
-import { configSource, loadFrom, type ConfigSource } from '../config.js';
+import { loadChecked } from '../checked-config.js';
+import { configSource, type ConfigSource } from '../config.js';
+import { CONFIG_ENV } from '../help.js';
 import { BACKEND, CONFIG, JSON_OUT, PORT } from '../options.js';
 import { print, printJson } from '../output.js';
 
@@ -25,10 +26,9 @@ function redacted(config: LoadedConfig): unknown {
 
 /** What start will do on its own with this configuration, and certificates about to expire. */
 function notes(config: LoadedConfig, source: ConfigSource): string[] {
-  // The certificate files are read as start reads them: a bad one is an invalid configuration.
+  // The files were checked by loadChecked: read again here for what they say (expiry, verify).
   const tls = loadTls(config);
   const backendTls = loadBackendTls(config.backendTls);
-  loadRedisTls(config.redis);
   return [...startNotes(config, source), ...(tls ? tlsExpiryWarnings(tls, Date.now()) : []), ...(backendTls.verify ? [] : [BACKEND_TLS_UNVERIFIED])];
 }
 
@@ -54,9 +54,15 @@ TLS certificates that expire within 21 days, and on backendTls.verify turned off
 An invalid configuration: one line per problem on stderr, exit 2.
 --json: {"valid": true, "config": {...}, "notes": ["..."]}.`,
   options: [CONFIG, BACKEND, PORT, JSON_OUT],
+  env: CONFIG_ENV,
+  example: {
+    line: 'check-config --port 80x',
+    output: `roomgate: invalid configuration:
+  - listen.port: got "80x" (from --port); expected a whole number from 0 to 65535`,
+  },
   async run({ values }) {
     const source = configSource(values);
-    const config = loadFrom(source);
+    const config = loadChecked(source);
     if (flag(values, 'json')) {
       printJson({ valid: true, config: redacted(config), notes: notes(config, source) });
       return 0;

@@ -6,6 +6,7 @@ import type { Command } from '../command.js';
 import { configSource, loadFrom } from '../config.js';
 import { CONFIG, JSON_OUT } from '../options.js';
 import { print, printJson } from '../output.js';
+import { CONFIG_ENV } from '../help.js';
 import { invalidRoomMessage } from '../rooms.js';
 
 export const sign: Command = {
@@ -19,6 +20,8 @@ with the first cookie secret; the gateway must have the same secret:
   curl -b "roomgate_room=$(roomgate sign red-fox)" http://localhost:8080/
 --json: {"room": "...", "cookie": "roomgate_room", "value": "..."}.`,
   options: [CONFIG, JSON_OUT],
+  env: CONFIG_ENV,
+  example: { line: 'sign chess', output: 'chess.<time>.<signature>' },
   async run({ values, positionals }) {
     const room = positionals[0] as string;
     const config = loadFrom(configSource(values));

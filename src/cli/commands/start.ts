@@ -3,16 +3,14 @@
 import { parseBalance, parseWorkers, type Balance } from '../../cluster/count.js';
 import { runPrimary } from '../../cluster/primary.js';
 import { isClusterWorker, runWorker } from '../../cluster/worker.js';
-import type { LoadedConfig } from '../../config/load.js';
+import { ENV_VARS, type LoadedConfig } from '../../config/load.js';
 import { DemoBackends, isDemo } from '../../demo/demo-mode.js';
 import { Gateway } from '../../gateway.js';
-import { loadRedisTls } from '../../redis/redis-tls.js';
-import { loadBackendTls } from '../../backends/backend-tls.js';
-import { loadTls } from '../../server/tls-config.js';
 import { onStopSignals } from '../../lifecycle/signals.js';
 import { createLogger } from '../../observability/logger.js';
 import { flag, str, UsageError, type Values } from '../args.js';
 import { KEEP_RUNNING, type Command } from '../command.js';
+import { loadChecked } from '../checked-config.js';
 import { configSource, loadFrom, type ConfigSource } from '../config.js';
 import { BACKEND, BALANCE, CONFIG, HOST, JSON_OUT, PORT, WORKERS } from '../options.js';
 import { showDemoBanner } from '../demo-banner.js';
@@ -98,6 +96,15 @@ stderr: the pages to open, the tokens and how to use them. With no configuration
 secret, an admin token and an API token are generated for the run (those not in the
 environment) and printed in the banner, once. --json: the banner as one JSON line on stdout.`,
   options: [CONFIG, BACKEND, PORT, HOST, WORKERS, BALANCE, JSON_OUT],
+  env: Object.keys(ENV_VARS),
+  example: {
+    line: 'start',
+    output: `roomgate demo: http://localhost:8080 in front of 3 demo backends (this machine only)
+  start here:       http://localhost:8080/
+  a game room:      http://localhost:8080/game/chess/
+...
+Kill a backend (kill PID) to watch its rooms reconnect to another. Ctrl-C stops everything.`,
+  },
   async run({ values }) {
     // A worker of `start --workers N` (forked by the primary, same arguments) runs the
     // configuration the primary sends it.
@@ -109,11 +116,8 @@ environment) and printed in the banner, once. --json: the banner as one JSON lin
     // Checked with one process too: a typo is an error, not a setting that waits for --workers.
     const balance: Balance = optionOrEnv(values, 'balance', 'ROOMGATE_BALANCE', (v, src) => parseBalance(v, src));
     const source = configSource(values);
-    const config = loadFrom(source);
-    // Certificate files checked before anything starts (a bad one: exit 2, naming the field).
-    loadTls(config);
-    loadBackendTls(config.backendTls);
-    loadRedisTls(config.redis);
+    // Every problem at once, certificate files included, before anything starts (exit 2).
+    const config = loadChecked(source);
     const json = flag(values, 'json');
     if (workers === 1) {
       await startOne(config, source, json);

@@ -32,6 +32,16 @@ In a pipe: the same columns, tab-separated, no header. --json: {"backends": [{"i
 "weight", "state", "health", "rooms", "sockets", "deadline", "admin", "removed"}], "sockets",
 "rooms", "degraded"}.`,
   options: [ADMIN, JSON_OUT],
+  env: ['ROOMGATE_ADMIN_URL'],
+  example: {
+    line: 'status',
+    output: `BACKEND  STATE  ROOMS  SOCKETS  HEALTH  DEADLINE
+demo-1   up     0      0        up      -
+demo-2   up     0      0        up      -
+demo-3   up     0      0        up      -
+
+this gateway: 0 live sockets in 0 rooms (http://127.0.0.1:9090)`,
+  },
   async run({ values }) {
     const target = adminTarget(values);
     let answer: BackendsAnswer;

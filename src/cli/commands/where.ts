@@ -12,6 +12,7 @@ import type { Command } from '../command.js';
 import { configSource, loadFrom, type ConfigSource } from '../config.js';
 import { ADMIN, BACKEND, CONFIG, JSON_OUT, OFFLINE } from '../options.js';
 import { formatFor, print, printJson, renderRows, say, type Cell } from '../output.js';
+import { CONFIG_ENV } from '../help.js';
 import { invalidRoomMessage } from '../rooms.js';
 
 /** Where a room is (source "gateway") or would go as a new room (source "ring"). */
@@ -156,6 +157,12 @@ In a pipe: ROOM BACKEND URL REASON EPOCH SOCKETS_HERE, tab-separated ("-" when u
 ROOM<TAB>error: MESSAGE. --json: [{"room", "backend", "url", "reason", "placement": {"backend",
 "epoch"} | null, "wouldPlace", "socketsHere", "source": "gateway" | "ring"} | {"room", "error"}].`,
   options: [ADMIN, OFFLINE, CONFIG, BACKEND, JSON_OUT],
+  env: ['ROOMGATE_ADMIN_URL', ...CONFIG_ENV],
+  example: {
+    line: 'where chess',
+    output: `ROOM   BACKEND  EPOCH  SOCKETS HERE  WHY
+chess  demo-3   -      0             not placed yet: its first request places it here (the ring owner)`,
+  },
   async run({ values, positionals: rooms }) {
     const source: ConfigSource = configSource(values);
     let rows: Row[];
