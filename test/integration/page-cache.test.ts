@@ -612,7 +612,7 @@ describe.each([
     // A client's Cache-Control: no-cache (or Pragma) does not reach the backend nor replace the
     // copy everyone gets (cache.honorClientNoCache is off): the stored copy is served.
     expectStoredMiss(await get(gw, '/c/forced'));
-    for (const h of [{ 'cache-control': 'no-cache' }, { 'cache-control': 'max-age=0' }, { pragma: 'no-cache' }]) {
+    for (const h of [{ 'cache-control': 'no-cache' }, { 'cache-control': 'max-age=0' }, { pragma: 'no-cache' }] as Record<string, string>[]) {
       expectHit(await get(gw, '/c/forced', h), 'GET /c/forced #1');
     }
     expect(be.count('/c/forced')).toBe(1);
