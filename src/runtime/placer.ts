@@ -106,7 +106,11 @@ export class Placer {
       }
       if (result.ok) {
         this.remember(room, result.placement, nowMs, false);
-        const liveMoved = place.force && place.from !== null && place.from !== d.route;
+        // A room that was live on the backend it leaves: a forced move (maintenance, drain deadline,
+        // removal: another gateway may hold its sockets there, which this one cannot see), or its
+        // sockets through this gateway are there now or ended a moment ago (the backend died, and
+        // its clients reconnecting here are what moves the room).
+        const liveMoved = place.from !== null && place.from !== d.route && (place.force || this.o.tunnels.wasLive(room, place.from));
         if (place.from !== d.route) {
           // Count the room now: the store's figures arrive with the next heartbeat, and a burst of
           // new rooms before it must already see this one for bounded loads.

@@ -206,7 +206,7 @@ export class Supervisor {
   placed(room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean): void {
     this.o.metrics.placements.inc({ kind: from === null ? 'new' : forced ? 'forced-move' : 'move' });
     if (from === null) return;
-    this.o.events.moved(liveMoved);
+    this.o.events.moved(from, liveMoved);
     this.o.logger.info({ room, from, to, forced }, 'room placed on another backend');
   }
 

@@ -73,9 +73,9 @@ export interface BackendEventView {
   readonly kind: BackendEventKind;
   readonly backend: string;
   readonly detail: string;
-  /** Rooms that changed backend after this event (until the next one). */
+  /** Rooms that left this event's backend after it (until its next event). */
   readonly roomsMoved: number;
-  /** Of those, rooms that had live sockets (forced moves only). */
+  /** Of those, rooms with live sockets there through this gateway when they moved or in the minute before (a failover). */
   readonly liveRoomsMoved: number;
 }
 
