@@ -2,9 +2,10 @@
 // sockets), the status page, GET /backends, GET /events and the placements (GET /rooms/ROOM) say
 // the same thing: the dead backend holds only the rooms still placed on it, the rooms that left it
 // are counted against its own event (not the latest event of another backend), and rooms whose
-// sockets it dropped count as live rooms moved.
+// sockets it dropped count as live rooms moved. The backend gauges of /metrics (state, rooms,
+// drain deadline: what deploy/prometheus's alerts read) say the same.
 import { afterAll, describe, expect, it } from 'vitest';
-import { Client, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { Client, metricValue, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
 
 afterAll(stopAll);
 
@@ -83,8 +84,16 @@ describe('the status page agrees with the placements after a backend is killed',
     // it back: b3's events are now the latest ones, yet the rooms leaving b2 belong to b2's event.
     await waitFor('b2 down by its checks', 5_000, async () => (await backendsOf(gw)).find((b) => b.id === 'b2')?.state === 'down');
     const write = { method: 'POST', headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } };
+    const drainedAt = Date.now();
     await adminJson(gw, '/backends/b3/drain', { ...write, body: '{}' });
+    // The metrics say the same (issue 31, item 8's alerts read them): draining, with its deadline (10 min by default).
+    expect(await metricValue(gw, 'roomgate_backend_state', { backend: 'b3', state: 'draining' })).toBe(1);
+    expect(await metricValue(gw, 'roomgate_backend_state', { backend: 'b2', state: 'down' })).toBe(1);
+    const deadline = await metricValue(gw, 'roomgate_backend_drain_deadline_seconds', { backend: 'b3' });
+    expect(Math.abs(deadline - (drainedAt + 600_000) / 1000)).toBeLessThan(5);
     await adminJson(gw, '/backends/b3/undrain', { ...write, body: '{}' });
+    expect(await metricValue(gw, 'roomgate_backend_drain_deadline_seconds', { backend: 'b3' })).toBe(0);
+    expect(await metricValue(gw, 'roomgate_backend_state', { backend: 'b3', state: 'up' })).toBe(1);
 
     // The clients reconnect: each victim room moves to a survivor.
     const again = victims.map((r) => new Client(`${gw.wsUrl}/ws/live/?room=${r}`));
@@ -108,6 +117,7 @@ describe('the status page agrees with the placements after a backend is killed',
         expect(rows.get(b.id), b.id).toEqual({ state: b.state, rooms: count(b.id), sockets: b.sockets });
       }
       expect(rows.get('b2')).toEqual({ state: 'down', rooms: count('b2'), sockets: 0 });
+      for (const b of api) expect(await metricValue(gw, 'roomgate_backend_rooms', { backend: b.id }), `${b.id} rooms gauge`).toBe(count(b.id));
     };
     await expectRooms();
     expect((await pageRows(gw)).get('b2')?.rooms).toBe(1);
