@@ -192,6 +192,7 @@ export class Gateway {
       idleTtlMs: config.placement.idleTtlMs,
       recoveryRingMs: config.placement.gatewayTtlMs,
       onPlaced: (room, from, to, forced, liveMoved) => this.supervisor.placed(room, from, to, forced, liveMoved),
+      onMovedElsewhere: (room, from, to) => this.supervisor.movedElsewhere(room, from, to),
       onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),
     });
     this.supervisor = new Supervisor({

@@ -6,8 +6,12 @@
 // drain deadline: what deploy/prometheus's alerts read) say the same.
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client, metricValue, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startRedis, stopAllRedis } from '../support/redis.js';
 
-afterAll(stopAll);
+afterAll(async () => {
+  await stopAll();
+  await stopAllRedis();
+});
 
 const TOKEN = 'admin-token-for-failover-0123456789';
 
@@ -145,4 +149,41 @@ describe('the status page agrees with the placements after a backend is killed',
     expect(pageMoved.reduce((n, m) => n + Number(m[2]), 0)).toBe(victims.length);
     await Promise.all([...clients, ...again].map((c) => (c.closeCode === null ? c.close() : Promise.resolve(0))));
   }, 60_000);
+
+  it('two gateways sharing Redis: the one that held the sockets and the one they came back through both count the live rooms', async () => {
+    const redis = await startRedis();
+    const backends = (await startBackends(['c1', 'c2', 'c3'])) as [BackendProc, BackendProc, BackendProc];
+    const config = { redis: { url: redis.url }, health: { intervalMs: 300, timeoutMs: 250, fall: 2 } };
+    const [a, b] = await Promise.all([startGateway({ backends, config }), startGateway({ backends, config })]);
+    const candidates = Array.from({ length: 9 }, (_, i) => `fo2-${i}`);
+    const clients = candidates.map((r) => new Client(`${a.wsUrl}/ws/live/?room=${r}`));
+    const placed = await Promise.all(clients.map((c, i) => c.join(candidates[i]!)));
+    const victims = candidates.filter((_, i) => placed[i] === 'c2');
+    expect(victims.length, `rooms on c2 among ${placed.join(',')}`).toBeGreaterThanOrEqual(1);
+    await stop(backends[1], 'SIGKILL');
+    await withTimeout(Promise.all(clients.filter((_, i) => placed[i] === 'c2').map((c) => c.closed)), 5_000, 'c2 sockets to close');
+    // The clients come back through gateway b (a load balancer's choice): refused as busy (503 +
+    // Retry-After) until a's report no longer holds the room, then placed on a survivor.
+    const moved: string[] = [];
+    for (const r of victims) {
+      moved.push(
+        await waitFor(`${r} back through b`, 15_000, async () => {
+          const c = new Client(`${b.wsUrl}/ws/live/?room=${r}`);
+          try {
+            return await c.join(r);
+          } catch {
+            return null;
+          }
+        }, 200),
+      );
+    }
+    for (const m of moved) expect(['c1', 'c3']).toContain(m);
+    for (const gw of [a, b]) {
+      for (const [i, r] of victims.entries()) expect(await placedOn(gw, r), r).toBe(moved[i]);
+      const c2 = (await eventsOf(gw)).filter((e) => e.backend === 'c2');
+      expect(c2.reduce((n, e) => n + e.roomsMoved, 0), `rooms moved off c2 on ${gw === a ? 'a' : 'b'}`).toBe(victims.length);
+      expect(c2.reduce((n, e) => n + e.liveRoomsMoved, 0), `live rooms moved off c2 on ${gw === a ? 'a' : 'b'}`).toBe(victims.length);
+      await waitFor('c2 holds no room on either gateway', 5_000, async () => (await backendsOf(gw)).find((x) => x.id === 'c2')?.rooms === 0);
+    }
+  }, 90_000);
 });
