@@ -3,7 +3,8 @@
 // the same thing: the dead backend holds only the rooms still placed on it, the rooms that left it
 // are counted against its own event (not the latest event of another backend), and rooms whose
 // sockets it dropped count as live rooms moved. The backend gauges of /metrics (state, rooms,
-// drain deadline: what deploy/prometheus's alerts read) say the same.
+// drain deadline: what deploy/prometheus's alerts read) say the same. With two gateways sharing
+// Redis and the clients coming back through the other one, both gateways' pages count the move.
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client, metricValue, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis } from '../support/redis.js';
