@@ -18,7 +18,9 @@ import { BACKEND_TLS_UNVERIFIED, loadBackendTls } from './backends/backend-tls.j
 import { BackendPool } from './runtime/pool.js';
 import type { LoadedConfig, ResolvedBackend } from './config/load.js';
 import type { Logger } from './observability/logger.js';
-import { createMetrics, type Metrics } from './observability/metrics.js';
+import { createMetrics, type BackendGaugeReading, type Metrics } from './observability/metrics.js';
+import { History, type HistoryReading } from './observability/history.js';
+import { counterTotals } from './observability/history-reading.js';
 import { MemoryPlacementStore } from './placement/memory-store.js';
 import { Placer } from './runtime/placer.js';
 import { RedisPlacementStore } from './placement/redis-store.js';
@@ -86,6 +88,8 @@ export class Gateway {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;
   /** The registry a cluster primary merges from its workers; the only part read from outside. */
   readonly metrics: Metrics;
+  /** The last 15 minutes of figures (status page plots); a cluster worker hands it the merged one. */
+  readonly history: History;
   // Everything below is owned here and reached from outside only through `view` (the control
   // plane's port: snapshots and named commands), so a reader finds each state's one owner.
   private readonly pool: BackendPool;
@@ -128,7 +132,10 @@ export class Gateway {
     private readonly opts: GatewayOptions,
   ) {
     const { logger } = opts;
-    const metrics = (this.metrics = createMetrics(() => this.pool.backends.map((b) => [b.id, b.liveSockets] as [string, number])));
+    const metrics = (this.metrics = createMetrics(
+      () => this.pool.backends.map((b) => [b.id, b.liveSockets] as [string, number]),
+      () => this.backendGaugeReadings(),
+    ));
     // Read at start (a bad file: a ConfigError naming the field); pages, sockets and checks share it.
     const backendTls = loadBackendTls(config.backendTls);
     if (!backendTls.verify) logger.warn(BACKEND_TLS_UNVERIFIED);
@@ -190,6 +197,7 @@ export class Gateway {
       idleTtlMs: config.placement.idleTtlMs,
       recoveryRingMs: config.placement.gatewayTtlMs,
       onPlaced: (room, from, to, forced, liveMoved) => this.supervisor.placed(room, from, to, forced, liveMoved),
+      onMovedElsewhere: (room, from, to) => this.supervisor.movedElsewhere(room, from, to),
       onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),
     });
     this.supervisor = new Supervisor({
@@ -210,7 +218,9 @@ export class Gateway {
     this.sharedData.subscribe((ev) => {
       if (ev.type === 'cache-purge') this.cache?.purge(ev.purge);
     });
+    this.history = new History({ read: () => this.historyReading(metrics) });
     this.view = createRuntimeView({
+      history: () => this.history.snapshot(),
       push: new PushDelivery({
         placer: this.placer,
         pool: this.pool,
@@ -467,6 +477,7 @@ export class Gateway {
       throw err;
     }
     this.supervisor.start();
+    this.history.start();
     this.tls?.start(() => tlsSettings(this.config, this.opts.tlsTicketKeys), this.config.tls.reloadCheckMs);
     this.ready = true;
     logger.info(
@@ -481,6 +492,29 @@ export class Gateway {
       },
       'listening',
     );
+  }
+
+  /** One sample of the status page's history: counters kept anyway, figures as they are now. */
+  private async historyReading(metrics: Metrics): Promise<HistoryReading> {
+    const totals = await counterTotals(metrics);
+    const c = this.cache?.snapshot();
+    const hits = c ? c.counts.hit + c.counts.stale + c.counts['stale-if-error'] + c.counts.coalesced : 0;
+    return {
+      ...totals,
+      backends: this.pool.backends.map((b) => ({ id: b.id, sockets: b.liveSockets, rooms: b.rooms })),
+      cache: c ? { hits, answers: hits + c.counts.miss } : null,
+    };
+  }
+
+  /** What the backend gauges report (at scrape time). */
+  private backendGaugeReadings(): BackendGaugeReading[] {
+    const now = Date.now();
+    return this.pool.backends.map((b) => ({
+      id: b.id,
+      state: b.state(now),
+      rooms: b.rooms,
+      drainDeadline: b.admin?.state === 'draining' ? b.admin.deadline : null,
+    }));
   }
 
   /** Sets a backend's administrative state for every gateway sharing the store. */
@@ -576,6 +610,7 @@ export class Gateway {
   /** Timers, checks, store connections, agents and the admin listener. */
   private async release(): Promise<void> {
     this.supervisor.stop();
+    this.history.stop();
     this.health.stop();
     this.discovery?.stop();
     this.placer.close();

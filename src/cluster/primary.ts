@@ -26,6 +26,7 @@ import { onStopSignals } from '../lifecycle/signals.js';
 import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { createClusterAdminServer } from './admin.js';
 import { channelToChild, RpcPeer } from './ipc-rpc.js';
+import { HistoryMerger } from './history-merge.js';
 import { ClusterMetrics } from './metrics.js';
 import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
 import { StoreHost } from './store-host.js';
@@ -103,6 +104,8 @@ class ClusterPrimary {
   private starting = true;
   private stopping = false;
   private startup: { resolve: () => void; reject: (err: Error) => void } | null = null;
+  /** The status page's plots of the whole gateway: every worker's history merged. */
+  private readonly history: HistoryMerger;
 
   constructor(
     private readonly config: LoadedConfig,
@@ -127,6 +130,7 @@ class ClusterPrimary {
     this.metrics = new ClusterMetrics(() => this.slots.filter((s) => s.ready !== null).length);
     this.secret = config.cookie.signed && config.cookie.secrets.length === 0 ? randomBytes(32).toString('base64url') : null;
     this.workerConfig = this.prepare(config);
+    this.history = new HistoryMerger(() => this.slots.flatMap((s) => (s.ready && s.peer ? [s.peer] : [])), this.logger);
   }
 
   /** What the workers run: sidecars' backends filled in, the cluster's cookie secret, a private admin listener. */
@@ -159,6 +163,7 @@ class ClusterPrimary {
         "no cookie secret configured (cookie.secrets or ROOMGATE_COOKIE_SECRETS): using a random one for every worker; room cookies will not survive a restart and gateways will not accept each other's cookies",
       );
     }
+    this.history.start();
     try {
       if (this.o.sidecars) {
         await this.o.sidecars.start();
@@ -296,6 +301,7 @@ class ClusterPrimary {
   private async stop(signal: string): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.history.stop();
     const { logger } = this;
     logger.info({ signal, workers: this.slots.filter((s) => s.worker).length }, 'shutdown requested: stopping every worker');
     for (const s of this.slots) {

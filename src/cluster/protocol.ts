@@ -41,3 +41,8 @@ export const RELOAD = 'worker.reload';
 
 /** Timeout of the store calls and control calls (ms). */
 export const IPC_TIMEOUT_MS = 2_000;
+
+/** Primary -> worker: the worker's own status-page history (History.local()). */
+export const HISTORY = 'worker.history';
+/** Primary -> every worker (an event, no answer): the merged history of all workers. */
+export const MERGED_HISTORY = 'cluster.history';

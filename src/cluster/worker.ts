@@ -17,7 +17,8 @@ import { onStopSignals } from '../lifecycle/signals.js';
 import { channelToParent, RpcPeer } from './ipc-rpc.js';
 import { IpcPlacementStore } from './ipc-placement-store.js';
 import { IpcSharedDataStore } from './ipc-shared-data-store.js';
-import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
+import type { HistorySnapshot } from '../observability/history.js';
+import { HISTORY, INIT, IPC_TIMEOUT_MS, MERGED_HISTORY, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
 
 /** True in a worker process forked by roomgate's primary (not in some other cluster manager's worker). */
 export function isClusterWorker(): boolean {
@@ -60,6 +61,9 @@ export async function runWorker(): Promise<void> {
   };
 
   peer.handle(METRICS, () => gw.metrics.registry.getMetricsAsJSON());
+  // The status page's plots: this worker's samples out, every worker's merged back.
+  peer.handle(HISTORY, () => gw.history.local());
+  peer.on(MERGED_HISTORY, (h) => gw.history.useMerged(h as HistorySnapshot));
   peer.handle(RELOAD, (next) => gw.reload(next as LoadedConfig));
   peer.handle(STOP, () => {
     stop('asked by the primary');

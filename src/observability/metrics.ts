@@ -20,13 +20,29 @@ export interface Metrics {
   readonly pushes: Counter<'result'>;
   readonly refusals: Counter<'code'>;
   readonly pushSeconds: Histogram<'result'>;
+  readonly admissionRefusals: Counter<'backend'>;
 }
 
-export function createMetrics(liveSocketsByBackend: () => Iterable<[string, number]>): Metrics {
+/** One backend as the state gauges report it (read when Prometheus scrapes, never per request). */
+export interface BackendGaugeReading {
+  readonly id: string;
+  readonly state: 'up' | 'down' | 'draining' | 'maintenance';
+  /** Rooms placed on it (all gateways). */
+  readonly rooms: number;
+  /** Drain deadline, ms since epoch, while draining with one; else null. */
+  readonly drainDeadline: number | null;
+}
+
+export const BACKEND_STATES = ['up', 'down', 'draining', 'maintenance'] as const;
+
+export function createMetrics(
+  liveSocketsByBackend: () => Iterable<[string, number]>,
+  backendStates: () => Iterable<BackendGaugeReading> = () => [],
+): Metrics {
   const registry = new Registry();
   // Includes nodejs_eventloop_lag_* (event-loop delay), heap and GC figures.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
-  return {
+  const metrics: Metrics = {
     registry,
     upgrades: new Counter({
       name: 'roomgate_upgrades_total',
@@ -121,6 +137,12 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
       registers: [registry],
     }),
+    admissionRefusals: new Counter({
+      name: 'roomgate_admission_refusals_total',
+      help: 'WebSocket upgrades refused (503 + Retry-After) because the backend was at its admission limits (admission.maxInflightUpgrades, admission.upgradesPerSecond)',
+      labelNames: ['backend'],
+      registers: [registry],
+    }),
     degraded: new Gauge({
       name: 'roomgate_placement_degraded',
       help: '1 while the placement store (Redis) is unreachable and routing runs from the cache and the ring',
@@ -129,4 +151,47 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
       aggregator: 'max',
     }),
   };
+  backendGauges(registry, backendStates);
+  return metrics;
+}
+
+/**
+ * The backends' state, rooms and drain deadline, read from the pool when Prometheus scrapes. With
+ * --workers the primary takes the max over the workers: the states and rooms come from the shared
+ * store (one figure for all), and a backend down in any worker's view is reported down.
+ */
+function backendGauges(registry: Registry, read: () => Iterable<BackendGaugeReading>): void {
+  new Gauge({
+    name: 'roomgate_backend_state',
+    help: 'The state of each backend as this gateway sees it: 1 for its current state (up, down, draining, maintenance), 0 for the others',
+    labelNames: ['backend', 'state'],
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      this.reset();
+      for (const b of read()) for (const s of BACKEND_STATES) this.set({ backend: b.id, state: s }, b.state === s ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'roomgate_backend_rooms',
+    help: 'Rooms placed on each backend (all gateways sharing the placement store)',
+    labelNames: ['backend'],
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      this.reset();
+      for (const b of read()) this.set({ backend: b.id }, b.rooms);
+    },
+  });
+  new Gauge({
+    name: 'roomgate_backend_drain_deadline_seconds',
+    help: 'Drain deadline of each backend draining with one (Unix time, seconds); absent for the others',
+    labelNames: ['backend'],
+    registers: [registry],
+    aggregator: 'max',
+    collect() {
+      this.reset();
+      for (const b of read()) if (b.drainDeadline !== null) this.set({ backend: b.id }, b.drainDeadline / 1000);
+    },
+  });
 }

@@ -66,6 +66,16 @@ export const PALETTE = {
   barTrack: '#e5e7eb',
   barRooms: '#1d4ed8',
   barSockets: '#6d28d9',
+  grid: '#e5e7eb',
+  // The plots' lines, one colour per series (backends take them in order, then again): .s0 ... .s7.
+  series0: '#1d4ed8',
+  series1: '#b91c1c',
+  series2: '#047857',
+  series3: '#7c3aed',
+  series4: '#b45309',
+  series5: '#0e7490',
+  series6: '#be185d',
+  series7: '#4b5563',
 } as const;
 
 /** Text on background pairs (4.5:1 needed) and bar fills on their track (3:1, non-text). */
@@ -83,6 +93,7 @@ export const CONTRAST_PAIRS: readonly (readonly [string, keyof typeof PALETTE, k
   ['rooms bar', 'barRooms', 'barTrack', 3],
   ['sockets bar', 'barSockets', 'barTrack', 3],
   ['table borders', 'border', 'background', 2],
+  ...([0, 1, 2, 3, 4, 5, 6, 7] as const).map((i) => [`plot line ${i}`, `series${i}`, 'background', 3] as const),
 ];
 
 const P = PALETTE;
@@ -157,6 +168,18 @@ button,.button{font:inherit;font-weight:600;color:${P.background};background:${P
 .card.action{display:flex;flex-direction:column;justify-content:space-between;gap:.25rem}
 table.narrow{max-width:36rem}
 [hidden]{display:none!important}
+.charts{display:grid;grid-template-columns:repeat(auto-fill,minmax(19rem,1fr));gap:1rem;margin:.5rem 0 1rem}
+.chart{margin:0;border:1px solid ${P.border};border-radius:8px;padding:.5rem .75rem;min-width:0}
+.chart figcaption{font-weight:600}
+.chart svg{display:block;width:100%;height:auto;overflow:visible}
+.chart .grid{stroke:${P.grid};stroke-width:1}
+.chart .axis{fill:${P.muted};font:10px ${FONT}}
+.chart .line{fill:none;stroke-width:2;stroke-linejoin:round;stroke-linecap:round}
+.chart .dash{stroke-dasharray:5 3}
+.legend{list-style:none;margin:.25rem 0 0;padding:0;display:flex;flex-wrap:wrap;gap:0 1rem;font-size:.9rem}
+.legend .swatch{display:inline-block;width:1rem;height:.25rem;border-radius:2px;margin-right:.35rem;vertical-align:middle}
+.legend .swatch.dash{height:.25rem;width:1rem;background-image:none;opacity:.6}
+${Array.from({ length: 8 }, (_, i) => `.chart .s${i}{stroke:${P[`series${i}` as keyof typeof P]}}.legend .s${i}{background:${P[`series${i}` as keyof typeof P]}}`).join('\n')}
 th,td,code,.mono{overflow-wrap:anywhere}
 thead th,td.num{overflow-wrap:normal}
 ${HIDE_RULES}

@@ -3,6 +3,8 @@
 // table is complete without JavaScript; the constant script below only replaces it with each
 // snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
 import type { BackendEventKind, BackendStateName, PushEvent, RuntimeView } from '../runtime/views.js';
+import type { HistorySnapshot } from '../observability/history.js';
+import { CHART_JS, chartSpecs, renderCharts } from './charts.js';
 import { STREAM_CLIENT_JS, hiddenColumns, html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const STATUS_PATH = '/_roomgate/';
@@ -13,7 +15,7 @@ export const STATUS_EVENTS = 20;
 export const STATUS_PUSHES = 20;
 
 /** What the page reads of the running gateway. */
-export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events' | 'pushes' | 'cache'>;
+export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events' | 'pushes' | 'cache' | 'history'>;
 
 export interface StatusBackend {
   readonly id: string;
@@ -62,6 +64,8 @@ export interface StatusSnapshot {
   readonly cache: StatusCache | null;
   /** A reload changed the cache settings: those in use stay until a restart (admin port only). */
   readonly cacheRestartNeeded: boolean;
+  /** The last 15 minutes, for the plots (the whole gateway with --workers). */
+  readonly history: HistorySnapshot;
 }
 
 export interface StatusCache {
@@ -139,6 +143,7 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
     cache: cacheStatus(v),
     // Operators' business: the public port's page does not say a reload is waiting.
     cacheRestartNeeded: o.internal && gw.restartNeeded?.includes('cache') === true,
+    history: v.history(),
   };
 }
 
@@ -240,6 +245,11 @@ export function renderStatusPage(s: StatusSnapshot, o: StatusOptions, nowMs = Da
 <p id="live" role="status" class="muted">Static view: reload the page to refresh.</p>
 <p id="announce" class="sr-only" aria-live="polite"></p>
 </section>
+<section aria-labelledby="plots-h">
+<h2 id="plots-h">Last 15 minutes</h2>
+<p class="muted">One point every ${s.history.stepMs / 1000} s; sockets through this gateway, rooms on every gateway; added latency is the event-loop delay (what every request waits while roomgate is busy).</p>
+${renderCharts(chartSpecs(s.history, s.cache !== null))}
+</section>
 <section aria-labelledby="backends-h">
 <h2 id="backends-h">Backends</h2>
 <table id="backends" class="stack">
@@ -321,6 +331,7 @@ export const STATUS_SCRIPT = `
     if (text !== undefined && text !== null) e.textContent = String(text);
     return e;
   }
+${CHART_JS}
   function short(iso) { return String(iso).replace('T', ' ').replace(/\\.\\d+Z$/, 'Z'); }
   function pct(v, total) { return total > 0 && v > 0 ? Math.max(0, Math.min(100, Math.round(v / total * 100))) : 0; }
   function text(id, value) { var e = document.getElementById(id); if (e && e.textContent !== String(value)) e.textContent = String(value); }
@@ -440,6 +451,7 @@ export const STATUS_SCRIPT = `
     document.getElementById('no-events').hidden = s.events.length > 0;
     replace(document.querySelector('#pushes tbody'), s.pushes.map(pushRow));
     document.getElementById('no-pushes').hidden = s.pushes.length > 0;
+    if (s.history) drawCharts(s.history, s.cache !== null);
     var said = changes(s);
     if (said.length) announce.textContent = said.join('. ');
     previous = s;

@@ -136,6 +136,7 @@ export class UpgradeProxy {
     // instead of melting the survivor.
     if (!this.o.admission.tryAcquire(backend.id, Date.now())) {
       this.o.logger.warn({ room: a.key.room, backend: backend.id, source: a.key.source }, 'upgrade refused by admission limits');
+      this.o.metrics.admissionRefusals.inc({ backend: backend.id });
       return this.refuse(a.client, { code: 'backend-busy', retryAfterS: this.o.admission.retryAfterS, backend: backend.id });
     }
     new UpgradeTunnel(this, a, backend, attempt, a.key.room === null ? null : { room: a.key.room, epoch: decision.epoch ?? 0 });

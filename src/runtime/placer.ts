@@ -6,7 +6,7 @@ import type { Logger } from '../observability/logger.js';
 import { decide, type Decision } from '../placement/decide.js';
 import type { LiveRoom, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
 import type { BackendPool } from './pool.js';
-import type { LiveSockets } from './tunnels.js';
+import { RECENTLY_LIVE_MS, type LiveSockets } from './tunnels.js';
 
 export interface PlacerOptions {
   readonly store: PlacementStore;
@@ -30,6 +30,11 @@ export interface PlacerOptions {
   readonly recoveryRingMs: number;
   /** Called for each placement written (for metrics and the membership-event log). */
   readonly onPlaced?: (room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean) => void;
+  /**
+   * Another gateway moved a room whose sockets through this gateway were on its old backend (a
+   * failover's clients reconnecting through another gateway): for this gateway's event log.
+   */
+  readonly onMovedElsewhere?: (room: string, from: string, to: string) => void;
   /** Called when the store's availability changes. */
   readonly onDegraded?: (degraded: boolean) => void;
   /** The clock (tests pass a fake one). */
@@ -50,6 +55,8 @@ export interface Explained {
 }
 
 const MAX_ATTEMPTS = 3;
+/** Rooms remembered as refused busy (see busySeen). */
+const BUSY_SEEN_MAX = 10_000;
 
 export class Placer {
   private readonly cache = new Map<string, Cached>();
@@ -58,6 +65,13 @@ export class Placer {
   /** Bounded loads stay off until then (see recoveryRingMs). */
   private ringOnlyUntil = 0;
   private readonly unsubscribe: () => void;
+  /** Rooms this gateway is writing a placement of now: their store event is its own move. */
+  private readonly placing = new Set<string>();
+  /**
+   * Rooms whose move the store refused as busy (another gateway reported them live on `backend`),
+   * and when: such a room moved within RECENTLY_LIVE_MS was live there. Oldest first, bounded.
+   */
+  private readonly busySeen = new Map<string, { readonly backend: string; readonly at: number }>();
 
   private readonly now: () => number;
 
@@ -98,15 +112,23 @@ export class Placer {
       }
       if (this.degraded) return { decision: this.placeProvisionally(room, d.route, placement, nowMs, d), placement, cached };
       let result;
+      this.placing.add(room);
       try {
         result = await this.o.store.place(room, d.route, place.expectedEpoch, { force: place.overrideLive });
       } catch (err) {
         this.setDegraded(true, (err as Error).message);
         return { decision: this.placeProvisionally(room, d.route, placement, nowMs, d), placement, cached };
+      } finally {
+        this.placing.delete(room);
       }
       if (result.ok) {
         this.remember(room, result.placement, nowMs, false);
-        const liveMoved = place.force && place.from !== null && place.from !== d.route;
+        // A room that was live on the backend it leaves: a forced move (maintenance, drain deadline,
+        // removal: another gateway may hold its sockets there, which this one cannot see), or its
+        // sockets through this gateway are there now or ended a moment ago (the backend died, and
+        // its clients reconnecting here are what moves the room).
+        const liveMoved = place.from !== null && place.from !== d.route && (place.force || this.o.tunnels.wasLive(room, place.from) || this.busyOn(room, place.from, nowMs));
+        this.busySeen.delete(room);
         if (place.from !== d.route) {
           // Count the room now: the store's figures arrive with the next heartbeat, and a burst of
           // new rooms before it must already see this one for bounded loads.
@@ -116,6 +138,7 @@ export class Placer {
         return { decision: d, placement: result.placement, cached: false };
       }
       if (result.reason === 'busy') {
+        if (place.from !== null) this.noteBusy(room, place.from, nowMs);
         this.remember(room, result.current, nowMs, false);
         return { decision: this.busy(), placement: result.current, cached: false };
       }
@@ -214,6 +237,7 @@ export class Placer {
       case 'placement': {
         const now = this.now();
         const prev = this.cache.get(ev.room);
+        this.noteMovedElsewhere(ev.room, prev?.placement ?? null, ev.placement);
         if (ev.placement === null) this.cache.delete(ev.room);
         else if (!prev || prev.placement.epoch <= ev.placement.epoch) this.remember(ev.room, ev.placement, now, false);
         // The room moved: its sockets elsewhere reconnect and land on the new owner.
@@ -226,6 +250,31 @@ export class Placer {
         break;
       }
     }
+  }
+
+  private noteBusy(room: string, backend: string, nowMs: number): void {
+    this.busySeen.delete(room); // re-inserted at the end: oldest first
+    this.busySeen.set(room, { backend, at: nowMs });
+    if (this.busySeen.size > BUSY_SEEN_MAX) {
+      const oldest = this.busySeen.keys().next();
+      if (!oldest.done) this.busySeen.delete(oldest.value);
+    }
+  }
+
+  /** Another gateway held the room live on `backend` a moment ago (the store said busy). */
+  private busyOn(room: string, backend: string, nowMs: number): boolean {
+    const b = this.busySeen.get(room);
+    return b !== undefined && b.backend === backend && nowMs - b.at < RECENTLY_LIVE_MS;
+  }
+
+  /**
+   * A placement event of another gateway's move (never this gateway's own: those are being written
+   * now, or already cached at the new epoch) of a room this gateway had live on the backend it left.
+   */
+  private noteMovedElsewhere(room: string, prev: PlacementRecord | null, next: PlacementRecord | null): void {
+    if (prev === null || next === null || this.placing.has(room)) return;
+    if (prev.backend === next.backend || prev.epoch >= next.epoch) return;
+    if (this.o.tunnels.wasLive(room, prev.backend)) this.o.onMovedElsewhere?.(room, prev.backend, next.backend);
   }
 
   private setDegraded(degraded: boolean, why: string): void {

@@ -1,5 +1,6 @@
 // The RuntimeView the control plane takes: snapshots made from the runtime's own objects on each
 // call, and the two commands it may give (drain/maintenance state, where-is-room).
+import type { HistorySnapshot } from '../observability/history.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { CachePurge } from '../shared-data/store.js';
 import type { BackendAdminState, PlacementStore } from '../placement/store.js';
@@ -35,6 +36,7 @@ export interface RuntimeViewParts {
   readonly push: PushDelivery;
   /** The sections the last reload left for a restart (Gateway.reload); absent: none. */
   readonly restartNeeded?: () => readonly string[];
+  readonly history: () => HistorySnapshot;
 }
 
 /** Sets a backend's administrative state for every gateway sharing the store, and here at once. */
@@ -94,6 +96,7 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
     pushToRoom: (room, body, sender) => p.push.deliver(room, body, sender, Date.now()),
     pushToLiveRooms: (prefix, message, sender) => p.push.fanOut(prefix, message, sender, Date.now()),
     cache: () => p.cache()?.snapshot() ?? null,
+    history: () => p.history(),
     purgeCache: async (purge) => {
       const purged = p.cache()?.purge(purge) ?? 0;
       const shared = await p.announcePurge(purge).then(

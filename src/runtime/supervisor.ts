@@ -206,8 +206,17 @@ export class Supervisor {
   placed(room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean): void {
     this.o.metrics.placements.inc({ kind: from === null ? 'new' : forced ? 'forced-move' : 'move' });
     if (from === null) return;
-    this.o.events.moved(liveMoved);
+    this.o.events.moved(from, liveMoved);
     this.o.logger.info({ room, from, to, forced }, 'room placed on another backend');
+  }
+
+  /**
+   * Another gateway moved a room whose sockets through this one were on `from` (they ended with
+   * it): this gateway's page counts it as a live room that left `from`, as the mover's does.
+   */
+  movedElsewhere(room: string, from: string, to: string): void {
+    this.o.events.moved(from, true);
+    this.o.logger.info({ room, from, to }, 'room placed on another backend by another gateway');
   }
 
   /** The placement store announced a change made by any gateway. */

@@ -12,9 +12,21 @@ export interface Tunnel {
   close(): void;
 }
 
+/**
+ * How long a room whose sockets on a backend all ended still counts as live there when it moves
+ * off it (see TunnelRegistry.wasLive): a backend that dies closes its sockets before their
+ * clients reconnect and move the room, so "live at the instant of the move" would never count
+ * the rooms a failover really moved. A minute covers djust's reconnect back-off.
+ */
+export const RECENTLY_LIVE_MS = 60_000;
+/** Rooms remembered as recently live (the oldest forgotten first): a bound, not a cache. */
+const RECENTLY_LIVE_MAX = 10_000;
+
 /** What the Placer needs of the live sockets: counts, the rooms, and closing a moved room. */
 export interface LiveSockets {
   socketsInRoom(room: string, backend?: string): number;
+  /** Live sockets of the room on the backend now, or ended there less than RECENTLY_LIVE_MS ago. */
+  wasLive(room: string, backend: string): boolean;
   liveRooms(): readonly (LiveRoom & { since: number })[];
   closeRoom(room: string, keepBackend: string | null): number;
 }
@@ -29,6 +41,8 @@ export class TunnelRegistry implements LiveSockets {
   private readonly byRoom = new Map<string, Set<Tunnel>>();
   /** When this gateway's first live socket of each room opened (presence "since"). */
   private readonly roomSince = new Map<string, number>();
+  /** Room -> the backend its last sockets there ended on, and when (oldest first). */
+  private readonly ended = new Map<string, { readonly backend: string; readonly at: number }>();
 
   get size(): number {
     return this.all.size;
@@ -57,6 +71,7 @@ export class TunnelRegistry implements LiveSockets {
     if (t.room === null) return;
     const set = this.byRoom.get(t.room);
     set?.delete(t);
+    if (set !== undefined && !this.hasOn(set, t.backendId)) this.noteEnded(t.room, t.backendId);
     if (set?.size === 0) {
       this.byRoom.delete(t.room);
       this.roomSince.delete(t.room);
@@ -71,6 +86,27 @@ export class TunnelRegistry implements LiveSockets {
     let n = 0;
     for (const t of set) if (t.backendId === backend) n++;
     return n;
+  }
+
+  wasLive(room: string, backend: string): boolean {
+    if (this.socketsInRoom(room, backend) > 0) return true;
+    const e = this.ended.get(room);
+    return e !== undefined && e.backend === backend && this.now() - e.at < RECENTLY_LIVE_MS;
+  }
+
+  private hasOn(set: ReadonlySet<Tunnel>, backend: string): boolean {
+    for (const t of set) if (t.backendId === backend) return true;
+    return false;
+  }
+
+  /** Once per room and backend, when its last socket there ends: never per frame. */
+  private noteEnded(room: string, backend: string): void {
+    this.ended.delete(room); // re-inserted at the end: the map stays oldest first
+    this.ended.set(room, { backend, at: this.now() });
+    if (this.ended.size > RECENTLY_LIVE_MAX) {
+      const oldest = this.ended.keys().next();
+      if (!oldest.done) this.ended.delete(oldest.value);
+    }
   }
 
   /** The rooms this gateway holds live sockets of (for the heartbeats), with when each became live here. */

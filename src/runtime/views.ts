@@ -5,6 +5,7 @@ import type { BackendAdminState, PlacementRecord } from '../placement/store.js';
 import type { CachePurge } from '../shared-data/store.js';
 import type { FanoutOutcome, PushOutcome } from './push.js';
 import type { PushEvent } from './push-log.js';
+import type { HistorySnapshot } from '../observability/history.js';
 
 export type { PushEvent };
 
@@ -75,9 +76,9 @@ export interface BackendEventView {
   readonly kind: BackendEventKind;
   readonly backend: string;
   readonly detail: string;
-  /** Rooms that changed backend after this event (until the next one). */
+  /** Rooms that left this event's backend after it (until its next event). */
   readonly roomsMoved: number;
-  /** Of those, rooms that had live sockets (forced moves only). */
+  /** Of those, rooms with live sockets there through this gateway when they moved or in the minute before (a failover). */
   readonly liveRoomsMoved: number;
 }
 
@@ -116,6 +117,8 @@ export interface RuntimeView {
   pushToLiveRooms(prefix: string | undefined, message: string, sender: string): Promise<FanoutOutcome>;
   /** The page cache's figures; null when it is off. */
   cache(): CacheSnapshot | null;
+  /** The last 15 minutes of figures, for the status page's plots (the whole gateway with --workers). */
+  history(): HistorySnapshot;
   /**
    * Removes page cache answers here and announces the purge to every gateway sharing the store.
    * `shared` is false when the store could not carry it (then only this gateway purged).

@@ -1,5 +1,6 @@
 // The page modules without processes: escaping, the CSP of each page matches its inline blocks,
 // colour contrast, rendering of hostile values, room links and names, credentials, the stream.
+import { emptyHistory } from '../support/history.js';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import vm from 'node:vm';
@@ -54,6 +55,7 @@ function fakeView(): StatusView {
   return {
     gateway: () => ({ gatewayId: `gw-${XSS}`, store: 'redis', degraded: true, ready: true, sockets: 6, rooms: 3 }),
     cache: () => null,
+    history: () => emptyHistory(['b1', 'b2']),
     backends: () => backends,
     events: () => events,
     pushes: () => pushes,

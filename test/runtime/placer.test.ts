@@ -400,7 +400,8 @@ describe('Placer: backends that are down for one gateway', () => {
     const moved = await stored(a, room!);
     expect(moved.backend).toBe(next);
     expect(moved.epoch).toBeGreaterThan(first.epoch);
-    expect(b.placed).toEqual([{ room, from: 'b1', to: next, forced: false, liveMoved: false }]);
+    // Live: the store refused the move as busy a moment ago (A held the room's sockets on b1).
+    expect(b.placed).toEqual([{ room, from: 'b1', to: next, forced: false, liveMoved: true }]);
     // The placement event reached A: its socket on the old backend is closed, its cache follows.
     expect(a.tunnels.socketsInRoom(room!)).toBe(0);
     expect(t.closed).toBe(true);

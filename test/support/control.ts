@@ -2,12 +2,14 @@
 // data and recorded commands) and whatever shared-data store the test gives, with the
 // configuration's defaults for every key a test does not set. For inject() tests and for tests
 // that hand a real node:http server's requests to it.
+import type { HistorySnapshot } from '../../src/observability/history.js';
+import { emptyHistory } from './history.js';
 import { Writable } from 'node:stream';
 import { configSchema, type Config } from '../../src/config/schema.js';
 import { ControlPlane, type ControlPlaneOptions } from '../../src/control/control-plane.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import type { BackendAdminState } from '../../src/placement/store.js';
-import type { BackendEventView, BackendSnapshot, PushEvent, GatewaySnapshot, RoomExplanation, RuntimeView } from '../../src/runtime/views.js';
+import type { BackendEventView, BackendSnapshot, CacheSnapshot, PushEvent, GatewaySnapshot, RoomExplanation, RuntimeView } from '../../src/runtime/views.js';
 import type { SharedDataStore } from '../../src/shared-data/store.js';
 
 type Section = 'admin' | 'api' | 'status' | 'room' | 'push';
@@ -48,6 +50,7 @@ export class FakeView implements RuntimeView {
     fakeBackend('b1', 'http://10.0.0.1:8000', { rooms: 2, sockets: 3 }),
     fakeBackend('b2', 'http://10.0.0.2:8000', { weight: 2 }),
   ];
+  historyData: HistorySnapshot = emptyHistory(['b1', 'b2']);
   eventList: BackendEventView[] = [{ at: '2025-01-01T00:00:00.000Z', kind: 'joined', backend: 'b1', detail: 'http://10.0.0.1:8000', roomsMoved: 0, liveRoomsMoved: 0 }];
   readonly commands: { id: string; state: BackendAdminState | null }[] = [];
   /** setAdminState rejects with this (the store is down). */
@@ -57,6 +60,9 @@ export class FakeView implements RuntimeView {
   gateway(): GatewaySnapshot {
     return this.snapshot;
   }
+  history(): HistorySnapshot {
+    return this.historyData;
+  }
   /** Pushes are the gateway's (test/integration/push.test.ts); the fake has no room live. */
   async pushToRoom(): Promise<{ kind: 'not-live' }> {
     return { kind: 'not-live' };
@@ -65,8 +71,10 @@ export class FakeView implements RuntimeView {
     return { kind: 'sent', id: 'fake', rooms: 0, backends: {}, unplaced: 0 };
   }
   /** The page cache is off in the fake (the gateway tests exercise the real one). */
-  cache(): null {
-    return null;
+  /** The page cache's figures; null: off. */
+  cacheSnapshot: CacheSnapshot | null = null;
+  cache(): CacheSnapshot | null {
+    return this.cacheSnapshot;
   }
   async purgeCache(): Promise<{ purged: number; shared: boolean }> {
     return { purged: 0, shared: false };
