@@ -26,9 +26,9 @@ _public = env_list("DJANGO_PUBLIC_ORIGINS", "http://localhost:8080")
 CSRF_TRUSTED_ORIGINS = _public if django.VERSION >= (4, 0) else [o.split("://", 1)[-1] for o in _public]
 
 INSTALLED_APPS = ["django.contrib.staticfiles", "rooms"]
-# Every middleware here can run async: the push receiver is an async view and must run on the
-# event loop that holds the room's WebSocket consumers (a sync-only middleware would move it to a
-# thread with a loop of its own).
+# Every middleware here can run async (Django's own can): the push receiver is an async view that
+# awaits the room's consumers on their event loop, and a sync-only middleware would make Django
+# hop between threads around it on every request.
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
