@@ -17,6 +17,7 @@ class Room:
 
 ROOMS = {}
 LOCK = threading.Lock()
+INBOX_KEPT = 50  # the latest pushes of a room, kept for the tests (a real app keeps its own state)
 
 
 def note_epoch(room, epoch):
@@ -60,6 +61,7 @@ async def push(room, frame):
         sockets = list(held.sockets) if held else []
         if held is not None:
             held.inbox.append(frame)
+            del held.inbox[:-INBOX_KEPT]
     text = json.dumps(frame)
     sent = 0
     for consumer in sockets:
