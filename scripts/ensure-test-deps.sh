@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes sure the machine has what the test suite uses beyond npm packages:
-# Debian's python3-django (Django fixtures and live cross-checks of cookie signing),
+# Debian's python3-django (Django fixtures and live cross-checks of cookie signing), Channels and
+# daphne (python3-django-channels, daphne: examples/django-channels under test, docs/django.md),
 # redis-server (the tests start their own on free ports; Redis >= 6.2) and chromium (the page tests
 # in test/browser drive /usr/bin/chromium headless through playwright-core, which brings no browser).
 # As root with apt-get, installs what is missing; otherwise says what to install and fails.
@@ -8,6 +9,8 @@ set -euo pipefail
 
 missing=()
 /usr/bin/python3 -c 'import django' >/dev/null 2>&1 || missing+=(python3-django)
+/usr/bin/python3 -c 'import channels' >/dev/null 2>&1 || missing+=(python3-django-channels)
+[ -x /usr/bin/daphne ] || missing+=(daphne)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 

@@ -3,7 +3,7 @@
  * tested here as a real child process, exactly as roomgate runs it.
  */
 import { CALL_SECRET } from './support/processes.js';
-import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders, signedRoomlessPushHeaders } from './support/push-receiver.js';
+import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedFanoutHeaders, signedPushHeaders, signedRoomlessPushHeaders } from './support/push-receiver.js';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, execFileSync } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -175,8 +175,8 @@ class Client {
   readonly opened: Promise<void>;
   readonly closed: Promise<{ code: number; reason: string }>;
 
-  constructor(port: number, wsPath = '/ws/live/') {
-    this.ws = new WebSocket(`ws://127.0.0.1:${port}${wsPath}`);
+  constructor(port: number, wsPath = '/ws/live/', headers: Record<string, string> = {}) {
+    this.ws = new WebSocket(`ws://127.0.0.1:${port}${wsPath}`, { headers });
     this.ws.on('message', (data) => {
       this.queue.push(JSON.parse(data.toString()) as Msg);
       this.waiter?.();
@@ -234,8 +234,8 @@ class Client {
 
 const clients: Client[] = [];
 
-async function connect(port: number, wsPath?: string): Promise<{ c: Client; sessionId: string }> {
-  const c = new Client(port, wsPath);
+async function connect(port: number, wsPath?: string, headers?: Record<string, string>): Promise<{ c: Client; sessionId: string }> {
+  const c = new Client(port, wsPath, headers);
   clients.push(c);
   await c.opened;
   const hello = await c.next();
@@ -414,7 +414,10 @@ describe('demo backend: djust-style WebSocket', () => {
         headers: { 'Content-Type': 'application/json', ...signedPushHeaders('pushed', epoch, n++ === 0 ? 'm1' : `m${n}`, body), 'X-Roomgate-Sender': 'job:t' },
         body: Buffer.from(body),
       });
-    expect((await post(3, '{"n":1}')).status).toBe(204);
+    const first = await post(3, '{"n":1}');
+    expect(first.status).toBe(204);
+    // The answer says how many sockets got it (docs/push.md): roomgate passes it on.
+    expect(first.headers['x-roomgate-sockets']).toBe('1');
     expect(await a.c.nextOf('push')).toEqual({ type: 'push', room: 'pushed', id: 'm1', sender: 'job:t', message: { n: 1 } });
     // Older than the epoch the room is held under: for a copy that is gone.
     expect((await post(2, '{}')).status).toBe(409);
@@ -429,6 +432,46 @@ describe('demo backend: djust-style WebSocket', () => {
     // No room named: refused.
     const noRoom = signedRoomlessPushHeaders('m-none', '{}');
     expect((await request(b1.port, '/_roomgate/push', { method: 'POST', headers: noRoom, body: Buffer.from('{}') })).status).toBe(409);
+  });
+
+  it('push receiver: a socket that never mounts gets the pushes of the room its handshake was routed by; the answer counts every socket reached', async () => {
+    // As roomgate routes them: the handshake carries X-Roomgate-Room.
+    const plain = await connect(b1.port, '/ws/live/', { 'X-Roomgate-Room': 'plain', 'X-Roomgate-Epoch': '1' });
+    const mounted = await mount(b1.port, { room: 'plain' });
+    // Routed by "plain" but mounted elsewhere (a live_redirect): the other room's pushes only.
+    const moved = await connect(b1.port, '/ws/live/', { 'X-Roomgate-Room': 'plain', 'X-Roomgate-Epoch': '1' });
+    moved.c.send({ type: 'mount', room: 'elsewhere' });
+    await moved.c.nextOf('mounted');
+    const body = '{"text":"hello"}';
+    const r = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('plain', 1, 'p-1', body) }, body: Buffer.from(body) });
+    expect(r.status).toBe(204);
+    expect(r.headers['x-roomgate-sockets']).toBe('2');
+    expect(await plain.c.nextOf('push')).toMatchObject({ room: 'plain', id: 'p-1', message: { text: 'hello' } });
+    expect(await mounted.c.nextOf('push')).toMatchObject({ room: 'plain', id: 'p-1' });
+    moved.c.send({ type: 'ping' });
+    const before: Msg[] = [];
+    for (let m = await moved.c.next(); m.type !== 'pong'; m = await moved.c.next()) before.push(m);
+    expect(before.filter((m) => m.type === 'push')).toEqual([]);
+    // Closed sockets are not counted; a room with no socket here: 0, still taken (204).
+    await plain.c.close();
+    await mounted.c.close();
+    await moved.c.close();
+    await expectRooms(b1.port, {}, 0);
+    const again = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('plain', 1, 'p-2', body) }, body: Buffer.from(body) });
+    expect([again.status, again.headers['x-roomgate-sockets']]).toEqual([204, '0']);
+  });
+
+  it('push receiver: a fan-out counts the sockets of every room it reached; a hostile rooms list is skipped, never a crash', async () => {
+    const a = await mount(b1.port, { room: 'fan-a' });
+    const b = await connect(b1.port, '/ws/live/', { 'X-Roomgate-Room': 'fan-b', 'X-Roomgate-Epoch': '1' });
+    const body = JSON.stringify({ rooms: [null, 7, 'x', { room: 'fan-a', epoch: 1 }, { room: 'fan-b', epoch: 1 }, { room: 'fan-none', epoch: 1 }], message: { n: 1 } });
+    const r = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedFanoutHeaders('f-1', body) }, body: Buffer.from(body) });
+    expect([r.status, r.headers['x-roomgate-sockets']]).toEqual([204, '2']);
+    expect(await a.c.nextOf('push')).toMatchObject({ room: 'fan-a', message: { n: 1 } });
+    expect(await b.c.nextOf('push')).toMatchObject({ room: 'fan-b', message: { n: 1 } });
+    expect((await request(b1.port, '/healthz')).status).toBe(200);
+    await a.c.close();
+    await b.c.close();
   });
 
   it('push receiver: refuses every push without a valid proof (unsigned, forged, stale, replayed, moved to another room, epoch, body or purpose)', async () => {

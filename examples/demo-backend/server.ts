@@ -70,7 +70,10 @@ const MAX_ROOM_LENGTH = 128;
 
 interface Client {
   sessionId: string;
+  /** The room the socket mounted. */
   room: string | null;
+  /** The room roomgate routed the handshake by (X-Roomgate-Room): where its pushes go until it mounts. */
+  handshakeRoom: string | null;
   /** `room` query parameter of the socket URL: last-resort room for mount. */
   queryRoom: string | null;
 }
@@ -95,6 +98,8 @@ const PAGE_SCRIPT = `
   var pageBackend = headerId.textContent;
   var wsBackend = document.getElementById('ws-backend');
   var moved = document.getElementById('moved');
+  var pushed = document.getElementById('pushed');
+  var noPushes = document.getElementById('no-pushes');
   // Concatenate with location.host (never resolve the path as a URL) so a
   // path like "//elsewhere/..." cannot point the socket at another origin.
   var proto = location.protocol === 'https:' ? 'wss://' : 'ws://';
@@ -135,6 +140,15 @@ const PAGE_SCRIPT = `
         current = b;
         status.textContent = 'Connected to backend ' + b + ', joining room';
         ws.send(JSON.stringify({ type: 'mount', url: location.pathname }));
+      } else if (msg.type === 'push') {
+        // A message roomgate delivered to the room (docs/push.md): newest first, the last few kept.
+        var m = msg.message;
+        var text = m !== null && typeof m === 'object' && typeof m.text === 'string' ? m.text : JSON.stringify(m);
+        var li = document.createElement('li');
+        li.textContent = (msg.sender ? msg.sender + ': ' : '') + text;
+        pushed.insertBefore(li, pushed.firstChild);
+        while (pushed.children.length > 5) pushed.removeChild(pushed.lastChild);
+        noPushes.hidden = true;
       } else if (msg.type === 'mounted' || msg.type === 'presence') {
         if (msg.type === 'mounted') failures = 0;
         members.textContent = String(msg.members);
@@ -156,6 +170,7 @@ const PAGE_SCRIPT_CSP = `'sha256-${createHash('sha256').update(PAGE_SCRIPT).dige
 const PAGE_STYLE = `
 body{margin:0;font:16px/1.5 system-ui,sans-serif;color:#1b1f24;background:#fff}
 main{max-width:40rem;margin:0 auto;padding:1rem}
+code{font-family:ui-monospace,Menlo,Consolas,monospace;overflow-wrap:anywhere}
 .backend{color:#fff;padding:1rem 1.5rem;text-align:center}
 .backend p{margin:0}
 .backend-label{font-size:1rem;text-transform:uppercase;letter-spacing:.08em}
@@ -201,6 +216,9 @@ function renderGamePage(id: string, room: string, wsPath: string): string {
 <p>Socket connected to backend: <strong id="ws-backend">not yet</strong></p>
 <p id="status" role="status">Connecting</p>
 <p id="moved" role="status" hidden></p>
+<h2>Pushed to this room</h2>
+<ol id="pushed" aria-live="polite"></ol>
+<p id="no-pushes">Nothing yet: roomgate's push API delivers here (<code>POST /_roomgate/api/rooms/${r}/messages</code>, the demo prints the command).</p>
 <p><a href="/_roomgate/lobby">All rooms (the lobby, served by roomgate)</a></p>
 </main>
 <script>${PAGE_SCRIPT}</script>
@@ -300,6 +318,34 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   const rooms = new Map<string, Set<WebSocket>>();
   const clients = new Map<WebSocket, Client>();
   /**
+   * Sockets that have not mounted, by the room their handshake was routed by: a push reaches them
+   * too (a plain client in the room sees it without speaking the mount protocol).
+   */
+  const unmounted = new Map<string, Set<WebSocket>>();
+
+  function setUnmounted(ws: WebSocket, room: string | null, on: boolean): void {
+    if (room === null) return;
+    let set = unmounted.get(room);
+    if (on) {
+      if (!set) unmounted.set(room, (set = new Set()));
+      set.add(ws);
+    } else if (set?.delete(ws) && set.size === 0) unmounted.delete(room);
+  }
+
+  /** A pushed message to every socket of the room, mounted or only routed there; how many got it. */
+  function pushToRoom(room: string, msg: unknown): number {
+    const frame = JSON.stringify(msg);
+    let n = 0;
+    for (const set of [rooms.get(room), unmounted.get(room)]) {
+      for (const ws of set ?? []) {
+        if (ws.readyState !== WebSocket.OPEN) continue;
+        ws.send(frame);
+        n++;
+      }
+    }
+    return n;
+  }
+  /**
    * The placement epoch each room is held under (X-Roomgate-Epoch, docs/ownership.md). Epochs only
    * grow. A newer one for a room with live sockets here means its placement was written again in
    * place (the store lost its data and the gateways put it back): nothing moved, the room stays.
@@ -348,6 +394,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   }
 
   function joinRoom(ws: WebSocket, client: Client, room: string): number {
+    setUnmounted(ws, client.handshakeRoom, false);
     let members = rooms.get(room);
     if (!members) rooms.set(room, (members = new Set()));
     members.add(ws);
@@ -424,12 +471,15 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     const client: Client = {
       sessionId: randomBytes(12).toString('hex'),
       room: null,
+      handshakeRoom: owner?.room ?? null,
       queryRoom: validRoom(splitUrl(req.url).query.get('room')),
     };
     clients.set(ws, client);
+    setUnmounted(ws, client.handshakeRoom, true);
     ws.on('message', (data, isBinary) => onMessage(ws, client, data, isBinary));
     ws.on('close', () => {
       leaveRoom(ws, client);
+      setUnmounted(ws, client.handshakeRoom, false);
       clients.delete(ws);
     });
     ws.on('error', () => {
@@ -475,8 +525,9 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   }
 
   /**
-   * A message roomgate delivers to a room held here (docs/push.md): handed to the room's sockets
-   * as a `push` frame. 409 when the room is held under a newer epoch (the message is for a copy
+   * A message roomgate delivers to a room held here (docs/push.md): handed as a `push` frame to
+   * every socket of the room, those that mounted it and those whose handshake was routed by it and
+   * that have not mounted (yet); the answer says how many (X-Roomgate-Sockets). 409 when the room is held under a newer epoch (the message is for a copy
    * that is gone) or the request names no room.
    */
   function receivePush(req: IncomingMessage, res: ServerResponse): void {
@@ -501,8 +552,9 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       } catch {
         return text(res, 400, 'not JSON\n');
       }
-      broadcast(owner.room, { type: 'push', room: owner.room, id: req.headers['x-roomgate-message-id'] ?? null, sender: req.headers['x-roomgate-sender'] ?? null, message });
-      res.writeHead(204);
+      const sockets = pushToRoom(owner.room, { type: 'push', room: owner.room, id: req.headers['x-roomgate-message-id'] ?? null, sender: req.headers['x-roomgate-sender'] ?? null, message });
+      // The count roomgate passes on to the caller and its status page (docs/push.md).
+      res.writeHead(204, { 'X-Roomgate-Sockets': String(sockets) });
       res.end();
     });
     req.on('error', () => res.destroy());
@@ -542,12 +594,14 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       return text(res, 400, 'not JSON\n');
     }
     if (!Array.isArray(parsed.rooms)) return text(res, 400, 'no rooms\n');
-    for (const r of parsed.rooms as { room?: unknown; epoch?: unknown }[]) {
-      const room = validRoom(typeof r.room === 'string' ? r.room : null);
-      if (room === null || !noteEpoch(room, Number(r.epoch ?? 0))) continue;
-      broadcast(room, { type: 'push', room, id: req.headers['x-roomgate-message-id'] ?? null, sender: req.headers['x-roomgate-sender'] ?? null, message: parsed.message });
+    let sockets = 0;
+    for (const r of parsed.rooms as unknown[]) {
+      const one = typeof r === 'object' && r !== null ? (r as { room?: unknown; epoch?: unknown }) : {};
+      const room = validRoom(typeof one.room === 'string' ? one.room : null);
+      if (room === null || !noteEpoch(room, Number(one.epoch ?? 0))) continue;
+      sockets += pushToRoom(room, { type: 'push', room, id: req.headers['x-roomgate-message-id'] ?? null, sender: req.headers['x-roomgate-sender'] ?? null, message: parsed.message });
     }
-    res.writeHead(204);
+    res.writeHead(204, { 'X-Roomgate-Sockets': String(sockets) });
     res.end();
   }
 

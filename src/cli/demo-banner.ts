@@ -43,6 +43,8 @@ export function showDemoBanner(demo: DemoBackends, config: LoadedConfig, addr: A
     apiWrite: api
       ? `curl -sS -X PUT -H 'Authorization: Bearer ${s.apiToken ?? '<your API token>'}' -H 'Content-Type: application/json' -d '{"title":"The ${room} room","status":"waiting"}' '${base}/_roomgate/api/rooms/${room}/meta?pinned=true'`
       : null,
+    // docs/push.md: the game page shows what arrives; the answer counts the sockets it reached.
+    push: `curl -sS -X POST -H 'Authorization: Bearer ${s.pushToken ?? '<your push token>'}' -H 'Content-Type: application/json' -H 'X-Roomgate-Sender: demo' -d '{"text":"hello from curl"}' '${base}/_roomgate/api/rooms/${room}/messages'`,
   };
   const pages = {
     index: `${base}/`,
@@ -59,7 +61,7 @@ export function showDemoBanner(demo: DemoBackends, config: LoadedConfig, addr: A
     return;
   }
   const row = (label: string, value: string | null): string | null => (value === null ? null : `  ${label.padEnd(17)} ${value}`);
-  const anyGenerated = s.cookieSecret !== null || s.adminToken !== null || s.apiToken !== null;
+  const anyGenerated = s.cookieSecret !== null || s.adminToken !== null || s.apiToken !== null || s.pushToken !== null;
   const lines = [
     '',
     `roomgate demo: ${base} in front of ${backends.length} demo backends${config.listen.host === '127.0.0.1' ? ' (this machine only)' : ` (listening on ${config.listen.host})`}`,
@@ -76,6 +78,8 @@ export function showDemoBanner(demo: DemoBackends, config: LoadedConfig, addr: A
     row(s.cookieSecret ? 'cookie secret:' : 'sign a cookie:', commands.sign),
     row(s.adminToken ? 'admin token:' : 'drain a backend:', commands.drain),
     row(s.apiToken ? 'API token:' : 'write room data:', commands.apiWrite),
+    row(s.pushToken ? 'push token:' : 'push to a room:', commands.push),
+    `Open ${pages.game} and run the push command: the message appears on the page.`,
     `Kill a backend (kill PID) to watch its rooms reconnect to another. Ctrl-C stops everything.`,
     '',
   ];

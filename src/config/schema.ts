@@ -387,7 +387,7 @@ export const configSchema = z.strictObject({
   push: section(
     'Cross-room push: POST /_roomgate/api/rooms/{room}/messages delivers a JSON message to the backend that holds the room (docs/push.md).',
     {
-      tokens: doc(z.array(z.string().min(16, 'a token of at least 16 characters')).default([]), {
+      tokens: doc(z.array(z.string().min(16, 'a token of at least 16 characters, e.g. from `openssl rand -hex 24`')).default([]), {
         text: 'Bearer tokens with the push scope (as bearer token or HTTP Basic password). Empty: pushes are refused (403). Prefer the environment variable to the file.',
         secret: 'value',
       }),

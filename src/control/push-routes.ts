@@ -42,7 +42,11 @@ function answerOf(room: string, out: PushOutcome): Recorded {
   const error = (e: HttpError): Recorded => ({ status: e.status, headers: { ...e.headers }, body: e.body() });
   switch (out.kind) {
     case 'delivered':
-      return { status: 202, headers: {}, body: { id: out.id, room, backend: out.backend, epoch: out.epoch, ...(out.movedFrom ? { movedFrom: out.movedFrom } : {}) } };
+      return {
+        status: 202,
+        headers: {},
+        body: { id: out.id, room, backend: out.backend, epoch: out.epoch, ...(out.movedFrom ? { movedFrom: out.movedFrom } : {}), ...(out.sockets === undefined ? {} : { sockets: out.sockets }) },
+      };
     case 'not-live':
       return error(Errors.roomNotLive(`room "${room}" is not live: no backend holds it`));
     case 'unavailable':
@@ -75,6 +79,10 @@ const Accepted = z.object({
     .object({ backend: z.string(), epoch: z.number() })
     .optional()
     .meta({ description: 'Present when the room moved during the call: the backend (and epoch) first tried, which did not take it.' }),
+  sockets: z
+    .number()
+    .optional()
+    .meta({ description: 'How many sockets the backend handed the message to, when its answer said so (X-Roomgate-Sockets, docs/push.md).' }),
 });
 
 const err = (description: string) => ({ description, content: { 'application/json': { schema: ErrorBody } } });
@@ -193,8 +201,16 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
     rooms: z.number().meta({ description: 'Live rooms found.' }),
     unplaced: z.number().meta({ description: 'Of those, rooms whose backend cannot take it now (not delivered).' }),
     backends: z
-      .record(z.string(), z.object({ rooms: z.number(), result: z.enum(['delivered', 'refused', 'timeout', 'unavailable']), status: z.number().optional() }))
-      .meta({ description: 'Per backend: the rooms sent to it and what became of its one request.' }),
+      .record(
+        z.string(),
+        z.object({
+          rooms: z.number(),
+          result: z.enum(['delivered', 'refused', 'timeout', 'unavailable']),
+          status: z.number().optional(),
+          sockets: z.number().optional().meta({ description: 'How many sockets the backend handed it to, when its answer said so (X-Roomgate-Sockets).' }),
+        }),
+      )
+      .meta({ description: 'Per backend: the rooms sent to it, what became of its one request and, when it said, how many sockets it reached.' }),
   });
 
   app.post(

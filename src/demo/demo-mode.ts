@@ -5,8 +5,8 @@
 // - it listens on 127.0.0.1 unless a host is given (--host, ROOMGATE_HOST or listen.host in the
 //   file): the banner says localhost, and a demo is nothing to expose;
 // - with no configuration file (no --config, no $ROOMGATE_CONFIG), a cookie secret, an admin
-//   token and an API token are generated when none is in the environment (the CLI prints them
-//   once, in the banner), so sign, drain and API writes work. A configuration file is a
+//   token, an API token and a push token are generated when none is in the environment (the CLI
+//   prints them once, in the banner), so sign, drain, API writes and pushes work. A configuration file is a
 //   deployment being tried: nothing is generated for it, its own secrets (or none) are used.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -48,11 +48,12 @@ export function demoNotes(config: LoadedConfig, source: DemoSource): string[] {
   return notes;
 }
 
-function missingSecrets(config: LoadedConfig): Record<'cookie secret' | 'admin token' | 'API token', boolean> {
+function missingSecrets(config: LoadedConfig): Record<'cookie secret' | 'admin token' | 'API token' | 'push token', boolean> {
   return {
     'cookie secret': config.cookie.signed && config.cookie.secrets.length === 0,
     'admin token': config.admin.enabled && config.admin.token === '',
     'API token': config.api.enabled && config.api.tokens.length === 0,
+    'push token': config.push.tokens.length === 0,
   };
 }
 
@@ -76,6 +77,8 @@ export interface DemoSecrets {
   readonly cookieSecret: string | null;
   readonly adminToken: string | null;
   readonly apiToken: string | null;
+  /** Pushes to rooms (push.tokens): the banner prints it with a curl that pushes to a demo room. */
+  readonly pushToken: string | null;
   /**
    * The secret that signs pushes to the demo backends, which verify it: generated whenever none is
    * configured (a configuration file or not), as the demo backends are roomgate's own.
@@ -86,13 +89,14 @@ export interface DemoSecrets {
 function generateSecrets(config: LoadedConfig, source: DemoSource): DemoSecrets {
   const fresh = (): string => randomBytes(24).toString('base64url');
   const callSecret = config.backendCalls.secrets.length === 0 ? randomBytes(32).toString('base64url') : null;
-  if (configFileGiven(source)) return { cookieSecret: null, adminToken: null, apiToken: null, callSecret };
+  if (configFileGiven(source)) return { cookieSecret: null, adminToken: null, apiToken: null, pushToken: null, callSecret };
   const missing = missingSecrets(config);
   return {
     callSecret,
     cookieSecret: missing['cookie secret'] ? fresh() : null,
     adminToken: missing['admin token'] ? fresh() : null,
     apiToken: missing['API token'] ? fresh() : null,
+    pushToken: missing['push token'] ? fresh() : null,
   };
 }
 
@@ -148,6 +152,7 @@ export class DemoBackends {
       cookie: s.cookieSecret !== null && d.cookie.secrets.length === 0 ? { ...d.cookie, secrets: [s.cookieSecret] } : d.cookie,
       admin: s.adminToken !== null && d.admin.token === '' ? { ...d.admin, token: s.adminToken } : d.admin,
       api: s.apiToken !== null && d.api.tokens.length === 0 ? { ...d.api, tokens: [s.apiToken] } : d.api,
+      push: s.pushToken !== null && d.push.tokens.length === 0 ? { ...d.push, tokens: [s.pushToken] } : d.push,
       backendCalls: s.callSecret !== null && d.backendCalls.secrets.length === 0 ? { secrets: [s.callSecret] } : d.backendCalls,
     };
   }

@@ -126,6 +126,7 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
         backend: p.backend,
         sender: o.internal ? p.sender : '',
         ms: p.ms,
+        sockets: p.sockets,
       }),
     );
   return {
@@ -220,6 +221,7 @@ ${internal ? html`<th scope="row" class="mono" data-label="Room">${p.target}</th
 <td data-label="Result"><span class="push-${p.result}">${p.result}</span></td>
 <td class="mono" data-label="Backend">${p.backend}</td>
 ${internal ? html`<td class="mono" data-label="Sender">${p.sender}</td>` : ''}
+<td class="num" data-label="Sockets">${p.sockets ?? ''}</td>
 <td class="num" data-label="ms">${p.ms}</td>
 </tr>`;
 }
@@ -289,7 +291,7 @@ ${s.events.map(eventRow)}
 <section aria-labelledby="pushes-h">
 <h2 id="pushes-h">Recent pushes</h2>
 <table id="pushes" class="stack">
-<caption>Messages pushed to rooms through this gateway, newest first (last ${STATUS_PUSHES}): what became of each and where it went.</caption>
+<caption>Messages pushed to rooms through this gateway, newest first (last ${STATUS_PUSHES}): what became of each, where it went and, when the receiver said, to how many sockets.</caption>
 <thead><tr>
 <th scope="col">Time (UTC)</th>
 <th scope="col">Call</th>
@@ -297,6 +299,7 @@ ${o.internal ? html`<th scope="col">Room</th>` : ''}
 <th scope="col">Result</th>
 <th scope="col">Backend</th>
 ${o.internal ? html`<th scope="col">Sender</th>` : ''}
+<th scope="col" class="num">Sockets</th>
 <th scope="col" class="num">ms</th>
 </tr></thead>
 <tbody>
@@ -406,6 +409,7 @@ ${CHART_JS}
     cell(tr, 'td', null, el('span', 'push-' + p.result, p.result), 'Result');
     cell(tr, 'td', 'mono', p.backend, 'Backend');
     if (internal) cell(tr, 'td', 'mono', p.sender, 'Sender');
+    cell(tr, 'td', 'num', p.sockets === null ? '' : p.sockets, 'Sockets');
     cell(tr, 'td', 'num', p.ms, 'ms');
     return tr;
   }

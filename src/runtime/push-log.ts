@@ -16,6 +16,8 @@ export interface PushEvent {
   readonly sender: string;
   /** Time the call took in the gateway (ms, rounded). */
   readonly ms: number;
+  /** How many sockets the receiver handed it to, when it said (a fan-out: the sum of those said); else null. */
+  readonly sockets: number | null;
 }
 
 export class PushLog {

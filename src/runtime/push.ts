@@ -46,7 +46,15 @@ export type PushOutcome =
    * The backend took it (2xx). `movedFrom`: the room moved between the call and the delivery; the
    * first backend refused it (or could not be reached) and this one, the room's new owner, took it.
    */
-  | { readonly kind: 'delivered'; readonly id: string; readonly backend: string; readonly epoch: number; readonly movedFrom?: { readonly backend: string; readonly epoch: number } }
+  | {
+      readonly kind: 'delivered';
+      readonly id: string;
+      readonly backend: string;
+      readonly epoch: number;
+      readonly movedFrom?: { readonly backend: string; readonly epoch: number };
+      /** How many sockets the backend handed it to, when its answer said (X-Roomgate-Sockets). */
+      readonly sockets?: number;
+    }
   /** No placement: the room is not live anywhere. */
   | { readonly kind: 'not-live' }
   /**
@@ -64,6 +72,24 @@ export type PushOutcome =
    */
   | { readonly kind: 'moved'; readonly id: string; readonly backend: string | null; readonly epoch: number | null };
 
+/**
+ * The receiver's optional word on a 2xx answer: how many sockets it handed the message to
+ * (docs/push.md). A count is digits only, at most 9 of them; anything else (absent, repeated,
+ * signed, fractional, too long) is no count.
+ */
+export const SOCKETS_FIELD = 'x-roomgate-sockets';
+const COUNT = /^[0-9]{1,9}$/;
+
+/** The count a backend's answer gives, or undefined. */
+export function socketCount(value: string | string[] | undefined): number | undefined {
+  return typeof value === 'string' && COUNT.test(value) ? Number(value) : undefined;
+}
+
+/** The fields of a receiver's answer kept on the outcome: its count, when it said one. */
+function withCount(sockets: number | undefined): { sockets?: number } {
+  return sockets === undefined ? {} : { sockets };
+}
+
 // Connection errors after which nothing reached the backend.
 const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
 
@@ -73,6 +99,8 @@ export interface FanoutPart {
   readonly result: 'delivered' | 'refused' | 'timeout' | 'unavailable';
   /** The backend's status when it answered. */
   readonly status?: number;
+  /** How many sockets the backend handed it to, when its 2xx answer said (X-Roomgate-Sockets). */
+  readonly sockets?: number;
 }
 
 export type FanoutOutcome =
@@ -85,6 +113,15 @@ function notDelivered(out: PushOutcome): boolean {
   return out.kind === 'refused' || (out.kind === 'unavailable' && !out.sent);
 }
 
+/** What became of one POST to a backend. */
+interface Sent {
+  readonly result: FanoutPart['result'];
+  readonly status?: number;
+  readonly why?: string;
+  readonly sent?: boolean;
+  readonly sockets?: number;
+}
+
 export class PushDelivery {
   constructor(private readonly o: PushOptions) {}
 
@@ -95,7 +132,8 @@ export class PushDelivery {
     this.o.metrics.pushes.inc({ result: out.kind });
     this.o.metrics.pushSeconds.observe({ result: out.kind }, ms / 1000);
     const backend = 'backend' in out && out.backend !== null ? out.backend : '';
-    this.o.log.add({ at: new Date(nowMs).toISOString(), call: 'room', target: room, result: out.kind, backend, sender, ms: Math.round(ms) });
+    const sockets = out.kind === 'delivered' ? (out.sockets ?? null) : null;
+    this.o.log.add({ at: new Date(nowMs).toISOString(), call: 'room', target: room, result: out.kind, backend, sender, ms: Math.round(ms), sockets });
     return out;
   }
 
@@ -108,6 +146,8 @@ export class PushDelivery {
     const t0 = performance.now();
     const out = await this.fanOutOnce(prefix, message, sender, nowMs);
     const backends = out.kind === 'sent' ? Object.keys(out.backends).length : 0;
+    // The sum of the counts the backends gave; none when no backend gave one.
+    const counts = out.kind === 'sent' ? Object.values(out.backends).flatMap((b) => (b.sockets === undefined ? [] : [b.sockets])) : [];
     this.o.log.add({
       at: new Date(nowMs).toISOString(),
       call: 'fanout',
@@ -116,6 +156,7 @@ export class PushDelivery {
       backend: out.kind === 'sent' ? `${backends} backend${backends === 1 ? '' : 's'}, ${out.rooms - out.unplaced} rooms` : '',
       sender,
       ms: Math.round(performance.now() - t0),
+      sockets: counts.length === 0 ? null : counts.reduce((a, b) => a + b, 0),
     });
     return out;
   }
@@ -211,7 +252,7 @@ export class PushDelivery {
     const out = await this.send(backend, body, [...ownerFields({ room, epoch }), 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...proof]);
     switch (out.result) {
       case 'delivered':
-        return { kind: 'delivered', id, backend: backend.id, epoch };
+        return { kind: 'delivered', id, backend: backend.id, epoch, ...withCount(out.sockets) };
       case 'refused':
         return { kind: 'refused', id, backend: backend.id, status: out.status ?? 0 };
       case 'timeout':
@@ -222,11 +263,11 @@ export class PushDelivery {
   }
 
   /** One POST of `body` to the backend's push path with these extra fields. */
-  private send(backend: Backend, body: Buffer, extra: readonly string[]): Promise<{ result: FanoutPart['result']; status?: number; why?: string; sent?: boolean }> {
+  private send(backend: Backend, body: Buffer, extra: readonly string[]): Promise<Sent> {
     const { o } = this;
     return new Promise((resolve) => {
       let settled = false;
-      const done = (out: { result: FanoutPart['result']; status?: number; why?: string; sent?: boolean }): void => {
+      const done = (out: Sent): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -263,7 +304,7 @@ export class PushDelivery {
       req.on('response', (res) => {
         res.resume();
         const status = res.statusCode ?? 0;
-        done(status >= 200 && status < 300 ? { result: 'delivered', status } : { result: 'refused', status });
+        done(status >= 200 && status < 300 ? { result: 'delivered', status, ...withCount(socketCount(res.headers[SOCKETS_FIELD])) } : { result: 'refused', status });
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         o.logger.warn({ backend: backend.id, err: err.code ?? err.message }, 'push: delivery failed');

@@ -237,6 +237,8 @@ describe('status page', () => {
     expect(await first.locator('th').textContent()).toBe(room);
     expect(await first.locator('[data-label="Backend"]').textContent()).toBe(roomBackend);
     expect(await first.locator('[data-label="Sender"]').textContent()).toBe('job:browser');
+    // The room's two tabs got it: the demo backend said so, and the live row shows it.
+    expect(await first.locator('[data-label="Sockets"]').textContent()).toBe('2');
     expect(await page.locator('#no-pushes').isVisible()).toBe(false);
     expect(await sameDocument(page)).toBe(true);
     expect(pageErrors(page)).toEqual([]);

@@ -223,9 +223,9 @@ describe('outside demo mode', () => {
   it('check-config says what the demo will generate: nothing with a configuration file', async () => {
     const r = await runCli(['check-config']);
     expect(r.stdout).toContain('note: no backends configured; start will run 3 demo backends, on 127.0.0.1 unless a host is given (--host, ROOMGATE_HOST, listen.host)');
-    expect(r.stdout).toContain('note: no cookie secret, admin token or API token configured; start will generate them for the demo and print them in its banner');
+    expect(r.stdout).toContain('note: no cookie secret, admin token, API token or push token configured; start will generate them for the demo and print them in its banner');
     const withToken = await runCli(['check-config'], { ROOMGATE_ADMIN_TOKEN: 'configured-admin-token-0123' });
-    expect(withToken.stdout).toContain('note: no cookie secret or API token configured;');
+    expect(withToken.stdout).toContain('note: no cookie secret, API token or push token configured;');
     const withFile = await runCli(['check-config', '--config', writeConfig({})]);
     expect(withFile.stdout).toContain('note: no backends configured;');
     expect(withFile.stdout).not.toContain('generate');

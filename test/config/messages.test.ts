@@ -393,6 +393,13 @@ describe('messages', () => {
     }
   });
 
+  it('a push token too short (issue 31: ROOMGATE_PUSH_TOKENS=pushtok123): the 16-character minimum stays, and the refusal says how to make one', () => {
+    expect(problems(() => loadConfig({ env: { ROOMGATE_PUSH_TOKENS: 'pushtok123' } }))).toEqual([
+      'push.tokens.0: got <redacted, 10 characters> (from ROOMGATE_PUSH_TOKENS); expected a token of at least 16 characters, e.g. from `openssl rand -hex 24`',
+    ]);
+    expect(loadConfig({ env: { ROOMGATE_PUSH_TOKENS: 'pushtok123456789' } }).push.tokens).toEqual(['pushtok123456789']);
+  });
+
   it('say where a value came from when it was not the file', () => {
     expect(problems(() => loadConfig({ env: { ROOMGATE_PORT: 'eighty', ROOMGATE_LOG_LEVEL: 'verbose' } }))).toEqual([
       'listen.port: got "eighty" (from ROOMGATE_PORT); expected a whole number from 0 to 65535',

@@ -49,8 +49,8 @@ function fakeView(): StatusView {
   const events = [event('joined', 'b1', 'http://10.0.0.1:8000'), event('joined', 'b2', 'http://10.0.0.2:8000'), event('down', 'b1', `detail ${XSS}`)];
   const at = new Date().toISOString();
   const pushes: PushEvent[] = [
-    { at, call: 'room', target: `room-${XSS}`, result: 'delivered', backend: 'b1', sender: 'job:nightly', ms: 4 },
-    { at, call: 'fanout', target: 'tournament-*', result: 'sent', backend: '2 backends, 7 rooms', sender: 'api', ms: 12 },
+    { at, call: 'room', target: `room-${XSS}`, result: 'delivered', backend: 'b1', sender: 'job:nightly', ms: 4, sockets: 3 },
+    { at, call: 'fanout', target: 'tournament-*', result: 'sent', backend: '2 backends, 7 rooms', sender: 'api', ms: 12, sockets: null },
   ];
   return {
     gateway: () => ({ gatewayId: `gw-${XSS}`, store: 'redis', degraded: true, ready: true, sockets: 6, rooms: 3 }),
@@ -145,13 +145,15 @@ describe('status page', () => {
     expect(cacheSummary(collectStatus(withCache(100 / 110), { internal: false }).cache)).toBe('90.9 % hits (100 of 110); 42 stored pages, 3 MiB of 64 MiB');
   });
 
-  it('recent pushes, newest first: room and sender on the admin port only', () => {
+  it('recent pushes, newest first: room and sender on the admin port only; the sockets a receiver reached, when it said', () => {
     const snap = collectStatus(fakeView(), { internal: true });
-    expect(snap.pushes.map((p) => [p.call, p.result, p.backend])).toEqual([
-      ['fanout', 'sent', '2 backends, 7 rooms'],
-      ['room', 'delivered', 'b1'],
+    expect(snap.pushes.map((p) => [p.call, p.result, p.backend, p.sockets])).toEqual([
+      ['fanout', 'sent', '2 backends, 7 rooms', null],
+      ['room', 'delivered', 'b1', 3],
     ]);
     const doc = renderStatusPage(snap, { internal: true }).html;
+    expect(doc).toContain('<th scope="col" class="num">Sockets</th>');
+    expect([...doc.matchAll(/<td class="num" data-label="Sockets">([^<]*)<\/td>/g)].map((m) => m[1])).toEqual(['', '3']);
     expect(doc).toContain('<th scope="row" class="mono" data-label="Room">room-&lt;img');
     expect(doc).toContain('job:nightly');
     expect(doc).toContain('<td data-label="Call">fan-out</td>');
@@ -162,6 +164,7 @@ describe('status page', () => {
     expect(pubDoc).not.toContain('room-&lt;img');
     expect(pubDoc).not.toContain('job:nightly');
     expect(pubDoc).not.toContain('>Room<');
+    expect(pubDoc).toContain('<td class="num" data-label="Sockets">3</td>');
     const none = renderStatusPage(collectStatus({ ...fakeView(), pushes: () => [] }, { internal: true }), { internal: true }).html;
     expect(none).toContain('<p id="no-pushes">No pushes yet.</p>');
   });

@@ -69,3 +69,8 @@ export function signedPushHeaders(room: string, epoch: number, id: string, body:
 export function signedRoomlessPushHeaders(id: string, body: string): Record<string, string> {
   return { 'X-Roomgate-Message-Id': id, ...proof('push', id, '', '', body) };
 }
+
+/** Headers of a correctly signed fan-out (X-Roomgate-Fanout: 1, no room nor epoch). */
+export function signedFanoutHeaders(id: string, body: string): Record<string, string> {
+  return { 'X-Roomgate-Fanout': '1', 'X-Roomgate-Message-Id': id, ...proof('push-fanout', id, '', '', body) };
+}

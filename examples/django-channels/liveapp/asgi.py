@@ -1,0 +1,28 @@
+"""The ASGI application daphne runs: one process per roomgate backend, rooms in its memory.
+
+    daphne -b 0.0.0.0 -p 8000 liveapp.asgi:application
+"""
+import os
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "liveapp.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+django_asgi = get_asgi_application()  # loads the apps before the consumers are imported
+
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from rooms.consumers import LiveConsumer  # noqa: E402
+from rooms.roomgate import with_health  # noqa: E402
+
+application = with_health(
+    ProtocolTypeRouter(
+        {
+            "http": django_asgi,
+            # The Origin of a handshake must be one of ALLOWED_HOSTS (roomgate passes it unchanged).
+            "websocket": AllowedHostsOriginValidator(URLRouter([path("ws/live/", LiveConsumer.as_asgi())])),
+        }
+    )
+)

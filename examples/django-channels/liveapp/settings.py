@@ -1,0 +1,73 @@
+"""Settings of the example app behind roomgate (docs/django.md walks through them).
+
+Lines marked ROOMGATE are what roomgate needs; the rest is an ordinary small Django project.
+Tested with Debian 12's Django 3.2, Channels 4.0 and daphne 4.0 (test/integration/django-channels.test.ts);
+the 4.2+ branches are written from Django's documentation and not run by the tests.
+"""
+import os
+from pathlib import Path
+
+import django
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_list(name, default):
+    return [v.strip() for v in os.environ.get(name, default).split(",") if v.strip()]
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-only-not-secret-0123456789")
+DEBUG = False
+# ROOMGATE: roomgate passes Host and Origin unchanged, so the public names go here as they would
+# without it. The WebSocket route checks Origin against them too (asgi.py).
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1")
+# Django 4.0+ wants the scheme in CSRF_TRUSTED_ORIGINS; 3.2 wants bare host names.
+_public = env_list("DJANGO_PUBLIC_ORIGINS", "http://localhost:8080")
+CSRF_TRUSTED_ORIGINS = _public if django.VERSION >= (4, 0) else [o.split("://", 1)[-1] for o in _public]
+
+INSTALLED_APPS = ["django.contrib.staticfiles", "rooms"]
+# Every middleware here can run async (Django's own can): the push receiver is an async view that
+# awaits the room's consumers on their event loop, and a sync-only middleware would make Django
+# hop between threads around it on every request.
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "rooms.roomgate.room_owner_middleware",  # ROOMGATE: each room's epoch (docs/ownership.md)
+]
+ROOT_URLCONF = "liveapp.urls"
+TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]
+ASGI_APPLICATION = "liveapp.asgi.application"
+DATABASES = {}
+USE_TZ = True
+
+# ROOMGATE: roomgate appends the client's address to X-Forwarded-For (and drops a client's own
+# unless the peer is in proxy.trustedProxies): the last entry is the client. 1 with roomgate
+# alone; add one per trusted balancer in front of it. djust reads this name; so does this app.
+DJUST_TRUSTED_PROXY_COUNT = int(os.environ.get("DJUST_TRUSTED_PROXY_COUNT", "1"))
+# ROOMGATE: safe behind roomgate, which replaces X-Forwarded-Proto unless the peer is trusted.
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# ROOMGATE: static files served by roomgate (static.mounts: prefix /static/, dir STATIC_ROOT),
+# content-hashed by the manifest storage so roomgate serves them as immutable for a year.
+STATIC_URL = "/static/"
+STATIC_ROOT = os.environ.get("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles"))
+if django.VERSION >= (4, 2):
+    STORAGES = {
+        "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.ManifestStaticFilesStorage"},
+    }
+else:  # Django 3.2 to 4.1 (STORAGES came in 4.2; STATICFILES_STORAGE is gone in 5.1)
+    STATICFILES_STORAGE = "django.contrib.staticfiles.storage.ManifestStaticFilesStorage"
+
+# ROOMGATE: roomgate's backendCalls.secrets (the same ROOMGATE_CALL_SECRETS): any of them verifies
+# a push (docs/push.md, "Verifying a push").
+ROOMGATE_CALL_SECRETS = env_list("ROOMGATE_CALL_SECRETS", "")
+# ROOMGATE: who signs the room cookie. "roomgate" (roomgate's cookie.format: roomgate, the
+# default): this app sets nothing. "django": this app sets it with set_signed_cookie(salt=...),
+# and roomgate (cookie.format: django-cookie, cookie.setOnPages: false, this SECRET_KEY in
+# ROOMGATE_COOKIE_SECRETS, cookie.salt the same) only verifies it.
+ROOMGATE_ROOM_COOKIE = os.environ.get("ROOMGATE_ROOM_COOKIE", "roomgate")
+ROOMGATE_COOKIE_SALT = "roomgate.room"
+
+# Which process this is, shown on its pages (one daphne process per roomgate backend).
+BACKEND_ID = os.environ.get("BACKEND_ID", "django-1")

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from rooms import views
+
+urlpatterns = [
+    path("", views.index),
+    path("game/<str:room>/", views.game),  # roomgate's room.pagePaths: /game/{room}/
+    path("_roomgate/push", views.push_receiver),  # roomgate's push.path (never reachable through roomgate)
+    path("_example/rooms/<str:room>/", views.room_state),  # what this process holds of a room (tests)
+]

@@ -1,0 +1,82 @@
+"""The room's WebSocket at /ws/live/, shaped like djust's: the server speaks first with
+{"type": "connect", ...}; the client then sends {"type": "mount", "url": location.pathname}.
+
+/ws/live/ carries no room in its path: roomgate routes the handshake by the page's room cookie,
+the per-tab prefix (/r/ROOM/ws/live/) or ?room=, and says which room in X-Roomgate-Room. A socket
+is in that room from its handshake on, and pushes to the room reach it (state.push).
+
+A socket without a room key (no cookie, no prefix, no ?room=) went to roomgate's least-loaded
+backend (room.noRoom), which need not be the room's: mounting a room on it could run the room in
+two processes. It is refused (close 4400) and the page says to reload.
+"""
+import json
+import re
+import secrets
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
+
+from . import state
+from .roomgate import client_address, owner_of_scope, scope_headers
+
+NO_ROOM_KEY = 4400  # close code: refused mount (no room key, or another room than the handshake's)
+GAME_URL = re.compile(r"/game/([^/?#]+)/")
+
+
+class LiveConsumer(AsyncWebsocketConsumer):
+    room = None
+
+    async def connect(self):
+        room, epoch = owner_of_scope(self.scope)
+        if room is not None and state.note_epoch(room, epoch) is None:
+            await self.close()  # routed under an older epoch than the room is held under: refused (403)
+            return
+        await self.accept()
+        self.room = room
+        if room is not None:
+            state.join(room, self)
+        h = scope_headers(self.scope)
+        peer = (self.scope.get("client") or [None])[0]
+        await self.send_json({
+            "type": "connect",
+            "session_id": secrets.token_hex(12),
+            "backend": settings.BACKEND_ID,
+            "room": room,
+            "client": client_address(h.get("x-forwarded-for"), peer),
+        })
+
+    async def disconnect(self, code):
+        if self.room is not None:
+            state.leave(self.room, self)
+
+    async def receive(self, text_data=None, bytes_data=None):
+        try:
+            msg = json.loads(text_data or "")
+        except ValueError:
+            msg = None
+        if not isinstance(msg, dict):
+            await self.send_json({"type": "error", "message": "expected a JSON object"})
+            return
+        kind = msg.get("type")
+        if kind == "ping":
+            await self.send_json({"type": "pong"})
+        elif kind == "mount":
+            await self.mount(msg)
+        else:
+            await self.send_json({"type": "error", "message": "unknown message type"})
+
+    async def mount(self, msg):
+        url = msg.get("url") if isinstance(msg.get("url"), str) else ""
+        found = GAME_URL.search(url)
+        wanted = msg.get("room") if isinstance(msg.get("room"), str) else (found.group(1) if found else None)
+        if self.room is None:
+            await self.send_json({"type": "error", "message": "this socket came without a room key (no room cookie, /r/ROOM/ prefix or ?room=): reload the page"})
+            await self.close(code=NO_ROOM_KEY)
+        elif wanted is not None and wanted != self.room:
+            await self.send_json({"type": "error", "message": f"this socket was routed for room {self.room}, not {wanted}"})
+            await self.close(code=NO_ROOM_KEY)
+        else:
+            await self.send_json({"type": "mounted", "room": self.room, "backend": settings.BACKEND_ID, "members": state.snapshot(self.room)["sockets"]})
+
+    async def send_json(self, value):
+        await self.send(text_data=json.dumps(value))
