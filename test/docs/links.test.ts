@@ -9,9 +9,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 
 // Written elsewhere, not by the docs: docs/configuration.md is generated from the config schema
 // and docs/cli.md is written with the CLI. Links to them count as resolved while they are not
-// here yet; once a file exists, its anchors are checked like any other. docs/django.md is written
-// beside the index that links it (docs/README.md).
-const KNOWN_ELSEWHERE = new Set(['docs/configuration.md', 'docs/cli.md', 'docs/django.md']);
+// here yet; once a file exists, its anchors are checked like any other.
+const KNOWN_ELSEWHERE = new Set(['docs/configuration.md', 'docs/cli.md']);
 
 function docFiles(): string[] {
   const docs = existsSync(path.join(ROOT, 'docs'))
