@@ -158,11 +158,17 @@ export class Gateway {
       commandTimeoutMs: config.redis.commandTimeoutMs,
       onLog: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => logger[level](fields ?? {}, msg),
     };
+    const storeTiming = {
+      idleTtlMs: config.placement.idleTtlMs,
+      gatewayTtlMs: config.placement.gatewayTtlMs,
+      maxIdleRooms: config.placement.maxIdleRooms,
+      onEvicted: (n: number) => metrics.idleRoomsEvicted.inc({ where: 'store' }, n),
+    };
     this.store =
       opts.store ??
       (redisConfigured
-        ? new RedisPlacementStore({ ...redis, timing: { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs } })
-        : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
+        ? new RedisPlacementStore({ ...redis, timing: storeTiming })
+        : new MemoryPlacementStore(this.id, storeTiming));
 
     this.sharedData =
       opts.sharedData ??
@@ -183,6 +189,8 @@ export class Gateway {
       onDown: config.health.onDown,
       cacheTtlMs: config.placement.cacheTtlMs,
       idleTtlMs: config.placement.idleTtlMs,
+      maxIdleRooms: config.placement.maxIdleRooms,
+      onEvicted: (n) => metrics.idleRoomsEvicted.inc({ where: 'cache' }, n),
       recoveryRingMs: config.placement.gatewayTtlMs,
       onPlaced: (room, from, to, forced, liveMoved) => this.supervisor.placed(room, from, to, forced, liveMoved),
       onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),

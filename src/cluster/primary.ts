@@ -121,10 +121,16 @@ class ClusterPrimary {
       timer: null,
       exited: Promise.resolve(),
     }));
+    this.metrics = new ClusterMetrics(() => this.slots.filter((s) => s.ready !== null).length);
     this.host = redisConfigured(config)
       ? null
-      : new StoreHost({ idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs, presenceTtlMs: config.presence.ttlMs });
-    this.metrics = new ClusterMetrics(() => this.slots.filter((s) => s.ready !== null).length);
+      : new StoreHost({
+          idleTtlMs: config.placement.idleTtlMs,
+          gatewayTtlMs: config.placement.gatewayTtlMs,
+          presenceTtlMs: config.presence.ttlMs,
+          maxIdleRooms: config.placement.maxIdleRooms,
+          onEvicted: (n) => this.metrics.idleRoomsEvicted.inc({ where: 'store' }, n),
+        });
     this.secret = config.cookie.signed && config.cookie.secrets.length === 0 ? randomBytes(32).toString('base64url') : null;
     this.workerConfig = this.prepare(config);
   }

@@ -314,6 +314,9 @@ export const configSchema = z.strictObject({
       text: "A room with no live socket keeps its backend this long; longer than djust's reconnect window (~150 s: 10 attempts, back-off up to 30 s).",
     }),
     cacheTtlMs: doc(positiveMs.default(5_000), { text: 'A cached placement is re-read from the store after this long.' }),
+    maxIdleRooms: doc(z.number().int().min(100).max(10_000_000).default(20_000), {
+      text: 'At most this many placements of rooms without a live socket are kept, in the gateway (per process) and in the store (memory or Redis, all gateways together); beyond it the least recently used go first, before `idleTtlMs`, so a flood of distinct room keys cannot grow memory. Rooms with live sockets, rooms placed while the store was unreachable and not yet written back, and (several gateways) placements younger than `gatewayTtlMs` are never evicted. Counted in roomgate_idle_rooms_evicted_total.',
+    }),
     heartbeatMs: doc(positiveMs.default(1_000), { text: 'Live rooms and load figures are exchanged with the store this often.' }),
     gatewayTtlMs: doc(positiveMs.default(5_000), { text: 'A gateway silent this long no longer holds rooms busy; at least 2 x `heartbeatMs`.' }),
     boundedLoadFactor: doc(z.union([z.literal(0), z.number().min(1).max(10)]).default(1.25), {

@@ -18,6 +18,9 @@ export interface Metrics {
   readonly staticResponses: Counter<'status'>;
   readonly degraded: Gauge;
   readonly pushes: Counter<'result'>;
+  readonly idleRoomsEvicted: Counter<'where'>;
+  readonly connectionsRefused: Counter<'listener' | 'reason'>;
+  readonly authThrottled: Counter<'surface'>;
   readonly pushSeconds: Histogram<'result'>;
 }
 
@@ -112,6 +115,24 @@ export function createMetrics(liveSocketsByBackend: () => Iterable<[string, numb
       help: 'Time to deliver a push (placement lookup and the backend POST), by result',
       labelNames: ['result'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    idleRoomsEvicted: new Counter({
+      name: 'roomgate_idle_rooms_evicted_total',
+      help: 'Placements of rooms without a live socket dropped by placement.maxIdleRooms before their idleTtlMs: cache (this process), store (memory or Redis)',
+      labelNames: ['where'],
+      registers: [registry],
+    }),
+    connectionsRefused: new Counter({
+      name: 'roomgate_connections_refused_total',
+      help: 'Connections closed at once on accept by a connection limit (listen.maxConnections, listen.maxConnectionsPerAddress), by listener and reason',
+      labelNames: ['listener', 'reason'],
+      registers: [registry],
+    }),
+    authThrottled: new Counter({
+      name: 'roomgate_auth_throttled_total',
+      help: 'Requests answered 429 because their client address failed too many token checks (admin, api, push)',
+      labelNames: ['surface'],
       registers: [registry],
     }),
     degraded: new Gauge({

@@ -15,6 +15,8 @@ export interface Tunnel {
 /** What the Placer needs of the live sockets: counts, the rooms, and closing a moved room. */
 export interface LiveSockets {
   socketsInRoom(room: string, backend?: string): number;
+  /** Rooms with at least one live socket here. */
+  readonly roomCount: number;
   liveRooms(): readonly (LiveRoom & { since: number })[];
   closeRoom(room: string, keepBackend: string | null): number;
 }
