@@ -45,6 +45,7 @@ import type { RoomCookieSettings } from './proxy/page-cookie.js';
 import { createRedirectServer } from './server/redirect-server.js';
 import { hstsValue, loadTls, tlsSettings, TlsReloader } from './server/tls-config.js';
 import { H2Front } from './server/h2-front.js';
+import { applyConnectionLimits, type PublicLimits } from './server/connection-limit.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 import { PageCache } from './cache/page-cache.js';
@@ -110,6 +111,8 @@ export class Gateway {
   /** The byte-level page path (plain HTTP and HTTP/1.1 over TLS), or null when switched off. */
   private readonly lean: { front: LeanFront; pages: LeanPages } | null;
   private readonly admin: Server | null;
+  /** The public listener's connection limit and where it comes from (logged at start). */
+  private readonly connectionLimits: PublicLimits;
   private readonly httpProxy: HttpProxy;
   private readonly upgradeProxy: UpgradeProxy;
   /** The page cache; null when cache.paths is empty. */
@@ -419,6 +422,7 @@ export class Gateway {
     } else this.lean = null;
     this.tls = certificates ? new TlsReloader(certificates, this.server as HttpsServer, logger) : null;
     this.admin = this.control.adminServer;
+    this.connectionLimits = applyConnectionLimits(config, { public: this.server, redirect: this.redirect, admin: this.admin }, metrics, logger);
     const dns = config.discovery.dns;
     this.discovery = dns
       ? new DnsDiscovery(
@@ -458,6 +462,8 @@ export class Gateway {
         adminPort: this.adminPort,
         ...(this.tls ? { tls: true, redirectPort: this.redirect ? ((this.redirect.address() as AddressInfo | null)?.port ?? null) : null } : {}),
         gatewayId: this.id,
+        maxConnections: this.connectionLimits.maxConnections,
+        descriptors: this.connectionLimits.descriptors,
         store: this.store.kind,
         backends: this.pool.backends.map((b) => `${b.id}=${b.config.url}`),
       },

@@ -9,6 +9,8 @@ export class ClusterMetrics {
   readonly restarts: Counter;
   /** The primary's placement store (no Redis) evicts too; summed with the workers' caches under the same name. */
   readonly idleRoomsEvicted: Counter<'where'>;
+  /** The primary's admin port refuses connections over admin.maxConnections. */
+  readonly connectionsRefused: Counter<'listener' | 'reason'>;
 
   constructor(runningWorkers: () => number) {
     collectDefaultMetrics({ register: this.registry, prefix: 'roomgate_primary_', eventLoopMonitoringPrecision: 20 });
@@ -30,6 +32,12 @@ export class ClusterMetrics {
       name: 'roomgate_idle_rooms_evicted_total',
       help: 'Placements of rooms without a live socket dropped by placement.maxIdleRooms before their idleTtlMs: cache (this process), store (memory or Redis)',
       labelNames: ['where'],
+      registers: [this.registry],
+    });
+    this.connectionsRefused = new Counter({
+      name: 'roomgate_connections_refused_total',
+      help: 'Connections closed at once on accept by a connection limit (listen.maxConnections, listen.maxConnectionsPerAddress), by listener and reason',
+      labelNames: ['listener', 'reason'],
       registers: [this.registry],
     });
   }

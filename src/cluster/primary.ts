@@ -25,6 +25,7 @@ import type { Balance } from './count.js';
 import { onStopSignals } from '../lifecycle/signals.js';
 import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { createClusterAdminServer } from './admin.js';
+import { limitConnections } from '../server/connection-limit.js';
 import { channelToChild, RpcPeer } from './ipc-rpc.js';
 import { ClusterMetrics } from './metrics.js';
 import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
@@ -180,6 +181,9 @@ class ClusterPrimary {
           logger,
           allowedHosts: config.admin.allowedHosts,
         });
+        // The primary's own admin port: its own small limit (the workers' admin ports are private).
+        const onRefused = (listener: string, reason: string): void => this.metrics.connectionsRefused.inc({ listener: `primary-${listener}`, reason });
+        limitConnections(this.admin, { listener: 'admin', maxConnections: config.admin.maxConnections, perAddress: 0, onRefused, logger });
         await listenOn(this.admin, config.admin.host, config.admin.port);
       }
       if (this.o.balance === 'kernel') {

@@ -166,6 +166,18 @@ export const configSchema = z.strictObject({
       zero: 'no limit',
     }),
     keepAliveTimeoutMs: doc(positiveMs.default(5_000), { text: 'How long an idle keep-alive client connection stays open.' }),
+    maxConnections: doc(z.number().int().min(0).max(10_000_000).default(0), {
+      text: 'Client connections the public port holds at once (HTTP/1.1, h2 and WebSockets alike); one more is closed at once on accept and counted in roomgate_connections_refused_total. Per process (with `--workers N`, each worker has this limit).',
+      zero: 'derived from the process\'s open-file limit (`ulimit -n`, read from /proc/self/limits; 1024 where it cannot be read): (limit - `descriptorReserve`) / 2, since each client connection may hold a backend connection',
+    }),
+    descriptorReserve: doc(z.number().int().min(0).max(10_000_000).default(0), {
+      text: 'File descriptors the derived `maxConnections` leaves for everything else: keep-alive connections to backends, Redis, static files, the admin port (`admin.maxConnections`) and the redirect port. Raise it with many backends (each may keep 2 x `proxy.maxIdleSocketsPerBackend` idle connections).',
+      zero: 'max(256, limit / 8), at most half the limit',
+    }),
+    maxConnectionsPerAddress: doc(z.number().int().min(0).max(10_000_000).default(0), {
+      text: "Client connections at once from one client address on the public port; one more is closed at once and counted. Off by default: many users can share one address (NAT, a company proxy, a mobile carrier), and behind a load balancer every connection comes from the balancer's address. A value for direct exposure: a few hundred.",
+      zero: 'no cap',
+    }),
   }),
   tls: section('TLS on the public port (https and wss), off while no certificate is listed.', {
     certs: doc(
@@ -223,6 +235,9 @@ export const configSchema = z.strictObject({
         secret: 'value',
       },
     ),
+    maxConnections: doc(z.number().int().min(1).max(100_000).default(64), {
+      text: "Connections the admin port holds at once; one more is closed at once and counted. Small, and inside the public port's descriptor reserve, so /healthz and /readyz here answer even when the public port is at its limit: point probes at this port.",
+    }),
     allowedHosts: doc(z.array(matching(HOST_NAME, 'a host name without port, e.g. "roomgate-admin"')).default([]), {
       text: 'Host names (no port) the admin port answers besides IP addresses and localhost, e.g. the name Prometheus scrapes it by. Other Hosts get 421: a guard against DNS rebinding (a web page re-pointing its own name at the admin port).',
       example: ['roomgate-admin'],
