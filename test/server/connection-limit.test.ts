@@ -13,7 +13,7 @@ import tls from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { FALLBACK_DESCRIPTOR_LIMIT, descriptorLimit, guardListener, publicLimits } from '../../src/server/connection-limit.js';
+import { FALLBACK_DESCRIPTOR_LIMIT, descriptorLimit, guardListener, limitConnections, publicLimits } from '../../src/server/connection-limit.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { waitFor } from '../support/processes.js';
@@ -203,6 +203,17 @@ describe('accept errors', () => {
       expect(lines).toHaveLength(1);
       expect(JSON.parse(lines[0]!)).toMatchObject({ listener: 'public', err: 'EMFILE' });
       expect(server.listening).toBe(true);
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('every limited listener is guarded (the gateway limits all of its listeners)', async () => {
+    const server = net.createServer();
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    try {
+      limitConnections(server, { listener: 'admin', maxConnections: 0, perAddress: 0, onRefused: () => undefined, logger: createLogger('silent') });
+      expect(() => server.emit('error', Object.assign(new Error('accept ENFILE'), { code: 'ENFILE' }))).not.toThrow();
     } finally {
       await new Promise((r) => server.close(r));
     }
