@@ -254,7 +254,7 @@ export class Gateway {
       metrics,
       isReady: () => this.ready,
     });
-    this.control = new ControlPlane({ config, view: this.view, sharedData: this.sharedData, logger });
+    this.control = new ControlPlane({ config, view: this.view, sharedData: this.sharedData, logger, onAuthThrottled: (surface) => metrics.authThrottled.inc({ surface }) });
     // The pool's list is applied only now that every listener of its changes exists.
     this.pool.setBackends(config.backends);
 

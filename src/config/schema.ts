@@ -221,6 +221,13 @@ export const configSchema = z.strictObject({
       text: 'Streams a client may cancel per second on one connection before the connection is closed with ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and cancels streams to make the proxy start work it never finishes. Browsers cancel a few when a page is left.',
     }),
   }),
+  auth: section('Wrong tokens (admin writes, API writes, pushes, the token-protected status page), counted per client address.', {
+    maxFailures: doc(z.number().int().min(0).max(1_000_000).default(10), {
+      text: "Wrong tokens one client address may send per `windowMs`, all surfaces and both ports together; after that, each of its requests that needs a token gets 429 with Retry-After until the window ends, its token unread. Counted in roomgate_auth_throttled_total. The address is the connection's peer: behind a load balancer all clients share the balancer's.",
+      zero: 'no limit',
+    }),
+    windowMs: doc(positiveMs.default(60_000), { text: "The window, opened by an address's first wrong token." }),
+  }),
   admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance).', {
     enabled: doc(z.boolean().default(true), { text: 'Run the admin listener.' }),
     host: doc(z.string().min(1).default('127.0.0.1'), { text: 'Admin address: loopback unless you open it.' }),
