@@ -46,6 +46,7 @@ import { createRedirectServer } from './server/redirect-server.js';
 import { hstsValue, loadTls, tlsSettings, TlsReloader } from './server/tls-config.js';
 import { H2Front } from './server/h2-front.js';
 import { applyConnectionLimits, type PublicLimits } from './server/connection-limit.js';
+import { newTicketKeys, startTicketKeyRotation } from './server/ticket-keys.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 import { PageCache } from './cache/page-cache.js';
@@ -64,6 +65,8 @@ export interface GatewayOptions {
   readonly reusePort?: boolean;
   /** TLS session ticket keys shared with the other workers (48 bytes); default: this process's own. */
   readonly tlsTicketKeys?: Buffer;
+  /** A cluster worker: its primary rotates the ticket keys (rotateTicketKeys), not a timer here. */
+  readonly ticketKeysFromPrimary?: boolean;
   /** The page cache's clock for freshness and grace (ms); tests move it. Default Date.now. */
   readonly cacheClock?: () => number;
 }
@@ -111,6 +114,9 @@ export class Gateway {
   /** The byte-level page path (plain HTTP and HTTP/1.1 over TLS), or null when switched off. */
   private readonly lean: { front: LeanFront; pages: LeanPages } | null;
   private readonly admin: Server | null;
+  /** The TLS session ticket keys in use (tls.ticketKeyRotationS replaces them). */
+  private ticketKeys: Buffer;
+  private stopKeyRotation: () => void = () => undefined;
   /** The public listener's connection limit and where it comes from (logged at start). */
   private readonly connectionLimits: PublicLimits;
   private readonly httpProxy: HttpProxy;
@@ -360,7 +366,8 @@ export class Gateway {
           })
         : null;
     const isReady = (): boolean => this.ready;
-    const certificates = loadTls(config, opts.tlsTicketKeys);
+    this.ticketKeys = opts.tlsTicketKeys ?? newTicketKeys();
+    const certificates = loadTls(config, this.ticketKeys);
     this.redirect =
       certificates && config.tls.redirectPort !== null
         ? createRedirectServer({ httpsPort: () => this.port, isReady: () => this.ready, maxHeaderBytes: config.listen.maxHeaderBytes, headersTimeoutMs: config.listen.headersTimeoutMs })
@@ -453,7 +460,10 @@ export class Gateway {
       throw err;
     }
     this.supervisor.start();
-    this.tls?.start(() => tlsSettings(this.config, this.opts.tlsTicketKeys), this.config.tls.reloadCheckMs);
+    this.tls?.start(() => tlsSettings(this.config, this.ticketKeys), this.config.tls.reloadCheckMs);
+    if (this.tls && this.opts.ticketKeysFromPrimary !== true) {
+      this.stopKeyRotation = startTicketKeyRotation(this.config.tls.ticketKeyRotationS * 1000, (keys) => this.rotateTicketKeys(keys), this.opts.logger);
+    }
     this.ready = true;
     logger.info(
       {
@@ -469,6 +479,12 @@ export class Gateway {
       },
       'listening',
     );
+  }
+
+  /** New TLS session ticket keys for new handshakes (the rotation timer, or a cluster's primary). */
+  rotateTicketKeys(keys: Buffer): void {
+    this.ticketKeys = keys;
+    this.tls?.setTicketKeys(keys);
   }
 
   /** Sets a backend's administrative state for every gateway sharing the store. */
@@ -491,7 +507,7 @@ export class Gateway {
     this.config = { ...this.config, backends: next.backends };
     // TLS: certificates are read again on every reload (a renewed file keeps its name); new
     // certificate paths apply too. Turning TLS on or off changes what the port speaks: a restart.
-    const nextTls = tlsSettings(next, this.opts.tlsTicketKeys);
+    const nextTls = tlsSettings(next, this.ticketKeys);
     if (this.tls === null || nextTls === null) {
       if ((this.tls === null) !== (nextTls === null)) needsRestart.push('tls');
     } else if (this.tls.reload(nextTls, 'reload')) {
@@ -530,6 +546,7 @@ export class Gateway {
     const { readinessDelayMs, graceMs } = this.config.shutdown;
     this.ready = false;
     this.tls?.stop();
+    this.stopKeyRotation();
     logger.info({ sockets: this.tunnels.size, readinessDelayMs, graceMs }, 'stopping: readiness is now false');
     if (readinessDelayMs > 0) await sleep(readinessDelayMs);
     this.control.closeStreams(); // lobby and status streams would otherwise hold connections open

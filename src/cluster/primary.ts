@@ -13,6 +13,7 @@
 //   kills them at once); SIGHUP re-reads the configuration and sends it to every worker.
 // A worker that exits unexpectedly is started again, with back-off. If the primary dies, Node
 // cluster exits every worker at once (their IPC channel closed).
+import { newTicketKeys, startTicketKeyRotation } from '../server/ticket-keys.js';
 import { randomBytes } from 'node:crypto';
 import cluster, { type Worker } from 'node:cluster';
 import type http from 'node:http';
@@ -28,7 +29,7 @@ import { createClusterAdminServer } from './admin.js';
 import { limitConnections } from '../server/connection-limit.js';
 import { channelToChild, RpcPeer } from './ipc-rpc.js';
 import { ClusterMetrics } from './metrics.js';
-import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
+import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, TICKET_KEYS, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
 import { StoreHost } from './store-host.js';
 
 /**
@@ -96,8 +97,12 @@ class ClusterPrimary {
   private readonly metrics: ClusterMetrics;
   private readonly secret: string | null;
   private workerConfig: LoadedConfig;
-  /** TLS session ticket keys for every worker (a session resumes on any of them); made once per start. */
-  private readonly ticketKeys = randomBytes(48).toString('base64');
+  /**
+   * TLS session ticket keys for every worker (a session resumes on any of them), base64; replaced
+   * every tls.ticketKeyRotationS and sent to every worker at once.
+   */
+  private ticketKeys = newTicketKeys().toString('base64');
+  private stopKeyRotation: () => void = () => undefined;
   /** With balance 'kernel': the public port every worker binds (port 0 resolved once, here). */
   private publicPort: number | null = null;
   private admin: http.Server | null = null;
@@ -189,6 +194,9 @@ class ClusterPrimary {
       if (this.o.balance === 'kernel') {
         this.publicPort = await freePublicPort(this.workerConfig.listen.host, this.workerConfig.listen.port);
         this.workerConfig = this.prepare(this.config);
+      }
+      if (config.tls.certs.length > 0) {
+        this.stopKeyRotation = startTicketKeyRotation(config.tls.ticketKeyRotationS * 1000, (keys) => this.shareTicketKeys(keys), logger);
       }
       cluster.setupPrimary({ stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
       const allReady = new Promise<void>((resolve, reject) => {
@@ -302,10 +310,17 @@ class ClusterPrimary {
     }, delayMs);
   }
 
+  /** New ticket keys: for workers started from now on, and sent to every running one. */
+  private shareTicketKeys(keys: Buffer): void {
+    this.ticketKeys = keys.toString('base64');
+    for (const s of this.slots) s.peer?.emit(TICKET_KEYS, this.ticketKeys);
+  }
+
   /** Graceful stop of every worker (each runs its own graceful shutdown), then the primary exits. */
   private async stop(signal: string): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
+    this.stopKeyRotation();
     const { logger } = this;
     logger.info({ signal, workers: this.slots.filter((s) => s.worker).length }, 'shutdown requested: stopping every worker');
     for (const s of this.slots) {

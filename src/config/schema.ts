@@ -196,6 +196,10 @@ export const configSchema = z.strictObject({
       },
     ),
     minVersion: doc(z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'), { text: 'Oldest TLS version accepted; Node picks the ciphers and curves (modern defaults).' }),
+    ticketKeyRotationS: doc(seconds(0, 604_800).default(3_600), {
+      text: 'Session ticket keys are replaced this often (with `--workers N` by the primary, for all workers at once): a stolen key decrypts only the sessions of its own period. A client holding a ticket of an older key makes a full handshake.',
+      zero: 'never: one key for the life of the process (or of the cluster)',
+    }),
     reloadCheckMs: doc(optionalMs.default(10_000), { text: 'How often the certificate files are checked for a change (size or time); a change reloads them.', zero: 'only on SIGHUP' }),
     redirectPort: doc(port.nullable().default(null), {
       text: 'A plain-HTTP listener on this port (same address as the public one) that answers every request with a 308 to the same URL on https, except /healthz and /readyz, which it answers itself (probes often speak plain HTTP). Only with certificates.',

@@ -4,6 +4,7 @@
 // covers one label). Reloaded in place (SIGHUP, or a changed file seen by a periodic check):
 // sockets already open keep the session they have, new handshakes get the new certificates, and a
 // reload that fails (a missing file, a key that does not match) keeps the certificates in use.
+import { setContextTicketKeys } from './ticket-keys.js';
 import type { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { checkPemPair } from '../config/pem-pair.js';
@@ -135,6 +136,12 @@ export class TlsCertificates {
     this.loaded = next;
     this.mtimes = fileStamps(settings);
     return next;
+  }
+
+  /** New session ticket keys for every certificate's context now, and for later reloads. */
+  setTicketKeys(keys: Buffer): void {
+    this.settings = { ...this.settings, ticketKeys: keys };
+    setContextTicketKeys(this.loaded.map((c) => c.context), keys);
   }
 
   /** Whether a file changed (size or modification time) since the last read. */
