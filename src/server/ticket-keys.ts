@@ -4,8 +4,10 @@
 // current key only: a client with an older ticket makes a full handshake. One process makes and
 // rotates its own key; a cluster's primary makes one for all workers and sends each new one to
 // every worker (src/cluster/), so a session resumes whichever worker a connection reaches.
+// Tickets are made and read with the keys of the server's own context (tls.Server.setTicketKeys)
+// whichever certificate SNI chose: replacing those replaces them for every name (the tests check
+// an SNI name too).
 import { randomBytes } from 'node:crypto';
-import type { SecureContext } from 'node:tls';
 import type { Logger } from '../observability/logger.js';
 
 /** Node's ticket keys: 16 bytes name, 16 bytes HMAC secret, 16 bytes AES key. */
@@ -13,14 +15,6 @@ export const TICKET_KEYS_BYTES = 48;
 
 export function newTicketKeys(): Buffer {
   return randomBytes(TICKET_KEYS_BYTES);
-}
-
-/** The native context behind a SecureContext (Node's documented `context` property). */
-type WithNative = SecureContext & { context: { setTicketKeys(keys: Buffer): void } };
-
-/** Puts `keys` in use on SNI contexts (the server's own context: tls.Server.setTicketKeys). */
-export function setContextTicketKeys(contexts: readonly SecureContext[], keys: Buffer): void {
-  for (const c of contexts) (c as WithNative).context.setTicketKeys(keys);
 }
 
 /**

@@ -73,7 +73,7 @@ export class TlsReloader {
     this.timer = null;
   }
 
-  /** Session ticket keys for new handshakes: the server's context and every certificate's. */
+  /** Session ticket keys for new handshakes (every certificate's: see ticket-keys.ts), and for reloads. */
   setTicketKeys(keys: Buffer): void {
     this.tls.setTicketKeys(keys);
     this.server.setTicketKeys(keys);

@@ -4,7 +4,6 @@
 // covers one label). Reloaded in place (SIGHUP, or a changed file seen by a periodic check):
 // sockets already open keep the session they have, new handshakes get the new certificates, and a
 // reload that fails (a missing file, a key that does not match) keeps the certificates in use.
-import { setContextTicketKeys } from './ticket-keys.js';
 import type { X509Certificate } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { checkPemPair } from '../config/pem-pair.js';
@@ -138,10 +137,9 @@ export class TlsCertificates {
     return next;
   }
 
-  /** New session ticket keys for every certificate's context now, and for later reloads. */
+  /** New session ticket keys for later reloads (the server's context is the one in use: TlsReloader). */
   setTicketKeys(keys: Buffer): void {
     this.settings = { ...this.settings, ticketKeys: keys };
-    setContextTicketKeys(this.loaded.map((c) => c.context), keys);
   }
 
   /** Whether a file changed (size or modification time) since the last read. */
