@@ -197,7 +197,7 @@ export const configSchema = z.strictObject({
     ),
     minVersion: doc(z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'), { text: 'Oldest TLS version accepted; Node picks the ciphers and curves (modern defaults).' }),
     ticketKeyRotationS: doc(seconds(0, 604_800).default(3_600), {
-      text: 'Session ticket keys are replaced this often (with `--workers N` by the primary, for all workers at once): a stolen key decrypts only the sessions of its own period. A client holding a ticket of an older key makes a full handshake.',
+      text: "The keys TLS session resumption data is encrypted with (Node's ticketKeys) are replaced this often (with `--workers N` by the primary, for all workers at once): a stolen key opens only the sessions of its own period. A client resuming with data of an older key makes a full handshake.",
       zero: 'never: one key for the life of the process (or of the cluster)',
     }),
     reloadCheckMs: doc(optionalMs.default(10_000), { text: 'How often the certificate files are checked for a change (size or time); a change reloads them.', zero: 'only on SIGHUP' }),
@@ -224,13 +224,6 @@ export const configSchema = z.strictObject({
     maxResetsPerS: doc(z.number().int().min(1).max(100_000).default(200), {
       text: 'Streams a client may cancel per second on one connection before the connection is closed with ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and cancels streams to make the proxy start work it never finishes. Browsers cancel a few when a page is left.',
     }),
-  }),
-  auth: section('Wrong tokens (admin writes, API writes, pushes, the token-protected status page), counted per client address.', {
-    maxFailures: doc(z.number().int().min(0).max(1_000_000).default(10), {
-      text: "Wrong tokens one client address may send per `windowMs`, all surfaces and both ports together; after that, each of its requests that needs a token gets 429 with Retry-After until the window ends, its token unread. Counted in roomgate_auth_throttled_total. The address is the connection's peer: behind a load balancer all clients share the balancer's.",
-      zero: 'no limit',
-    }),
-    windowMs: doc(positiveMs.default(60_000), { text: "The window, opened by an address's first wrong token." }),
   }),
   admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance).', {
     enabled: doc(z.boolean().default(true), { text: 'Run the admin listener.' }),
@@ -431,6 +424,13 @@ export const configSchema = z.strictObject({
       }),
     },
   ),
+  auth: section('Wrong tokens (admin writes, API writes, pushes, the token-protected status page), counted per client address.', {
+    maxFailures: doc(z.number().int().min(0).max(1_000_000).default(10), {
+      text: "Wrong tokens one client address may send per `windowMs`, all surfaces and both ports together; after that, each of its requests that needs a token gets 429 with Retry-After until the window ends, its token unread. Counted in roomgate_auth_throttled_total. The address is the connection's peer: behind a load balancer all clients share the balancer's.",
+      zero: 'no limit',
+    }),
+    windowMs: doc(positiveMs.default(60_000), { text: "The window, opened by an address's first wrong token." }),
+  }),
   status: section('The status page /_roomgate/ (always on the admin port).', {
     public: doc(z.enum(['off', 'token', 'open']).default('off'), {
       text: 'The status page on the public port. off: admin port only; token: with the admin token (`admin.token`, as HTTP Basic password or bearer token); open: anyone.',
