@@ -2,19 +2,20 @@
  * A flood of distinct room keys against one gateway (issue 26 item 4): how much does it keep?
  *
  *   npm run build && node dist/bench/room-flood.js [--rooms 100000] [--seconds 60]
- *       [--connections 32] [--max-idle-rooms N] [--redis] [--distinct N]
+ *       [--connections 32] [--max-idle-rooms N] [--redis] [--distinct N] [--config JSON]
  *
- * The gateway runs in a child process (this file with --serve, started with roomgate's Node flags
- * and --expose-gc) with a one-line backend beside it, memory store or (--redis) a local
- * redis-server the bench starts (no persistence). This process sends page requests `GET /r/<key>/`
- * with a new key each, on keep-alive connections, paced to --rooms within --seconds. The child's
- * RSS and heap are read after a full collection (gc() three times, asked over IPC) once warmed up
- * (as many requests as the flood, on 100 rooms) and again after the flood; their difference is what the flood left behind. With --redis, Redis's used_memory
+ * The gateway runs alone in a child process (this file with --serve, started with roomgate's Node
+ * flags and --expose-gc), with the memory store or (--redis) a local redis-server the bench starts
+ * (no persistence); a one-line backend runs in this process. This process sends page requests
+ * `GET /r/<key>/` with a new key each, on keep-alive connections, paced to --rooms within
+ * --seconds. The child's RSS and heap are read after a full collection (gc() three times, asked
+ * over IPC) once warmed up (as many requests as the flood, on 100 keys, unpaced) and again after
+ * the flood; their difference is what the flood left behind. With --redis, Redis's used_memory
  * before and after and its key count (INFO, DBSIZE) give bytes per kept placement. Also prints
- * roomgate_idle_rooms_evicted_total. --max-idle-rooms overrides placement.maxIdleRooms
- * (10000000: no cap, the behaviour before it). --distinct N sends as many requests on N keys only:
- * the control run, what the same traffic leaves behind without new rooms. Asserts nothing; figures
- * go to docs/placement.md.
+ * roomgate_idle_rooms_evicted_total. --max-idle-rooms overrides placement.maxIdleRooms (10000000:
+ * no cap, the behaviour before it); --distinct N sends as many requests on N keys only (the control
+ * run: what the same traffic leaves behind without new rooms); --config adds configuration (JSON).
+ * Asserts nothing; figures go to docs/placement.md.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -42,6 +43,8 @@ const { values } = parseArgs({
     redis: { type: 'boolean', default: false },
     /** The control run: as many requests, on this few distinct keys (no room state to keep). */
     distinct: { type: 'string' },
+    /** More configuration (JSON, top-level sections replaced), e.g. '{"proxy":{"leanPages":false}}'. */
+    config: { type: 'string' },
     serve: { type: 'string' },
   },
 });
@@ -62,15 +65,13 @@ interface Figures {
   evictions: string;
 }
 
-/** The child: backend and gateway; answers 'measure' with its memory after a full collection. */
+/** The child: the gateway alone; answers 'measure' with its memory after a full collection. */
 async function serve(configJson: string): Promise<void> {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (!gc) throw new Error('the child runs with --expose-gc');
-  const backend = await startBackend();
   const dir = mkdtempSync(join(tmpdir(), 'room-flood-'));
   const file = join(dir, 'gateway.json');
-  const bport = (backend.address() as { port: number }).port;
-  writeFileSync(file, JSON.stringify({ ...JSON.parse(configJson), backends: [{ id: 'b1', url: `http://127.0.0.1:${bport}` }] }));
+  writeFileSync(file, configJson);
   const config = loadConfig({ env: {}, file });
   rmSync(dir, { recursive: true, force: true });
   const gateway = new Gateway(config, { logger: createLogger('silent') });
@@ -85,10 +86,7 @@ async function serve(configJson: string): Promise<void> {
         process.send!({ rss: m.rss, heap: m.heapUsed, heapTotal: m.heapTotal, external: m.external + m.arrayBuffers, rssAnon: kb('RssAnon'), rssFile: kb('RssFile'), evictions: await evictions(gateway) } satisfies Figures);
       })();
     } else if (msg === 'stop') {
-      void gateway.stop().then(() => {
-        backend.close();
-        process.exit(0);
-      });
+      void gateway.stop().then(() => process.exit(0));
     }
   });
   process.send!({ port: gateway.port, maxIdleRooms: config.placement.maxIdleRooms, idleTtlMs: config.placement.idleTtlMs });
@@ -176,9 +174,11 @@ async function evictions(g: Gateway): Promise<string> {
 async function main(): Promise<void> {
   let redis: LocalRedis | null = null;
   let child: ChildProcess | null = null;
+  const backend = await startBackend();
   try {
     if (values.redis) redis = await startRedisServer(0);
     const started = await startChild({
+      backends: [{ id: 'b1', url: `http://127.0.0.1:${(backend.address() as { port: number }).port}` }],
       listen: { host: '127.0.0.1', port: 0 },
       admin: { enabled: false },
       cookie: { secrets: ['0123456789abcdef0123456789abcdef'] },
@@ -186,6 +186,7 @@ async function main(): Promise<void> {
       log: { level: 'silent' },
       ...(values['max-idle-rooms'] ? { placement: { maxIdleRooms: Number(values['max-idle-rooms']) } } : {}),
       ...(redis ? { redis: { url: redis.url } } : {}),
+      ...(values.config ? (JSON.parse(values.config) as Record<string, unknown>) : {}),
     });
     child = started.child;
     say(`room flood: ${ROOMS} requests, ${values.distinct ?? ROOMS} distinct keys in ${SECONDS} s, ${CONNECTIONS} connections, store ${redis ? 'redis' : 'memory'}, placement.maxIdleRooms ${started.maxIdleRooms}, idleTtlMs ${started.idleTtlMs}`);
@@ -216,6 +217,7 @@ async function main(): Promise<void> {
       if (child.exitCode === null) child.kill('SIGKILL');
     }
     if (redis) await stopChild(redis.child);
+    backend.close();
   }
 }
 
