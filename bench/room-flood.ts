@@ -8,8 +8,8 @@
  * flags and --expose-gc), with the memory store or (--redis) a local redis-server the bench starts
  * (no persistence); a one-line backend runs in this process. This process sends page requests
  * `GET /r/<key>/` with a new key each, on keep-alive connections, paced to --rooms within
- * --seconds. The child's RSS and heap are read after a full collection (gc() three times, asked
- * over IPC) once warmed up (as many requests as the flood, on 100 keys, unpaced) and again after
+ * --seconds. The child's RSS and heap are read after a full collection (three last-resort
+ * collections, asked over IPC: V8 then also unmaps the pages it freed) once warmed up (as many requests as the flood, on 100 keys, unpaced) and again after
  * the flood; their difference is what the flood left behind. With --redis, Redis's used_memory
  * before and after and its key count (INFO, DBSIZE) give bytes per kept placement. Also prints
  * roomgate_idle_rooms_evicted_total. --max-idle-rooms overrides placement.maxIdleRooms (10000000:
@@ -67,7 +67,9 @@ interface Figures {
 
 /** The child: the gateway alone; answers 'measure' with its memory after a full collection. */
 async function serve(configJson: string): Promise<void> {
-  const gc = (globalThis as { gc?: () => void }).gc;
+  // V8's gc() with options: 'last-resort' is the full collection that also gives pooled pages
+  // back (what V8 does under memory pressure); a plain gc() leaves freed pages mapped.
+  const gc = (globalThis as { gc?: (o?: { type: string; execution: string; flavor: string }) => void }).gc;
   if (!gc) throw new Error('the child runs with --expose-gc');
   const dir = mkdtempSync(join(tmpdir(), 'room-flood-'));
   const file = join(dir, 'gateway.json');
@@ -79,7 +81,7 @@ async function serve(configJson: string): Promise<void> {
   process.on('message', (msg: string) => {
     if (msg === 'measure') {
       void (async () => {
-        for (let i = 0; i < 3; i++) gc();
+        for (let i = 0; i < 3; i++) gc({ type: 'major', execution: 'sync', flavor: 'last-resort' });
         const m = process.memoryUsage();
         const status = readFileSync('/proc/self/status', 'utf8');
         const kb = (name: string): number => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN) * 1024;
