@@ -123,21 +123,26 @@ async function startBackend(): Promise<http.Server> {
 }
 
 /** `count` page requests with distinct keys `${prefix}-<i>`, at most `rate` per second, on keep-alive connections. */
-async function flood(port: number, prefix: string, count: number, rate: number, distinct = count): Promise<{ ms: number; failed: number }> {
+async function flood(port: number, prefix: string, count: number, rate: number, distinct = count): Promise<{ ms: number; failed: number; why: string }> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONNECTIONS });
   const started = Date.now();
   let next = 0;
   let failed = 0;
+  const why = new Map<string, number>();
+  const note = (what: string): void => {
+    failed++;
+    why.set(what, (why.get(what) ?? 0) + 1);
+  };
   const one = (i: number): Promise<void> =>
     new Promise((resolve) => {
       const req = http.get({ host: '127.0.0.1', port, path: `/r/${prefix}-${i % distinct}-${((i % distinct) * 2654435761) % 1e9}/`, agent }, (res) => {
-        if (res.statusCode !== 200) failed++;
+        if (res.statusCode !== 200) note(String(res.statusCode));
         res.resume();
         res.on('end', resolve);
         res.on('error', resolve);
       });
-      req.on('error', () => {
-        failed++;
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        note(err.code ?? err.message);
         resolve();
       });
     });
@@ -153,7 +158,7 @@ async function flood(port: number, prefix: string, count: number, rate: number, 
   };
   await Promise.all(Array.from({ length: CONNECTIONS }, worker));
   agent.destroy();
-  return { ms: Date.now() - started, failed };
+  return { ms: Date.now() - started, failed, why: [...why].map(([k, n]) => `${k} x${n}`).join(', ') };
 }
 
 async function redisMemory(url: string): Promise<{ used: number; keys: number }> {
@@ -198,7 +203,7 @@ async function main(): Promise<void> {
     const redisBefore = redis ? await redisMemory(redis.url) : null;
     const run = await flood(started.port, 'flood', ROOMS, ROOMS / SECONDS, values.distinct ? Number(values.distinct) : ROOMS);
     const after = await measure(child);
-    say(`sent ${ROOMS} in ${(run.ms / 1000).toFixed(1)} s (${run.failed} not 200)`);
+    say(`sent ${ROOMS} in ${(run.ms / 1000).toFixed(1)} s (${run.failed} not 200${run.failed > 0 ? `: ${run.why}` : ''})`);
     say(`gateway RSS after full GC: ${(before.rss / MB).toFixed(1)} -> ${(after.rss / MB).toFixed(1)} MB (+${((after.rss - before.rss) / MB).toFixed(1)} MB)`);
     say(`gateway heap used after full GC: ${(before.heap / MB).toFixed(1)} -> ${(after.heap / MB).toFixed(1)} MB (+${((after.heap - before.heap) / MB).toFixed(1)} MB)`);
     say(`gateway heap total ${(before.heapTotal / MB).toFixed(1)} -> ${(after.heapTotal / MB).toFixed(1)} MB, external + array buffers ${(before.external / MB).toFixed(1)} -> ${(after.external / MB).toFixed(1)} MB`);
