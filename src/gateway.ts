@@ -50,6 +50,8 @@ import type { RoomCookieSettings } from './proxy/page-cookie.js';
 import { createRedirectServer } from './server/redirect-server.js';
 import { hstsValue, loadTls, tlsSettings, TlsReloader } from './server/tls-config.js';
 import { H2Front } from './server/h2-front.js';
+import { applyConnectionLimits, type PublicLimits } from './server/connection-limit.js';
+import { newTicketKeys, startTicketKeyRotation } from './server/ticket-keys.js';
 import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 import { PageCache } from './cache/page-cache.js';
@@ -68,6 +70,8 @@ export interface GatewayOptions {
   readonly reusePort?: boolean;
   /** TLS session ticket keys shared with the other workers (48 bytes); default: this process's own. */
   readonly tlsTicketKeys?: Buffer;
+  /** A cluster worker: its primary rotates the ticket keys (rotateTicketKeys), not a timer here. */
+  readonly ticketKeysFromPrimary?: boolean;
   /** The page cache's clock for freshness and grace (ms); tests move it. Default Date.now. */
   readonly cacheClock?: () => number;
 }
@@ -117,6 +121,11 @@ export class Gateway {
   /** The byte-level page path (plain HTTP and HTTP/1.1 over TLS), or null when switched off. */
   private readonly lean: { front: LeanFront; pages: LeanPages } | null;
   private readonly admin: Server | null;
+  /** The TLS session ticket keys in use (tls.ticketKeyRotationS replaces them). */
+  private ticketKeys: Buffer;
+  private stopKeyRotation: () => void = () => undefined;
+  /** The public listener's connection limit and where it comes from (logged at start). */
+  private readonly connectionLimits: PublicLimits;
   private readonly httpProxy: HttpProxy;
   private readonly upgradeProxy: UpgradeProxy;
   /** Sections the last reload changed that only a restart applies (the status page says so). */
@@ -170,11 +179,17 @@ export class Gateway {
       commandTimeoutMs: config.redis.commandTimeoutMs,
       onLog: (level: 'debug' | 'info' | 'warn' | 'error', msg: string, fields?: Record<string, unknown>) => logger[level](fields ?? {}, msg),
     };
+    const storeTiming = {
+      idleTtlMs: config.placement.idleTtlMs,
+      gatewayTtlMs: config.placement.gatewayTtlMs,
+      maxIdleRooms: config.placement.maxIdleRooms,
+      onEvicted: (n: number) => metrics.idleRoomsEvicted.inc({ where: 'store' }, n),
+    };
     this.store =
       opts.store ??
       (redisConfigured
-        ? new RedisPlacementStore({ ...redis, timing: { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs } })
-        : new MemoryPlacementStore(this.id, { idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs }));
+        ? new RedisPlacementStore({ ...redis, timing: storeTiming })
+        : new MemoryPlacementStore(this.id, storeTiming));
 
     this.sharedData =
       opts.sharedData ??
@@ -195,6 +210,8 @@ export class Gateway {
       onDown: config.health.onDown,
       cacheTtlMs: config.placement.cacheTtlMs,
       idleTtlMs: config.placement.idleTtlMs,
+      maxIdleRooms: config.placement.maxIdleRooms,
+      onEvicted: (n) => metrics.idleRoomsEvicted.inc({ where: 'cache' }, n),
       recoveryRingMs: config.placement.gatewayTtlMs,
       onPlaced: (room, from, to, forced, liveMoved) => this.supervisor.placed(room, from, to, forced, liveMoved),
       onMovedElsewhere: (room, from, to) => this.supervisor.movedElsewhere(room, from, to),
@@ -260,7 +277,7 @@ export class Gateway {
       metrics,
       isReady: () => this.ready,
     });
-    this.control = new ControlPlane({ config, view: this.view, sharedData: this.sharedData, logger });
+    this.control = new ControlPlane({ config, view: this.view, sharedData: this.sharedData, logger, onAuthThrottled: (surface) => metrics.authThrottled.inc({ surface }) });
     // The pool's list is applied only now that every listener of its changes exists.
     this.pool.setBackends(config.backends);
 
@@ -380,7 +397,8 @@ export class Gateway {
     const isReady = (): boolean => this.ready;
     // One canonical target for every front, and the paths only roomgate calls on a backend.
     const target = createTargetRule({ reserved: [config.push.path], pathPrefix: config.room.sources.includes('path-prefix') ? config.room.pathPrefix : null });
-    const certificates = loadTls(config, opts.tlsTicketKeys);
+    this.ticketKeys = opts.tlsTicketKeys ?? newTicketKeys();
+    const certificates = loadTls(config, this.ticketKeys);
     this.redirect =
       certificates && config.tls.redirectPort !== null
         ? createRedirectServer({ httpsPort: () => this.port, isReady: () => this.ready, maxHeaderBytes: config.listen.maxHeaderBytes, headersTimeoutMs: config.listen.headersTimeoutMs })
@@ -447,6 +465,7 @@ export class Gateway {
     } else this.lean = null;
     this.tls = certificates ? new TlsReloader(certificates, this.server as HttpsServer, logger) : null;
     this.admin = this.control.adminServer;
+    this.connectionLimits = applyConnectionLimits(config, { public: this.server, redirect: this.redirect, admin: this.admin }, metrics, logger);
     const dns = config.discovery.dns;
     this.discovery = dns
       ? new DnsDiscovery(
@@ -478,7 +497,10 @@ export class Gateway {
     }
     this.supervisor.start();
     this.history.start();
-    this.tls?.start(() => tlsSettings(this.config, this.opts.tlsTicketKeys), this.config.tls.reloadCheckMs);
+    this.tls?.start(() => tlsSettings(this.config, this.ticketKeys), this.config.tls.reloadCheckMs);
+    if (this.tls && this.opts.ticketKeysFromPrimary !== true) {
+      this.stopKeyRotation = startTicketKeyRotation(this.config.tls.ticketKeyRotationS * 1000, (keys) => this.rotateTicketKeys(keys), this.opts.logger);
+    }
     this.ready = true;
     logger.info(
       {
@@ -487,6 +509,8 @@ export class Gateway {
         adminPort: this.adminPort,
         ...(this.tls ? { tls: true, redirectPort: this.redirect ? ((this.redirect.address() as AddressInfo | null)?.port ?? null) : null } : {}),
         gatewayId: this.id,
+        maxConnections: this.connectionLimits.maxConnections,
+        descriptors: this.connectionLimits.descriptors,
         store: this.store.kind,
         backends: this.pool.backends.map((b) => `${b.id}=${b.config.url}`),
       },
@@ -517,6 +541,12 @@ export class Gateway {
     }));
   }
 
+  /** New TLS session ticket keys for new handshakes (the rotation timer, or a cluster's primary). */
+  rotateTicketKeys(keys: Buffer): void {
+    this.ticketKeys = keys;
+    this.tls?.setTicketKeys(keys);
+  }
+
   /** Sets a backend's administrative state for every gateway sharing the store. */
   setAdminState(id: string, state: BackendAdminState | null): Promise<void> {
     return setAdminState(this.store, this.pool, id, state);
@@ -540,7 +570,7 @@ export class Gateway {
     this.config = { ...this.config, backends: next.backends };
     // TLS: certificates are read again on every reload (a renewed file keeps its name); new
     // certificate paths apply too. Turning TLS on or off changes what the port speaks: a restart.
-    const nextTls = tlsSettings(next, this.opts.tlsTicketKeys);
+    const nextTls = tlsSettings(next, this.ticketKeys);
     if (this.tls === null || nextTls === null) {
       if ((this.tls === null) !== (nextTls === null)) needsRestart.push('tls');
     } else if (this.tls.reload(nextTls, 'reload')) {
@@ -582,6 +612,7 @@ export class Gateway {
     const { readinessDelayMs, graceMs } = this.config.shutdown;
     this.ready = false;
     this.tls?.stop();
+    this.stopKeyRotation();
     logger.info({ sockets: this.tunnels.size, readinessDelayMs, graceMs }, 'stopping: readiness is now false');
     if (readinessDelayMs > 0) await sleep(readinessDelayMs);
     this.control.closeStreams(); // lobby and status streams would otherwise hold connections open

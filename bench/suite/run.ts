@@ -11,6 +11,7 @@
  * --out. Everything it starts is stopped at the end, on an error and on Ctrl-C. See
  * bench/README.md for what each figure means.
  */
+import { publicLimits } from '../../src/server/connection-limit.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
@@ -230,10 +231,12 @@ async function main(): Promise<void> {
   const tools = ['taskset', ...a.targets.filter((t) => t === 'nginx' || t === 'haproxy'), ...(a.kinds.includes('page') ? ['wrk'] : [])];
   ensureTools(tools, log);
 
-  // File descriptors: a proxy holds 2 per proxied socket.
+  // File descriptors: a proxy holds 2 per proxied socket. Sized as roomgate sizes its public limit
+  // (listen.maxConnections derived: the limit minus the reserve, halved), so the idle-sockets run
+  // never meets roomgate's connection limit (docs/operations.md#connection-limits).
   const { hard } = openFiles();
   const nofile = hard;
-  const maxProxied = Math.floor((nofile - FD_HEADROOM) / 2);
+  const maxProxied = publicLimits(nofile, { maxConnections: 0, descriptorReserve: 0 }).maxConnections;
   const biggestGame = Math.max(...(a.kinds.includes('game') ? a.games : [0]));
   const scale = Math.min(a.scale, maxProxied);
   if (a.kinds.includes('scale') && scale < a.scale) {

@@ -7,6 +7,10 @@ import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } f
 export class ClusterMetrics {
   readonly registry = new Registry();
   readonly restarts: Counter;
+  /** The primary's placement store (no Redis) evicts too; summed with the workers' caches under the same name. */
+  readonly idleRoomsEvicted: Counter<'where'>;
+  /** The primary's admin port refuses connections over admin.maxConnections. */
+  readonly connectionsRefused: Counter<'listener' | 'reason'>;
 
   constructor(runningWorkers: () => number) {
     collectDefaultMetrics({ register: this.registry, prefix: 'roomgate_primary_', eventLoopMonitoringPrecision: 20 });
@@ -22,6 +26,18 @@ export class ClusterMetrics {
     this.restarts = new Counter({
       name: 'roomgate_worker_restarts_total',
       help: 'Workers that exited unexpectedly and were started again',
+      registers: [this.registry],
+    });
+    this.idleRoomsEvicted = new Counter({
+      name: 'roomgate_idle_rooms_evicted_total',
+      help: 'Placements of rooms without a live socket dropped by placement.maxIdleRooms before their idleTtlMs: cache (this process), store (memory or Redis)',
+      labelNames: ['where'],
+      registers: [this.registry],
+    });
+    this.connectionsRefused = new Counter({
+      name: 'roomgate_connections_refused_total',
+      help: 'Connections closed at once on accept by a connection limit (listen.maxConnections, listen.maxConnectionsPerAddress), by listener and reason',
+      labelNames: ['listener', 'reason'],
       registers: [this.registry],
     });
   }

@@ -13,6 +13,7 @@
 //   kills them at once); SIGHUP re-reads the configuration and sends it to every worker.
 // A worker that exits unexpectedly is started again, with back-off. If the primary dies, Node
 // cluster exits every worker at once (their IPC channel closed).
+import { newTicketKeys, startTicketKeyRotation } from '../server/ticket-keys.js';
 import { randomBytes } from 'node:crypto';
 import cluster, { type Worker } from 'node:cluster';
 import type http from 'node:http';
@@ -25,10 +26,11 @@ import type { Balance } from './count.js';
 import { onStopSignals } from '../lifecycle/signals.js';
 import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { createClusterAdminServer } from './admin.js';
+import { limitConnections } from '../server/connection-limit.js';
 import { channelToChild, RpcPeer } from './ipc-rpc.js';
 import { HistoryMerger } from './history-merge.js';
 import { ClusterMetrics } from './metrics.js';
-import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
+import { INIT, IPC_TIMEOUT_MS, METRICS, READY, RELOAD, STOP, TICKET_KEYS, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
 import { StoreHost } from './store-host.js';
 
 /**
@@ -96,8 +98,12 @@ class ClusterPrimary {
   private readonly metrics: ClusterMetrics;
   private readonly secret: string | null;
   private workerConfig: LoadedConfig;
-  /** TLS session ticket keys for every worker (a session resumes on any of them); made once per start. */
-  private readonly ticketKeys = randomBytes(48).toString('base64');
+  /**
+   * TLS session ticket keys for every worker (a session resumes on any of them), base64; replaced
+   * every tls.ticketKeyRotationS and sent to every worker at once.
+   */
+  private ticketKeys = newTicketKeys().toString('base64');
+  private stopKeyRotation: () => void = () => undefined;
   /** With balance 'kernel': the public port every worker binds (port 0 resolved once, here). */
   private publicPort: number | null = null;
   private admin: http.Server | null = null;
@@ -124,10 +130,16 @@ class ClusterPrimary {
       timer: null,
       exited: Promise.resolve(),
     }));
+    this.metrics = new ClusterMetrics(() => this.slots.filter((s) => s.ready !== null).length);
     this.host = redisConfigured(config)
       ? null
-      : new StoreHost({ idleTtlMs: config.placement.idleTtlMs, gatewayTtlMs: config.placement.gatewayTtlMs, presenceTtlMs: config.presence.ttlMs });
-    this.metrics = new ClusterMetrics(() => this.slots.filter((s) => s.ready !== null).length);
+      : new StoreHost({
+          idleTtlMs: config.placement.idleTtlMs,
+          gatewayTtlMs: config.placement.gatewayTtlMs,
+          presenceTtlMs: config.presence.ttlMs,
+          maxIdleRooms: config.placement.maxIdleRooms,
+          onEvicted: (n) => this.metrics.idleRoomsEvicted.inc({ where: 'store' }, n),
+        });
     this.secret = config.cookie.signed && config.cookie.secrets.length === 0 ? randomBytes(32).toString('base64url') : null;
     this.workerConfig = this.prepare(config);
     this.history = new HistoryMerger(() => this.slots.flatMap((s) => (s.ready && s.peer ? [s.peer] : [])), this.logger);
@@ -179,11 +191,17 @@ class ClusterPrimary {
           logger,
           allowedHosts: config.admin.allowedHosts,
         });
+        // The primary's own admin port: its own small limit (the workers' admin ports are private).
+        const onRefused = (listener: string, reason: string): void => this.metrics.connectionsRefused.inc({ listener: `primary-${listener}`, reason });
+        limitConnections(this.admin, { listener: 'admin', maxConnections: config.admin.maxConnections, perAddress: 0, onRefused, logger });
         await listenOn(this.admin, config.admin.host, config.admin.port);
       }
       if (this.o.balance === 'kernel') {
         this.publicPort = await freePublicPort(this.workerConfig.listen.host, this.workerConfig.listen.port);
         this.workerConfig = this.prepare(this.config);
+      }
+      if (config.tls.certs.length > 0) {
+        this.stopKeyRotation = startTicketKeyRotation(config.tls.ticketKeyRotationS * 1000, (keys) => this.shareTicketKeys(keys), logger);
       }
       cluster.setupPrimary({ stdio: ['ignore', 'pipe', 'inherit', 'ipc'] });
       const allReady = new Promise<void>((resolve, reject) => {
@@ -297,11 +315,18 @@ class ClusterPrimary {
     }, delayMs);
   }
 
+  /** New ticket keys: for workers started from now on, and sent to every running one. */
+  private shareTicketKeys(keys: Buffer): void {
+    this.ticketKeys = keys.toString('base64');
+    for (const s of this.slots) s.peer?.emit(TICKET_KEYS, this.ticketKeys);
+  }
+
   /** Graceful stop of every worker (each runs its own graceful shutdown), then the primary exits. */
   private async stop(signal: string): Promise<void> {
     if (this.stopping) return;
     this.stopping = true;
     this.history.stop();
+    this.stopKeyRotation();
     const { logger } = this;
     logger.info({ signal, workers: this.slots.filter((s) => s.worker).length }, 'shutdown requested: stopping every worker');
     for (const s of this.slots) {

@@ -22,6 +22,9 @@ export interface WorkerInit {
   readonly tlsTicketKeys: string;
 }
 
+/** Primary -> worker (an event): new TLS session ticket keys (base64, 48 bytes), every tls.ticketKeyRotationS. */
+export const TICKET_KEYS = 'worker.ticketKeys';
+
 /** Worker -> primary, once it listens. */
 export const READY = 'worker.ready';
 export interface WorkerReady {

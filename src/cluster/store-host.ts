@@ -13,6 +13,9 @@ export interface StoreHostTiming {
   readonly idleTtlMs: number;
   readonly gatewayTtlMs: number;
   readonly presenceTtlMs: number;
+  /** placement.maxIdleRooms, for all workers together. */
+  readonly maxIdleRooms?: number;
+  readonly onEvicted?: (count: number) => void;
 }
 
 /** Event topics the workers' stores listen to. */
@@ -43,7 +46,8 @@ export class StoreHost {
    * at once (its sockets died with it), and the other workers hear of it.
    */
   attach(peer: RpcPeer, gatewayId: string): () => Promise<void> {
-    const p = new MemoryPlacementStore(gatewayId, { idleTtlMs: this.timing.idleTtlMs, gatewayTtlMs: this.timing.gatewayTtlMs }, this.placements, this.now);
+    const { idleTtlMs, gatewayTtlMs, maxIdleRooms, onEvicted } = this.timing;
+    const p = new MemoryPlacementStore(gatewayId, { idleTtlMs, gatewayTtlMs, maxIdleRooms, onEvicted }, this.placements, this.now);
     const s = new MemorySharedDataStore(gatewayId, { presenceTtlMs: this.timing.presenceTtlMs }, this.sharedData, this.now);
     const str = (v: unknown): string => v as string;
     const num = (v: unknown): number => v as number;

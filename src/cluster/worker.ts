@@ -18,7 +18,7 @@ import { channelToParent, RpcPeer } from './ipc-rpc.js';
 import { IpcPlacementStore } from './ipc-placement-store.js';
 import { IpcSharedDataStore } from './ipc-shared-data-store.js';
 import type { HistorySnapshot } from '../observability/history.js';
-import { HISTORY, INIT, IPC_TIMEOUT_MS, MERGED_HISTORY, METRICS, READY, RELOAD, STOP, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
+import { HISTORY, INIT, IPC_TIMEOUT_MS, MERGED_HISTORY, METRICS, READY, RELOAD, STOP, TICKET_KEYS, WORKER_ENV, type WorkerInit, type WorkerReady } from './protocol.js';
 
 /** True in a worker process forked by roomgate's primary (not in some other cluster manager's worker). */
 export function isClusterWorker(): boolean {
@@ -33,7 +33,10 @@ export async function runWorker(): Promise<void> {
     const init = await peer.call<WorkerInit>(INIT, [], 10_000);
     logger = createLogger(init.config.log.level).child({ worker: init.index });
     const stores = init.ipcStores ? { store: new IpcPlacementStore(peer), sharedData: new IpcSharedDataStore(peer) } : {};
-    gateway = new Gateway(init.config, { logger, reusePort: init.reusePort, tlsTicketKeys: Buffer.from(init.tlsTicketKeys, 'base64'), ...stores });
+    gateway = new Gateway(init.config, { logger, reusePort: init.reusePort, tlsTicketKeys: Buffer.from(init.tlsTicketKeys, 'base64'), ticketKeysFromPrimary: true, ...stores });
+    peer.on(TICKET_KEYS, (keys) => {
+      if (typeof keys === 'string') gateway.rotateTicketKeys(Buffer.from(keys, 'base64'));
+    });
     await gateway.start();
   } catch (err) {
     // main() reports the error (in this tick's promise callbacks), then the worker exits with its

@@ -171,6 +171,18 @@ export const configSchema = z.strictObject({
       zero: 'no limit',
     }),
     keepAliveTimeoutMs: doc(positiveMs.default(5_000), { text: 'How long an idle keep-alive client connection stays open.' }),
+    maxConnections: doc(z.number().int().min(0).max(10_000_000).default(0), {
+      text: 'Client connections the public port holds at once (HTTP/1.1, h2 and WebSockets alike); one more is closed at once on accept and counted in roomgate_connections_refused_total. Per process (with `--workers N`, each worker has this limit).',
+      zero: 'derived from the process\'s open-file limit (`ulimit -n`, read from /proc/self/limits; 1024 where it cannot be read): (limit - `descriptorReserve`) / 2, since each client connection may hold a backend connection',
+    }),
+    descriptorReserve: doc(z.number().int().min(0).max(10_000_000).default(0), {
+      text: 'File descriptors the derived `maxConnections` leaves for everything else: keep-alive connections to backends, Redis, static files, the admin port (`admin.maxConnections`) and the redirect port. Raise it with many backends (each may keep 2 x `proxy.maxIdleSocketsPerBackend` idle connections).',
+      zero: 'max(256, limit / 8), at most half the limit',
+    }),
+    maxConnectionsPerAddress: doc(z.number().int().min(0).max(10_000_000).default(0), {
+      text: "Client connections at once from one client address on the public port; one more is closed at once and counted. Off by default: many users can share one address (NAT, a company proxy, a mobile carrier), and behind a load balancer every connection comes from the balancer's address. A value for direct exposure: a few hundred.",
+      zero: 'no cap',
+    }),
   }),
   tls: section('TLS on the public port (https and wss), off while no certificate is listed.', {
     certs: doc(
@@ -189,6 +201,10 @@ export const configSchema = z.strictObject({
       },
     ),
     minVersion: doc(z.enum(['TLSv1.2', 'TLSv1.3']).default('TLSv1.2'), { text: 'Oldest TLS version accepted; Node picks the ciphers and curves (modern defaults).' }),
+    ticketKeyRotationS: doc(seconds(0, 604_800).default(3_600), {
+      text: "The keys TLS session resumption data is encrypted with (Node's ticketKeys) are replaced this often (with `--workers N` by the primary, for all workers at once): a stolen key opens only the sessions of its own period. A client resuming with data of an older key makes a full handshake.",
+      zero: 'never: one key for the life of the process (or of the cluster)',
+    }),
     reloadCheckMs: doc(optionalMs.default(10_000), { text: 'How often the certificate files are checked for a change (size or time); a change reloads them.', zero: 'only on SIGHUP' }),
     redirectPort: doc(port.nullable().default(null), {
       text: 'A plain-HTTP listener on this port (same address as the public one) that answers every request with a 308 to the same URL on https, except /healthz and /readyz, which it answers itself (probes often speak plain HTTP). Only with certificates.',
@@ -228,6 +244,9 @@ export const configSchema = z.strictObject({
         secret: 'value',
       },
     ),
+    maxConnections: doc(z.number().int().min(1).max(100_000).default(64), {
+      text: "Connections the admin port holds at once; one more is closed at once and counted. Small, and inside the public port's descriptor reserve, so /healthz and /readyz here answer even when the public port is at its limit: point probes at this port.",
+    }),
     allowedHosts: doc(z.array(matching(HOST_NAME, 'a host name without port, e.g. "roomgate-admin"')).default([]), {
       text: 'Host names (no port) the admin port answers besides IP addresses and localhost, e.g. the name Prometheus scrapes it by. Other Hosts get 421: a guard against DNS rebinding (a web page re-pointing its own name at the admin port).',
       example: ['roomgate-admin'],
@@ -319,6 +338,9 @@ export const configSchema = z.strictObject({
       text: "A room with no live socket keeps its backend this long; longer than djust's reconnect window (~150 s: 10 attempts, back-off up to 30 s).",
     }),
     cacheTtlMs: doc(positiveMs.default(5_000), { text: 'A cached placement is re-read from the store after this long.' }),
+    maxIdleRooms: doc(z.number().int().min(100).max(10_000_000).default(20_000), {
+      text: 'At most this many placements of rooms without a live socket are kept, in the gateway (per process) and in the store (memory or Redis, all gateways together); beyond it the least recently used go first, before `idleTtlMs`, so a flood of distinct room keys cannot grow memory. Rooms with live sockets, rooms placed while the store was unreachable and not yet written back, and (several gateways) placements younger than `gatewayTtlMs` are never evicted. Counted in roomgate_idle_rooms_evicted_total.',
+    }),
     heartbeatMs: doc(positiveMs.default(1_000), { text: 'Live rooms and load figures are exchanged with the store this often.' }),
     gatewayTtlMs: doc(positiveMs.default(5_000), { text: 'A gateway silent this long no longer holds rooms busy; at least 2 x `heartbeatMs`.' }),
     boundedLoadFactor: doc(z.union([z.literal(0), z.number().min(1).max(10)]).default(1.25), {
@@ -416,6 +438,13 @@ export const configSchema = z.strictObject({
       }),
     },
   ),
+  auth: section('Wrong tokens (admin writes, API writes, pushes, the token-protected status page), counted per client address.', {
+    maxFailures: doc(z.number().int().min(0).max(1_000_000).default(10), {
+      text: "Wrong tokens one client address may send per `windowMs`, all surfaces and both ports together; after that, each of its requests that needs a token gets 429 with Retry-After until the window ends, its token unread. Counted in roomgate_auth_throttled_total. The address is the connection's peer: behind a load balancer all clients share the balancer's.",
+      zero: 'no limit',
+    }),
+    windowMs: doc(positiveMs.default(60_000), { text: "The window, opened by an address's first wrong token." }),
+  }),
   status: section('The status page /_roomgate/ (always on the admin port).', {
     public: doc(z.enum(['off', 'token', 'open']).default('off'), {
       text: 'The status page on the public port. off: admin port only; token: with the admin token (`admin.token`, as HTTP Basic password or bearer token); open: anyone.',

@@ -2,6 +2,7 @@
 // events, and the drain / maintenance controls (token). Never on the public port. Before any
 // route, the 404 and a malformed URL included, the Host check against DNS rebinding
 // (src/http/host-check.ts) and then /healthz and /readyz are answered (ControlAppOptions.front).
+import { requestAddress, throttledVerdict, type AuthThrottle } from '../http/auth-throttle.js';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TokenCheck } from '../http/auth.js';
@@ -19,6 +20,8 @@ export interface AdminRoutesOptions {
   readonly validateRoom: RoomValidator;
   /** room.pattern, to say in the 400 what a key must match. */
   readonly roomPattern: string;
+  /** Failed token attempts per client address (auth.maxFailures); null: not limited. */
+  readonly throttle?: AuthThrottle | null;
 }
 
 const MAX_BODY = 4096;
@@ -64,7 +67,9 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
   const tokens = new TokenCheck([o.token]);
   const authorize = (req: FastifyRequest): HttpError | null => {
     if (!tokens.configured) return Errors.forbidden('admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
-    if (tokens.accepts(req.headers.authorization)) return null;
+    const verdict = throttledVerdict(tokens, o.throttle ?? null, 'admin', req.headers.authorization, requestAddress(req.raw));
+    if (verdict === 'ok') return null;
+    if (typeof verdict !== 'string') return verdict;
     return Errors.unauthorized('missing or wrong bearer token: send Authorization: Bearer <admin.token>', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate admin"' } });
   };
   const knownBackend = (req: FastifyRequest): HttpError | null => {

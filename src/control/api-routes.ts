@@ -3,6 +3,7 @@
 // leaderboards (scores: token), and the OpenAPI document made from these routes. Nothing here
 // touches routing: when the shared store fails, these routes answer 503 and the gateway keeps
 // proxying. Room keys go through the gateway's validator before any store call.
+import { requestAddress, throttledVerdict, type AuthThrottle } from '../http/auth-throttle.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TokenCheck } from '../http/auth.js';
@@ -41,6 +42,8 @@ export interface ApiRoutesOptions {
   readonly store: SharedDataStore;
   /** Tokens allowed to write (metadata, scores), as Bearer or Basic password. Empty: writes refused (403, `api.tokens`). */
   readonly tokens: readonly string[];
+  /** Failed token attempts per client address (auth.maxFailures); null: not limited. */
+  readonly throttle?: AuthThrottle | null;
   /** The gateway's room key validator. */
   readonly validateRoom: (room: string) => boolean;
   /** Largest metadata body (bytes of JSON); 413 beyond. */
@@ -92,6 +95,7 @@ function responses(
   if (can.write) {
     err(401);
     err(403);
+    err(429);
   }
   if (can.body) {
     err(408);
@@ -149,7 +153,8 @@ export function registerApiRoutes(app: ControlApp, o: ApiRoutesOptions): { reado
   /** 403 (no tokens configured) or 401 (missing or wrong token); constant time in the token. */
   const authorize = (req: FastifyRequest): HttpError | null => {
     if (!tokens.configured) return Errors.forbidden('writes through the public API are disabled: no token is configured (set api.tokens, or ROOMGATE_API_TOKENS)');
-    const verdict = tokens.verdict(req.headers.authorization);
+    const verdict = throttledVerdict(tokens, o.throttle ?? null, 'api', req.headers.authorization, requestAddress(req.raw));
+    if (typeof verdict !== 'string') return verdict;
     if (verdict === 'missing') return Errors.unauthorized('missing bearer token: send Authorization: Bearer <token>', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate"' } });
     if (verdict === 'wrong') return Errors.unauthorized('wrong bearer token', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate", error="invalid_token"' } });
     return null;

@@ -222,6 +222,7 @@ export const API_ERROR_CODES = [
   'method_not_allowed',
   'store_unavailable',
   'too_many_streams',
+  'too_many_requests',
   'internal',
 ] as const;
 
@@ -312,6 +313,7 @@ export const ERROR_RESPONSES = {
   405: 'The route exists with other methods (code method_not_allowed); Allow lists them.',
   408: 'The body did not arrive within 10 s (code bad_request); the connection is closed.',
   413: 'Body over the limit (code payload_too_large); the connection is closed.',
+  429: 'Too many wrong tokens from this address (`auth.maxFailures` per `auth.windowMs`; code too_many_requests, with Retry-After): the token is not checked until then.',
   500: 'A bug (code internal).',
   503: `The shared data store is unavailable (code store_unavailable, Retry-After: ${STORE_RETRY_AFTER_S}); routing is unaffected.`,
 } as const;

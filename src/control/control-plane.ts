@@ -8,6 +8,7 @@
 // zod and swagger compiling): that is paid once when this module is imported (warmUp below), not
 // when a gateway builds its control plane with its first health probes in flight. Building the
 // apps is asynchronous; requests that arrive before they are ready wait for them.
+import { AuthThrottle } from '../http/auth-throttle.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TokenCheck } from '../http/auth.js';
@@ -30,8 +31,13 @@ import { registerOpenApi } from './openapi.js';
 import { LOBBY_PATHS, STATUS_PATHS, registerLobbyRoutes, registerStatusRoutes } from './page-routes.js';
 import type { StatusStream } from './status-stream.js';
 
+/** Client addresses the failed-token throttle remembers at once (oldest dropped first). */
+const AUTH_ADDRESSES = 10_000;
+
 export interface ControlPlaneOptions {
-  readonly config: Pick<LoadedConfig, 'admin' | 'api' | 'status' | 'room' | 'push'>;
+  readonly config: Pick<LoadedConfig, 'admin' | 'api' | 'status' | 'room' | 'push' | 'auth'>;
+  /** A request answered 429 by the failed-token throttle (metrics), by surface. */
+  readonly onAuthThrottled?: (surface: string) => void;
   readonly view: RuntimeView;
   readonly sharedData: SharedDataStore;
   readonly logger: Logger;
@@ -150,6 +156,8 @@ export class ControlPlane {
 
     // The public port: api.maxStreams slots shared by the lobby and the public status streams.
     const publicSlots = new StreamSlots(config.api.maxStreams);
+    // One table for every surface and both ports: guesses at one token count against all of them.
+    const throttle = new AuthThrottle({ maxFailures: config.auth.maxFailures, windowMs: config.auth.windowMs, maxAddresses: AUTH_ADDRESSES, onThrottled: o.onAuthThrottled });
     const pub = createControlApp({
       logger,
       prettyJson: false,
@@ -164,6 +172,7 @@ export class ControlPlane {
       lobbyStream = registerApiRoutes(pub.app, {
         store: sharedData,
         tokens: config.api.tokens,
+        throttle,
         validateRoom,
         maxMetaBytes: config.api.maxMetaBytes,
         streamIntervalMs: config.api.streamIntervalMs,
@@ -177,6 +186,7 @@ export class ControlPlane {
         store: sharedData,
         idempotencyWindowMs: config.push.idempotencyWindowMs,
         tokens: config.push.tokens,
+        throttle,
         validateRoom,
         maxBytes: config.push.maxBytes,
         ...(o.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: o.bodyTimeoutMs }),
@@ -185,7 +195,7 @@ export class ControlPlane {
     }
     if (config.status.public !== 'off') {
       const token = config.status.public === 'token' ? new TokenCheck([config.admin.token]) : null;
-      statusStreams.push(registerStatusRoutes(pub.app, { view, internal: false, slots: publicSlots, token, prettyJson: false, ...knobs }));
+      statusStreams.push(registerStatusRoutes(pub.app, { view, internal: false, slots: publicSlots, token, throttle, prettyJson: false, ...knobs }));
     }
 
     let adm: ReturnType<typeof createControlApp> | null = null;
@@ -205,7 +215,7 @@ export class ControlPlane {
           return health ? { text: health } : null;
         },
       });
-      registerAdminRoutes(adm.app, { view, token: config.admin.token, validateRoom, roomPattern: config.room.pattern });
+      registerAdminRoutes(adm.app, { view, token: config.admin.token, throttle, validateRoom, roomPattern: config.room.pattern });
       // The admin port has slots of its own: public clients can never take the operator's status page away.
       statusStreams.push(registerStatusRoutes(adm.app, { view, internal: true, slots: new StreamSlots(config.api.maxStreams), prettyJson: true, ...knobs }));
     }

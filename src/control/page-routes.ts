@@ -4,6 +4,7 @@
 // (the admin token, as HTTP Basic password, which a browser prompts for, or as a bearer token),
 // 'open'. The public port never shows backend URLs. The lobby page and "New room" are on the
 // public port while api.enabled. Read-only: GET and HEAD, anything else 405.
+import { requestAddress, throttledVerdict, type AuthThrottle } from '../http/auth-throttle.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TokenCheck } from '../http/auth.js';
@@ -40,6 +41,8 @@ export interface StatusRoutesOptions {
   readonly intervalMs?: number;
   /** The token check of status.public: 'token' (null: open). */
   readonly token?: TokenCheck | null;
+  /** Failed token attempts per client address (auth.maxFailures); null: not limited. */
+  readonly throttle?: AuthThrottle | null;
   readonly prettyJson: boolean;
 }
 
@@ -53,7 +56,7 @@ export function registerStatusRoutes(app: ControlApp, o: StatusRoutesOptions): S
     maxBufferedBytes: 1 << 20,
   });
   const token = o.token ?? null;
-  const config: RouteConfig = { kind: 'page', ...(token ? { authorize: (req: FastifyRequest) => statusAuth(token, req) } : {}) };
+  const config: RouteConfig = { kind: 'page', ...(token ? { authorize: (req: FastifyRequest) => statusAuth(token, o.throttle ?? null, req) } : {}) };
   const page = (_req: FastifyRequest, reply: FastifyReply): void => {
     sendPage(reply, renderStatusPage(collectStatus(o.view, { internal: o.internal }), { internal: o.internal }));
   };
@@ -120,9 +123,11 @@ export function registerLobbyRoutes(app: ControlApp, o: LobbyRoutesOptions): voi
 }
 
 /** status.public 'token': Basic (any user name, the admin token as password) or Bearer; 401 prompts the browser. */
-function statusAuth(token: TokenCheck, req: FastifyRequest): HttpError | null {
+function statusAuth(token: TokenCheck, throttle: AuthThrottle | null, req: FastifyRequest): HttpError | null {
   if (!token.configured) return Errors.forbidden('status.public is "token" but no admin.token is configured: nobody can be let in');
-  if (token.accepts(req.headers.authorization)) return null;
+  const verdict = throttledVerdict(token, throttle, 'status', req.headers.authorization, requestAddress(req.raw));
+  if (verdict === 'ok') return null;
+  if (typeof verdict !== 'string') return verdict;
   return Errors.unauthorized('the status page needs the admin token: any user name, the token as password (or Authorization: Bearer <token>)', {
     headers: { 'WWW-Authenticate': `Basic realm="${STATUS_REALM}", charset="UTF-8"` },
   });

@@ -2,6 +2,7 @@
 // token of the push scope (push.tokens) delivers the JSON body to the backend that holds the room
 // (RuntimeView.pushToRoom, src/runtime/push.ts). Answers: 202 with the message id, 404
 // room_not_live, 503 with Retry-After, 502 when the backend refused it, 504 on timeout.
+import { requestAddress, throttledVerdict, type AuthThrottle } from '../http/auth-throttle.js';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { TokenCheck } from '../http/auth.js';
@@ -21,6 +22,8 @@ export interface PushRoutesOptions {
   readonly idempotencyWindowMs: number;
   /** Tokens of the push scope. Empty: pushes refused (403). */
   readonly tokens: readonly string[];
+  /** Failed token attempts per client address (auth.maxFailures); null: not limited. */
+  readonly throttle?: AuthThrottle | null;
   readonly validateRoom: (room: string) => boolean;
   /** Largest message (bytes of JSON); 413 beyond. */
   readonly maxBytes: number;
@@ -91,7 +94,8 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
   const tokens = new TokenCheck(o.tokens);
   const authorize = (req: FastifyRequest): HttpError | null => {
     if (!tokens.configured) return Errors.forbidden('pushes are disabled: no push token is configured (set push.tokens, or ROOMGATE_PUSH_TOKENS)');
-    const verdict = tokens.verdict(req.headers.authorization);
+    const verdict = throttledVerdict(tokens, o.throttle ?? null, 'push', req.headers.authorization, requestAddress(req.raw));
+    if (typeof verdict !== 'string') return verdict;
     if (verdict === 'missing') return Errors.unauthorized('missing bearer token: send Authorization: Bearer <push token>', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate push"' } });
     if (verdict === 'wrong') return Errors.unauthorized('wrong bearer token for pushes (push.tokens)', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate push", error="invalid_token"' } });
     const sender = req.headers['x-roomgate-sender'];
@@ -144,6 +148,7 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
           202: { description: 'The backend took the message (2xx).', content: { 'application/json': { schema: Accepted } } },
           400: err('Invalid room key, body that is not JSON, or a bad X-Roomgate-Sender.'),
           401: err('Missing or wrong push token.'),
+          429: err('Too many wrong tokens from this address (auth.maxFailures per auth.windowMs; code too_many_requests, Retry-After).'),
           403: err('Pushes are disabled (no push.tokens).'),
           404: err('room_not_live: no backend holds the room (it has no placement; with push.requireLive, or no live sockets).'),
           409: err(
@@ -233,6 +238,7 @@ export function registerPushRoutes(app: ControlApp, o: PushRoutesOptions): void 
           202: { description: 'Sent; the summary per backend.', content: { 'application/json': { schema: FanoutAccepted } } },
           400: err('A bad prefix, a body that is not JSON, a bad X-Roomgate-Sender, or an Idempotency-Key (single-room pushes only).'),
           401: err('Missing or wrong push token.'),
+          429: err('Too many wrong tokens from this address (auth.maxFailures per auth.windowMs; code too_many_requests, Retry-After).'),
           403: err('Pushes are disabled (no push.tokens).'),
           405: err('Another method than POST (Allow: POST).'),
           408: err('The body did not arrive in time.'),

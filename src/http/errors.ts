@@ -22,6 +22,7 @@ export type ErrorCode =
   | 'gateway_timeout'
   | 'store_unavailable'
   | 'too_many_streams'
+  | 'too_many_requests'
   | 'unavailable'
   | 'internal';
 
@@ -89,6 +90,8 @@ export const Errors = {
     'the shared data store is unavailable (lobby, presence and leaderboards); routing is unaffected, retry shortly',
     { 'Retry-After': String(STORE_RETRY_AFTER_S) },
   ),
+  /** Too many wrong tokens from one client address (src/http/auth-throttle.ts); Retry-After is set per answer. */
+  tooManyAttempts: createError('too_many_requests', 429, 'too many wrong tokens from this address; retry later'),
   tooManyStreams: createError('too_many_streams', 503, 'too many event streams open on this port', { 'Retry-After': String(STREAMS_FULL_RETRY_AFTER_S) }),
   /** Nothing that could answer is ready (shutting down, no worker yet). */
   unavailable: createError('unavailable', 503, 'shutting down', { 'Retry-After': '5' }),

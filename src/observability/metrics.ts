@@ -19,6 +19,9 @@ export interface Metrics {
   readonly degraded: Gauge;
   readonly pushes: Counter<'result'>;
   readonly refusals: Counter<'code'>;
+  readonly idleRoomsEvicted: Counter<'where'>;
+  readonly connectionsRefused: Counter<'listener' | 'reason'>;
+  readonly authThrottled: Counter<'surface'>;
   readonly pushSeconds: Histogram<'result'>;
   readonly admissionRefusals: Counter<'backend'>;
 }
@@ -141,6 +144,24 @@ export function createMetrics(
       name: 'roomgate_admission_refusals_total',
       help: 'WebSocket upgrades refused (503 + Retry-After) because the backend was at its admission limits (admission.maxInflightUpgrades, admission.upgradesPerSecond)',
       labelNames: ['backend'],
+      registers: [registry],
+    }),
+    idleRoomsEvicted: new Counter({
+      name: 'roomgate_idle_rooms_evicted_total',
+      help: 'Placements of rooms without a live socket dropped by placement.maxIdleRooms before their idleTtlMs: cache (this process), store (memory or Redis)',
+      labelNames: ['where'],
+      registers: [registry],
+    }),
+    connectionsRefused: new Counter({
+      name: 'roomgate_connections_refused_total',
+      help: 'Connections closed at once on accept by a connection limit (listen.maxConnections, listen.maxConnectionsPerAddress), by listener and reason',
+      labelNames: ['listener', 'reason'],
+      registers: [registry],
+    }),
+    authThrottled: new Counter({
+      name: 'roomgate_auth_throttled_total',
+      help: 'Requests answered 429 because their client address failed too many token checks (admin, api, push)',
+      labelNames: ['surface'],
       registers: [registry],
     }),
     degraded: new Gauge({

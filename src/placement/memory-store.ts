@@ -81,7 +81,7 @@ export class MemoryPlacementStore implements PlacementStore {
       return { ok: false, reason: 'busy', current: { backend: cur.backend, epoch: cur.epoch } };
     }
     if (cur && cur.backend === backend) {
-      cur.expiresAt = now + this.timing.idleTtlMs;
+      this.keep(room, cur, now);
       return { ok: true, placement: { backend, epoch: cur.epoch } };
     }
     if (!cur) {
@@ -95,9 +95,57 @@ export class MemoryPlacementStore implements PlacementStore {
 
   private write(room: string, backend: string, now: number): PlacementRecord {
     const placement = { backend, epoch: ++this.state.epoch };
+    this.state.placements.delete(room);
     this.state.placements.set(room, { ...placement, expiresAt: now + this.timing.idleTtlMs, placedAt: now });
+    this.evictIdle(now);
     this.state.emit({ type: 'placement', room, placement });
     return placement;
+  }
+
+  /** Extends a placement's life and moves it to the end of the eviction order. */
+  private keep(room: string, e: Entry, now: number): void {
+    e.expiresAt = now + this.timing.idleTtlMs;
+    this.state.placements.delete(room);
+    this.state.placements.set(room, e);
+  }
+
+  /**
+   * maxIdleRooms: drops expired placements and the least recently kept idle ones from the front
+   * of the Map's order until the idle ones fit. Stops at a young placement (see StoreTiming).
+   */
+  private evictIdle(now: number): void {
+    const max = this.timing.maxIdleRooms;
+    const { placements } = this.state;
+    if (max === undefined || placements.size <= max) return;
+    let live = 0;
+    for (const [id, report] of this.state.gateways) if (report.at + this.timing.gatewayTtlMs > now || id === this.gatewayId) live += report.rooms.size;
+    let excess = placements.size - max - live;
+    let evicted = 0;
+    const others = this.othersAlive(now);
+    for (let seen = placements.size; excess > 0 && seen > 0; seen--) {
+      const first = placements.entries().next();
+      if (first.done === true) break;
+      const [room, e] = first.value;
+      if (e.expiresAt > now) {
+        if (others && now - e.placedAt < this.timing.gatewayTtlMs) break;
+        if (this.reportedLive(room, now)) {
+          placements.delete(room);
+          placements.set(room, e); // kept, at the end: not walked over again
+          continue;
+        }
+        evicted++;
+      }
+      placements.delete(room);
+      excess--;
+    }
+    if (evicted > 0) this.timing.onEvicted?.(evicted);
+  }
+
+  private reportedLive(room: string, now: number): boolean {
+    for (const [id, report] of this.state.gateways) {
+      if ((id === this.gatewayId || report.at + this.timing.gatewayTtlMs > now) && report.rooms.has(room)) return true;
+    }
+    return false;
   }
 
   private liveElsewhere(room: string, now: number): string | undefined {
@@ -129,7 +177,7 @@ export class MemoryPlacementStore implements PlacementStore {
       if (r.sockets <= 0) continue;
       rooms.set(r.room, r.backend);
       const e = this.live(r.room);
-      if (e && e.backend === r.backend) e.expiresAt = now + this.timing.idleTtlMs;
+      if (e && e.backend === r.backend) this.keep(r.room, e, now);
       // A live room without a placement is re-created from the sockets' truth.
       else if (!e) this.write(r.room, r.backend, now);
     }

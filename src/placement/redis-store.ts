@@ -108,15 +108,77 @@ end
 `;
 
 /**
+ * placement.maxIdleRooms, run by place() after it wrote a new placement. The rooms ZSETs' scores
+ * are the placements' expiries, refreshed by every same-backend place() and by the heartbeats of
+ * live rooms, so the lowest score over all backends is the placement least recently kept alive.
+ * While the placements (expired members trimmed first) exceed maxIdleRooms plus the rooms the live
+ * gateways report, the oldest is deleted, at most 2 per call (each call adds one, so the count
+ * comes back under the cap). Never a room a live gateway reports (stepped over), nor, with another
+ * gateway alive, one placed less than gatewayTtlMs ago (its sockets may not be reported yet): it
+ * stops there. Uses KEYS[2] (gateways ZSET), KEYS[3] (backends SET), ARGV[1], 6, 10, and idle/gwttl.
+ * Returns the number evicted.
+ */
+const EVICT_IDLE = `
+local function evictIdle()
+  local max = tonumber(ARGV[10])
+  if not max then return 0 end
+  local base = ARGV[1]
+  local backends = redis.call('SMEMBERS', KEYS[3])
+  local total = 0
+  for _, b in ipairs(backends) do
+    local zk = base .. 'rooms:' .. b
+    redis.call('ZREMRANGEBYSCORE', zk, '-inf', ms(now))
+    total = total + redis.call('ZCARD', zk)
+  end
+  if total <= max then return 0 end
+  local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. ms(now - gwttl), '+inf')
+  local live, others = 0, false
+  for _, id in ipairs(ids) do
+    live = live + redis.call('HLEN', base .. 'gw:' .. id)
+    if id ~= ARGV[6] then others = true end
+  end
+  local excess, evicted = total - max - live, 0
+  -- The 8 oldest of each backend, oldest first over all backends: enough to step over a few
+  -- rooms reported live (their heartbeats keep their scores recent, so they are rarely here).
+  local cands = {}
+  for _, b in ipairs(backends) do
+    local m = redis.call('ZRANGE', base .. 'rooms:' .. b, 0, 7, 'WITHSCORES')
+    for i = 1, #m, 2 do cands[#cands + 1] = {b, m[i], tonumber(m[i + 1])} end
+  end
+  table.sort(cands, function(x, y) return x[3] < y[3] end)
+  for _, c in ipairs(cands) do
+    if excess <= 0 or evicted >= 2 then break end
+    local b, r = c[1], c[2]
+    local pk = base .. 'p:' .. r
+    local p = redis.call('HMGET', pk, 'backend', 'at')
+    if others and now - (tonumber(p[2]) or 0) < gwttl then break end
+    local isLive = false
+    for _, id in ipairs(ids) do
+      if redis.call('HEXISTS', base .. 'gw:' .. id, r) == 1 then isLive = true; break end
+    end
+    if not isLive then
+      if p[1] == b then redis.call('DEL', pk) end
+      redis.call('ZREM', base .. 'rooms:' .. b, r)
+      evicted = evicted + 1
+      excess = excess - 1
+    end
+  end
+  return evicted
+end
+`;
+
+/**
  * place(): the whole compare-and-set.
  * KEYS: 1 placement hash, 2 gateways ZSET, 3 backends SET.
  * ARGV: 1 base (prefix..'{rg}:'), 2 room, 3 backend, 4 expectedEpoch, 5 force ('1'|'0'),
- *       6 gatewayId, 7 idleTtlMs, 8 gatewayTtlMs, 9 events channel.
- * Returns {'ok', backend, epoch} | {'lost-race'} | {'lost-race', backend, epoch} | {'busy', backend, epoch}.
+ *       6 gatewayId, 7 idleTtlMs, 8 gatewayTtlMs, 9 events channel, 10 maxIdleRooms ('' = no cap).
+ * Returns {'ok', backend, epoch, evicted} | {'lost-race'} | {'lost-race', backend, epoch, evicted}
+ * | {'busy', backend, epoch}.
  */
 const PLACE = new LuaScript(`${NOW}
 local base, room, backend = ARGV[1], ARGV[2], ARGV[3]
 local idle, gwttl = tonumber(ARGV[7]), tonumber(ARGV[8])
+${EVICT_IDLE}
 local cur = redis.call('HMGET', KEYS[1], 'backend', 'epoch', 'at')
 local curB = cur[1]
 local curE = 0
@@ -151,7 +213,7 @@ if not curB then
       redis.call('ZADD', base .. 'rooms:' .. live, exp, room)
       redis.call('SADD', KEYS[3], live)
       redis.call('PUBLISH', ARGV[9], placementEvent(room, live, ae))
-      return {'lost-race', live, ms(ae)}
+      return {'lost-race', live, ms(ae), evictIdle()}
     end
   end
 end
@@ -170,7 +232,7 @@ if curB then redis.call('ZREM', base .. 'rooms:' .. curB, room) end
 redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
 redis.call('SADD', KEYS[3], backend)
 redis.call('PUBLISH', ARGV[9], placementEvent(room, backend, e))
-return {'ok', backend, ms(e)}
+return {'ok', backend, ms(e), evictIdle()}
 `);
 
 /**
@@ -370,10 +432,22 @@ export class RedisPlacementStore implements PlacementStore {
     const reply = await this.link.run(
       PLACE,
       [this.placementKey(room), this.keys.gateways, this.keys.backends],
-      [this.base, room, backend, String(expectedEpoch), opts.force ? '1' : '0', this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel],
+      [
+        this.base,
+        room,
+        backend,
+        String(expectedEpoch),
+        opts.force ? '1' : '0',
+        this.opts.gatewayId,
+        String(idleTtlMs),
+        String(gatewayTtlMs),
+        this.channel,
+        this.opts.timing.maxIdleRooms === undefined ? '' : String(this.opts.timing.maxIdleRooms),
+      ],
     );
     if (!Array.isArray(reply) || typeof reply[0] !== 'string') throw new Error(`redis placement store: unexpected place reply ${JSON.stringify(reply)}`);
-    const [status, b, e] = reply as [string, unknown, unknown];
+    const [status, b, e, evicted] = reply as [string, unknown, unknown, unknown];
+    if (typeof evicted === 'number' && evicted > 0) this.opts.timing.onEvicted?.(evicted);
     const current = typeof b === 'string' ? { backend: b, epoch: parseEpoch(e) } : null;
     if (status === 'ok' && current) return { ok: true, placement: current };
     if (status === 'lost-race') return { ok: false, reason: 'lost-race', current };

@@ -81,4 +81,13 @@ export interface StoreTiming {
   readonly idleTtlMs: number;
   /** A gateway that has not sent a heartbeat for this long no longer counts (its sockets are gone). */
   readonly gatewayTtlMs: number;
+  /**
+   * placement.maxIdleRooms: placements of rooms no gateway reports live are evicted beyond this
+   * many, least recently placed or kept alive first (absent: no cap). A room reported live, or
+   * placed less than gatewayTtlMs ago while another gateway is alive (its sockets may not be
+   * reported yet), is never evicted: the count can exceed the cap by those.
+   */
+  readonly maxIdleRooms?: number;
+  /** Called with the number of placements a write of this handle evicted (metrics). */
+  readonly onEvicted?: (count: number) => void;
 }

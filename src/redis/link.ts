@@ -14,6 +14,14 @@
 // autoResubscribe is off, so we know when events flow); a generation counter makes a late SUBSCRIBE
 // reply of an old connection count for nothing.
 //
+// A subscriber waits for messages with no command pending, so the silent-connection rule above
+// never fires for it: a black-holed or stalled subscriber would stay 'ready' while every event is
+// lost, and the link would look available. So the subscriber is sent a PING every
+// SUBSCRIBER_CHECK_TIMEOUTS command timeouts (allowed in subscriber mode); one that is not answered
+// within commandTimeoutMs marks the link unavailable (degraded: the stores route from cache and
+// reconcile when it is back) and the subscriber is replaced; it subscribes again on 'ready'. Not on a
+// Redis Cluster, whose PING goes to any node rather than the subscriber's.
+//
 // Scripts: EVALSHA, EVAL when Redis answers NOSCRIPT (first use, a restart, SCRIPT FLUSH), so each
 // call is one round trip. Scripts given as `preload` are loaded on every (re)connect of the
 // commands connection, so that the first call of each is one round trip too.
@@ -39,6 +47,8 @@ const TLS_HANDSHAKE_HINT = 'the TLS handshake failed: a server with tls-auth-cli
 
 /** A connection silent for this many command timeouts while commands wait is replaced. */
 const SILENT_TIMEOUTS = 4;
+/** The subscriber connection is asked for a PING this many command timeouts apart (at least 1 s). */
+const SUBSCRIBER_CHECK_TIMEOUTS = 2;
 
 export interface ConnectOptions {
   /** How long connect() waits for the first connection (default 5000 ms). */
@@ -182,6 +192,9 @@ export class RedisLink<E extends { readonly type: string }> {
   private started = false;
   /** 'closing' from the first close() call: methods reject, connect() waiters give up. */
   private phase: 'open' | 'closing' | 'closed' = 'open';
+  /** The subscriber's PING timer (see the file comment); started by connect(). */
+  private subscriberCheck: NodeJS.Timeout | null = null;
+  private subscriberPinging = false;
   private closing: Promise<void> | undefined;
 
   constructor(private readonly opts: RedisLinkOptions<E>) {
@@ -287,6 +300,10 @@ export class RedisLink<E extends { readonly type: string }> {
       this.started = true;
       this.main.connect().catch(() => undefined);
       this.sub.connect().catch(() => undefined);
+      if (!(this.sub instanceof Cluster)) {
+        this.subscriberCheck = setInterval(() => this.checkSubscriber(), Math.max(1000, SUBSCRIBER_CHECK_TIMEOUTS * this.opts.commandTimeoutMs));
+        this.subscriberCheck.unref();
+      }
     }
     if (this.lastAvailable) return;
     const timeoutMs = opts.timeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
@@ -366,6 +383,7 @@ export class RedisLink<E extends { readonly type: string }> {
 
   private async doClose(farewell: Farewell | undefined): Promise<void> {
     this.phase = 'closing';
+    if (this.subscriberCheck) clearInterval(this.subscriberCheck);
     this.lastAvailable = false;
     this.listeners.clear();
     for (const w of [...this.availabilityWaiters]) w();
@@ -492,6 +510,26 @@ export class RedisLink<E extends { readonly type: string }> {
         if (generation !== this.subGeneration || this.phase !== 'open' || this.sub.status !== 'ready') return;
         // Connected but not subscribed (e.g. SUBSCRIBE timed out): start over with a new connection.
         this.log('warn', `${this.label}: subscribe failed, reconnecting`, { error: errorMessage(err) });
+        this.sub.disconnect(true);
+      },
+    );
+  }
+
+  /** One PING of a subscribed subscriber; unanswered within commandTimeoutMs: replaced. */
+  private checkSubscriber(): void {
+    if (this.phase !== 'open' || this.sub.status !== 'ready' || !this.subscribed || this.subscriberPinging) return;
+    this.subscriberPinging = true;
+    const generation = this.subGeneration;
+    this.sub.ping().then(
+      () => {
+        this.subscriberPinging = false;
+      },
+      (err: unknown) => {
+        this.subscriberPinging = false;
+        if (generation !== this.subGeneration || this.phase !== 'open' || this.sub.status !== 'ready') return;
+        this.log('warn', `${this.label}: subscriber connection stalled (no answer to PING), reconnecting`, { error: errorMessage(err) });
+        this.subscribed = false;
+        this.updateAvailability();
         this.sub.disconnect(true);
       },
     );

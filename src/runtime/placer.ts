@@ -24,6 +24,15 @@ export interface PlacerOptions {
   /** Cached placements of rooms without live sockets here are forgotten after this long. */
   readonly idleTtlMs: number;
   /**
+   * At most this many cached placements of rooms without live sockets here (placement.maxIdleRooms):
+   * beyond it the least recently placed or read are forgotten first, so a flood of distinct room
+   * keys cannot grow the cache. Rooms with live sockets here and provisional placements (to be
+   * handed to the store when it is back) are never forgotten.
+   */
+  readonly maxIdleRooms: number;
+  /** Called with the number of cache entries forgotten by the cap (metrics). */
+  readonly onEvicted?: (count: number) => void;
+  /**
    * After the store is back, new rooms still go to their ring owner (bounded loads off) this long
    * (placement.gatewayTtlMs): other gateways may still be degraded, placing by the ring alone.
    */
@@ -226,7 +235,35 @@ export class Placer {
   }
 
   private remember(room: string, placement: PlacementRecord, nowMs: number, provisional: boolean): void {
+    // Deleted first so the room moves to the end: the Map's order is then least recently placed or
+    // read from the store first (a cache hit does not reorder: the hot path stays two lookups, and
+    // a room in use is read again every cacheTtlMs).
+    this.cache.delete(room);
     this.cache.set(room, { placement, at: nowMs, provisional });
+    if (this.cache.size > this.o.maxIdleRooms) this.evictIdle();
+  }
+
+  /**
+   * Forgets the oldest entries of rooms without live sockets here until at most maxIdleRooms of
+   * them are left. Rooms with live sockets and provisional entries met on the way are moved to the
+   * end (kept), so a later call does not walk over them again.
+   */
+  private evictIdle(): void {
+    let excess = this.cache.size - this.o.maxIdleRooms - this.o.tunnels.roomCount;
+    let evicted = 0;
+    for (let seen = this.cache.size; excess > 0 && seen > 0; seen--) {
+      const first = this.cache.entries().next();
+      if (first.done === true) break;
+      const [room, c] = first.value;
+      this.cache.delete(room);
+      if (c.provisional || this.o.tunnels.socketsInRoom(room) > 0) {
+        this.cache.set(room, c);
+        continue;
+      }
+      evicted++;
+      excess--;
+    }
+    if (evicted > 0) this.o.onEvicted?.(evicted);
   }
 
   private onStoreEvent(ev: StoreEvent): void {

@@ -27,6 +27,8 @@ export interface LiveSockets {
   socketsInRoom(room: string, backend?: string): number;
   /** Live sockets of the room on the backend now, or ended there less than RECENTLY_LIVE_MS ago. */
   wasLive(room: string, backend: string): boolean;
+  /** Rooms with at least one live socket here. */
+  readonly roomCount: number;
   liveRooms(): readonly (LiveRoom & { since: number })[];
   closeRoom(room: string, keepBackend: string | null): number;
 }

@@ -73,6 +73,12 @@ export class TlsReloader {
     this.timer = null;
   }
 
+  /** Session ticket keys for new handshakes (every certificate's: see ticket-keys.ts), and for reloads. */
+  setTicketKeys(keys: Buffer): void {
+    this.tls.setTicketKeys(keys);
+    this.server.setTicketKeys(keys);
+  }
+
   /**
    * Reads the certificates again and puts them in use for new handshakes (open sockets keep
    * theirs). On failure the old ones stay and the error is logged; returns whether it worked.

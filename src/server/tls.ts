@@ -137,6 +137,11 @@ export class TlsCertificates {
     return next;
   }
 
+  /** New session ticket keys for later reloads (the server's context is the one in use: TlsReloader). */
+  setTicketKeys(keys: Buffer): void {
+    this.settings = { ...this.settings, ticketKeys: keys };
+  }
+
   /** Whether a file changed (size or modification time) since the last read. */
   changedOnDisk(): boolean {
     return fileStamps(this.settings) !== this.mtimes;

@@ -338,7 +338,7 @@ describe('messages', () => {
     expect(problemsOf({ health: { path: 5 } })).toEqual(['health.path: got 5; expected a path starting with "/", e.g. "/healthz", or null (a TCP connect check)']);
     expect(problemsOf({ discovery: { dns: { type: 'A' } } })).toEqual(['discovery.dns.name: missing; expected a DNS name, e.g. "_http._tcp.app-headless.default.svc.cluster.local"']);
     expect(problemsOf({ listen: null })).toEqual([
-      'listen: got null; expected a mapping with the keys host, port, maxHeaderBytes, maxHeaders, headersTimeoutMs, requestTimeoutMs and keepAliveTimeoutMs; a key with nothing under it is null: write "listen: {}" for all defaults, or remove the line',
+      'listen: got null; expected a mapping with the keys host, port, maxHeaderBytes, maxHeaders, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, descriptorReserve and maxConnectionsPerAddress; a key with nothing under it is null: write "listen: {}" for all defaults, or remove the line',
     ]);
     expect(problemsOf({ listen: { prot: 80 } })).toEqual(['listen.prot: unknown key; did you mean "port"?']);
     expect(problemsOf({ listen: { max_header_bytes: 80 } })).toEqual(['listen.max_header_bytes: unknown key; did you mean "maxHeaderBytes"?']);

@@ -76,7 +76,7 @@ function redisHarness(timing: StoreTiming = TIMING): Harness {
   // A fresh key prefix per test: tests share the server, never state.
   const keyPrefix = `contract-${process.pid}-${++harnessSeq}:`;
   const stores: RedisPlacementStore[] = [];
-  const real: StoreTiming = { idleTtlMs: timing.idleTtlMs * REDIS_TIME_SCALE, gatewayTtlMs: timing.gatewayTtlMs * REDIS_TIME_SCALE };
+  const real: StoreTiming = { ...timing, idleTtlMs: timing.idleTtlMs * REDIS_TIME_SCALE, gatewayTtlMs: timing.gatewayTtlMs * REDIS_TIME_SCALE };
   return {
     timing,
     async open(gatewayId) {
@@ -360,6 +360,60 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       // Expired = no placement: epoch 0 again; the expired epoch is never given out again.
       expect(await a.place('idle', 'b1', p.idle!.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'lost-race', current: null });
       placed(await a.place('idle', 'b3', 0, NOT_FORCED), 'b3', recreated.epoch);
+    });
+
+    it('maxIdleRooms: beyond the cap the least recently kept idle placements are evicted, never a room reported live; counted', async () => {
+      let evicted = 0;
+      await setup({ ...TIMING, maxIdleRooms: 3, onEvicted: (n) => (evicted += n) });
+      const rooms = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
+      const on: Record<string, string> = { r0: 'b1', r1: 'b2', r2: 'b1', r3: 'b2', r4: 'b1', r5: 'b2' };
+      const put = async (r: string): Promise<PlacementRecord> => {
+        await h.advance(2); // distinct times: Redis orders by the expiry in ms
+        return placed(await a.place(r, on[r]!, 0, NOT_FORCED), on[r]!, 0);
+      };
+      const present = async (): Promise<string[]> => {
+        const out: string[] = [];
+        for (const r of rooms) if ((await a.get(r)) !== null) out.push(r);
+        return out;
+      };
+      for (const r of ['r0', 'r1', 'r2']) await put(r);
+      await h.advance(2);
+      await a.heartbeat([{ room: 'r1', backend: 'b2', sockets: 1 }]); // r1 live: not counted, never evicted
+      await put('r3');
+      expect(await present()).toEqual(['r0', 'r1', 'r2', 'r3']);
+      expect(evicted).toBe(0);
+      await put('r4'); // one idle too many: the oldest, r0, goes
+      expect(await present()).toEqual(['r1', 'r2', 'r3', 'r4']);
+      expect(evicted).toBe(1);
+      // A same-backend place keeps r2 alive: it is now the most recent. The oldest is r1, live:
+      // stepped over; r3 goes.
+      await h.advance(2);
+      const r2 = (await a.get('r2'))!;
+      expect(await a.place('r2', 'b1', r2.epoch, NOT_FORCED)).toEqual({ ok: true, placement: r2 });
+      await put('r5');
+      expect(await present()).toEqual(['r1', 'r2', 'r4', 'r5']);
+      expect(evicted).toBe(2);
+      const perBackend = await a.roomsPerBackend();
+      expect([...perBackend.values()].reduce((x, y) => x + y, 0)).toBe(4);
+    });
+
+    it('maxIdleRooms: with another gateway alive, a placement younger than gatewayTtlMs is not evicted (its sockets may be unreported)', async () => {
+      let evicted = 0;
+      await setup({ ...TIMING, maxIdleRooms: 3, onEvicted: (n) => (evicted += n) });
+      await b.heartbeat([]); // b is alive, reporting nothing
+      for (const r of ['y0', 'y1', 'y2', 'y3']) {
+        await h.advance(2); // distinct times: Redis orders by the expiry in ms
+        placed(await a.place(r, 'b1', 0, NOT_FORCED), 'b1', 0);
+      }
+      expect(evicted).toBe(0);
+      expect((await a.roomsPerBackend()).get('b1')).toBe(4); // over the cap: all young
+      await h.advance(TIMING.gatewayTtlMs + AGE_MARGIN_MS);
+      await b.heartbeat([]);
+      placed(await a.place('y4', 'b1', 0, NOT_FORCED), 'b1', 0); // 5 placements, cap 3: the 2 oldest go
+      expect(evicted).toBe(2);
+      expect(await a.get('y0')).toBeNull();
+      expect(await a.get('y1')).toBeNull();
+      expect(await a.get('y2')).not.toBeNull();
     });
 
     it('a same-backend place refreshes the idle TTL', async () => {

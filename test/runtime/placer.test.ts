@@ -171,7 +171,7 @@ afterEach(async () => {
 function gateway(
   state: MemoryPlacementState,
   id: string,
-  o: { backends?: readonly ResolvedBackend[]; boundFactor?: number; onDown?: 'keep' | 'close' } = {},
+  o: { backends?: readonly ResolvedBackend[]; boundFactor?: number; onDown?: 'keep' | 'close'; maxIdleRooms?: number; onEvicted?: (n: number) => void } = {},
 ): TestGateway {
   const pool = new BackendPool(o.backends ?? THREE, PASSIVE_DOWN_MS);
   const tunnels = new TunnelRegistry(pool);
@@ -190,6 +190,8 @@ function gateway(
     onDown: o.onDown ?? 'keep',
     cacheTtlMs: CACHE_TTL_MS,
     idleTtlMs: TIMING.idleTtlMs,
+    maxIdleRooms: o.maxIdleRooms ?? 1_000_000,
+    onEvicted: o.onEvicted,
     recoveryRingMs: TIMING.gatewayTtlMs,
     now,
     onPlaced: (room, from, to, forced, liveMoved) => placed.push({ room, from, to, forced, liveMoved }),
@@ -841,5 +843,63 @@ describe('Placer: idle expiry', () => {
     expect(await a.resolve(idle!)).toEqual({ route: 'b2', reason: 'ring', place: { expectedEpoch: 0, from: null, force: false, overrideLive: false } });
     expect((await stored(a, idle!)).backend).toBe('b2');
     expect(await a.resolve(live!)).toEqual({ route: liveOn, reason: 'sticky' });
+  });
+});
+
+describe('Placer: the cap on cached rooms without live sockets (placement.maxIdleRooms)', () => {
+  const rooms = (prefix: string, n: number): string[] => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  const cachedRooms = (g: TestGateway, names: readonly string[]): string[] => names.filter((r) => g.placer.cachedPlacement(r) !== null);
+
+  it('forgets the least recently placed idle rooms first, never a room with live sockets here, and counts what it forgot', async () => {
+    const state = new MemoryPlacementState();
+    const evictions: number[] = [];
+    const a = gateway(state, 'gw-a', { maxIdleRooms: 3, onEvicted: (n) => evictions.push(n) });
+    const r = rooms('cap', 7);
+    for (const room of r.slice(0, 3)) await a.resolve(room);
+    // r1 gets a live socket: it does not count against the cap and is never forgotten.
+    openTunnel(a, r[1]!, route(await a.resolve(r[1]!)));
+    await a.resolve(r[3]!);
+    expect(cachedRooms(a, r)).toEqual(r.slice(0, 4)); // 3 idle + 1 live: at the cap
+    expect(evictions).toEqual([]);
+    await a.resolve(r[4]!); // one idle too many: the oldest (r0) goes
+    expect(cachedRooms(a, r)).toEqual([r[1], r[2], r[3], r[4]]);
+    await a.resolve(r[5]!); // the next oldest is r1, live: kept; r2 goes
+    expect(cachedRooms(a, r)).toEqual([r[1], r[3], r[4], r[5]]);
+    expect(evictions).toEqual([1, 1]);
+
+    // Read again from the store (past the cache TTL), r3 becomes the most recent: r4 goes before it.
+    advance(CACHE_TTL_MS + 1);
+    expect(a.store.gets).toBeGreaterThan(0);
+    const gets = a.store.gets;
+    await a.resolve(r[3]!);
+    expect(a.store.gets).toBe(gets + 1);
+    await a.resolve(r[6]!);
+    expect(cachedRooms(a, r)).toEqual([r[1], r[3], r[5], r[6]]);
+    expect(evictions).toEqual([1, 1, 1]);
+
+    // A forgotten room is read from the store again, and stays on its backend (the store still has it).
+    const before = await stored(a, r[0]!);
+    expect(await a.resolve(r[0]!)).toEqual({ route: before.backend, reason: 'sticky' });
+  });
+
+  it('never forgets a provisional placement (made while the store was unreachable, to be written back)', async () => {
+    const state = new MemoryPlacementState();
+    const evictions: number[] = [];
+    const a = gateway(state, 'gw-a', { maxIdleRooms: 2, onEvicted: (n) => evictions.push(n) });
+    a.store.broken = true;
+    const r = rooms('prov', 6);
+    for (const room of r) await a.resolve(room);
+    expect(a.placer.isDegraded).toBe(true);
+    expect(cachedRooms(a, r)).toEqual(r);
+    expect(evictions).toEqual([]);
+    // Back: reconciliation writes every one of them, then they are ordinary entries again.
+    a.store.broken = false;
+    const result = await a.placer.reconcile();
+    expect(result.written).toBe(6);
+    await a.resolve('prov-next');
+    expect(cachedRooms(a, [...r, 'prov-next'])).toEqual([r[5], 'prov-next']);
+    // At least the 5 others (a room written back is remembered again by its own placement event
+    // and may be forgotten twice).
+    expect(evictions.reduce((x, y) => x + y, 0)).toBeGreaterThanOrEqual(5);
   });
 });

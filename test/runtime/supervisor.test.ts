@@ -96,6 +96,7 @@ function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2'], shared?: { state: Mem
     onDown,
     cacheTtlMs: 5_000,
     idleTtlMs: 180_000,
+    maxIdleRooms: 20_000,
     recoveryRingMs: 5_000,
     onPlaced: (room, from, to, forced, live) => sup().placed(room, from, to, forced, live),
     now: clock.now,
