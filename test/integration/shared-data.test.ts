@@ -40,6 +40,9 @@ function gatewayConfig(extra: Record<string, unknown> = {}): Record<string, unkn
     api: { streamIntervalMs: STREAM_INTERVAL_MS, tokens: [TOKEN] },
     // Bursts of test sockets must not meet the upgrade limits.
     admission: { maxInflightUpgrades: 0, upgradesPerSecond: 0 },
+    // Wrong tokens are sent on purpose, all from 127.0.0.1: the per-address limit of wrong tokens
+    // (429) has its own test (test/control/auth-throttle.test.ts).
+    auth: { maxFailures: 0 },
     ...extra,
   };
 }
