@@ -60,6 +60,14 @@ module.exports = {
       to: { path: '^src/demo/' },
     },
     {
+      name: 'nothing-imports-a-front',
+      comment:
+        'the fronts (each turns one wire form into requests: byte-level HTTP/1.1, node:http, h2, h2 WebSockets, the redirect port) are wired by the composition only; rules and forwarding never reach into one',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/(gateway\\.ts|cluster/|server/)' },
+      to: { path: '^src/server/(public-server|lean-connection|h2-front|h2-websocket|redirect-server)\\.ts$' },
+    },
+    {
       name: 'cli-only-from-main',
       comment: 'the commands (src/cli) are the entry point main.ts runs; nothing else imports them',
       severity: 'error',

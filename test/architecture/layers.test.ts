@@ -47,7 +47,7 @@ describe('the layer rule', () => {
     expect(violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   }, 60_000);
 
-  it('catches an upward import, a data plane reaching into the control plane, demo code in production and a cycle', async () => {
+  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle and a front imported by a rule', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'roomgate-layers-'));
     temps.push(dir);
     cpSync(path.join(ROOT, '.dependency-cruiser.cjs'), path.join(dir, '.dependency-cruiser.cjs'));
@@ -58,6 +58,8 @@ describe('the layer rule', () => {
       'src/proxy/proxy.ts': "import { page } from '../control/page.js';\nexport const proxy = page;\n",
       'src/demo/backends.ts': 'export const demo = 1;\n',
       'src/server/listen.ts': "import { demo } from '../demo/backends.js';\nexport const listen = demo;\n",
+      'src/server/h2-front.ts': 'export const front = 1;\n',
+      'src/proxy/relay.ts': "import { front } from '../server/h2-front.js';\nexport const relay = front;\n",
       'src/room/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
       'src/room/b.ts': "import { a } from './a.js';\nexport const b = () => a;\n",
     };
@@ -72,6 +74,7 @@ describe('the layer rule', () => {
         'data-plane-not-control-plane: src/proxy/proxy.ts -> src/control/page.ts',
         'demo-only-from-the-cli: src/server/listen.ts -> src/demo/backends.ts',
         'no-cycles: src/room/a.ts -> src/room/b.ts',
+        'nothing-imports-a-front: src/proxy/relay.ts -> src/server/h2-front.ts',
       ]),
     );
   }, 60_000);
