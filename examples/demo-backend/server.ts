@@ -579,7 +579,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       if (until > now) break;
       seenProofs.delete(proof);
     }
-    const proof = one('x-roomgate-signature') as string;
+    const proof = verdict.proof;
     if (seenProofs.has(proof)) return 'push refused: replayed\n';
     seenProofs.set(proof, now + 2 * DEFAULT_WINDOW_S * 1000);
     return null;

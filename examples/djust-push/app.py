@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import sys
 import threading
 import time
@@ -101,23 +102,26 @@ def verify_push(request, purpose):
     timestamp, signature = h.get("X-Roomgate-Timestamp"), h.get("X-Roomgate-Signature")
     if not CALL_SECRETS or not timestamp or not signature:
         return "unsigned"
-    if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > REPLAY_WINDOW_S:
+    if not re.fullmatch(r"[0-9]{1,12}", timestamp) or abs(time.time() - int(timestamp)) > REPLAY_WINDOW_S:
         return "stale"
     text = "\n".join([
         "roomgate-call-v1", purpose, h.get("X-Roomgate-Message-Id", ""), h.get("X-Roomgate-Room", ""),
         h.get("X-Roomgate-Epoch", ""), timestamp, hashlib.sha256(request.body).hexdigest(),
     ])
-    offered = [s.strip()[3:] for s in signature.split(",") if s.strip().startswith("v1=")]
-    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest() for k in CALL_SECRETS]
-    if not any(hmac.compare_digest(o, w) for o in offered for w in wanted):
+    # Bytes on both sides: compare_digest refuses str with non-ASCII characters (a 500, not a 403).
+    offered = [s.strip()[3:].encode("utf-8", "replace") for s in signature.split(",") if s.strip().startswith("v1=")]
+    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest().encode() for k in CALL_SECRETS]
+    matched = next((w for w in wanted for o in offered if hmac.compare_digest(o, w)), None)
+    if matched is None:
         return "bad-signature"
     now = time.time()
     with LOCK:
         for proof in [p for p, until in SEEN_PROOFS.items() if until < now]:
             del SEEN_PROOFS[proof]
-        if signature in SEEN_PROOFS:
+        # Keyed on the signature that matched, not the header's text (which a replay can vary).
+        if matched in SEEN_PROOFS:
             return "replayed"
-        SEEN_PROOFS[signature] = now + 2 * REPLAY_WINDOW_S
+        SEEN_PROOFS[matched] = now + 2 * REPLAY_WINDOW_S
     return None
 
 

@@ -57,7 +57,11 @@ export function signCall(secrets: readonly string[], claims: CallClaims, nowMs: 
   return [TIMESTAMP_FIELD, timestamp, SIGNATURE_FIELD, secrets.map((s) => `v1=${mac(s, text)}`).join(',')];
 }
 
-export type ProofVerdict = { readonly ok: true } | { readonly ok: false; readonly reason: 'unsigned' | 'stale' | 'bad-signature' };
+/**
+ * `proof`: the signature that matched (hex), what a receiver remembers to refuse a replay: the
+ * header's text is not (spaces, other entries or the same entry twice make it differ).
+ */
+export type ProofVerdict = { readonly ok: true; readonly proof: string } | { readonly ok: false; readonly reason: 'unsigned' | 'stale' | 'bad-signature' };
 
 /**
  * A receiver's check of a call: `timestamp` and `signature` are the X-Roomgate-Timestamp and
@@ -82,7 +86,7 @@ export function verifyCall(
     .map((s) => Buffer.from(s.slice(3), 'utf8'));
   for (const secret of secrets) {
     const want = Buffer.from(mac(secret, text), 'utf8');
-    for (const got of offered) if (got.length === want.length && timingSafeEqual(got, want)) return { ok: true };
+    for (const got of offered) if (got.length === want.length && timingSafeEqual(got, want)) return { ok: true, proof: want.toString('utf8') };
   }
   return { ok: false, reason: 'bad-signature' };
 }

@@ -7,7 +7,8 @@
 // - unreserved characters percent-decoded (`%61` -> `a`, RFC 3986 2.3), other escapes upper-cased;
 // - repeated slashes merged, dot segments resolved (RFC 3986 5.2.4; never above the root);
 // - refused (400): an encoded `/` or `\` (`%2F`, `%5C`), a backslash, an encoded NUL (`%00`), a
-//   malformed escape: targets that different servers read as different paths.
+//   malformed escape, a `#` (a fragment is never sent; frameworks that parse the target as a URL
+//   drop it): targets that different servers read as different paths.
 // The query is left as sent (only the path names a resource in routing).
 //
 // Reserved paths (the backend's push receiver, `push.path`) are then refused with 404, as if
@@ -100,6 +101,7 @@ function resolveSegments(path: string): string {
 
 /** The canonical form of an origin-form target ("/path?query"), or a 400 refusal. */
 export function canonicalTarget(url: string): TargetVerdict {
+  if (url.includes('#')) return bad('a "#" in the request target\n');
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   if (path.charCodeAt(0) !== 0x2f) return bad('the request target must be a path\n');
@@ -116,11 +118,30 @@ function comparable(path: string): string {
   return lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
 }
 
+/**
+ * The path as the most forgiving servers read it: each segment without its `;parameters` (Tomcat,
+ * Spring) and without trailing dots (IIS), so `/_roomgate/push;x` and `/_roomgate/push.` are the
+ * reserved path too. Used only to refuse, never forwarded.
+ */
+function loose(path: string): string {
+  return comparable(
+    path
+      .split('/')
+      .map((seg) => {
+        const semi = seg.indexOf(';');
+        return (semi === -1 ? seg : seg.slice(0, semi)).replace(/\.+$/, '');
+      })
+      .join('/'),
+  );
+}
+
 export function createTargetRule(o: TargetRuleOptions): TargetRule {
   const reserved = o.reserved.map(comparable);
   const prefix = o.pathPrefix?.toLowerCase() ?? null;
-  const isReserved = (path: string): boolean => {
-    for (const r of reserved) if (path === r || path.startsWith(`${r}/`)) return true;
+  const isReserved = (exact: string): boolean => {
+    for (const path of exact.includes(';') || exact.includes('.') ? [exact, loose(exact)] : [exact]) {
+      for (const r of reserved) if (path === r || path.startsWith(`${r}/`)) return true;
+    }
     return false;
   };
   return (url) => {

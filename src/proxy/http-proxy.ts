@@ -1,7 +1,7 @@
 // Proxies plain HTTP requests (pages, assets, API calls of the app) to the room's backend.
 // Bodies are streamed both ways; backend connections are kept alive per backend.
 import type { MethodPolicy } from '../http/methods.js';
-import { readBody, type BodyLimits, type BodyPlan } from './request-body.js';
+import { hasBody, readBody, type BodyLimits, type BodyPlan } from './request-body.js';
 import { REFUSALS, type Refusal } from '../http/refusals.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
@@ -218,7 +218,11 @@ export class HttpProxy {
       if (connectTimer) clearTimeout(connectTimer);
       // The client already has its whole answer (a 502 of ours, or the backend's complete one):
       // a late error of the backend connection must not cut the client's connection under it.
-      if (res.writableEnded) return;
+      if (res.writableEnded) {
+        // Counted once whoever ended it (a 408 of the h2 body deadline ends it with nothing else to count it).
+        done(res.statusCode);
+        return;
+      }
       // The backend's response was complete and then more bytes followed (a body on a 204, 304 or
       // HEAD answer, or garbage): Node's parser fails on those. The connection is destroyed
       // (never reused); the complete response still reaches the client as it was framed.
@@ -240,9 +244,11 @@ export class HttpProxy {
       }
       // Nothing reached the backend (connect failed), or a reused keep-alive socket was closed
       // under us: safe to try again for requests without a body.
+      // The client is still there (its response open: a request whose body was read whole is
+      // already ended and destroyed by Node, so the request object cannot say).
       const retry =
         replayable.resendable &&
-        !req.destroyed &&
+        !isGone(res) &&
         attempt <= o.pool.backends.length &&
         (isConnectFailure(kind) || (kind === 'reset' && proxyReq.reusedSocket && replayable.afterReset));
       o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'proxy error');
@@ -263,6 +269,10 @@ export class HttpProxy {
     // was refused with 408, or its connection died): stop the backend work too.
     res.on('close', () => {
       if (!res.writableFinished || !req.complete) proxyReq.destroy();
+      // No backend answer came (the client left, or the h2 front answered 408 for a body that
+      // stopped and the stream closed): the request ends here, and is counted here (the answer's
+      // own close counts it otherwise), so the backend's in-flight count never keeps it.
+      if (upstream === null) done(res.headersSent ? res.statusCode : null);
     });
 
     sendBody(req, res, proxyReq, replayable.body, { idleMs: o.bodyIdleTimeoutMs, maxBytes: o.body.maxBytes }, (code) => {
@@ -284,6 +294,9 @@ export class HttpProxy {
     const r = this.o.refuser.render(refusal, req.headers.accept);
     const cacheStatus = passedCacheStatus.get(res);
     if (cacheStatus !== undefined) r.headers['Cache-Status'] = cacheStatus;
+    // A body not read to its end (a refused method, a body too large, one that stopped) would be
+    // read as the next request's bytes or trickle into a second answer: the connection ends here.
+    if (req.httpVersionMajor === 1 && hasBody(req) && !req.complete) r.headers.Connection = 'close';
     res.writeHead(r.status, r.headers);
     // A HEAD answer has the GET answer's fields and no body.
     res.end(req.method === 'HEAD' ? undefined : r.body);

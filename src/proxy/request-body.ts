@@ -47,7 +47,12 @@ export function readBody(req: IncomingMessage, limits: BodyLimits, done: (plan: 
   const onData = (c: Buffer): void => {
     chunks.push(c);
     size += c.length;
-    if (size > limits.bufferBytes) {
+    if (limits.maxBytes > 0 && size > limits.maxBytes) {
+      // A chunked (or h2) body declares no length: it is counted against the limit as it comes.
+      req.pause();
+      stop();
+      done({ kind: 'too-large' });
+    } else if (size > limits.bufferBytes) {
       // More than the buffer holds: the rest streams, after what was read.
       req.pause();
       stop();

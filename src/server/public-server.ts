@@ -96,6 +96,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     const conn = connection(req.socket);
     conn.open++;
     conn.last = req;
+    conn.lastAnswer = res;
     res.once('close', () => answered(req.socket, conn));
     const verdict = checkRequestHead(req, limits);
     if (!verdict.ok) {
@@ -144,6 +145,12 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     // go first, in order, and the refusal follows the last (RFC 9112 9.3.2). A body that breaks
     // mid-way belongs to a request that can never be answered: the refusal goes out at once.
     const bodyBroke = conn.last !== null && !conn.last.complete;
+    // Its answer has already begun (the backend answered before the body was whole): a refusal
+    // now would land inside that answer. The connection is cut instead.
+    if (bodyBroke && conn.lastAnswer?.headersSent === true) {
+      socket.destroy();
+      return;
+    }
     if (conn.open === 0 || bodyBroke) socket.end(conn.refusal);
   });
   return server;
@@ -159,6 +166,8 @@ interface ConnectionState {
   refusal: string | null;
   /** The newest request parsed on the connection. */
   last: IncomingMessage | null;
+  /** Its response. */
+  lastAnswer: ServerResponse | null;
 }
 
 const STATE = Symbol('roomgate.connection');
@@ -167,7 +176,7 @@ function connection(socket: Socket): ConnectionState {
   const s = socket as Socket & { [STATE]?: ConnectionState };
   let state = s[STATE];
   if (state === undefined) {
-    state = { open: 0, closing: false, refusal: null, last: null };
+    state = { open: 0, closing: false, refusal: null, last: null, lastAnswer: null };
     s[STATE] = state;
   }
   return state;
@@ -196,9 +205,13 @@ function endSocket(socket: Socket, response: string): void {
  * method it does not know gets 501, as on HTTP/2 (src/http/methods.ts); bytes that are no method
  * token at all stay a bad request (400).
  */
-function unknownMethod(err: NodeJS.ErrnoException & { rawPacket?: Buffer }): boolean {
+function unknownMethod(err: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }): boolean {
   if (err.code !== 'HPE_INVALID_METHOD' || !err.rawPacket) return false;
-  const text = err.rawPacket.subarray(0, 64).toString('latin1');
+  // The packet may begin with earlier requests (pipelining): the failing one starts after the
+  // last line break before where parsing stopped.
+  const at = Math.min(err.bytesParsed ?? 0, err.rawPacket.length);
+  const start = at > 0 ? err.rawPacket.lastIndexOf(0x0a, at - 1) + 1 : 0;
+  const text = err.rawPacket.subarray(start, start + 64).toString('latin1');
   const space = text.indexOf(' ');
   return space > 0 && isToken(text.slice(0, space)) && text.charCodeAt(space + 1) === 0x2f;
 }

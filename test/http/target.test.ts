@@ -44,6 +44,8 @@ describe('canonicalTarget', () => {
     ['/a%zzb', 'a malformed percent-escape'],
     ['/a%2', 'a malformed percent-escape'],
     ['/a%', 'a malformed percent-escape'],
+    ['/_roomgate/push#x', 'a "#"'],
+    ['/a?b#c', 'a "#"'],
   ])('refuses %s with 400', (url, why) => {
     const v = canonicalTarget(url);
     expect(v.ok).toBe(false);
@@ -77,11 +79,17 @@ describe('createTargetRule: reserved paths', () => {
     '/r/not-a-valid-key!/_roomgate/push',
     '/r//victim/_roomgate/push',
     '/R/victim/_roomgate/push',
+    '/_roomgate/push;x',
+    '/_roomgate/push;jsessionid=1/',
+    '/_roomgate;a=b/push',
+    '/_roomgate/push.',
+    '/_roomgate/push..',
+    '/r/victim/_roomgate/push.',
   ])('%s: 404 as if nothing were there', (url) => {
     expect(rule(url)).toEqual({ ok: false, status: 404, body: 'not found\n' });
   });
 
-  it.each(['/_roomgate/pushed', '/_roomgate/', '/_roomgate/api/rooms/x/messages', '/r/victim/', '/r/victim/ws/live/', '/game/_roomgate/push', '/?next=/_roomgate/push'])(
+  it.each(['/_roomgate/pushed', '/_roomgate/', '/_roomgate/api/rooms/x/messages', '/r/victim/', '/r/victim/ws/live/', '/game/_roomgate/push', '/?next=/_roomgate/push', '/a;v=1', '/_roomgate/push.html'])(
     '%s passes',
     (url) => {
       expect(rule(url)).toEqual({ ok: true, url });

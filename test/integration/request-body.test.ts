@@ -21,6 +21,7 @@ interface Seen {
 }
 const seen: Seen[] = [];
 let backend: http.Server;
+let backendUrl: string;
 let gw: Gateway;
 
 beforeAll(async () => {
@@ -31,8 +32,8 @@ beforeAll(async () => {
     req.on('data', (c: string) => (s.body += c));
     req.on('end', () => res.end(`got ${s.body.length}\n`));
   });
-  const url = await listenOnLoopback(backend);
-  gw = await startInProcessGateway(dir, url, { health: { path: null }, proxy: { bufferBodyBytes: 1_000, maxBodyBytes: 5_000, bodyIdleTimeoutMs: 300 } });
+  backendUrl = await listenOnLoopback(backend);
+  gw = await startInProcessGateway(dir, backendUrl, { health: { path: null }, proxy: { bufferBodyBytes: 1_000, maxBodyBytes: 5_000, bodyIdleTimeoutMs: 300 } });
 });
 
 afterAll(async () => {
@@ -111,15 +112,82 @@ describe('request bodies', () => {
     c.socket.destroy();
   });
 
-  it('a declared body over maxBodyBytes: 413 at once, nothing reaches the backend', async () => {
+  it('a declared body over maxBodyBytes: 413 at once and the connection ends (the unread body is never parsed), nothing reaches the backend', async () => {
     seen.length = 0;
     const c = client();
-    c.socket.write('POST /huge HTTP/1.1\r\nHost: a\r\nContent-Length: 6000\r\n\r\n');
+    c.socket.write('POST /huge HTTP/1.1\r\nHost: a\r\nContent-Length: 6000\r\n\r\nabc');
     const a = await c.answer;
     expect(a.status).toBe(413);
     expect(a.text).toContain('the request body is too large');
+    expect(a.text).toMatch(/\r\nConnection: close\r\n/i);
+    const closed = await new Promise<string>((resolve) => {
+      let more = '';
+      c.socket.on('data', (d: string) => (more += d));
+      c.socket.once('close', () => resolve(more));
+    });
+    // One answer only: no second status line (a 408 for the body that never came) after it.
+    expect(closed).not.toMatch(/HTTP\/1\.1 \d{3}/);
     expect(seen).toEqual([]);
-    c.socket.destroy();
+  });
+
+  it('a chunked body over maxBodyBytes is refused while it is read, even when the buffer is larger', async () => {
+    const small = await startInProcessGateway(dir, backendUrl, { health: { path: null }, proxy: { bufferBodyBytes: 65_536, maxBodyBytes: 100 } });
+    try {
+      seen.length = 0;
+      const s = net.connect(small.port, '127.0.0.1');
+      const text = await new Promise<string>((resolve, reject) => {
+        let t = '';
+        const timer = setTimeout(() => reject(new Error(`no answer: ${t}`)), 5_000);
+        s.setEncoding('latin1');
+        s.on('data', (d: string) => {
+          t += d;
+          if (t.includes('request id')) {
+            clearTimeout(timer);
+            resolve(t);
+          }
+        });
+        s.write(`POST /chunky HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n${(500).toString(16)}\r\n${'c'.repeat(500)}\r\n0\r\n\r\n`);
+      });
+      expect(text).toMatch(/^HTTP\/1\.1 413/);
+      expect(seen).toEqual([]);
+      s.destroy();
+    } finally {
+      await small.stop();
+    }
+  });
+
+  it('a body read whole is sent again to the next backend when the first refuses the connection', async () => {
+    const closed = http.createServer();
+    const deadUrl = await listenOnLoopback(closed);
+    await closeServer(closed);
+    const two = await startInProcessGateway(dir, backendUrl, {
+      // No health checks meanwhile: the dead backend is found by a request.
+      health: { path: null, intervalMs: 600_000 },
+      backends: [
+        { id: 'dead', url: deadUrl },
+        { id: 'live', url: backendUrl },
+      ],
+    });
+    try {
+      const refused = async (): Promise<number> => ((await two.metrics.proxyErrors.get()).values.find((v) => v.labels.backend === 'dead' && v.labels.kind === 'refused')?.value ?? 0);
+      // Rooms until one was placed on the dead backend: its POST must still be answered by the live one.
+      for (let i = 0; i < 40 && (await refused()) === 0; i++) {
+        seen.length = 0;
+        const status = await new Promise<number>((resolve, reject) => {
+          const req = http.request({ host: '127.0.0.1', port: two.port, method: 'POST', path: `/game/retry-${i}/`, agent: false, headers: { 'Transfer-Encoding': 'chunked' }, timeout: 5_000 }, (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          });
+          req.on('error', reject);
+          req.end('sent twice if need be');
+        });
+        expect(status, `room retry-${i}`).toBe(200);
+        expect(seen.at(-1)?.body).toBe('sent twice if need be');
+      }
+      expect(await refused()).toBeGreaterThan(0);
+    } finally {
+      await two.stop();
+    }
   });
 
   it('a chunked body that passes maxBodyBytes while streaming: 413, the backend request given up', async () => {

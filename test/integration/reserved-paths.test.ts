@@ -95,8 +95,10 @@ const ATTACKS = [
   '/x/../_roomgate/push',
   '/game/%2e%2e/_roomgate/push',
   '/_ROOMGATE/push',
+  '/_roomgate/push;x',
+  '/_roomgate/push.',
 ];
-const REFUSED = ['/a%2Fb', '/a%5cb', '/a\\b', '/a%00b'];
+const REFUSED = ['/a%2Fb', '/a%5cb', '/a\\b', '/a%00b', '/_roomgate/push#x', '/r/victim/_roomgate/push#'];
 
 function h1Post(target: string): string {
   return `POST ${target} HTTP/1.1\r\nHost: a.test\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`;

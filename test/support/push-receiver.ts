@@ -44,6 +44,10 @@ export async function forgedPushes(url: string, room: string, epoch: number): Pr
   const genuine = { ...fields('g-1'), ...proof('push', 'g-1', room, String(epoch), '{"genuine":true}') };
   await attempt('genuine', genuine, '{"genuine":true}');
   await attempt('the genuine one replayed', genuine, '{"genuine":true}');
+  // The same proof in another spelling of the header: still the one already taken.
+  await attempt('replayed with another entry beside it', { ...genuine, 'X-Roomgate-Signature': `${genuine['X-Roomgate-Signature'] as string},x` }, '{"genuine":true}');
+  await attempt('replayed with spaces', { ...genuine, 'X-Roomgate-Signature': ` ${genuine['X-Roomgate-Signature'] as string}` }, '{"genuine":true}');
+  await attempt('a signature that is not ASCII', { ...fields('f-8'), 'X-Roomgate-Timestamp': String(Math.floor(Date.now() / 1000)), 'X-Roomgate-Signature': 'v1=é' }, body);
   return out;
 }
 
@@ -58,6 +62,9 @@ export const EXPECTED_RECEIVER_ANSWERS: readonly ReceiverAttempt[] = [
   { name: 'proof for another purpose', status: 403 },
   { name: 'genuine', status: 204 },
   { name: 'the genuine one replayed', status: 403 },
+  { name: 'replayed with another entry beside it', status: 403 },
+  { name: 'replayed with spaces', status: 403 },
+  { name: 'a signature that is not ASCII', status: 403 },
 ];
 
 /** Headers of a correctly signed push, for tests that need one straight to a receiver. */

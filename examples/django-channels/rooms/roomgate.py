@@ -96,7 +96,7 @@ def room_owner_middleware(get_response):
 
 
 REPLAY_WINDOW_S = 60
-_seen = {}  # signature -> when it may be forgotten (past the replay window)
+_seen = {}  # matched signature -> when it may be forgotten (past the replay window)
 _seen_lock = threading.Lock()
 
 
@@ -106,21 +106,24 @@ def verify_push(headers, body, purpose):
     timestamp, signature = headers.get("X-Roomgate-Timestamp"), headers.get("X-Roomgate-Signature")
     if not secrets or not timestamp or not signature:
         return "unsigned"
-    if not timestamp.isdigit() or abs(time.time() - int(timestamp)) > REPLAY_WINDOW_S:
+    if not re.fullmatch(r"[0-9]{1,12}", timestamp) or abs(time.time() - int(timestamp)) > REPLAY_WINDOW_S:
         return "stale"
     text = "\n".join([
         "roomgate-call-v1", purpose, headers.get("X-Roomgate-Message-Id", ""), headers.get("X-Roomgate-Room", ""),
         headers.get("X-Roomgate-Epoch", ""), timestamp, hashlib.sha256(body).hexdigest(),
     ])
-    offered = [s.strip()[3:] for s in signature.split(",") if s.strip().startswith("v1=")]
-    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest() for k in secrets]
-    if not any(hmac.compare_digest(o, w) for o in offered for w in wanted):
+    # Bytes on both sides: compare_digest refuses str with non-ASCII characters.
+    offered = [s.strip()[3:].encode("utf-8", "replace") for s in signature.split(",") if s.strip().startswith("v1=")]
+    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest().encode() for k in secrets]
+    matched = next((w for w in wanted for o in offered if hmac.compare_digest(o, w)), None)
+    if matched is None:
         return "bad-signature"
     now = time.time()
     with _seen_lock:
         for proof in [p for p, until in _seen.items() if until < now]:
             del _seen[proof]
-        if signature in _seen:
+        # Keyed on the signature that matched, not the header's text (which a replay can vary).
+        if matched in _seen:
             return "replayed"
-        _seen[signature] = now + 2 * REPLAY_WINDOW_S
+        _seen[matched] = now + 2 * REPLAY_WINDOW_S
     return None
