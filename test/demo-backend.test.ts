@@ -411,7 +411,7 @@ describe('demo backend: djust-style WebSocket', () => {
     const post = (epoch: number, body: string) =>
       request(b1.port, '/_roomgate/push', {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', ...signedPushHeaders('pushed', epoch, n++ === 0 ? 'm1' : `m${n}`, body), 'X-Roomgate-Sender': 'job:t' },
+        headers: { 'Content-Type': 'application/json', ...signedPushHeaders('pushed', epoch, n++ === 0 ? 'm1' : `m${n}`, body, 'job:t') },
         body: Buffer.from(body),
       });
     const first = await post(3, '{"n":1}');

@@ -571,7 +571,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       return typeof v === 'string' ? v : undefined;
     };
     const purpose = one('x-roomgate-fanout') === '1' ? 'push-fanout' : 'push';
-    const claims = { purpose, id: one('x-roomgate-message-id') ?? '', room: one('x-roomgate-room') ?? '', epoch: one('x-roomgate-epoch') ?? '', body } as const;
+    const claims = { purpose, id: one('x-roomgate-message-id') ?? '', room: one('x-roomgate-room') ?? '', epoch: one('x-roomgate-epoch') ?? '', sender: one('x-roomgate-sender') ?? '', body } as const;
     const now = Date.now();
     const verdict = verifyCall(callSecrets, claims, { timestamp: one('x-roomgate-timestamp'), signature: one('x-roomgate-signature') }, now);
     if (!verdict.ok) return `push refused: ${verdict.reason}\n`;

@@ -106,7 +106,7 @@ def verify_push(request, purpose):
         return "stale"
     text = "\n".join([
         "roomgate-call-v1", purpose, h.get("X-Roomgate-Message-Id", ""), h.get("X-Roomgate-Room", ""),
-        h.get("X-Roomgate-Epoch", ""), timestamp, hashlib.sha256(request.body).hexdigest(),
+        h.get("X-Roomgate-Epoch", ""), h.get("X-Roomgate-Sender", ""), timestamp, hashlib.sha256(request.body).hexdigest(),
     ])
     # Bytes on both sides: compare_digest refuses str with non-ASCII characters (a 500, not a 403).
     offered = [s.strip()[3:].encode("utf-8", "replace") for s in signature.split(",") if s.strip().startswith("v1=")]

@@ -5,13 +5,14 @@
 // The proof is an HMAC-SHA256, under a secret shared by roomgate and the app
 // (`backendCalls.secrets`, ROOMGATE_CALL_SECRETS), of one line per claim:
 //
-//   roomgate-call-v1 \n purpose \n message id \n room \n epoch \n timestamp \n sha256(body) hex
+//   roomgate-call-v1 \n purpose \n message id \n room \n epoch \n sender \n timestamp \n sha256(body) hex
 //
 // - purpose: what the call is for ("push", "push-fanout"; the handoff calls add theirs), chosen
 //   by the receiver from the endpoint it serves, never read from the request: a proof made for one
 //   purpose never passes as another;
-// - message id, room, epoch: the X-Roomgate-Message-Id, X-Roomgate-Room and X-Roomgate-Epoch
-//   fields as sent ("" when absent, as for a fan-out's room and epoch);
+// - message id, room, epoch, sender: the X-Roomgate-Message-Id, X-Roomgate-Room,
+//   X-Roomgate-Epoch and X-Roomgate-Sender fields as sent ("" when absent, as for a fan-out's room
+//   and epoch): the receiver hands the sender on, so it is as much roomgate's word as the room;
 // - timestamp: X-Roomgate-Timestamp, Unix seconds: the receiver refuses one outside its window
 //   (60 s by default), which bounds a replay;
 // - the body's SHA-256, so nothing of the message can be changed.
@@ -38,12 +39,14 @@ export interface CallClaims {
   readonly room: string;
   /** X-Roomgate-Epoch as sent, "" when absent. */
   readonly epoch: string;
+  /** X-Roomgate-Sender as sent, "" when absent. */
+  readonly sender: string;
   readonly body: Buffer;
 }
 
 function payload(c: CallClaims, timestamp: string): string {
   const digest = createHash('sha256').update(c.body).digest('hex');
-  return `roomgate-call-v1\n${c.purpose}\n${c.id}\n${c.room}\n${c.epoch}\n${timestamp}\n${digest}`;
+  return `roomgate-call-v1\n${c.purpose}\n${c.id}\n${c.room}\n${c.epoch}\n${c.sender}\n${timestamp}\n${digest}`;
 }
 
 function mac(secret: string, text: string): string {

@@ -182,7 +182,7 @@ export class PushDelivery {
     await Promise.all(
       [...byBackend].map(async ([backendId, list]) => {
         const body = Buffer.from(`{"rooms":${JSON.stringify(list)},"message":${message}}`);
-        const proof = signCall(o.secrets, { purpose: 'push-fanout', id, room: '', epoch: '', body }, Date.now());
+        const proof = signCall(o.secrets, { purpose: 'push-fanout', id, room: '', epoch: '', sender, body }, Date.now());
         const out = await this.send(o.pool.get(backendId) as Backend, body, ['X-Roomgate-Fanout', '1', 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...proof]);
         o.metrics.pushes.inc({ result: out.result });
         backends[backendId] = { rooms: list.length, ...out };
@@ -248,7 +248,7 @@ export class PushDelivery {
   }
 
   private async post(backend: Backend, room: string, epoch: number, id: string, body: Buffer, sender: string): Promise<PushOutcome> {
-    const proof = signCall(this.o.secrets, { purpose: 'push', id, room, epoch: String(epoch), body }, Date.now());
+    const proof = signCall(this.o.secrets, { purpose: 'push', id, room, epoch: String(epoch), sender, body }, Date.now());
     const out = await this.send(backend, body, [...ownerFields({ room, epoch }), 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...proof]);
     switch (out.result) {
       case 'delivered':

@@ -7,7 +7,7 @@ import { signCall, verifyCall, type CallClaims } from '../../src/http/call-proof
 const A = 'a'.repeat(32);
 const B = 'b'.repeat(32);
 const NOW = 1_800_000_000_000;
-const claims: CallClaims = { purpose: 'push', id: 'm-1', room: 'chess', epoch: '7', body: Buffer.from('{"hi":1}') };
+const claims: CallClaims = { purpose: 'push', id: 'm-1', room: 'chess', epoch: '7', sender: 'job:t', body: Buffer.from('{"hi":1}') };
 
 function fields(list: string[]): { timestamp: string | undefined; signature: string | undefined } {
   const get = (n: string): string | undefined => {
@@ -22,7 +22,7 @@ describe('call proof', () => {
     const f = fields(signCall([A], claims, NOW));
     expect(f.timestamp).toBe(String(NOW / 1000));
     const digest = createHash('sha256').update(claims.body).digest('hex');
-    const text = `roomgate-call-v1\npush\nm-1\nchess\n7\n${NOW / 1000}\n${digest}`;
+    const text = `roomgate-call-v1\npush\nm-1\nchess\n7\njob:t\n${NOW / 1000}\n${digest}`;
     expect(f.signature).toBe(`v1=${createHmac('sha256', A).update(text).digest('hex')}`);
   });
 
@@ -44,6 +44,7 @@ describe('call proof', () => {
     ['another message id', { id: 'm-2' }],
     ['another room', { room: 'checkers' }],
     ['another epoch', { epoch: '8' }],
+    ['another sender', { sender: 'someone:else' }],
     ['another body', { body: Buffer.from('{"hi":2}') }],
   ])('refuses a proof replayed for %s', (_what, change) => {
     const f = fields(signCall([A], claims, NOW));

@@ -18,8 +18,8 @@ function post(url: string, headers: Record<string, string>, body: string): Promi
   });
 }
 
-function proof(purpose: CallPurpose, id: string, room: string, epoch: string, body: string, nowMs = Date.now(), secret = CALL_SECRET): Record<string, string> {
-  const list = signCall([secret], { purpose, id, room, epoch, body: Buffer.from(body) }, nowMs);
+function proof(purpose: CallPurpose, id: string, room: string, epoch: string, body: string, nowMs = Date.now(), secret = CALL_SECRET, sender = 'attacker'): Record<string, string> {
+  const list = signCall([secret], { purpose, id, room, epoch, sender, body: Buffer.from(body) }, nowMs);
   return { [list[0] as string]: list[1] as string, [list[2] as string]: list[3] as string };
 }
 
@@ -41,6 +41,7 @@ export async function forgedPushes(url: string, room: string, epoch: number): Pr
   await attempt('proof for another epoch', { ...fields('f-5'), ...proof('push', 'f-5', room, String(epoch + 1), body) });
   await attempt('proof for another body', { ...fields('f-6'), ...proof('push', 'f-6', room, String(epoch), '{}') });
   await attempt('proof for another purpose', { ...fields('f-7'), ...proof('push-fanout', 'f-7', room, String(epoch), body) });
+  await attempt('proof for another sender', { ...fields('f-9'), ...proof('push', 'f-9', room, String(epoch), body, Date.now(), CALL_SECRET, 'job:trusted') });
   const genuine = { ...fields('g-1'), ...proof('push', 'g-1', room, String(epoch), '{"genuine":true}') };
   await attempt('genuine', genuine, '{"genuine":true}');
   await attempt('the genuine one replayed', genuine, '{"genuine":true}');
@@ -60,6 +61,7 @@ export const EXPECTED_RECEIVER_ANSWERS: readonly ReceiverAttempt[] = [
   { name: 'proof for another epoch', status: 403 },
   { name: 'proof for another body', status: 403 },
   { name: 'proof for another purpose', status: 403 },
+  { name: 'proof for another sender', status: 403 },
   { name: 'genuine', status: 204 },
   { name: 'the genuine one replayed', status: 403 },
   { name: 'replayed with another entry beside it', status: 403 },
@@ -68,16 +70,16 @@ export const EXPECTED_RECEIVER_ANSWERS: readonly ReceiverAttempt[] = [
 ];
 
 /** Headers of a correctly signed push, for tests that need one straight to a receiver. */
-export function signedPushHeaders(room: string, epoch: number, id: string, body: string): Record<string, string> {
-  return { 'X-Roomgate-Room': room, 'X-Roomgate-Epoch': String(epoch), 'X-Roomgate-Message-Id': id, ...proof('push', id, room, String(epoch), body) };
+export function signedPushHeaders(room: string, epoch: number, id: string, body: string, sender = 'api'): Record<string, string> {
+  return { 'X-Roomgate-Room': room, 'X-Roomgate-Epoch': String(epoch), 'X-Roomgate-Message-Id': id, 'X-Roomgate-Sender': sender, ...proof('push', id, room, String(epoch), body, Date.now(), CALL_SECRET, sender) };
 }
 
 /** A correctly signed push that names no room (nor epoch): a receiver refuses it for that alone. */
 export function signedRoomlessPushHeaders(id: string, body: string): Record<string, string> {
-  return { 'X-Roomgate-Message-Id': id, ...proof('push', id, '', '', body) };
+  return { 'X-Roomgate-Message-Id': id, 'X-Roomgate-Sender': 'api', ...proof('push', id, '', '', body, Date.now(), CALL_SECRET, 'api') };
 }
 
 /** Headers of a correctly signed fan-out (X-Roomgate-Fanout: 1, no room nor epoch). */
 export function signedFanoutHeaders(id: string, body: string): Record<string, string> {
-  return { 'X-Roomgate-Fanout': '1', 'X-Roomgate-Message-Id': id, ...proof('push-fanout', id, '', '', body) };
+  return { 'X-Roomgate-Fanout': '1', 'X-Roomgate-Message-Id': id, 'X-Roomgate-Sender': 'api', ...proof('push-fanout', id, '', '', body, Date.now(), CALL_SECRET, 'api') };
 }

@@ -110,7 +110,7 @@ def verify_push(headers, body, purpose):
         return "stale"
     text = "\n".join([
         "roomgate-call-v1", purpose, headers.get("X-Roomgate-Message-Id", ""), headers.get("X-Roomgate-Room", ""),
-        headers.get("X-Roomgate-Epoch", ""), timestamp, hashlib.sha256(body).hexdigest(),
+        headers.get("X-Roomgate-Epoch", ""), headers.get("X-Roomgate-Sender", ""), timestamp, hashlib.sha256(body).hexdigest(),
     ])
     # Bytes on both sides: compare_digest refuses str with non-ASCII characters.
     offered = [s.strip()[3:].encode("utf-8", "replace") for s in signature.split(",") if s.strip().startswith("v1=")]
