@@ -138,6 +138,11 @@ function loose(path: string): string {
 export function createTargetRule(o: TargetRuleOptions): TargetRule {
   const reserved = o.reserved.map(comparable);
   const prefix = o.pathPrefix?.toLowerCase() ?? null;
+  // Every spelling of a reserved path (exact, loose, behind the prefix) holds its first segment as
+  // a segment: a path without one is let through with one regular expression test, no copy (the
+  // byte-level path asks for every request).
+  const firsts = reserved.map((r) => r.split('/')[1] ?? '');
+  const mention = firsts.includes('') ? null : new RegExp(`/(?:${firsts.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?:[/;.]|$)`, 'i');
   const isReserved = (exact: string): boolean => {
     for (const path of exact.includes(';') || exact.includes('.') ? [exact, loose(exact)] : [exact]) {
       for (const r of reserved) if (path === r || path.startsWith(`${r}/`)) return true;
@@ -148,6 +153,7 @@ export function createTargetRule(o: TargetRuleOptions): TargetRule {
     const verdict = canonicalTarget(url);
     if (!verdict.ok || reserved.length === 0) return verdict;
     const q = verdict.url.indexOf('?');
+    if (mention !== null && !mention.test(verdict.url)) return verdict;
     const path = comparable(q === -1 ? verdict.url : verdict.url.slice(0, q));
     if (isReserved(path)) return NOT_FOUND;
     // Behind the per-tab prefix: "/r/{anything}/rest" is forwarded as "/rest" when {anything} is a

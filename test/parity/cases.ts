@@ -362,6 +362,10 @@ export const rows: readonly Row[] = [
   { name: 'POST chunked', method: 'POST', target: '/b', body: 'hello', framing: 'chunked', expect: 'backend', backend: {} },
   { name: 'POST chunked, several chunks and trailers', method: 'POST', target: '/b', raw: 'POST /b HTTP/1.1\r\nHost: a.example\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\nX-Trailer: t\r\n\r\n', body: 'abcde', expect: 'backend', backend: { lacks: ['x-trailer'] }, notOn: h1Only(H2_NO_RAW) },
   { name: 'POST 64 KB', method: 'POST', target: '/b', body: BIG_BODY, expect: 'backend', backend: {} },
+  // The body rule (src/proxy/request-body.ts): a declared length over proxy.maxBodyBytes (100,000
+  // in this suite) is refused before any byte of it reaches a backend.
+  { name: 'POST over maxBodyBytes', method: 'POST', target: '/b', body: 'y'.repeat(100_001), expect: 413, backend: 'nothing' },
+  { name: 'PUT at maxBodyBytes', method: 'PUT', target: '/b', body: 'y'.repeat(100_000), expect: 'backend', backend: {} },
   { name: 'POST every byte value', method: 'POST', target: '/b', body: ALL_BYTES, headers: [['Content-Type', 'application/octet-stream']], expect: 'backend', backend: {} },
   { name: 'GET with a chunked body', method: 'GET', target: '/b', body: 'get-body', framing: 'chunked', expect: 'backend', backend: {} },
   { name: 'HEAD with Content-Length 0', method: 'HEAD', target: '/b', body: '', framing: 'length', expect: 'backend', backend: {} },

@@ -6,6 +6,7 @@
 //  - h1: exact bytes on a TCP connection, plain or TLS (ALPN http/1.1);
 //  - h2: node:http2's client on TLS with ALPN h2 (headers as the row gives them, body as DATA);
 //  - h2 extended CONNECT (RFC 8441) for the rows that open a WebSocket.
+import { openH2 } from '../support/h2-session.js';
 import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import http2 from 'node:http2';
 import net from 'node:net';
@@ -97,23 +98,7 @@ export interface H2Request {
 
 /** Opens an h2 connection from `address`; waits for the server's SETTINGS (extended CONNECT needs them). */
 function h2Session(port: number, address: string): Promise<http2.ClientHttp2Session> {
-  return new Promise((resolve, reject) => {
-    const s = http2.connect(`https://a.example:${port}`, {
-      createConnection: () => tlsOver(port, address, 'h2'),
-    });
-    const t = setTimeout(() => {
-      s.destroy();
-      reject(new Error('h2 connection timed out'));
-    }, TIMEOUT_MS);
-    s.once('remoteSettings', () => {
-      clearTimeout(t);
-      resolve(s);
-    });
-    s.once('error', (err) => {
-      clearTimeout(t);
-      reject(err);
-    });
-  });
+  return openH2(`https://a.example:${port}`, () => tlsOver(port, address, 'h2'), TIMEOUT_MS);
 }
 
 /** One request on a new h2 connection (closed afterwards). */

@@ -82,7 +82,8 @@ function suiteConfig(staticDir: string): Record<string, unknown> {
   return {
     // A TCP check only: the byte log holds the clients' requests and nothing else.
     health: { path: null },
-    proxy: { websocketPaths: ['/ws/live/'] },
+    // maxBodyBytes: the body rule's 413 at a size the table can send on every front.
+    proxy: { websocketPaths: ['/ws/live/'], maxBodyBytes: 100_000 },
     cookie: { secrets: [PARITY_SECRET] },
     static: { mounts: [{ prefix: '/static/', dir: staticDir }] },
     listen: { host: '127.0.0.1', port: 0, headersTimeoutMs: 3_000, requestTimeoutMs: 5_000 },
