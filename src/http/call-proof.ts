@@ -7,7 +7,7 @@
 //
 //   roomgate-call-v1 \n purpose \n message id \n room \n epoch \n sender \n timestamp \n sha256(body) hex
 //
-// - purpose: what the call is for ("push", "push-fanout"; the handoff calls add theirs), chosen
+// - purpose: what the call is for ("push", "push-fanout", and "handoff-hello", "-export", "-import", "-release", "-resume"), chosen
 //   by the receiver from the endpoint it serves, never read from the request: a proof made for one
 //   purpose never passes as another;
 // - message id, room, epoch, sender: the X-Roomgate-Message-Id, X-Roomgate-Room,
@@ -23,7 +23,15 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 
 /** What a call is for; a receiver verifies with the purpose of the endpoint it serves. */
-export type CallPurpose = 'push' | 'push-fanout';
+export type CallPurpose =
+  | 'push'
+  | 'push-fanout'
+  // Room handoff (docs/handoff.md): each step its own purpose, so no call passes as another.
+  | 'handoff-hello'
+  | 'handoff-export'
+  | 'handoff-import'
+  | 'handoff-release'
+  | 'handoff-resume';
 
 export const SIGNATURE_FIELD = 'X-Roomgate-Signature';
 export const TIMESTAMP_FIELD = 'X-Roomgate-Timestamp';
