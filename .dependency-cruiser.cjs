@@ -1,13 +1,13 @@
 // The layer rule (docs/architecture.md), checked by test/architecture/layers.test.ts in npm test:
 //   composition (main, gateway, cluster) -> edge (server, proxy, cache, static | api, pages, control)
-//   -> runtime -> core and stores (placement, shared-data, backends, room, redis)
+//   -> the forwarding core (forward) -> runtime -> core and stores (placement, shared-data, backends, room, redis)
 //   -> kit and ground (http, config, observability)
 // Nothing imports upward; the data plane (server, proxy, cache, static) and the control plane (api,
 // pages, control) never import each other; demo code is reached only from the CLI (main.ts and
 // src/cli), and src/cli only from main.ts.
 const LOWER = '^src/(placement|shared-data|backends|room|redis|http|config|observability|lifecycle)/';
-const EDGE = '^src/(server|proxy|cache|static|api|pages|control)/';
-const DATA_PLANE = '^src/(server|proxy|cache|static)/';
+const EDGE = '^src/(server|proxy|cache|static|forward|api|pages|control)/';
+const DATA_PLANE = '^src/(server|proxy|cache|static|forward)/';
 const CONTROL_PLANE = '^src/(api|pages|control)/';
 const COMPOSITION = '^src/(main|gateway)\\.ts$|^src/cluster/';
 
@@ -66,6 +66,21 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/(gateway\\.ts|cluster/|server/)' },
       to: { path: '^src/server/(public-server|lean-connection|h2-front|h2-websocket|redirect-server)\\.ts$' },
+    },
+    {
+      name: 'forward-below-the-paths',
+      comment:
+        'the forwarding core (one attempt: placement, passive health, retries, accounting) is used by the paths that carry requests (proxy, cache) and knows none of them: it imports the runtime and below only',
+      severity: 'error',
+      from: { path: '^src/forward/' },
+      to: { path: '^src/(server|proxy|cache|static|pipeline)/' },
+    },
+    {
+      name: 'cache-uses-the-forwarding-core-only',
+      comment: 'the page cache reaches backends through the forwarding core (src/forward), never through a page path or a front',
+      severity: 'error',
+      from: { path: '^src/cache/' },
+      to: { path: '^src/(proxy|server|pipeline)/' },
     },
     {
       name: 'cli-only-from-main',

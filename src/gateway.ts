@@ -29,7 +29,7 @@ import type { BackendAdminState, PlacementStore } from './placement/store.js';
 import { Supervisor } from './runtime/supervisor.js';
 import { createRuntimeView, setAdminState } from './runtime/runtime-view.js';
 import { Admission } from './proxy/admission.js';
-import { Forwarding } from './proxy/forwarded.js';
+import { Forwarding } from './forward/forwarded.js';
 import { HttpProxy } from './proxy/http-proxy.js';
 import { Router } from './proxy/router.js';
 import { TunnelRegistry } from './runtime/tunnels.js';

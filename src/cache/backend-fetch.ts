@@ -9,7 +9,7 @@ import { TLSSocket } from 'node:tls';
 import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
 import { endToEndFields } from '../http/hop-by-hop.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
-import type { BackendAgents } from '../proxy/backend-agents.js';
+import type { BackendAgents } from '../forward/backend-agents.js';
 import type { Backend } from '../runtime/pool.js';
 
 export interface FetchedHead {

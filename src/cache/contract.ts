@@ -5,7 +5,7 @@
 // Cache-Status, Age and the room cookie included) and the body; the writer adds the framing and
 // the connection's own fields.
 import type { Refusal } from '../http/refusals.js';
-import type { ForwardContext } from '../proxy/forwarded.js';
+import type { ForwardContext } from '../forward/forwarded.js';
 import type { KeyResult } from '../room/extract.js';
 
 /** A request as a page path hands it over. */

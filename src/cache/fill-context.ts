@@ -1,10 +1,10 @@
-// What a Fill (src/cache/fill.ts) uses of the page cache that owns it: routing and the backend
-// pool, the fetch settings, the clock, and the cache's bookkeeping (storing an answer, forgetting
+// What a Fill (src/cache/fill.ts) uses of the page cache that owns it: the forwarding core and the
+// backend pool, the fetch settings, the clock, and the cache's bookkeeping (storing an answer, forgetting
 // a finished fill, remembering a key whose answers cannot be stored).
 import type CachePolicy from 'http-cache-semantics';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { Router } from '../proxy/router.js';
+import type { Forwarder } from '../forward/forwarder.js';
 import type { BackendPool } from '../runtime/pool.js';
 import type { FetchedHead, FetchOptions } from './backend-fetch.js';
 import type { CacheMetrics } from './cache-metrics.js';
@@ -33,7 +33,8 @@ export interface FillHandle {
 
 export interface FillContext {
   readonly config: CacheConfig;
-  readonly router: Router;
+  /** Placement, passive health and retries of the fill's backend request (src/forward/forwarder.ts). */
+  readonly forwarder: Forwarder;
   readonly pool: BackendPool;
   readonly metrics: Metrics;
   readonly cm: CacheMetrics;

@@ -8,10 +8,9 @@
 // stale-if-error window gives every client that copy instead.
 import { REFUSALS, type Refusal } from '../http/refusals.js';
 import type CachePolicy from 'http-cache-semantics';
-import { backendFailure, classifyError, downReason, isConnectFailure } from '../proxy/errors.js';
-import { ownerFields } from '../http/ownership.js';
-import { startRequest } from '../proxy/request-count.js';
-import type { Decision } from '../placement/decide.js';
+import type { Exchange } from '../forward/forwarder.js';
+import { ownerFields, type Owner } from '../http/ownership.js';
+import { startRequest } from '../forward/request-count.js';
 import type { Backend } from '../runtime/pool.js';
 import { fetchFromBackend, type Fetch, type FetchedHead } from './backend-fetch.js';
 import type { CacheClient } from './cache-client.js';
@@ -40,7 +39,7 @@ const SHAREABLE = new Set(['too-large']);
 // will not be stored next time either); a failing backend's 5xx is not one of them.
 const REMEMBERED = new Set(['set-cookie', 'not-storable', 'no-cache', 'vary-star', 'no-freshness', 'too-large']);
 
-export class Fill implements FillHandle {
+export class Fill implements FillHandle, Exchange {
   private readonly waiters: Waiter[] = [];
   private fetch: Fetch | null = null;
   private head: FetchedHead | null = null;
@@ -90,33 +89,31 @@ export class Fill implements FillHandle {
     }
   }
 
-  start(attempt = 1): void {
-    const now = Date.now();
-    this.cx.router.decide(this.spec.room, now).then(
-      (d) => this.dispatch(d, attempt),
-      (err: Error) => {
-        this.cx.logger.error({ err: err.message, room: this.spec.room }, 'routing failed');
-        this.failAll({ code: 'internal', detail: 'routing' }, 'routing');
-      },
-    );
+  /** Asks the room's backend (src/forward/forwarder.ts: placement, passive health, retries). */
+  start(): void {
+    this.cx.forwarder.route(this);
   }
 
-  private dispatch(d: Decision, attempt: number): void {
-    const { cx } = this;
-    if ('reject' in d) {
-      return this.failAll(cx.router.refusalFor(d, Date.now()), d.reject === 400 ? 'no-room' : 'no-backend');
-    }
-    const backend = cx.pool.get(d.route);
-    if (!backend) return this.failAll(cx.router.noBackend(Date.now()), 'no-backend');
-    this.send(backend, attempt, d.epoch ?? 0);
+  // The forwarding core's Exchange: a fill goes on for the clients still waiting and for the
+  // store, so it is never "gone"; it has no room key source of its own.
+  readonly path = 'cache-fill';
+  readonly source = null;
+  get room(): string | null {
+    return this.spec.room;
+  }
+  gone(): boolean {
+    return false;
+  }
+  refuse(refusal: Refusal, counted: boolean): void {
+    this.failAll(refusal, cacheDetail(refusal), counted);
   }
 
-  private send(backend: Backend, attempt: number, epoch: number): void {
+  send(backend: Backend, owner: Owner | null, attempt: number): void {
     const { cx, spec } = this;
     const done = startRequest(cx.pool, cx.metrics, backend.id);
     this.backendDone = done;
     // The room and the epoch of this attempt's placement, as every proxied request carries them.
-    const headers = [...spec.headers, ...ownerFields(spec.room === null ? null : { room: spec.room, epoch })];
+    const headers = [...spec.headers, ...ownerFields(owner)];
     // A refresh asks whether the stored answer still holds (304) with its validators.
     if (spec.stale !== undefined) {
       const h = spec.stale.policy.revalidationHeaders(spec.policyRequest);
@@ -126,38 +123,21 @@ export class Fill implements FillHandle {
       }
     }
     this.fetch = fetchFromBackend(backend, spec.path, headers, cx.fetch, {
-      connected: () => cx.pool.markUp(backend.id),
+      connected: () => cx.forwarder.connected(backend),
       // The in-flight count holds until the body is over (finish()), as on the page paths.
       head: (h) => this.onHead(h),
       data: (chunk) => this.onData(chunk),
       end: () => this.onEnd(),
       failed: (err, afterHead) => {
-        const bad = err.code === 'EBADANSWER';
-        const kind = classifyError(err);
-        cx.metrics.proxyErrors.inc({ backend: backend.id, kind: bad ? 'bad-response' : kind });
         if (afterHead) {
-          cx.logger.warn({ room: spec.room, backend: backend.id, err: kind }, 'backend failed mid-response (cache fill)');
+          cx.forwarder.lost(this, backend, err.code === 'EBADANSWER' ? 'bad-response' : err);
           return this.cutAll();
-        }
-        const now = Date.now();
-        if (isConnectFailure(kind)) cx.pool.markDown(backend.id, now, downReason(err, kind));
-        const retry = isConnectFailure(kind) && attempt <= cx.pool.backends.length;
-        cx.logger.warn({ room: spec.room, backend: backend.id, err: kind, retry }, 'proxy error (cache fill)');
-        if (retry) {
-          this.backendDone = null;
-          done(null);
-          return this.start(attempt + 1);
         }
         // The request that started the fetch is counted once, under the backend, with the status
         // roomgate answered it (as the page paths count their own 502/504).
         this.backendDone = null;
-        if (bad) {
-          done(502);
-          return this.failAll({ code: 'bad-backend-answer', backend: backend.id, detail: kind }, 'bad-answer', true);
-        }
-        const refusal = backendFailure(kind, backend.id);
-        done(REFUSALS[refusal.code].status);
-        this.failAll(refusal, kind, true);
+        if (err.code === 'EBADANSWER') return cx.forwarder.badAnswer(this, backend, err.message, done);
+        cx.forwarder.failed(this, { backend, attempt, err, done });
       },
     });
   }
@@ -340,5 +320,23 @@ export class Fill implements FillHandle {
     this.chunks = [];
     this.cx.leave(this);
     this.cx.finished(this);
+  }
+}
+
+/** The Cache-Status detail of a fill roomgate answered itself. */
+function cacheDetail(refusal: Refusal): string {
+  switch (refusal.code) {
+    case 'no-room-key':
+      return 'no-room';
+    case 'no-backend':
+    case 'room-moving':
+      return 'no-backend';
+    case 'bad-backend-answer':
+      return 'bad-answer';
+    case 'backend-unavailable':
+    case 'backend-timeout':
+      return refusal.detail ?? refusal.code;
+    default:
+      return 'routing';
   }
 }

@@ -6,9 +6,9 @@
 import type { BackendTls } from '../backends/backend-tls.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import { BackendAgents } from '../proxy/backend-agents.js';
-import type { Forwarding } from '../proxy/forwarded.js';
-import type { Router } from '../proxy/router.js';
+import { BackendAgents } from '../forward/backend-agents.js';
+import type { Forwarding } from '../forward/forwarded.js';
+import { Forwarder, type Placement } from '../forward/forwarder.js';
 import type { BackendPool } from '../runtime/pool.js';
 import type { CacheSnapshot } from '../runtime/views.js';
 import type CachePolicy from 'http-cache-semantics';
@@ -25,7 +25,8 @@ export interface PageCacheOptions {
   readonly config: CacheConfig;
   /** The room cookie's name: never forwarded on a fill nor part of a key. */
   readonly roomCookieName: string;
-  readonly router: Router;
+  /** Where a room's fill goes (the Router). */
+  readonly router: Placement;
   readonly pool: BackendPool;
   readonly forwarding: Forwarding;
   readonly backendTls: BackendTls;
@@ -78,7 +79,7 @@ export class PageCache implements FillContext, PageCacheFront {
   readonly fetch: FetchOptions;
   readonly Policy: PolicyClass;
   readonly config: CacheConfig;
-  readonly router: Router;
+  readonly forwarder: Forwarder;
   readonly pool: BackendPool;
   readonly metrics: Metrics;
   readonly logger: Logger;
@@ -95,7 +96,7 @@ export class PageCache implements FillContext, PageCacheFront {
 
   constructor(private readonly o: PageCacheOptions) {
     this.config = o.config;
-    this.router = o.router;
+    this.forwarder = new Forwarder({ placement: o.router, pool: o.pool, metrics: o.metrics, logger: o.logger });
     this.pool = o.pool;
     this.metrics = o.metrics;
     this.logger = o.logger;

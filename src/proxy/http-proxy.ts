@@ -10,17 +10,17 @@ import { TLSSocket } from 'node:tls';
 import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
 import { peerAddress } from '../http/peer.js';
 import type { Backend } from '../runtime/pool.js';
-import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Owner } from '../http/ownership.js';
 import { roomCookieFor } from './page-cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import { endToEndFields } from '../http/hop-by-hop.js';
-import { BackendAgents } from './backend-agents.js';
+import { BackendAgents } from '../forward/backend-agents.js';
 import { isGone, ResponseAnswer } from './cache-answers.js';
 import { resetConnection } from '../http/reset.js';
-import { backendFailure, classifyError, downReason, isConnectFailure } from './errors.js';
-import { clientStalled, startRequest, type PagePathOptions } from './request-count.js';
+import { Forwarder, type Exchange } from '../forward/forwarder.js';
+import { clientStalled, type PagePathOptions } from './request-count.js';
+import { startRequest } from '../forward/request-count.js';
 
 export interface HttpProxyOptions extends PagePathOptions {
   /** proxy.bufferBodyBytes and proxy.maxBodyBytes. */
@@ -63,8 +63,11 @@ interface Replay {
 
 export class HttpProxy {
   private readonly agents: BackendAgents;
+  /** Placement, passive health and retries of every attempt (src/forward/forwarder.ts). */
+  private readonly forwarder: Forwarder;
 
   constructor(private readonly o: HttpProxyOptions) {
+    this.forwarder = new Forwarder({ placement: o.router, pool: o.pool, metrics: o.metrics, logger: o.logger });
     this.agents = new BackendAgents(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
   }
 
@@ -110,24 +113,8 @@ export class HttpProxy {
 
   private route(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, now: number, body: BodyPlan): void {
     const bodyless = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
-    const replayable: Replay = { resendable: bodyless || body.kind === 'buffered', afterReset: bodyless && IDEMPOTENT.has(req.method ?? ''), body };
-    this.o.router.decide(key.room, now).then(
-      (decision) => this.dispatch(req, res, client, key, decision, replayable, 1),
-      (err: Error) => {
-        this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
-        this.refuse(req, res, { code: 'internal', detail: err.message });
-      },
-    );
-  }
-
-  private dispatch(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, decision: Decision, replayable: Replay, attempt: number): void {
-    if (isGone(res)) return;
-    if ('reject' in decision) {
-      return this.refuse(req, res, this.o.router.refusalFor(decision, Date.now()));
-    }
-    const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(req, res, this.o.router.noBackend(Date.now()));
-    this.forward(req, res, client, key, backend, replayable, attempt, key.room === null ? null : { room: key.room, epoch: decision.epoch ?? 0 });
+    const replay: Replay = { resendable: bodyless || body.kind === 'buffered', afterReset: bodyless && IDEMPOTENT.has(req.method ?? ''), body };
+    this.forwarder.route(new HttpExchange(this, req, res, client, key, replay), now);
   }
 
   /** An answer made by roomgate itself, counted under the status it sends. */
@@ -136,18 +123,24 @@ export class HttpProxy {
     this.reply(req, res, refusal);
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, backend: Backend, replayable: Replay, attempt: number, owner: Owner | null): void {
+  /** roomgate's answer for an exchange: counted here unless its attempt's accounting did. */
+  answer(x: HttpExchange, refusal: Refusal, counted: boolean): void {
+    if (counted) this.reply(x.req, x.res, refusal);
+    else this.refuse(x.req, x.res, refusal);
+  }
+
+  /** An attempt routed to `backend` (src/forward/forwarder.ts): the request goes out on node:http's client. */
+  send(x: HttpExchange, backend: Backend, owner: Owner | null, attempt: number): void {
     const { o } = this;
+    const { req, res, client, key, replay } = x;
     const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix, owner };
     const done = startRequest(o.pool, o.metrics, backend.id);
-
-    const headers = framed(o.forwarding.headers(req.rawHeaders, ctx, false), req, replayable.body);
     const proxyReq = (backend.config.tls ? https : http).request({
       host: backend.config.host,
       port: backend.config.port,
       method: req.method,
       path: key.forwardUrl,
-      headers,
+      headers: framed(o.forwarding.headers(req.rawHeaders, ctx, false), req, replay.body),
       agent: this.agents.for(backend),
       timeout: o.responseTimeoutMs,
       // https://: the CA list, client certificate, verification and SNI of `backendTls`.
@@ -155,116 +148,24 @@ export class HttpProxy {
     });
     // One more than relayed: Node drops lines past its limit silently; this way the check sees them.
     proxyReq.maxHeadersCount = MAX_RESPONSE_HEADERS + 1;
-
-    let connectTimer: NodeJS.Timeout | null = null;
+    const attemptOf: AttemptState = { backend, attempt, done, proxyReq, upstream: null, connectTimer: null };
     proxyReq.on('socket', (s: Socket) => {
       if (!s.connecting) return;
-      connectTimer = setTimeout(() => proxyReq.destroy(Object.assign(new Error('connect timeout'), { code: 'ECONNTIMEOUT' })), o.connectTimeoutMs);
+      attemptOf.connectTimer = setTimeout(() => proxyReq.destroy(Object.assign(new Error('connect timeout'), { code: 'ECONNTIMEOUT' })), o.connectTimeoutMs);
       // An https backend's connection is made once its TLS handshake is complete and verified.
       s.once(s instanceof TLSSocket ? 'secureConnect' : 'connect', () => {
-        if (connectTimer) clearTimeout(connectTimer);
-        o.pool.markUp(backend.id);
+        if (attemptOf.connectTimer) clearTimeout(attemptOf.connectTimer);
+        this.forwarder.connected(backend);
       });
     });
     proxyReq.on('timeout', () => proxyReq.destroy(Object.assign(new Error('response timeout'), { code: 'ERESPONSETIMEOUT' })));
-
     // A 101 to a request that asked for no upgrade: nothing sane can be relayed.
     proxyReq.on('upgrade', (_res: IncomingMessage, upSocket: Socket) => {
       upSocket.destroy();
-      this.badAnswer(req, res, key, backend, 'a 101 to a request without Upgrade', done);
+      this.forwarder.badAnswer(x, backend, 'a 101 to a request without Upgrade', done);
     });
-
-    // The backend's answer once its head arrived; its completeness decides what a late error means.
-    let upstream: IncomingMessage | null = null;
-    proxyReq.on('response', (proxyRes) => {
-      upstream = proxyRes;
-      if (connectTimer) clearTimeout(connectTimer);
-      // The head arrived: a slow or long-lived body (downloads, server-sent events) is not cut.
-      proxyReq.setTimeout(0);
-      const problem = responseHeadProblem(proxyRes);
-      if (problem !== null) {
-        // Never back into the keep-alive pool: the rest of that stream cannot be trusted.
-        proxyRes.socket.destroy();
-        return this.badAnswer(req, res, key, backend, problem, done);
-      }
-      // Hop-by-hop fields (and those its Connection header names) belong to the backend
-      // connection; Node writes its own framing.
-      const headers = endToEndFields(proxyRes.rawHeaders);
-      const cookie = roomCookieFor(o.roomCookie, req.method ?? '', key, o.forwarding.proto(req.rawHeaders, ctx) === 'https', o.logger);
-      if (cookie) headers.push('Set-Cookie', cookie);
-      const cacheStatus = passedCacheStatus.get(res);
-      if (cacheStatus !== undefined) headers.push('Cache-Status', cacheStatus);
-      const status = proxyRes.statusCode ?? 502;
-      try {
-        // h2 has no reason phrase (Node warns when given one).
-        if (client.h2) res.writeHead(status, headers);
-        else res.writeHead(status, proxyRes.statusMessage, headers);
-      } catch (err) {
-        // Whatever Node's own checks refuse beyond the rules above: a 502, not a dead process.
-        proxyRes.socket.destroy();
-        return this.badAnswer(req, res, key, backend, (err as Error).message, done);
-      }
-      proxyRes.pipe(res);
-      if (o.clientWriteTimeoutMs > 0) cutWhenStalled(proxyRes, res, o.clientWriteTimeoutMs, () => clientStalled(o, key.room, backend.id));
-      proxyRes.on('error', () => res.destroy());
-      proxyRes.on('aborted', () => res.destroy());
-      res.on('close', () => {
-        done(status);
-        if (!proxyRes.complete) proxyRes.destroy();
-      });
-    });
-
-    proxyReq.on('error', (err: NodeJS.ErrnoException) => {
-      if (connectTimer) clearTimeout(connectTimer);
-      // The client already has its whole answer (a 502 of ours, or the backend's complete one):
-      // a late error of the backend connection must not cut the client's connection under it.
-      if (res.writableEnded) {
-        // Counted once whoever ended it (a 408 of the h2 body deadline ends it with nothing else to count it).
-        done(res.statusCode);
-        return;
-      }
-      // The backend's response was complete and then more bytes followed (a body on a 204, 304 or
-      // HEAD answer, or garbage): Node's parser fails on those. The connection is destroyed
-      // (never reused); the complete response still reaches the client as it was framed.
-      if (upstream !== null && (upstream as IncomingMessage).complete) {
-        o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
-        o.logger.warn({ room: key.room, backend: backend.id, method: req.method, err: err.code ?? err.message }, 'backend sent bytes after a complete response; its connection was closed');
-        return;
-      }
-      const kind = classifyError(err);
-      o.metrics.proxyErrors.inc({ backend: backend.id, kind });
-      const now = Date.now();
-      if (isConnectFailure(kind)) o.pool.markDown(backend.id, now, downReason(err, kind));
-      if (res.headersSent || res.destroyed) {
-        // Mid-response: the status line is gone, all we can do is cut the client off.
-        o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind }, 'backend failed mid-response');
-        done(res.headersSent ? res.statusCode : null);
-        res.destroy();
-        return;
-      }
-      // Nothing reached the backend (connect failed), or a reused keep-alive socket was closed
-      // under us: safe to try again for requests without a body.
-      // The client is still there (its response open: a request whose body was read whole is
-      // already ended and destroyed by Node, so the request object cannot say).
-      const retry =
-        replayable.resendable &&
-        !isGone(res) &&
-        attempt <= o.pool.backends.length &&
-        (isConnectFailure(kind) || (kind === 'reset' && proxyReq.reusedSocket && replayable.afterReset));
-      o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'proxy error');
-      if (retry) {
-        done(null);
-        o.router.decide(key.room, now).then(
-          (next) => this.dispatch(req, res, client, key, next, replayable, attempt + 1),
-          () => this.refuse(req, res, { code: 'backend-unavailable', retryAfterS: 1, backend: backend.id, detail: kind }),
-        );
-        return;
-      }
-      const refusal = backendFailure(kind, backend.id);
-      done(REFUSALS[refusal.code].status);
-      this.reply(req, res, refusal);
-    });
-
+    proxyReq.on('response', (proxyRes: IncomingMessage) => this.relayAnswer(x, attemptOf, proxyRes, ctx));
+    proxyReq.on('error', (err: NodeJS.ErrnoException) => this.attemptFailed(x, attemptOf, err));
     // The client went away before the backend answered, or its body never arrived in full (it
     // was refused with 408, or its connection died): stop the backend work too.
     res.on('close', () => {
@@ -272,21 +173,87 @@ export class HttpProxy {
       // No backend answer came (the client left, or the h2 front answered 408 for a body that
       // stopped and the stream closed): the request ends here, and is counted here (the answer's
       // own close counts it otherwise), so the backend's in-flight count never keeps it.
-      if (upstream === null) done(res.headersSent ? res.statusCode : null);
+      if (attemptOf.upstream === null) done(res.headersSent ? res.statusCode : null);
     });
-
-    sendBody(req, res, proxyReq, replayable.body, { idleMs: o.bodyIdleTimeoutMs, maxBytes: o.body.maxBytes }, (code) => {
+    sendBody(req, res, proxyReq, replay.body, { idleMs: o.bodyIdleTimeoutMs, maxBytes: o.body.maxBytes }, (code) => {
       done(REFUSALS[code].status);
       this.reply(req, res, { code, backend: backend.id });
     });
   }
 
-  /** A backend answer that cannot be relayed: 502 to the client, a warning in the log. */
-  private badAnswer(req: IncomingMessage, res: ServerResponse, key: KeyResult, backend: Backend, problem: string, done: (status: number) => void): void {
-    this.o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
-    this.o.logger.warn({ room: key.room, backend: backend.id, method: req.method, problem }, 'backend sent an answer that cannot be relayed: 502');
-    done(502);
-    this.reply(req, res, { code: 'bad-backend-answer', backend: backend.id, detail: problem });
+  /** The backend's answer head arrived: checked, then relayed with its body. */
+  private relayAnswer(x: HttpExchange, a: AttemptState, proxyRes: IncomingMessage, ctx: { peer: string; encrypted: boolean; strippedPrefix: string | null }): void {
+    const { o } = this;
+    const { req, res, client, key } = x;
+    const { backend, done } = a;
+    a.upstream = proxyRes;
+    if (a.connectTimer) clearTimeout(a.connectTimer);
+    // The head arrived: a slow or long-lived body (downloads, server-sent events) is not cut.
+    a.proxyReq.setTimeout(0);
+    const problem = responseHeadProblem(proxyRes);
+    if (problem !== null) {
+      // Never back into the keep-alive pool: the rest of that stream cannot be trusted.
+      proxyRes.socket.destroy();
+      return this.forwarder.badAnswer(x, backend, problem, done);
+    }
+    // Hop-by-hop fields (and those its Connection header names) belong to the backend
+    // connection; Node writes its own framing.
+    const headers = endToEndFields(proxyRes.rawHeaders);
+    const cookie = roomCookieFor(o.roomCookie, req.method ?? '', key, o.forwarding.proto(req.rawHeaders, ctx) === 'https', o.logger);
+    if (cookie) headers.push('Set-Cookie', cookie);
+    const cacheStatus = passedCacheStatus.get(res);
+    if (cacheStatus !== undefined) headers.push('Cache-Status', cacheStatus);
+    const status = proxyRes.statusCode ?? 502;
+    try {
+      // h2 has no reason phrase (Node warns when given one).
+      if (client.h2) res.writeHead(status, headers);
+      else res.writeHead(status, proxyRes.statusMessage, headers);
+    } catch (err) {
+      // Whatever Node's own checks refuse beyond the rules above: a 502, not a dead process.
+      proxyRes.socket.destroy();
+      return this.forwarder.badAnswer(x, backend, (err as Error).message, done);
+    }
+    proxyRes.pipe(res);
+    if (o.clientWriteTimeoutMs > 0) cutWhenStalled(proxyRes, res, o.clientWriteTimeoutMs, () => clientStalled(o, key.room, backend.id));
+    proxyRes.on('error', () => res.destroy());
+    proxyRes.on('aborted', () => res.destroy());
+    res.on('close', () => {
+      done(status);
+      if (!proxyRes.complete) proxyRes.destroy();
+    });
+  }
+
+  /** The backend request failed: after a complete answer, mid-answer, or before any (the forwarding core decides). */
+  private attemptFailed(x: HttpExchange, a: AttemptState, err: NodeJS.ErrnoException): void {
+    const { o } = this;
+    const { res, key, replay } = x;
+    const { backend, done } = a;
+    if (a.connectTimer) clearTimeout(a.connectTimer);
+    // The client already has its whole answer (a 502 of ours, or the backend's complete one):
+    // a late error of the backend connection must not cut the client's connection under it.
+    if (res.writableEnded) {
+      // Counted once whoever ended it (a 408 of the h2 body deadline ends it with nothing else to count it).
+      done(res.statusCode);
+      return;
+    }
+    // The backend's response was complete and then more bytes followed (a body on a 204, 304 or
+    // HEAD answer, or garbage): Node's parser fails on those. The connection is destroyed
+    // (never reused); the complete response still reaches the client as it was framed.
+    if (a.upstream !== null && a.upstream.complete) {
+      o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
+      o.logger.warn({ room: key.room, backend: backend.id, method: x.req.method, err: err.code ?? err.message }, 'backend sent bytes after a complete response; its connection was closed');
+      return;
+    }
+    if (res.headersSent || res.destroyed) {
+      // Mid-response: the status line is gone, all we can do is cut the client off.
+      this.forwarder.lost(x, backend, err);
+      done(res.headersSent ? res.statusCode : null);
+      res.destroy();
+      return;
+    }
+    // Nothing reached the backend (connect failed), or a reused keep-alive socket was closed
+    // under a request that may be sent again: the forwarding core retries or answers.
+    this.forwarder.failed(x, { backend, attempt: a.attempt, err, resendable: replay.resendable, afterReset: a.proxyReq.reusedSocket && replay.afterReset, done });
   }
 
   private reply(req: IncomingMessage, res: ServerResponse, refusal: Refusal): void {
@@ -305,6 +272,50 @@ export class HttpProxy {
   close(): void {
     this.agents.close();
   }
+}
+
+/** One request being forwarded on node:http's or HTTP/2's page path (the forwarding core's Exchange). */
+class HttpExchange implements Exchange {
+  readonly path = 'page';
+  constructor(
+    private readonly proxy: HttpProxy,
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    readonly client: Client,
+    readonly key: KeyResult,
+    readonly replay: Replay,
+  ) {}
+
+  get room(): string | null {
+    return this.key.room;
+  }
+
+  get source(): string | null {
+    return this.key.source;
+  }
+
+  gone(): boolean {
+    return isGone(this.res);
+  }
+
+  send(backend: Backend, owner: Owner | null, attempt: number): void {
+    this.proxy.send(this, backend, owner, attempt);
+  }
+
+  refuse(refusal: Refusal, counted: boolean): void {
+    this.proxy.answer(this, refusal, counted);
+  }
+}
+
+/** One attempt's backend request and what its handlers share. */
+interface AttemptState {
+  readonly backend: Backend;
+  readonly attempt: number;
+  readonly done: (status: number | null) => void;
+  readonly proxyReq: http.ClientRequest;
+  /** The backend's answer once its head arrived; its completeness decides what a late error means. */
+  upstream: IncomingMessage | null;
+  connectTimer: NodeJS.Timeout | null;
 }
 
 /**

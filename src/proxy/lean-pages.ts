@@ -8,16 +8,16 @@ import { STATUS_CODES } from 'node:http';
 import type { LeanHead } from '../http/lean-request-head.js';
 import type { PageClient } from './page-client.js';
 import { REFUSALS, type Refusal } from '../http/refusals.js';
-import type { Decision } from '../placement/decide.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Backend } from '../runtime/pool.js';
-import { backendFailure, classifyError, downReason, isConnectFailure } from './errors.js';
+import { Forwarder, type Exchange } from '../forward/forwarder.js';
 import type { Owner } from '../http/ownership.js';
 import { roomCookieFor } from './page-cookie.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
 import { Deadlines } from './deadlines.js';
 import { RawBackendPool } from './raw-backend-pool.js';
-import { clientStalled, startRequest, type PagePathOptions } from './request-count.js';
+import { clientStalled, type PagePathOptions } from './request-count.js';
+import { startRequest } from '../forward/request-count.js';
 import { SocketAnswer } from './cache-answers.js';
 
 export interface LeanPagesOptions extends PagePathOptions {
@@ -33,8 +33,11 @@ export class LeanPages {
   private readonly raw: RawBackendPool;
   private readonly deadlines: Deadlines;
   private readonly keepAliveHeader: string | null;
+  /** Placement, passive health and retries of every attempt (src/forward/forwarder.ts). */
+  private readonly forwarder: Forwarder;
 
   constructor(private readonly o: LeanPagesOptions) {
+    this.forwarder = new Forwarder({ placement: o.router, pool: o.pool, metrics: o.metrics, logger: o.logger });
     this.raw = new RawBackendPool(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
     this.deadlines = new Deadlines(Deadlines.tickFor(o.connectTimeoutMs, o.responseTimeoutMs, o.clientWriteTimeoutMs || Infinity));
     const s = Math.floor(o.keepAliveTimeoutMs / 1000);
@@ -58,30 +61,20 @@ export class LeanPages {
   }
 
   private route(head: LeanHead, client: PageClient, key: KeyResult, now: number): void {
-    this.o.router.decide(key.room, now).then(
-      (decision) => this.dispatch(head, client, key, decision, 1),
-      (err: Error) => {
-        this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
-        this.refuse(head, client, { code: 'internal', detail: err.message });
-      },
-    );
+    this.forwarder.route(new LeanExchange(this, head, client, key), now);
   }
 
-  private dispatch(head: LeanHead, client: PageClient, key: KeyResult, decision: Decision, attempt: number): void {
-    if (client.closed) return;
-    if ('reject' in decision) {
-      return this.refuse(head, client, this.o.router.refusalFor(decision, Date.now()));
-    }
-    const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(head, client, this.o.router.noBackend(Date.now()));
+  /** An attempt routed to `backend` (src/forward/forwarder.ts). */
+  send(x: LeanExchange, backend: Backend, owner: Owner | null, attempt: number): void {
     // TLS toward the backend is node:https's: the request goes back to the general path, which
     // routes it again (to the same place: the placement is stored).
-    if (backend.config.tls) return client.handOver('https-backend');
-    this.forward(head, client, key, backend, attempt, key.room === null ? null : { room: key.room, epoch: decision.epoch ?? 0 });
+    if (backend.config.tls) return x.client.handOver('https-backend');
+    this.forward(x, backend, attempt, owner);
   }
 
-  private forward(head: LeanHead, client: PageClient, key: KeyResult, backend: Backend, attempt: number, owner: Owner | null): void {
+  private forward(x: LeanExchange, backend: Backend, attempt: number, owner: Owner | null): void {
     const { o } = this;
+    const { head, client, key } = x;
     const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix, owner };
     const done = startRequest(o.pool, o.metrics, backend.id);
     const headers = o.forwarding.headers(head.rawHeaders, ctx, false);
@@ -110,7 +103,7 @@ export class LeanPages {
         writeTimeoutMs: o.clientWriteTimeoutMs,
       },
       {
-        connected: () => o.pool.markUp(backend.id),
+        connected: () => this.forwarder.connected(backend),
         headSent: () => undefined,
         extraBytes: () => {
           o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
@@ -119,24 +112,15 @@ export class LeanPages {
         clientStalled: () => clientStalled(o, key.room, backend.id),
         done: (outcome) => {
           client.current = null;
-          this.settle(outcome, head, client, key, backend, attempt, keepAlive, done);
+          this.settle(outcome, x, backend, attempt, keepAlive, done);
         },
       },
     );
     client.current = relay;
   }
 
-  private settle(
-    outcome: RelayOutcome,
-    head: LeanHead,
-    client: PageClient,
-    key: KeyResult,
-    backend: Backend,
-    attempt: number,
-    keepAlive: boolean,
-    done: (status: number | null) => void,
-  ): void {
-    const { o } = this;
+  private settle(outcome: RelayOutcome, x: LeanExchange, backend: Backend, attempt: number, keepAlive: boolean, done: (status: number | null) => void): void {
+    const { client } = x;
     switch (outcome.kind) {
       case 'complete':
         done(outcome.status);
@@ -146,52 +130,28 @@ export class LeanPages {
         return;
       case 'cut':
         // Mid-response: the status line is gone, all that can be done is cut the client off.
-        o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'reset' });
-        o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: outcome.why }, 'backend failed mid-response');
+        this.forwarder.lost(x, backend, 'reset');
         done(outcome.status);
         client.socket.destroy();
         return;
       case 'bad-answer':
-        o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
-        o.logger.warn({ room: key.room, backend: backend.id, method: head.method, problem: outcome.problem }, 'backend sent an answer that cannot be relayed: 502');
-        done(502);
-        return this.answer(head, client, { code: 'bad-backend-answer', backend: backend.id, detail: outcome.problem });
-      case 'failed': {
-        const kind = classifyError(outcome.err);
-        o.metrics.proxyErrors.inc({ backend: backend.id, kind });
-        const now = Date.now();
-        if (isConnectFailure(kind)) o.pool.markDown(backend.id, now, downReason(outcome.err, kind));
-        if (client.closed) {
-          done(null);
-          return;
-        }
-        // Nothing reached the backend (connect failed), or a reused keep-alive connection was
-        // closed under the request: GET and HEAD have no body and are idempotent, so try again.
-        const retry = attempt <= o.pool.backends.length && (isConnectFailure(kind) || (kind === 'reset' && outcome.reused));
-        o.logger.warn({ room: key.room, backend: backend.id, source: key.source, err: kind, retry }, 'proxy error');
-        if (retry) {
-          done(null);
-          o.router.decide(key.room, now).then(
-            (next) => this.dispatch(head, client, key, next, attempt + 1),
-            () => this.refuse(head, client, { code: 'backend-unavailable', retryAfterS: 1, backend: backend.id, detail: kind }),
-          );
-          return;
-        }
-        const refusal = backendFailure(kind, backend.id);
-        done(REFUSALS[refusal.code].status);
-        return this.answer(head, client, refusal);
-      }
+        return this.forwarder.badAnswer(x, backend, outcome.problem, done);
+      case 'failed':
+        // GET and HEAD without a body: a refused connection, or a reused one closed under the
+        // request, is tried again.
+        this.forwarder.failed(x, { backend, attempt, err: outcome.err, afterReset: outcome.reused, done });
+        return;
     }
   }
 
   /** An answer made by roomgate itself, counted under the status it sends. */
-  private refuse(head: LeanHead, client: PageClient, refusal: Refusal): void {
+  refuse(head: LeanHead, client: PageClient, refusal: Refusal): void {
     this.o.metrics.httpRequests.inc({ backend: refusal.backend ?? 'none', status: String(REFUSALS[refusal.code].status) });
     this.answer(head, client, refusal);
   }
 
   /** roomgate's own answer (src/http/refusals.ts), framed as node:http frames the same answer on the other path. */
-  private answer(head: LeanHead, client: PageClient, refusal: Refusal): void {
+  answer(head: LeanHead, client: PageClient, refusal: Refusal): void {
     if (client.closed) return;
     const keepAlive = client.keepAlive(head);
     const r = this.o.refuser.render(refusal, fieldOf(head.rawHeaders, 'accept'));
@@ -212,6 +172,38 @@ export class LeanPages {
   close(): void {
     this.raw.close();
     this.deadlines.close();
+  }
+}
+
+/** One page request being forwarded on the byte-level path (the forwarding core's Exchange). */
+class LeanExchange implements Exchange {
+  readonly path = 'page';
+  constructor(
+    private readonly pages: LeanPages,
+    readonly head: LeanHead,
+    readonly client: PageClient,
+    readonly key: KeyResult,
+  ) {}
+
+  get room(): string | null {
+    return this.key.room;
+  }
+
+  get source(): string | null {
+    return this.key.source;
+  }
+
+  gone(): boolean {
+    return this.client.closed;
+  }
+
+  send(backend: Backend, owner: Owner | null, attempt: number): void {
+    this.pages.send(this, backend, owner, attempt);
+  }
+
+  refuse(refusal: Refusal, counted: boolean): void {
+    if (counted) this.pages.answer(this.head, this.client, refusal);
+    else this.pages.refuse(this.head, this.client, refusal);
   }
 }
 

@@ -1,12 +1,10 @@
 // What both page paths (src/proxy/http-proxy.ts on node:http, src/proxy/lean-pages.ts on raw
-// sockets) are given, and the accounting of one proxied HTTP request they share: the backend's in-flight
-// count (bounded loads read it) goes up at once and down exactly once, and the request is counted
-// once under the status the client got; an attempt that is retried elsewhere is counted only as a
-// proxy error (done(null)).
+// sockets) are given, and the log line of an answer the client stopped taking. The accounting of
+// one proxied request is the forwarding core's (src/forward/request-count.ts).
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { BackendPool } from '../runtime/pool.js';
-import type { Forwarding } from './forwarded.js';
+import type { Forwarding } from '../forward/forwarded.js';
 import type { RoomCookieSettings } from './page-cookie.js';
 import type { Router } from './router.js';
 import type { PageCacheFront } from '../cache/contract.js';
@@ -31,17 +29,6 @@ export interface PagePathOptions {
   readonly refuser: Refuser;
   readonly metrics: Metrics;
   readonly logger: Logger;
-}
-
-export function startRequest(pool: BackendPool, metrics: Metrics, backendId: string): (status: number | null) => void {
-  pool.requestStarted(backendId);
-  let settled = false;
-  return (status) => {
-    if (settled) return;
-    settled = true;
-    pool.requestEnded(backendId);
-    if (status !== null) metrics.httpRequests.inc({ backend: backendId, status: String(status) });
-  };
 }
 
 /** A page answer the client took nothing of for clientWriteTimeoutMs: counted and logged before it is cut. */

@@ -22,12 +22,11 @@ import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { rawResponse } from '../http/replies.js';
 import { resetConnection } from '../http/reset.js';
-import { backendFailure, classifyError, downReason, isConnectFailure, type ErrorKind } from './errors.js';
-import type { Forwarding } from './forwarded.js';
+import { Forwarder, type Exchange } from '../forward/forwarder.js';
+import type { Forwarding } from '../forward/forwarded.js';
 import { ownerFields, type Owner } from '../http/ownership.js';
 import type { Admission } from './admission.js';
 import type { Router } from './router.js';
-import type { Decision } from '../placement/decide.js';
 import type { BackendTls } from '../backends/backend-tls.js';
 import { connectBackend } from './backend-connect.js';
 import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
@@ -86,8 +85,11 @@ export class UpgradeProxy {
   readonly silence: SilenceSweep;
   /** Tunnels whose client has not taken a relayed write yet (one sweep, no timer per write). */
   readonly stalls: Deadlines | null;
+  /** Placement, passive health and retries of every attempt (src/forward/forwarder.ts). */
+  readonly forwarder: Forwarder;
 
   constructor(readonly o: UpgradeProxyOptions) {
+    this.forwarder = new Forwarder({ placement: o.router, pool: o.pool, metrics: o.metrics, logger: o.logger });
     this.silence = new SilenceSweep(o.clientSilenceMs);
     this.stalls = o.clientWriteTimeoutMs > 0 ? new Deadlines(Deadlines.tickFor(o.clientWriteTimeoutMs)) : null;
   }
@@ -115,34 +117,23 @@ export class UpgradeProxy {
     // Built now: after this line nothing needs the request object (memory per socket).
     const handshake = this.handshake(req, key);
     const pending = head.length > 0 ? Buffer.from(head) : null;
-    this.o.router.decide(key.room, now).then(
-      (decision) => this.dispatch({ key, handshake, pending, client, startedAt: now }, decision, 1),
-      (err: Error) => {
-        this.o.logger.error({ err: err.message, room: key.room }, 'routing failed');
-        this.refuse(client, { code: 'internal', detail: err.message });
-      },
-    );
+    this.forwarder.route(new Attempt(this, key, handshake, pending, client, now), now);
   }
 
-  /** Routes an attempt (again, after a refused connection) and starts it. */
-  dispatch(a: Attempt, decision: Decision, attempt: number): void {
-    if (a.client.destroyed) return;
-    if ('reject' in decision) {
-      return this.refuse(a.client, this.o.router.refusalFor(decision, Date.now()));
-    }
-    const backend = this.o.pool.get(decision.route);
-    if (!backend) return this.refuse(a.client, this.o.router.noBackend(Date.now()));
-    // Admission: a reconnect wave after a failover queues at the clients (they back off on 503)
-    // instead of melting the survivor.
+  /**
+   * An attempt routed to `backend` (src/forward/forwarder.ts): admitted, then a tunnel. Admission:
+   * a reconnect wave after a failover queues at the clients (they back off on 503) instead of
+   * melting the survivor.
+   */
+  start(a: Attempt, backend: Backend, owner: Owner | null, attempt: number): void {
     if (!this.o.admission.tryAcquire(backend.id, Date.now())) {
       this.o.logger.warn({ room: a.key.room, backend: backend.id, source: a.key.source }, 'upgrade refused by admission limits');
       this.o.metrics.admissionRefusals.inc({ backend: backend.id });
       return this.refuse(a.client, { code: 'backend-busy', retryAfterS: this.o.admission.retryAfterS, backend: backend.id });
     }
-    new UpgradeTunnel(this, a, backend, attempt, a.key.room === null ? null : { room: a.key.room, epoch: decision.epoch ?? 0 });
+    new UpgradeTunnel(this, a, backend, attempt, owner);
   }
 
-  /** roomgate's own answer before any 101, counted under its status. */
   /** roomgate's own answer in place of the backend's (src/http/refusals.ts), counted under its status. */
   refuse(client: Socket, refusal: Refusal): void {
     const r = this.o.refuser.render(refusal, undefined);
@@ -194,15 +185,43 @@ export class UpgradeProxy {
   }
 }
 
-/** What an attempt carries from the request: no IncomingMessage. */
-interface Attempt {
-  readonly key: KeyResult;
-  /** The handshake's request line and fields, each line CRLF-terminated, without the blank line. */
-  readonly handshake: string;
-  /** Client bytes that came right behind the handshake: sent to the backend only after its 101. */
-  readonly pending: Buffer | null;
-  readonly client: Socket;
-  readonly startedAt: number;
+/**
+ * One handshake being forwarded (the forwarding core's Exchange): what it carries from the
+ * request, and no IncomingMessage.
+ */
+class Attempt implements Exchange {
+  readonly path = 'upgrade';
+  constructor(
+    private readonly proxy: UpgradeProxy,
+    readonly key: KeyResult,
+    /** The handshake's request line and fields, each line CRLF-terminated, without the blank line. */
+    readonly handshake: string,
+    /** Client bytes that came right behind the handshake: sent to the backend only after its 101. */
+    readonly pending: Buffer | null,
+    readonly client: Socket,
+    readonly startedAt: number,
+  ) {}
+
+  get room(): string | null {
+    return this.key.room;
+  }
+
+  get source(): string | null {
+    return this.key.source;
+  }
+
+  gone(): boolean {
+    return this.client.destroyed;
+  }
+
+  send(backend: Backend, owner: Owner | null, attempt: number): void {
+    this.proxy.start(this, backend, owner, attempt);
+  }
+
+  /** Upgrades are counted by their answer (roomgate_upgrades_total), never by an attempt's accounting. */
+  refuse(refusal: Refusal): void {
+    this.proxy.refuse(this.client, refusal);
+  }
 }
 
 const kTunnel = Symbol('roomgate.tunnel');
@@ -269,7 +288,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
   connected(): void {
     const { o } = this;
     this.state = 'awaiting-answer';
-    o.pool.markUp(this.backend.id);
+    this.proxy.forwarder.connected(this.backend);
     // Connected: now the backend has responseTimeoutMs to answer the handshake.
     this.setTimer(o.responseTimeoutMs);
     this.upstream.setNoDelay(true);
@@ -443,24 +462,19 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
 
   /** An answer roomgate will not relay: 502 while the client has had nothing yet. */
   private badAnswer(problem: string): boolean {
-    const { o } = this;
-    o.metrics.proxyErrors.inc({ backend: this.backend.id, kind: 'bad-response' });
-    o.logger.warn({ room: this.room, backend: this.backend.id, problem }, 'backend sent an invalid answer to an upgrade: 502');
     this.finish('gone');
-    this.proxy.refuse(this.client, { code: 'bad-backend-answer', backend: this.backend.id, detail: problem });
+    this.proxy.forwarder.badAnswer(this.a, this.backend, problem);
     return false;
   }
 
   /** The backend connection failed or closed. */
   upstreamFailed(err: NodeJS.ErrnoException): void {
-    const { o } = this;
     switch (this.state) {
       case 'closed':
         return;
       case 'open':
         // Inside a live WebSocket: close the client's socket, write nothing.
-        o.metrics.proxyErrors.inc({ backend: this.backend.id, kind: classifyError(err) });
-        o.logger.warn({ room: this.room, backend: this.backend.id, source: this.a.key.source, err: classifyError(err) }, 'backend connection lost');
+        this.proxy.forwarder.lost(this.a, this.backend, err);
         this.finish('destroy');
         return;
       case 'refusing':
@@ -473,22 +487,9 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
   }
 
   private failBeforeAnswer(err: NodeJS.ErrnoException): void {
-    const { o, a } = this;
-    const kind: ErrorKind = classifyError(err);
     this.finish('gone');
-    const now = Date.now();
-    if (isConnectFailure(kind)) o.pool.markDown(this.backend.id, now, downReason(err, kind));
-    const retry = isConnectFailure(kind) && !this.client.destroyed && this.attempt <= o.pool.backends.length;
-    o.logger.warn({ room: this.room, backend: this.backend.id, source: a.key.source, err: kind, retry }, 'upgrade proxy error');
-    o.metrics.proxyErrors.inc({ backend: this.backend.id, kind });
-    if (retry) {
-      o.router.decide(a.key.room, now).then(
-        (next) => this.proxy.dispatch(a, next, this.attempt + 1),
-        () => this.proxy.refuse(this.client, { code: 'backend-unavailable', retryAfterS: 1, backend: this.backend.id, detail: kind }),
-      );
-      return;
-    }
-    this.proxy.refuse(this.client, backendFailure(kind, this.backend.id));
+    // A handshake has no body: a refused connection is tried on the next backend.
+    this.proxy.forwarder.failed(this.a, { backend: this.backend, attempt: this.attempt, err });
   }
 
   clientClosed(): void {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { defaultBackendTls, tlsFailure, tlsOptions } from '../../src/backends/backend-tls.js';
 import { backendsFromA, backendsFromSrv } from '../../src/backends/discovery.js';
-import { classifyError, downReason, isConnectFailure } from '../../src/proxy/errors.js';
+import { classifyError, downReason, isConnectFailure } from '../../src/forward/errors.js';
 
 const err = (code: string, message: string, reason?: string): NodeJS.ErrnoException => Object.assign(new Error(message), { code }, reason ? { reason } : {});
 

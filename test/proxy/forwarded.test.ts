@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { Forwarding, normalizeAddress } from '../../src/proxy/forwarded.js';
+import { Forwarding, normalizeAddress } from '../../src/forward/forwarded.js';
 
 const ctx = (peer: string, over = {}) => ({ peer, encrypted: false, strippedPrefix: null, ...over });
 const pairs = (flat: string[]) => {
