@@ -1,13 +1,13 @@
 // The layer rule (docs/architecture.md), checked by test/architecture/layers.test.ts in npm test:
-//   composition (main, gateway, cluster) -> edge (server, proxy, cache, static | api, pages, control)
-//   -> the forwarding core (forward) -> runtime -> core and stores (placement, shared-data, backends, room, redis)
+//   composition (main, gateway, cluster) -> fronts (server) -> the request pipeline (pipeline)
+//   -> edge (proxy, cache, static | api, pages, control) -> the forwarding core (forward) -> runtime -> core and stores (placement, shared-data, backends, room, redis)
 //   -> kit and ground (http, config, observability)
 // Nothing imports upward; the data plane (server, proxy, cache, static) and the control plane (api,
 // pages, control) never import each other; demo code is reached only from the CLI (main.ts and
 // src/cli), and src/cli only from main.ts.
 const LOWER = '^src/(placement|shared-data|backends|room|redis|http|config|observability|lifecycle)/';
-const EDGE = '^src/(server|proxy|cache|static|forward|api|pages|control)/';
-const DATA_PLANE = '^src/(server|proxy|cache|static|forward)/';
+const EDGE = '^src/(server|pipeline|proxy|cache|static|forward|api|pages|control)/';
+const DATA_PLANE = '^src/(server|pipeline|proxy|cache|static|forward)/';
 const CONTROL_PLANE = '^src/(api|pages|control)/';
 const COMPOSITION = '^src/(main|gateway)\\.ts$|^src/cluster/';
 
@@ -66,6 +66,21 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/(gateway\\.ts|cluster/|server/)' },
       to: { path: '^src/server/(public-server|lean-connection|h2-front|h2-websocket|redirect-server)\\.ts$' },
+    },
+    {
+      name: 'fronts-reach-the-app-through-the-pipeline',
+      comment:
+        'a front turns its wire form into checked requests and hands each to the request pipeline (src/pipeline), which alone decides where it goes: no front reaches a path, the forwarding core, the cache, the static files or the control plane itself',
+      severity: 'error',
+      from: { path: '^src/server/(public-server|lean-connection|h2-front|h2-websocket)\\.ts$' },
+      to: { path: '^src/(proxy|forward|cache|static|control|api|pages)/' },
+    },
+    {
+      name: 'paths-below-the-pipeline',
+      comment: 'the paths (proxy, cache, static) and the forwarding core are what the pipeline calls; they never import it',
+      severity: 'error',
+      from: { path: '^src/(proxy|cache|static|forward)/' },
+      to: { path: '^src/pipeline/' },
     },
     {
       name: 'forward-below-the-paths',

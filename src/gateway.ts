@@ -3,7 +3,7 @@
 // rule lives here: the runtime's rules are in src/runtime/ (supervisor, placer, pool), the
 // data plane's in src/proxy/, the control plane's in its own modules.
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { hostname } from 'node:os';
@@ -44,7 +44,7 @@ import { LeanFront } from './server/lean-connection.js';
 import { readErrorPages, Refuser } from './proxy/refuser.js';
 import { createMethodPolicy } from './http/methods.js';
 import { createTargetRule } from './http/target.js';
-import { healthAnswer } from './http/health-answer.js';
+import { RequestPipeline } from './pipeline/pipeline.js';
 import { LeanPages } from './proxy/lean-pages.js';
 import type { RoomCookieSettings } from './proxy/page-cookie.js';
 import { createRedirectServer } from './server/redirect-server.js';
@@ -395,6 +395,9 @@ export class Gateway {
           })
         : null;
     const isReady = (): boolean => this.ready;
+    const leanPages = config.proxy.leanPages ? new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs, hsts: hstsValue(config) }) : null;
+    // Where each front's checked request goes: one order for all (src/pipeline/pipeline.ts).
+    const pipeline = new RequestPipeline({ isReady, control: this.control, statics, pages: this.httpProxy, leanPages, upgrades: upgradeProxy });
     // One canonical target for every front, and the paths only roomgate calls on a backend.
     const target = createTargetRule({ reserved: [config.push.path], pathPrefix: config.room.sources.includes('path-prefix') ? config.room.pathPrefix : null });
     this.ticketKeys = opts.tlsTicketKeys ?? newTicketKeys();
@@ -403,13 +406,6 @@ export class Gateway {
       certificates && config.tls.redirectPort !== null
         ? createRedirectServer({ httpsPort: () => this.port, isReady: () => this.ready, maxHeaderBytes: config.listen.maxHeaderBytes, headersTimeoutMs: config.listen.headersTimeoutMs })
         : null;
-    // roomgate's own paths (control plane) and static mounts are answered here; everything else is the app's.
-    const onRequest = (req: IncomingMessage, res: ServerResponse): void => {
-      const url = req.url ?? '/';
-      if (this.control.owns(url)) this.control.handle(req, res);
-      else if (statics?.owns(url)) statics.handle(req, res);
-      else this.httpProxy.handle(req, res);
-    };
     this.h2 =
       certificates && config.http2.enabled
         ? new H2Front({
@@ -422,9 +418,8 @@ export class Gateway {
             idleTimeoutMs: config.listen.keepAliveTimeoutMs,
             requestTimeoutMs: config.listen.requestTimeoutMs,
             hsts: hstsValue(config),
-            isReady,
-            onRequest,
-            onWebSocket: config.http2.websockets ? (req, socket, head) => upgradeProxy.handle(req, socket, head) : null,
+            pipeline,
+            webSockets: config.http2.websockets,
             metrics,
             logger,
           })
@@ -440,28 +435,24 @@ export class Gateway {
       headersTimeoutMs: config.listen.headersTimeoutMs,
       requestTimeoutMs: config.listen.requestTimeoutMs,
       keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
-      isReady,
-      onRequest,
-      onUpgrade: (req, socket, head) => upgradeProxy.handle(req, socket, head),
+      pipeline,
       metrics,
       logger,
     });
     this.h2?.attach(this.server as HttpsServer);
-    if (config.proxy.leanPages) {
-      const pages = new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs, hsts: hstsValue(config) });
+    if (leanPages) {
       const front = new LeanFront({
         limits: { maxHeaderBytes: config.listen.maxHeaderBytes, maxHeaders: config.listen.maxHeaders, roomHeader: config.room.header.toLowerCase() },
         headersTimeoutMs: config.listen.headersTimeoutMs,
         keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs,
         clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
         target,
-        ownPath: (url) => healthAnswer(url, isReady) !== null || this.control.owns(url) || statics?.owns(url) === true,
-        pages,
+        pipeline,
         metrics,
       });
       // After the h2 front took its hook: the lean front sees the HTTP/1.1 connections first.
       front.attach(this.server, certificates !== null);
-      this.lean = { front, pages };
+      this.lean = { front, pages: leanPages };
     } else this.lean = null;
     this.tls = certificates ? new TlsReloader(certificates, this.server as HttpsServer, logger) : null;
     this.admin = this.control.adminServer;

@@ -5,7 +5,7 @@
 import type { ServerResponse } from 'node:http';
 import type { AnswerWriter } from '../cache/contract.js';
 import type { Refusal } from '../http/refusals.js';
-import type { PageClient } from './page-client.js';
+import type { PageClient } from '../http/page-client.js';
 import { httpDate } from './page-relay.js';
 
 /** The client's side is closed: an HTTP/1.1 response is destroyed, or an h2 response's stream. */

@@ -6,7 +6,7 @@
 // themselves are moved by PageRelay (src/proxy/page-relay.ts).
 import { STATUS_CODES } from 'node:http';
 import type { LeanHead } from '../http/lean-request-head.js';
-import type { PageClient } from './page-client.js';
+import type { PageClient } from '../http/page-client.js';
 import { REFUSALS, type Refusal } from '../http/refusals.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Backend } from '../runtime/pool.js';

@@ -1,8 +1,8 @@
 // HTTP/2 on the TLS port. The TLS listener offers "h2" by ALPN; a connection that picked it is
 // taken from the HTTP/1.1 server before that sees it and becomes an h2 session here. Each stream
-// is checked and mapped to the HTTP/1.1 form (src/http/h2-request-head.ts), then answered by the
-// same code as an HTTP/1.1 request: health paths here, everything else through onRequest
-// (control plane, static files, the HTTP proxy to the backend over HTTP/1.1).
+// is checked and mapped to the HTTP/1.1 form (src/http/h2-request-head.ts), then handed to the
+// request pipeline (src/pipeline/pipeline.ts) as an HTTP/1.1 request is: health, the control
+// plane, static files, or the app's backend (over HTTP/1.1).
 //
 // Limits against abuse: concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS,
 // enforced by nghttp2 with REFUSED_STREAM), header lines and bytes (431, the same limits as
@@ -16,7 +16,7 @@ import type { Server as HttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { checkH2RequestHead, type H2HeadLimits } from '../http/h2-request-head.js';
-import { healthAnswer } from '../http/health-answer.js';
+import type { RequestPipeline } from '../pipeline/pipeline.js';
 import { plainResponse } from '../http/replies.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -39,18 +39,16 @@ export interface H2FrontOptions {
   /** Time for a request's body to arrive; 0 = no limit. */
   readonly requestTimeoutMs: number;
   readonly hsts: string | null;
-  readonly isReady: () => boolean;
   /**
-   * The HTTP/1.1 request path. An h2 request and response are handed over as they are: after
-   * checkH2RequestHead they read like an IncomingMessage (url, method, headers, rawHeaders,
-   * socket, streaming body) and the response takes writeHead/write/end/pipe the same way.
+   * Where every checked stream goes. An h2 request and response are handed over as they are:
+   * after checkH2RequestHead they read like an IncomingMessage (url, method, headers, rawHeaders,
+   * socket, streaming body) and the response takes writeHead/write/end/pipe the same way. A
+   * WebSocket is handed over like an HTTP/1.1 upgrade: the request in its HTTP/1.1 handshake
+   * form, an H2WebSocketClient as the client socket.
    */
-  readonly onRequest: (req: IncomingMessage, res: ServerResponse) => void;
-  /**
-   * WebSockets over h2 (RFC 8441), or null to not offer them. Called like an HTTP/1.1 upgrade:
-   * the request in its HTTP/1.1 handshake form, an H2WebSocketClient as the client socket.
-   */
-  readonly onWebSocket: ((req: IncomingMessage, client: Socket, head: Buffer) => void) | null;
+  readonly pipeline: Pick<RequestPipeline, 'request' | 'upgrade'>;
+  /** Offer WebSockets over h2 (RFC 8441, extended CONNECT). */
+  readonly webSockets: boolean;
   readonly metrics: Metrics;
   readonly logger: Logger;
 }
@@ -89,7 +87,7 @@ export class H2Front {
       settings: {
         maxConcurrentStreams: o.maxConcurrentStreams,
         // SETTINGS_ENABLE_CONNECT_PROTOCOL: browsers then open WebSockets as h2 streams.
-        enableConnectProtocol: o.onWebSocket !== null,
+        enableConnectProtocol: o.webSockets,
         // nghttp2 resets a stream whose header list passes this (ENHANCE_YOUR_CALM); twice the
         // limit, so a head somewhat over it gets checkH2RequestHead's 431 instead, as on HTTP/1.1.
         maxHeaderListSize: o.maxHeaderBytes * 2,
@@ -191,21 +189,19 @@ export class H2Front {
       return reply(res, verdict.refusal.status, verdict.refusal.body, verdict.refusal.headers ?? {});
     }
     if (verdict.asterisk) return reply(res, 200, '', { Allow: this.o.allow });
-    const health = healthAnswer(req.url, o.isReady);
-    if (health) return reply(res, health.status, health.body, { 'Content-Type': 'text/plain' });
     if (o.requestTimeoutMs > 0 && !req.stream.endAfterHeaders) bodyDeadline(req, res, o.requestTimeoutMs);
-    o.onRequest(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+    o.pipeline.request(req as unknown as IncomingMessage, res as unknown as ServerResponse);
   }
 
   /** Extended CONNECT for a WebSocket; plain CONNECT (a forward-proxy tunnel) is not offered, as on HTTP/1.1. */
   private connect(req: Http2ServerRequest, res: Http2ServerResponse): void {
-    if (this.o.onWebSocket !== null && isWebSocketConnect(req)) return this.webSocket(req, res, this.o.onWebSocket);
+    if (this.o.webSockets && isWebSocketConnect(req)) return this.webSocket(req, res);
     this.o.metrics.clientErrors.inc({ code: '405' });
     reply(res, 405, 'CONNECT is not supported\n', { Allow: this.o.allow });
   }
 
   /** An extended CONNECT: the same head rules, then the upgrade path with a stream for a socket. */
-  private webSocket(req: Http2ServerRequest, res: Http2ServerResponse, onWebSocket: NonNullable<H2FrontOptions['onWebSocket']>): void {
+  private webSocket(req: Http2ServerRequest, res: Http2ServerResponse): void {
     const { o } = this;
     const verdict = checkH2RequestHead(req, this.limits);
     if (!verdict.ok || verdict.asterisk) {
@@ -216,7 +212,7 @@ export class H2Front {
     asUpgradeRequest(req);
     o.metrics.h2WebSockets.inc();
     const client = new H2WebSocketClient(req, (req.stream.session as Tracked | undefined)?.[PEER]);
-    onWebSocket(req as unknown as IncomingMessage, client as unknown as Socket, EMPTY);
+    o.pipeline.upgrade(req as unknown as IncomingMessage, client as unknown as Socket, EMPTY);
   }
 }
 

@@ -18,8 +18,8 @@ import { rawResponse } from '../http/replies.js';
 import { resetConnection } from '../http/reset.js';
 import { keepHeadDeadline } from './head-deadline.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { LeanPages } from '../proxy/lean-pages.js';
-import type { PageClient } from '../proxy/page-client.js';
+import type { PageClient } from '../http/page-client.js';
+import type { RequestPipeline } from '../pipeline/pipeline.js';
 
 export interface LeanFrontOptions {
   readonly limits: LeanLimits;
@@ -29,15 +29,17 @@ export interface LeanFrontOptions {
   readonly keepAliveTimeoutMs: number;
   /** An answer the client takes nothing of for this long closes the connection; 0 = never. */
   readonly clientWriteTimeoutMs: number;
-  /** Paths answered by roomgate itself (health, control plane, static mounts): node:http's. */
-  readonly ownPath: (url: string) => boolean;
+  /**
+   * Where requests go (src/pipeline/pipeline.ts): only those that go to the app are answered here;
+   * roomgate's own paths (health, control plane, static mounts) are handed to node:http.
+   */
+  readonly pipeline: Pick<RequestPipeline, 'goesToTheApp' | 'page'>;
   /**
    * The target's canonical form and the reserved paths (src/http/target.ts). A target not already
    * canonical, or refused, goes to node:http, whose head check rewrites or refuses it: one place
    * answers those, and the byte-level path only ever forwards canonical targets.
    */
   readonly target: TargetRule;
-  readonly pages: LeanPages;
   readonly metrics: Metrics;
 }
 
@@ -250,12 +252,12 @@ class LeanConnection implements PageClient {
     const head = parsed.head;
     const target = this.front.o.target(head.url);
     if (!target.ok || target.url !== head.url) return this.handOver('target');
-    if (this.front.o.ownPath(head.url)) return this.handOver('own-path');
+    if (!this.front.o.pipeline.goesToTheApp(head.url)) return this.handOver('own-path');
     this.clearTimer();
     this.headBytes = buf.subarray(0, head.end);
     this.buf = head.end === buf.length ? null : buf.subarray(head.end);
     this.busy = true;
-    this.front.o.pages.handle(head, this);
+    this.front.o.pipeline.page(head, this);
   }
 
   /**

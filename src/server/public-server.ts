@@ -1,13 +1,15 @@
-// The public listener. Every request head is checked and brought to canonical form first
-// (src/http/request-head.ts); then health checks are answered, before any routing, never touching
-// a backend; everything else goes to the proxies. Proxied traffic does not go through a web
-// framework: no body parsing, no routing tables on the hot path.
+// The public listener's node:http front (HTTP/1.1, and HTTP/1.1 over TLS). Every request head is
+// checked and brought to canonical form first (src/http/request-head.ts); the request then goes
+// to the request pipeline (src/pipeline/pipeline.ts), which decides where it goes. This file keeps
+// only the connection: its parse errors, pipelined answers in order, one refusal per connection.
+// Proxied traffic does not go through a web framework: no body parsing, no routing tables on the
+// hot path.
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { TlsCertificates } from './tls.js';
 import type { Socket } from 'node:net';
-import { healthAnswer } from '../http/health-answer.js';
+import type { RequestPipeline } from '../pipeline/pipeline.js';
 import { rememberPeer } from '../http/peer.js';
 import { checkRequestHead, type HeadRefusal } from '../http/request-head.js';
 import type { TargetRule } from '../http/target.js';
@@ -30,9 +32,8 @@ export interface PublicServerOptions {
   /** Time for a whole request (head and body) to arrive; 0 = no limit. */
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
-  readonly isReady: () => boolean;
-  readonly onRequest: (req: IncomingMessage, res: ServerResponse) => void;
-  readonly onUpgrade: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
+  /** Where every checked request and upgrade goes (src/pipeline/pipeline.ts). */
+  readonly pipeline: Pick<RequestPipeline, 'request' | 'upgrade'>;
   readonly metrics: Metrics;
   readonly logger: Logger;
   /** TLS on the port (https and wss only), or null: plain HTTP. */
@@ -107,9 +108,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
       return reply(res, verdict.refusal.status, verdict.refusal.body, { ...verdict.refusal.headers, Connection: 'close' });
     }
     if (verdict.asterisk) return reply(res, 200, '', { Allow: o.allow });
-    const health = healthAnswer(req.url, o.isReady);
-    if (health) return reply(res, health.status, health.body, { 'Content-Type': 'text/plain' });
-    o.onRequest(req, res);
+    o.pipeline.request(req, res);
   });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     clearHeadDeadline(socket);
@@ -119,7 +118,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
       endSocket(socket, rawResponse(verdict.refusal.status, verdict.refusal.body, verdict.refusal.headers));
       return;
     }
-    o.onUpgrade(req, socket, head);
+    o.pipeline.upgrade(req, socket, head);
   });
   // roomgate is no forward proxy: CONNECT gets a plain answer instead of a silently closed socket.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {

@@ -47,7 +47,7 @@ describe('the layer rule', () => {
     expect(violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   }, 60_000);
 
-  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle, a front imported by a rule, the forwarding core reaching up and the cache past it', async () => {
+  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle, a front imported by a rule, a front past the pipeline, a path importing the pipeline, the forwarding core reaching up and the cache past it', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'roomgate-layers-'));
     temps.push(dir);
     cpSync(path.join(ROOT, '.dependency-cruiser.cjs'), path.join(dir, '.dependency-cruiser.cjs'));
@@ -60,6 +60,9 @@ describe('the layer rule', () => {
       'src/server/listen.ts': "import { demo } from '../demo/backends.js';\nexport const listen = demo;\n",
       'src/server/h2-front.ts': 'export const front = 1;\n',
       'src/proxy/relay.ts': "import { front } from '../server/h2-front.js';\nexport const relay = front;\n",
+      'src/server/lean-connection.ts': "import { proxy } from '../proxy/proxy.js';\nexport const lean = proxy;\n",
+      'src/pipeline/pipeline.ts': 'export const pipeline = 1;\n',
+      'src/static/serve.ts': "import { pipeline } from '../pipeline/pipeline.js';\nexport const serve = pipeline;\n",
       'src/forward/core.ts': "import { proxy } from '../proxy/proxy.js';\nexport const core = proxy;\n",
       'src/cache/fill.ts': "import { proxy } from '../proxy/proxy.js';\nexport const fill = proxy;\n",
       'src/room/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
@@ -78,6 +81,8 @@ describe('the layer rule', () => {
         'no-cycles: src/room/a.ts -> src/room/b.ts',
         'nothing-imports-a-front: src/proxy/relay.ts -> src/server/h2-front.ts',
         'forward-below-the-paths: src/forward/core.ts -> src/proxy/proxy.ts',
+        'fronts-reach-the-app-through-the-pipeline: src/server/lean-connection.ts -> src/proxy/proxy.ts',
+        'paths-below-the-pipeline: src/static/serve.ts -> src/pipeline/pipeline.ts',
         'cache-uses-the-forwarding-core-only: src/cache/fill.ts -> src/proxy/proxy.ts',
       ]),
     );
