@@ -45,41 +45,7 @@ export interface PublicServerOptions {
 }
 
 export function createPublicServer(o: PublicServerOptions): http.Server {
-  const options: http.ServerOptions = {
-    maxHeaderSize: o.maxHeaderBytes,
-    headersTimeout: o.headersTimeoutMs,
-    keepAliveTimeout: o.keepAliveTimeoutMs,
-    // A body that trickles in forever is cut after this (408); upgrades are not affected.
-    requestTimeout: o.requestTimeoutMs,
-    // Both timeouts are enforced by a sweep this often (Node's default, 30 s, would let a 20 s
-    // limit run to 50 s); upgraded sockets are not in the swept list.
-    connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.floor(Math.min(o.headersTimeoutMs, o.requestTimeoutMs || Infinity) / 4))),
-  };
-  const tls = o.tls;
-  // https.Server is an http.Server underneath (same parser, events and limits); only the bytes
-  // before the first request differ. The default certificate is given as PEM so `setSecureContext`
-  // can swap it on reload; the others come from the SNI callback, which reads the current set.
-  const server: http.Server = tls
-    ? https.createServer({
-        ...options,
-        ...(o.hsts ? { ServerResponse: withHsts(http.ServerResponse, o.hsts) } : {}),
-        // h2 first: a client that speaks it gets it (the H2Front takes those sockets).
-        ALPNProtocols: o.http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
-        cert: tls.default.certPem,
-        key: tls.default.keyPem,
-        minVersion: tls.settingsMinVersion,
-        ...(tls.ticketKeys ? { ticketKeys: tls.ticketKeys } : {}),
-        SNICallback: tls.sniCallback,
-      })
-    : http.createServer(options);
-  if (tls) {
-    // A failed handshake (plain HTTP on the TLS port, a scanner, an old client) never reaches the
-    // HTTP layer: counted and logged at debug, the socket is closed by Node.
-    server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
-      o.metrics.clientErrors.inc({ code: 'tls' });
-      o.logger.debug({ err: err.code ?? err.message, peer: socket.remoteAddress }, 'TLS handshake failed');
-    });
-  }
+  const server = listener(o);
   // One more than the limit: Node silently drops lines past maxHeadersCount, so the head check
   // sees "more than allowed" instead of a truncated list (which would lose our X-Forwarded-For
   // behind the app's own limit).
@@ -121,38 +87,78 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     o.pipeline.upgrade(req, socket, head);
   });
   // roomgate is no forward proxy: CONNECT gets a plain answer instead of a silently closed socket.
-  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
     clearHeadDeadline(socket);
     o.metrics.clientErrors.inc({ code: '405' });
     endSocket(socket, rawResponse(405, 'CONNECT is not supported\n', { Allow: o.allow }));
   });
-  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
-    // Only sockets still parsed as HTTP reach here, never an upgraded one.
-    const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : unknownMethod(err) ? 501 : 400;
-    if (err.code !== 'ECONNRESET') o.metrics.clientErrors.inc({ code: String(code) });
-    o.logger.debug({ err: err.code, code }, 'client error');
-    if (!socket.writable || err.code === 'ECONNRESET') {
-      socket.destroy();
-      return;
-    }
-    const conn = connection(socket);
-    // Already ending (a refused head's answer is on its way), or already refused: one answer only.
-    if (conn.closing || conn.refusal !== null) return;
-    const body = code === 431 ? 'request headers too large\n' : code === 408 ? 'request timeout\n' : code === 501 ? 'this method is not implemented\n' : 'bad request\n';
-    conn.refusal = rawResponse(code, body);
-    // A request that follows complete ones still being answered (pipelining): their responses
-    // go first, in order, and the refusal follows the last (RFC 9112 9.3.2). A body that breaks
-    // mid-way belongs to a request that can never be answered: the refusal goes out at once.
-    const bodyBroke = conn.last !== null && !conn.last.complete;
-    // Its answer has already begun (the backend answered before the body was whole): a refusal
-    // now would land inside that answer. The connection is cut instead.
-    if (bodyBroke && conn.lastAnswer?.headersSent === true) {
-      socket.destroy();
-      return;
-    }
-    if (conn.open === 0 || bodyBroke) socket.end(conn.refusal);
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(o, err, socket));
+  return server;
+}
+
+/** The listener itself: node:http, or https (TLS with SNI, ALPN for h2) with the same limits. */
+function listener(o: PublicServerOptions): http.Server {
+  const options: http.ServerOptions = {
+    maxHeaderSize: o.maxHeaderBytes,
+    headersTimeout: o.headersTimeoutMs,
+    keepAliveTimeout: o.keepAliveTimeoutMs,
+    // A body that trickles in forever is cut after this (408); upgrades are not affected.
+    requestTimeout: o.requestTimeoutMs,
+    // Both timeouts are enforced by a sweep this often (Node's default, 30 s, would let a 20 s
+    // limit run to 50 s); upgraded sockets are not in the swept list.
+    connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.floor(Math.min(o.headersTimeoutMs, o.requestTimeoutMs || Infinity) / 4))),
+  };
+  const tls = o.tls;
+  if (!tls) return http.createServer(options);
+  // https.Server is an http.Server underneath (same parser, events and limits); only the bytes
+  // before the first request differ. The default certificate is given as PEM so `setSecureContext`
+  // can swap it on reload; the others come from the SNI callback, which reads the current set.
+  const server = https.createServer({
+    ...options,
+    ...(o.hsts ? { ServerResponse: withHsts(http.ServerResponse, o.hsts) } : {}),
+    // h2 first: a client that speaks it gets it (the H2Front takes those sockets).
+    ALPNProtocols: o.http2 ? ['h2', 'http/1.1'] : ['http/1.1'],
+    cert: tls.default.certPem,
+    key: tls.default.keyPem,
+    minVersion: tls.settingsMinVersion,
+    ...(tls.ticketKeys ? { ticketKeys: tls.ticketKeys } : {}),
+    SNICallback: tls.sniCallback,
+  });
+  // A failed handshake (plain HTTP on the TLS port, a scanner, an old client) never reaches the
+  // HTTP layer: counted and logged at debug, the socket is closed by Node.
+  server.on('tlsClientError', (err: NodeJS.ErrnoException, socket: TLSSocket) => {
+    o.metrics.clientErrors.inc({ code: 'tls' });
+    o.logger.debug({ err: err.code ?? err.message, peer: socket.remoteAddress }, 'TLS handshake failed');
   });
   return server;
+}
+
+/** A request node:http could not parse: one answer per connection, after the answers before it. */
+function clientError(o: PublicServerOptions, err: NodeJS.ErrnoException, socket: Socket): void {
+  // Only sockets still parsed as HTTP reach here, never an upgraded one.
+  const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : unknownMethod(err) ? 501 : 400;
+  if (err.code !== 'ECONNRESET') o.metrics.clientErrors.inc({ code: String(code) });
+  o.logger.debug({ err: err.code, code }, 'client error');
+  if (!socket.writable || err.code === 'ECONNRESET') {
+    socket.destroy();
+    return;
+  }
+  const conn = connection(socket);
+  // Already ending (a refused head's answer is on its way), or already refused: one answer only.
+  if (conn.closing || conn.refusal !== null) return;
+  const body = code === 431 ? 'request headers too large\n' : code === 408 ? 'request timeout\n' : code === 501 ? 'this method is not implemented\n' : 'bad request\n';
+  conn.refusal = rawResponse(code, body);
+  // A request that follows complete ones still being answered (pipelining): their responses
+  // go first, in order, and the refusal follows the last (RFC 9112 9.3.2). A body that breaks
+  // mid-way belongs to a request that can never be answered: the refusal goes out at once.
+  const bodyBroke = conn.last !== null && !conn.last.complete;
+  // Its answer has already begun (the backend answered before the body was whole): a refusal
+  // now would land inside that answer. The connection is cut instead.
+  if (bodyBroke && conn.lastAnswer?.headersSent === true) {
+    socket.destroy();
+    return;
+  }
+  if (conn.open === 0 || bodyBroke) socket.end(conn.refusal);
 }
 
 /** What the public listener tracks per client connection. */
