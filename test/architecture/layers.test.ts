@@ -47,7 +47,7 @@ describe('the layer rule', () => {
     expect(violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   }, 60_000);
 
-  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle and a front imported by a rule', async () => {
+  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle, a front imported by a rule and the edge reaching into the composition', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'roomgate-layers-'));
     temps.push(dir);
     cpSync(path.join(ROOT, '.dependency-cruiser.cjs'), path.join(dir, '.dependency-cruiser.cjs'));
@@ -62,6 +62,8 @@ describe('the layer rule', () => {
       'src/proxy/relay.ts': "import { front } from '../server/h2-front.js';\nexport const relay = front;\n",
       'src/room/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
       'src/room/b.ts': "import { a } from './a.js';\nexport const b = () => a;\n",
+      'src/compose/parts.ts': 'export const parts = 1;\n',
+      'src/proxy/wired.ts': "import { parts } from '../compose/parts.js';\nexport const wired = parts;\n",
     };
     for (const [file, text] of Object.entries(files)) {
       mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
@@ -75,6 +77,7 @@ describe('the layer rule', () => {
         'demo-only-from-the-cli: src/server/listen.ts -> src/demo/backends.ts',
         'no-cycles: src/room/a.ts -> src/room/b.ts',
         'nothing-imports-a-front: src/proxy/relay.ts -> src/server/h2-front.ts',
+        'edge-not-composition: src/proxy/wired.ts -> src/compose/parts.ts',
       ]),
     );
   }, 60_000);
