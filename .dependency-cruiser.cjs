@@ -1,6 +1,7 @@
 // The layer rule (docs/architecture.md), checked by test/architecture/layers.test.ts in npm test:
-//   composition (main, gateway, cluster) -> fronts (server) -> the request pipeline (pipeline)
-//   -> edge (proxy, cache, static | api, pages, control) -> the forwarding core (forward) -> runtime -> core and stores (placement, shared-data, backends, room, redis)
+//   composition (main, gateway, compose, cluster) -> fronts (server) -> the request pipeline (pipeline)
+//   -> edge (proxy, cache, static | api, pages, control) -> the forwarding core (forward) -> runtime
+//   -> core and stores (placement, shared-data, backends, room, redis)
 //   -> kit and ground (http, config, observability)
 // Nothing imports upward; the data plane (server, proxy, cache, static) and the control plane (api,
 // pages, control) never import each other; demo code is reached only from the CLI (main.ts and
@@ -9,7 +10,7 @@ const LOWER = '^src/(placement|shared-data|backends|room|redis|http|config|obser
 const EDGE = '^src/(server|pipeline|proxy|cache|static|forward|api|pages|control)/';
 const DATA_PLANE = '^src/(server|pipeline|proxy|cache|static|forward)/';
 const CONTROL_PLANE = '^src/(api|pages|control)/';
-const COMPOSITION = '^src/(main|gateway)\\.ts$|^src/cluster/';
+const COMPOSITION = '^src/(main|gateway)\\.ts$|^src/(compose|cluster)/';
 
 module.exports = {
   forbidden: [
@@ -64,7 +65,7 @@ module.exports = {
       comment:
         'the fronts (each turns one wire form into requests: byte-level HTTP/1.1, node:http, h2, h2 WebSockets, the redirect port) are wired by the composition only; rules and forwarding never reach into one',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/(gateway\\.ts|cluster/|server/)' },
+      from: { path: '^src/', pathNot: '^src/(gateway\\.ts|compose/|cluster/|server/)' },
       to: { path: '^src/server/(public-server|lean-connection|h2-front|h2-websocket|redirect-server)\\.ts$' },
     },
     {

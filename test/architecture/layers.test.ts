@@ -47,7 +47,7 @@ describe('the layer rule', () => {
     expect(violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   }, 60_000);
 
-  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle, a front imported by a rule, a front past the pipeline, a path importing the pipeline, the forwarding core reaching up and the cache past it', async () => {
+  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle, a front imported by a rule, a front past the pipeline, a path importing the pipeline, the forwarding core reaching up, the cache past it and the edge reaching into the composition', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'roomgate-layers-'));
     temps.push(dir);
     cpSync(path.join(ROOT, '.dependency-cruiser.cjs'), path.join(dir, '.dependency-cruiser.cjs'));
@@ -67,6 +67,8 @@ describe('the layer rule', () => {
       'src/cache/fill.ts': "import { proxy } from '../proxy/proxy.js';\nexport const fill = proxy;\n",
       'src/room/a.ts': "import { b } from './b.js';\nexport const a = () => b;\n",
       'src/room/b.ts': "import { a } from './a.js';\nexport const b = () => a;\n",
+      'src/compose/parts.ts': 'export const parts = 1;\n',
+      'src/proxy/wired.ts': "import { parts } from '../compose/parts.js';\nexport const wired = parts;\n",
     };
     for (const [file, text] of Object.entries(files)) {
       mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
@@ -84,6 +86,7 @@ describe('the layer rule', () => {
         'fronts-reach-the-app-through-the-pipeline: src/server/lean-connection.ts -> src/proxy/proxy.ts',
         'paths-below-the-pipeline: src/static/serve.ts -> src/pipeline/pipeline.ts',
         'cache-uses-the-forwarding-core-only: src/cache/fill.ts -> src/proxy/proxy.ts',
+        'edge-not-composition: src/proxy/wired.ts -> src/compose/parts.ts',
       ]),
     );
   }, 60_000);

@@ -1,0 +1,201 @@
+// The data plane's rules and forwarding paths (src/proxy/, src/cache/, src/static/), built from the
+// configuration: the router (room key, placement), the page cache, both page paths, the upgrade
+// path with its admission, the static mounts. The fronts that feed them are built in fronts.ts.
+import { randomBytes } from 'node:crypto';
+import type { BackendTls } from '../backends/backend-tls.js';
+import { PageCache } from '../cache/page-cache.js';
+import type { LoadedConfig } from '../config/load.js';
+import { createMethodPolicy, type MethodPolicy } from '../http/methods.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { Admission } from '../proxy/admission.js';
+import { Forwarding } from '../forward/forwarded.js';
+import { HttpProxy } from '../proxy/http-proxy.js';
+import { LeanPages } from '../proxy/lean-pages.js';
+import type { RoomCookieSettings } from '../proxy/page-cookie.js';
+import { readErrorPages, Refuser } from '../proxy/refuser.js';
+import { Router } from '../proxy/router.js';
+import { UpgradeProxy } from '../proxy/upgrade-proxy.js';
+import { createKeyExtractor } from '../room/extract.js';
+import { createRoomSigner, type RoomSigner } from '../room/signing.js';
+import { createRoomValidator } from '../room/validate.js';
+import { withVerifyCache } from '../room/verify-cache.js';
+import { hstsValue } from '../server/tls-config.js';
+import { StaticFiles } from '../static/serve.js';
+import type { Runtime } from './runtime.js';
+
+export interface DataPlane {
+  /** The page cache; null when cache.paths is empty. */
+  readonly cache: PageCache | null;
+  /** Which methods are proxied: the one rule every front's answers agree with (src/http/methods.ts). */
+  readonly methods: MethodPolicy;
+  readonly httpProxy: HttpProxy;
+  readonly upgradeProxy: UpgradeProxy;
+  /** Static mounts, served here and never proxied; null without mounts. */
+  readonly statics: StaticFiles | null;
+  /** The byte-level page path, or null when proxy.leanPages is off. */
+  readonly leanPages: LeanPages | null;
+}
+
+export interface DataPlaneDeps {
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  readonly backendTls: BackendTls;
+  readonly runtime: Runtime;
+  /** The page cache's clock (tests move it); default Date.now. */
+  readonly cacheClock?: () => number;
+}
+
+/** The cookie signer for a configuration; null when the cookie is a plain room key. */
+export function signerFor(config: LoadedConfig, secrets: readonly string[]): RoomSigner | null {
+  if (!config.cookie.signed) return null;
+  return createRoomSigner({
+    secrets,
+    format: config.cookie.format,
+    cookieName: config.cookie.name,
+    salt: config.cookie.salt,
+    maxAgeS: config.cookie.maxAgeS,
+  });
+}
+
+export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {
+  const { logger, metrics, runtime } = deps;
+  const signer = signerFor(config, cookieSecrets(config, logger));
+  const router = buildRouter(config, deps, signer);
+  const forwarding = new Forwarding(config.proxy.trustedProxies);
+  const cache = buildCache(config, deps, router, forwarding);
+  const methods = createMethodPolicy(config.proxy.extraMethods);
+  // roomgate's own answers, one catalogue for every path (src/http/refusals.ts).
+  const refuser = new Refuser({ pages: readErrorPages(config.proxy.errorPages), logger, metrics });
+  // What both page paths (node:http's and the byte-level one) are given alike.
+  const pagePaths = {
+    router,
+    refuser,
+    pool: runtime.pool,
+    forwarding,
+    connectTimeoutMs: config.proxy.connectTimeoutMs,
+    responseTimeoutMs: config.proxy.responseTimeoutMs,
+    maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
+    backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
+    clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
+    roomCookie: roomCookieFor(config, signer),
+    cache,
+    metrics,
+    logger,
+  };
+  const httpProxy = new HttpProxy({
+    ...pagePaths,
+    backendTls: deps.backendTls,
+    methods,
+    body: { bufferBytes: config.proxy.bufferBodyBytes, maxBytes: config.proxy.maxBodyBytes },
+    bodyIdleTimeoutMs: config.proxy.bodyIdleTimeoutMs,
+  });
+  const upgradeProxy = buildUpgradeProxy(config, deps, { router, refuser, forwarding });
+  const leanPages = config.proxy.leanPages
+    ? new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs, hsts: hstsValue(config) })
+    : null;
+  return { cache, methods, httpProxy, upgradeProxy, statics: buildStatics(config, deps), leanPages };
+}
+
+/**
+ * The configured cookie secrets; with a signed cookie and none configured, a random one (and a
+ * warning: cookies then die with the process and other gateways reject them).
+ */
+function cookieSecrets(config: LoadedConfig, logger: Logger): readonly string[] {
+  if (!config.cookie.signed || config.cookie.secrets.length > 0) return config.cookie.secrets;
+  logger.warn(
+    "no cookie secret configured (cookie.secrets or ROOMGATE_COOKIE_SECRETS): using a random one; room cookies will not survive a restart and gateways will not accept each other's cookies",
+  );
+  return [randomBytes(32).toString('base64url')];
+}
+
+function buildRouter(config: LoadedConfig, deps: DataPlaneDeps, signer: RoomSigner | null): Router {
+  return new Router({
+    extractKey: createKeyExtractor({
+      sources: config.room.sources,
+      validate: createRoomValidator(config.room.pattern),
+      queryParam: config.room.queryParam,
+      pathPrefix: config.room.pathPrefix,
+      pagePaths: config.room.pagePaths,
+      cookieName: config.cookie.name,
+      // Verified cookies are reused for a second: no HMAC per request of a known room.
+      signer: signer && withVerifyCache(signer, { maxEntries: 10_000, ttlMs: 1_000 }),
+    }),
+    placer: deps.runtime.placer,
+    pool: deps.runtime.pool,
+    roomHeader: config.room.header.toLowerCase(),
+    metrics: deps.metrics,
+    logger: deps.logger,
+  });
+}
+
+/** The page cache (per process), asked by both page paths; off until cache.paths lists something. */
+function buildCache(config: LoadedConfig, deps: DataPlaneDeps, router: Router, forwarding: Forwarding): PageCache | null {
+  if (config.cache.paths.length === 0) return null;
+  return new PageCache({
+    config: config.cache,
+    roomCookieName: config.cookie.name,
+    router,
+    pool: deps.runtime.pool,
+    forwarding,
+    backendTls: deps.backendTls,
+    connectTimeoutMs: config.proxy.connectTimeoutMs,
+    responseTimeoutMs: config.proxy.responseTimeoutMs,
+    maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
+    backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
+    metrics: deps.metrics,
+    logger: deps.logger,
+    ...(deps.cacheClock ? { now: deps.cacheClock } : {}),
+  });
+}
+
+/** cookie.setOnPages: the room cookie pages set (signed when the cookie is); null when off. */
+function roomCookieFor(config: LoadedConfig, signer: RoomSigner | null): RoomCookieSettings | null {
+  if (!config.cookie.setOnPages) return null;
+  return {
+    name: config.cookie.name,
+    maxAgeS: config.cookie.maxAgeS,
+    encode: signer ? (room, now) => signer.sign(room, now) : (room) => room,
+  };
+}
+
+function buildUpgradeProxy(
+  config: LoadedConfig,
+  deps: DataPlaneDeps,
+  shared: { readonly router: Router; readonly refuser: Refuser; readonly forwarding: Forwarding },
+): UpgradeProxy {
+  const { runtime } = deps;
+  const admission = new Admission({
+    maxInflight: config.admission.maxInflightUpgrades,
+    perSecond: config.admission.upgradesPerSecond,
+    retryAfterS: config.admission.retryAfterS,
+  });
+  return new UpgradeProxy({
+    ...shared,
+    pool: runtime.pool,
+    tunnels: runtime.tunnels,
+    admission,
+    placementOf: (room) => runtime.placer.cachedPlacement(room)?.backend ?? null,
+    websocketPaths: config.proxy.websocketPaths,
+    backendTls: deps.backendTls,
+    connectTimeoutMs: config.proxy.connectTimeoutMs,
+    responseTimeoutMs: config.proxy.responseTimeoutMs,
+    idleTimeoutMs: config.proxy.websocketIdleTimeoutMs,
+    clientSilenceMs: config.proxy.websocketClientSilenceMs,
+    clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
+    metrics: deps.metrics,
+    logger: deps.logger,
+  });
+}
+
+/** Static mounts are served here, never proxied (the directories were checked at load). */
+function buildStatics(config: LoadedConfig, deps: DataPlaneDeps): StaticFiles | null {
+  if (config.static.mounts.length === 0) return null;
+  return new StaticFiles({
+    mounts: config.static.mounts,
+    maxAgeS: config.static.maxAgeS,
+    hashedNames: config.static.hashedNames,
+    onResponse: (status) => deps.metrics.staticResponses.inc({ status: String(status) }),
+    logger: deps.logger,
+  });
+}
