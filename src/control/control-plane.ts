@@ -23,12 +23,12 @@ import type { RuntimeView } from '../runtime/views.js';
 import { healthAnswer } from '../http/health-answer.js';
 import type { SharedDataStore } from '../shared-data/store.js';
 import { ADMIN_ROUTES_HINT, registerAdminRoutes } from './admin-routes.js';
-import { API_PREFIX, apiRouteLabel, registerApiRoutes } from './api-routes.js';
-import { registerPushRoutes } from './push-routes.js';
+import { API_PREFIX, apiRouteLabel } from './api-routes.js';
 import { clip, createControlApp, pathOf, type ControlApp, type RouteEntry } from './app.js';
 import type { LobbyStream } from './lobby-stream.js';
 import { registerOpenApi } from './openapi.js';
 import { LOBBY_PATHS, STATUS_PATHS, registerLobbyRoutes, registerStatusRoutes } from './page-routes.js';
+import { registerPublicApi } from './routes/public-api.js';
 import type { StatusStream } from './status-stream.js';
 
 /** Client addresses the failed-token throttle remembers at once (oldest dropped first). */
@@ -169,28 +169,32 @@ export class ControlPlane {
     let lobbyStream: LobbyStream | null = null;
     if (config.api.enabled) {
       await registerOpenApi(pub.app);
-      lobbyStream = registerApiRoutes(pub.app, {
-        store: sharedData,
-        tokens: config.api.tokens,
-        throttle,
-        validateRoom,
-        maxMetaBytes: config.api.maxMetaBytes,
-        streamIntervalMs: config.api.streamIntervalMs,
-        streamSlots: publicSlots,
-        logger,
-        ...(o.streamPingMs === undefined ? {} : { streamPingMs: o.streamPingMs }),
-        ...(o.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: o.bodyTimeoutMs }),
-      }).stream;
-      registerPushRoutes(pub.app, {
-        view,
-        store: sharedData,
-        idempotencyWindowMs: config.push.idempotencyWindowMs,
-        tokens: config.push.tokens,
-        throttle,
-        validateRoom,
-        maxBytes: config.push.maxBytes,
-        ...(o.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: o.bodyTimeoutMs }),
-      });
+      lobbyStream = (
+        await registerPublicApi(pub.app, {
+          api: {
+            store: sharedData,
+            tokens: config.api.tokens,
+            throttle,
+            validateRoom,
+            maxMetaBytes: config.api.maxMetaBytes,
+            streamIntervalMs: config.api.streamIntervalMs,
+            streamSlots: publicSlots,
+            logger,
+            streamPingMs: o.streamPingMs,
+            bodyTimeoutMs: o.bodyTimeoutMs,
+          },
+          push: {
+            view,
+            store: sharedData,
+            idempotencyWindowMs: config.push.idempotencyWindowMs,
+            tokens: config.push.tokens,
+            throttle,
+            validateRoom,
+            maxBytes: config.push.maxBytes,
+            bodyTimeoutMs: o.bodyTimeoutMs,
+          },
+        })
+      ).stream;
       registerLobbyRoutes(pub.app, { sharedData, validateRoom, roomPagePaths: config.room.pagePaths, roomPathPrefix: config.room.pathPrefix });
     }
     if (config.status.public !== 'off') {

@@ -45,8 +45,20 @@ export function createMetrics(
   const registry = new Registry();
   // Includes nodejs_eventloop_lag_* (event-loop delay), heap and GC figures.
   collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
-  const metrics: Metrics = {
-    registry,
+  // In this order: the exposition lists metrics as they were registered.
+  const metrics: Metrics = { registry, ...trafficMetrics(registry, liveSocketsByBackend), ...serviceMetrics(registry) };
+  backendGauges(registry, backendStates);
+  return metrics;
+}
+
+type TrafficMetrics = Pick<
+  Metrics,
+  'upgrades' | 'liveSockets' | 'httpRequests' | 'refusals' | 'badRoomKeys' | 'proxyErrors' | 'backendStateChanges' | 'clientErrors' | 'leanHandOvers' | 'h2Sessions' | 'h2WebSockets'
+>;
+
+/** What became of client requests and sockets: upgrades, proxied requests, refusals, backend errors, the fronts. */
+function trafficMetrics(registry: Registry, liveSocketsByBackend: () => Iterable<[string, number]>): TrafficMetrics {
+  return {
     upgrades: new Counter({
       name: 'roomgate_upgrades_total',
       help: 'WebSocket upgrade attempts by backend and result (101, backend status, or error kind)',
@@ -115,6 +127,17 @@ export function createMetrics(
       help: 'WebSockets opened as HTTP/2 streams (RFC 8441 extended CONNECT); the others are HTTP/1.1 upgrades',
       registers: [registry],
     }),
+  };
+}
+
+type ServiceMetrics = Pick<
+  Metrics,
+  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
+>;
+
+/** What roomgate does besides relaying: placements, static files, pushes, the limits it enforces, the placement store's health. */
+function serviceMetrics(registry: Registry): ServiceMetrics {
+  return {
     placements: new Counter({
       name: 'roomgate_placements_total',
       help: 'Placements written: new rooms, moves of idle rooms, forced moves of live rooms (maintenance, removal, drain deadline)',
@@ -172,8 +195,6 @@ export function createMetrics(
       aggregator: 'max',
     }),
   };
-  backendGauges(registry, backendStates);
-  return metrics;
 }
 
 /**

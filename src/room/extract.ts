@@ -65,55 +65,11 @@ function decode(s: string): string | null {
 }
 
 export function createKeyExtractor(opts: KeyExtractorOptions): KeyExtractor {
-  const { validate, queryParam, pathPrefix, cookieName, signer } = opts;
+  const { pathPrefix } = opts;
   const sources = [...opts.sources];
-  const pagePaths: PagePath[] = opts.pagePaths.map((p) => {
-    const [before = '', after = ''] = p.split('{room}');
-    return { before, after };
-  });
-  const queryNeedle = `${encodeURIComponent(queryParam)}=`;
   const usesPrefix = sources.includes('path-prefix');
   const usesCookie = sources.includes('cookie');
-
-  function check(raw: string | null): Candidate {
-    if (raw === null) return { ok: false, reason: 'malformed' };
-    return validate(raw) ? { ok: true, room: raw } : { ok: false, reason: 'invalid' };
-  }
-
-  function fromQuery(query: string): Candidate {
-    if (!query.includes(queryNeedle)) return null;
-    for (const part of query.split('&')) {
-      if (part.startsWith(queryNeedle)) return check(decode(part.slice(queryNeedle.length).replace(/\+/g, ' ')));
-    }
-    return null;
-  }
-
-  function fromPagePath(path: string): Candidate {
-    for (const p of pagePaths) {
-      if (!path.startsWith(p.before)) continue;
-      // {room} is always one whole path segment (the schema enforces it).
-      const rest = path.slice(p.before.length);
-      const slash = rest.indexOf('/');
-      const end = slash === -1 ? rest.length : slash;
-      if (end === 0 || !rest.startsWith(p.after, end)) continue;
-      return check(decode(rest.slice(0, end)));
-    }
-    return null;
-  }
-
-  function fromCookie(header: string | undefined, nowMs: number): Candidate {
-    const value = getCookie(header, cookieName);
-    if (value === undefined || value === '') return null;
-    if (signer === null) return check(decode(value));
-    const v = signer.verify(value, nowMs);
-    return v.ok ? check(v.room) : { ok: false, reason: v.reason };
-  }
-
-  function fromHeader(h: string | string[] | undefined): Candidate {
-    const v = Array.isArray(h) ? h[0] : h;
-    if (v === undefined || v === '') return null;
-    return check(v.trim());
-  }
+  const { check, fromQuery, fromPagePath, fromCookie, fromHeader } = keyReaders(opts);
 
   return function extract(req, nowMs) {
     const url = req.url;
@@ -180,4 +136,65 @@ export function createKeyExtractor(opts: KeyExtractorOptions): KeyExtractor {
     }
     return { room, source, forwardUrl, strippedPrefix, cookieRoom, rejected: rejected ?? NONE };
   };
+}
+
+interface KeyReaders {
+  /** A decoded candidate (null: bad percent-encoding) through the validator. */
+  readonly check: (raw: string | null) => Candidate;
+  readonly fromQuery: (query: string) => Candidate;
+  readonly fromPagePath: (path: string) => Candidate;
+  readonly fromCookie: (header: string | undefined, nowMs: number) => Candidate;
+  readonly fromHeader: (h: string | string[] | undefined) => Candidate;
+}
+
+/** One reader per source (the path prefix is the extractor's own: it also rewrites the URL); null: the source has no candidate. */
+function keyReaders(opts: KeyExtractorOptions): KeyReaders {
+  const { validate, queryParam, cookieName, signer } = opts;
+  const pagePaths: PagePath[] = opts.pagePaths.map((p) => {
+    const [before = '', after = ''] = p.split('{room}');
+    return { before, after };
+  });
+  const queryNeedle = `${encodeURIComponent(queryParam)}=`;
+
+  function check(raw: string | null): Candidate {
+    if (raw === null) return { ok: false, reason: 'malformed' };
+    return validate(raw) ? { ok: true, room: raw } : { ok: false, reason: 'invalid' };
+  }
+
+  function fromQuery(query: string): Candidate {
+    if (!query.includes(queryNeedle)) return null;
+    for (const part of query.split('&')) {
+      if (part.startsWith(queryNeedle)) return check(decode(part.slice(queryNeedle.length).replace(/\+/g, ' ')));
+    }
+    return null;
+  }
+
+  function fromPagePath(path: string): Candidate {
+    for (const p of pagePaths) {
+      if (!path.startsWith(p.before)) continue;
+      // {room} is always one whole path segment (the schema enforces it).
+      const rest = path.slice(p.before.length);
+      const slash = rest.indexOf('/');
+      const end = slash === -1 ? rest.length : slash;
+      if (end === 0 || !rest.startsWith(p.after, end)) continue;
+      return check(decode(rest.slice(0, end)));
+    }
+    return null;
+  }
+
+  function fromCookie(header: string | undefined, nowMs: number): Candidate {
+    const value = getCookie(header, cookieName);
+    if (value === undefined || value === '') return null;
+    if (signer === null) return check(decode(value));
+    const v = signer.verify(value, nowMs);
+    return v.ok ? check(v.room) : { ok: false, reason: v.reason };
+  }
+
+  function fromHeader(h: string | string[] | undefined): Candidate {
+    const v = Array.isArray(h) ? h[0] : h;
+    if (v === undefined || v === '') return null;
+    return check(v.trim());
+  }
+
+  return { check, fromQuery, fromPagePath, fromCookie, fromHeader };
 }
