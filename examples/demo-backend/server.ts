@@ -111,6 +111,9 @@ const PAGE_SCRIPT = `
   var moved = document.getElementById('moved');
   var pushed = document.getElementById('pushed');
   var noPushes = document.getElementById('no-pushes');
+  var moves = document.getElementById('moves');
+  var moveButton = document.getElementById('move');
+  var moveNote = document.getElementById('move-note');
   // Concatenate with location.host (never resolve the path as a URL) so a
   // path like "//elsewhere/..." cannot point the socket at another origin.
   var proto = location.protocol === 'https:' ? 'wss://' : 'ws://';
@@ -119,6 +122,15 @@ const PAGE_SCRIPT = `
   var BASE_MS = 500, CAP_MS = 5000;
   var failures = 0;
   var current = null;
+  var socket = null;
+  // A move the server refused while the room was moving to another backend (room-moving): sent
+  // again once the page has mounted the room on its new backend, so no move is lost.
+  var pendingMove = null;
+  var lastMove = null;
+  moveButton.onclick = function () {
+    lastMove = { type: 'event', data: { at: Date.now() } };
+    if (socket && socket.readyState === 1) socket.send(JSON.stringify(lastMove));
+  };
   function backoff(n) {
     var d = Math.min(CAP_MS, BASE_MS * Math.pow(2, n));
     return Math.round(d / 2 + Math.random() * d / 2);
@@ -131,6 +143,7 @@ const PAGE_SCRIPT = `
   }
   function connect() {
     var ws = new WebSocket(proto + location.host + path);
+    socket = ws;
     ws.onmessage = function (ev) {
       var msg;
       try { msg = JSON.parse(ev.data); } catch (e) { return; }
@@ -160,13 +173,28 @@ const PAGE_SCRIPT = `
         pushed.insertBefore(li, pushed.firstChild);
         while (pushed.children.length > 5) pushed.removeChild(pushed.lastChild);
         noPushes.hidden = true;
+      } else if (msg.type === 'patch') {
+        if (typeof msg.move === 'number') moves.textContent = String(msg.move);
+      } else if (msg.type === 'error' && msg.error === 'room-moving') {
+        pendingMove = lastMove;
+        moveNote.textContent = 'The room is moving to another backend: your move is sent again once it is there';
       } else if (msg.type === 'mounted' || msg.type === 'presence') {
-        if (msg.type === 'mounted') failures = 0;
+        if (msg.type === 'mounted') {
+          failures = 0;
+          moves.textContent = String(msg.moves);
+          moveButton.disabled = false;
+          if (pendingMove) {
+            ws.send(JSON.stringify(pendingMove));
+            pendingMove = null;
+            moveNote.textContent = 'Your move was sent again';
+          }
+        }
         members.textContent = String(msg.members);
         status.textContent = 'Live in room ' + msg.room + ' on backend ' + current;
       }
     };
     ws.onclose = function (ev) {
+      moveButton.disabled = true;
       var wait = backoff(failures++);
       status.textContent = 'Disconnected (code ' + ev.code + '); reconnecting in ' + (wait / 1000).toFixed(1) + ' s (attempt ' + failures + ')';
       setTimeout(connect, wait);
@@ -227,6 +255,9 @@ function renderGamePage(id: string, room: string, wsPath: string): string {
 <p>Socket connected to backend: <strong id="ws-backend">not yet</strong></p>
 <p id="status" role="status">Connecting</p>
 <p id="moved" role="status" hidden></p>
+<h2>The game</h2>
+<p>Moves in this room: <output id="moves" aria-live="polite">0</output></p>
+<p><button type="button" id="move" disabled>Make a move</button> <span id="move-note" role="status"></span></p>
 <h2>Pushed to this room</h2>
 <ol id="pushed" aria-live="polite"></ol>
 <p id="no-pushes">Nothing yet: roomgate's push API delivers here (<code>POST /_roomgate/api/rooms/${r}/messages</code>, the demo prints the command).</p>
