@@ -1,8 +1,7 @@
 // The demo backend's room handoff hooks (examples/demo-backend/handoff.ts, docs/handoff.md) held
 // to the receiver's guarantees of test/support/handoff-receiver.ts: two demo backends as child
 // processes, as roomgate runs them, calls and sockets straight to them. Plus what is the demo's
-// own: the handoff path is an option, hostile calls get an answer and never a crash, and
-// /_backend/moves shows a room's state.
+// own: the handoff path is an option, and /_backend/moves shows a room's state.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callHook, HANDOFF_GUARANTEES, joinRoom, move, type HandoffContract } from './support/handoff-receiver.js';
 import { startBackend, stopAll, type BackendProc } from './support/processes.js';
@@ -37,25 +36,6 @@ describe('demo backend: its own side of the handoff', () => {
     const be = backend(custom);
     expect((await callHook(be, '/internal/moves', 'hello')).status).toBe(200);
     expect((await callHook(be, '/_roomgate/handoff', 'hello')).status).toBe(404);
-  });
-
-  it('hostile calls get an answer, never a crash: unknown step, GET, bad lease, no room, no epoch, an oversized body', async () => {
-    const { c, mounted } = await joinRoom(k.a, 'demo-hostile', 1);
-    expect(mounted.moves).toBe(0);
-    const id = 'h-hostile';
-    const statuses = [
-      (await fetch(`${a.url}/_roomgate/handoff/explode`, { method: 'POST', signal: AbortSignal.timeout(5_000) })).status,
-      (await fetch(`${a.url}/_roomgate/handoff/export`, { signal: AbortSignal.timeout(5_000) })).status,
-      (await callHook(k.a, k.path, 'export', { id, room: 'demo-hostile', epoch: 1, body: '{"leaseMs":-1}' })).status,
-      (await callHook(k.a, k.path, 'export', { id, room: 'demo-hostile', epoch: 1, body: '[1]' })).status,
-      (await callHook(k.a, k.path, 'export', { id, epoch: 1 })).status,
-      (await callHook(k.a, k.path, 'export', { id, room: 'demo-hostile' })).status,
-      (await callHook(k.b, k.path, 'import', { id, room: 'demo-hostile', epoch: 2, body: Buffer.alloc(2 << 20, 32) })).status,
-    ];
-    expect(statuses).toEqual([404, 405, 400, 400, 400, 400, 413]);
-    // Still live and not frozen.
-    expect(await move(c, { ok: true })).toMatchObject({ type: 'patch', move: 1 });
-    await c.close();
   });
 
   it('/_backend/moves shows the moves a room holds, the last 20 kept, and whether it is frozen', async () => {

@@ -50,7 +50,6 @@ export interface Handoff {
 
 interface Freeze {
   readonly id: string;
-  readonly epoch: number;
   readonly blob: Buffer;
   readonly timer: NodeJS.Timeout;
 }
@@ -160,7 +159,7 @@ export function createHandoff(path: string, host: HandoffHost): Handoff {
       remember(outcomes, key(c), 'resumed', REMEMBERED_MAX);
       host.log(`handoff ${c.id}: lease of room ${c.room} expired, resumed`);
     }, leaseMs);
-    freezes.set(c.room, { id: c.id, epoch: c.epoch, blob, timer });
+    freezes.set(c.room, { id: c.id, blob, timer });
     remember(outcomes, key(c), 'exported', REMEMBERED_MAX);
     return { status: 200, body: blob, type: 'application/octet-stream' };
   }

@@ -540,6 +540,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     const owner = ownerOf(req);
     if (owner && handoff.fenced(owner.room, owner.epoch)) {
       // The epoch fence: this room was handed off under that epoch; its sockets belong elsewhere now.
+      ws.on('error', () => ws.terminate()); // a peer gone mid-close must not crash the process
       ws.close(CLOSE_SERVICE_RESTART, 'room moved');
       return;
     }

@@ -274,6 +274,35 @@ export const HANDOFF_GUARANTEES: readonly Guarantee[] = [
     },
   },
   {
+    name: 'hostile calls get a 4xx, never a crash, and leave the room live: unknown step, GET, a bad lease, no room, no epoch, an oversized blob',
+    async check(k) {
+      const { room, c } = await roomWithMoves(k, 'hostile', 1);
+      const id = `h-${room}`;
+      const raw = async (step: string, method: string): Promise<number> => {
+        const res = await fetch(`${k.a.url}${k.path}/${step}`, { method, signal: AbortSignal.timeout(5_000) });
+        await res.arrayBuffer();
+        return res.status;
+      };
+      const exp = (o: CallOptions): Promise<number> => callHook(k.a, k.path, 'export', { id, ...o }).then((a) => a.status);
+      const statuses = {
+        'unknown step': await raw('explode', 'POST'),
+        GET: await raw('export', 'GET'),
+        'negative lease': await exp({ room, epoch: 1, body: '{"leaseMs":-1}' }),
+        'lease not a number': await exp({ room, epoch: 1, body: '{"leaseMs":"10"}' }),
+        'body not an object': await exp({ room, epoch: 1, body: '[1]' }),
+        'no room': await exp({ epoch: 1 }),
+        'no epoch': await exp({ room }),
+        'epoch not a number': await exp({ room, epoch: -3 }),
+        'a 3 MB blob': (await callHook(k.b, k.path, 'import', { id, room, epoch: 2, body: Buffer.alloc(3 << 20, 32) })).status,
+      };
+      for (const [name, status] of Object.entries(statuses)) expect([name, status >= 400 && status < 500]).toEqual([name, true]);
+      expect([statuses['unknown step'], statuses.GET]).toEqual([404, 405]);
+      expect(await move(c, { stillLive: true })).toMatchObject({ type: 'patch', move: 2 });
+      expect((await callHook(k.a, k.path, 'hello')).status).toBe(200);
+      await closeAll(c);
+    },
+  },
+  {
     name: 'a second handoff of a frozen room answers 409 (export, release and resume under another id); the first one goes on',
     async check(k) {
       const { room, c } = await roomWithMoves(k, 'second', 1);
