@@ -503,7 +503,7 @@ describe('demo backend: djust-style WebSocket', () => {
 
     // url (djust's location.pathname, also behind a /r/{room} prefix), explicit room, ?room= query.
     const a = await mount(b1.port, { url: '/game/alpha/' }, '/r/alpha/ws/live/');
-    expect(a.mounted).toEqual({ type: 'mounted', room: 'alpha', backend: 'b1', members: 1 });
+    expect(a.mounted).toEqual({ type: 'mounted', room: 'alpha', backend: 'b1', members: 1, moves: 0 });
     const b = await mount(b1.port, { url: '/r/alpha/game/alpha/?x=1' });
     expect(b.mounted).toMatchObject({ room: 'alpha', members: 2 });
     expect(await a.c.nextOf('presence')).toEqual({ type: 'presence', room: 'alpha', members: 2 });
@@ -529,16 +529,22 @@ describe('demo backend: djust-style WebSocket', () => {
     await expectRooms(b1.port, {}, 0);
   });
 
-  it('broadcasts events to every member of the room, sender included, and nobody else', async () => {
+  it('broadcasts events to every member of the room, sender included, and nobody else; each is a move of the room, numbered, and mounted reports them', async () => {
     const a = await mount(b1.port, { room: 'x' });
     const b = await mount(b1.port, { room: 'x' });
     const other = await mount(b1.port, { room: 'y' });
     await a.c.nextOf('presence'); // b joined
 
     a.c.send({ type: 'event', data: { move: 'e4', n: [1, 2] } });
-    const patch = { type: 'patch', room: 'x', from: a.sessionId, data: { move: 'e4', n: [1, 2] } };
+    const patch = { type: 'patch', room: 'x', from: a.sessionId, data: { move: 'e4', n: [1, 2] }, move: 1 };
     expect(await a.c.nextOf('patch')).toEqual(patch);
     expect(await b.c.nextOf('patch')).toEqual(patch);
+    b.c.send({ type: 'event', data: 'e5' });
+    expect(await a.c.nextOf('patch')).toMatchObject({ from: b.sessionId, move: 2 });
+    // The room's state: a socket that mounts now is told how many moves were made.
+    const late = await mount(b1.port, { room: 'x' });
+    expect(late.mounted).toMatchObject({ room: 'x', members: 3, moves: 2 });
+    await late.c.close();
 
     // Both room-x members already have the patch, so it was broadcast before the
     // server reads this ping: if "other" had received it, it would come first.

@@ -3,17 +3,21 @@
  * (Django LiveView) game server.
  *
  * Room state lives only in this process's memory, exactly like a djust app
- * without a channel layer. That is the whole point: if a proxy ever splits one
+ * without a channel layer: the sockets of each room, and its moves (every `event` is one, counted
+ * and kept among the last few), which the room handoff's hooks carry to another process
+ * (handoff.ts, docs/handoff.md). That is the whole point: if a proxy ever splits one
  * room across two of these processes, the members of that room stop seeing each
  * other, and `/_backend/rooms` on each backend makes the split visible. The
  * roomgate tests use these backends as that witness.
  *
  * CLI:  node dist/examples/demo-backend/server.js --port N --id ID [--host H] [--tick-ms N]
- *         [--healthz-status N] [--allowed-hosts NAME,NAME]
+ *         [--healthz-status N] [--allowed-hosts NAME,NAME] [--handoff-path PATH]
  *       (env PORT, BACKEND_ID, HOST, TICK_MS as fallbacks; port 0 = ephemeral)
  *       --healthz-status: what GET /healthz answers (default 200; 404 = an app without the route).
  *       --allowed-hosts: like Django's ALLOWED_HOSTS: a request or upgrade whose Host (without
  *         port) is not listed gets 400. Default: any Host.
+ *       --handoff-path: where the room handoff's hooks are served (roomgate's handoff.path,
+ *         default /_roomgate/handoff; docs/handoff.md). They verify roomgate's proof like pushes.
  *       env ROOMGATE_CALL_SECRETS: comma-separated secrets a push must be signed with (roomgate's
  *         backendCalls.secrets); without one every push is refused (403).
  *       SIGUSR2 toggles GET /healthz between its status and 503 (health checks fail while the
@@ -30,9 +34,11 @@ import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
-import { DEFAULT_WINDOW_S, verifyCall } from '../../src/http/call-proof.js';
 import { WebSocketServer, WebSocket } from 'ws';
 import type { RawData } from 'ws';
+import { createCallCheck } from './call-check.js';
+import { CLOSE_SERVICE_RESTART, createHandoff, DEFAULT_HANDOFF_PATH } from './handoff.js';
+import { createMoveStore } from './room-moves.js';
 
 export interface DemoBackendOptions {
   port?: number;
@@ -46,6 +52,10 @@ export interface DemoBackendOptions {
   allowedHosts?: readonly string[];
   /** Secrets a push's proof is verified with (roomgate's backendCalls.secrets); none: every push refused. */
   callSecrets?: readonly string[];
+  /** Where the room handoff's hooks are served (roomgate's handoff.path); default /_roomgate/handoff. */
+  handoffPath?: string;
+  /** Rooms whose moves are kept without a socket here; past it the oldest such room is forgotten. */
+  maxRoomStates?: number;
 }
 
 export interface DemoBackend {
@@ -57,8 +67,6 @@ export interface DemoBackend {
   close(): Promise<void>;
 }
 
-/** WebSocket close code uvicorn uses on graceful shutdown ("service restart"). */
-const CLOSE_SERVICE_RESTART = 1012;
 const SLOW_MAX_MS = 60_000;
 const BIG_MAX_KB = 10_240;
 /** A pushed message is at most this big (roomgate's push.maxBytes is smaller by default). */
@@ -67,6 +75,9 @@ const TICK_FRAME_BYTES = 140;
 /** Same rule roomgate uses; anything else in the header is ignored, never reflected. */
 const FORWARDED_PREFIX_RE = /^\/[A-Za-z0-9_.:/-]{0,200}$/;
 const MAX_ROOM_LENGTH = 128;
+const MAX_ROOM_STATES = 10_000;
+/** What a client's event gets while its room is frozen by a handoff: send it again after the reconnect. */
+const ROOM_MOVING = { type: 'error', error: 'room-moving', retry: true, message: 'the room is moving to another server: send it again after the reconnect' } as const;
 
 interface Client {
   sessionId: string;
@@ -100,6 +111,9 @@ const PAGE_SCRIPT = `
   var moved = document.getElementById('moved');
   var pushed = document.getElementById('pushed');
   var noPushes = document.getElementById('no-pushes');
+  var moves = document.getElementById('moves');
+  var moveButton = document.getElementById('move');
+  var moveNote = document.getElementById('move-note');
   // Concatenate with location.host (never resolve the path as a URL) so a
   // path like "//elsewhere/..." cannot point the socket at another origin.
   var proto = location.protocol === 'https:' ? 'wss://' : 'ws://';
@@ -108,6 +122,15 @@ const PAGE_SCRIPT = `
   var BASE_MS = 500, CAP_MS = 5000;
   var failures = 0;
   var current = null;
+  var socket = null;
+  // A move the server refused while the room was moving to another backend (room-moving): sent
+  // again once the page has mounted the room on its new backend, so no move is lost.
+  var pendingMove = null;
+  var lastMove = null;
+  moveButton.onclick = function () {
+    lastMove = { type: 'event', data: { at: Date.now() } };
+    if (socket && socket.readyState === 1) socket.send(JSON.stringify(lastMove));
+  };
   function backoff(n) {
     var d = Math.min(CAP_MS, BASE_MS * Math.pow(2, n));
     return Math.round(d / 2 + Math.random() * d / 2);
@@ -120,6 +143,7 @@ const PAGE_SCRIPT = `
   }
   function connect() {
     var ws = new WebSocket(proto + location.host + path);
+    socket = ws;
     ws.onmessage = function (ev) {
       var msg;
       try { msg = JSON.parse(ev.data); } catch (e) { return; }
@@ -149,13 +173,28 @@ const PAGE_SCRIPT = `
         pushed.insertBefore(li, pushed.firstChild);
         while (pushed.children.length > 5) pushed.removeChild(pushed.lastChild);
         noPushes.hidden = true;
+      } else if (msg.type === 'patch') {
+        if (typeof msg.move === 'number') moves.textContent = String(msg.move);
+      } else if (msg.type === 'error' && msg.error === 'room-moving') {
+        pendingMove = lastMove;
+        moveNote.textContent = 'The room is moving to another backend: your move is sent again once it is there';
       } else if (msg.type === 'mounted' || msg.type === 'presence') {
-        if (msg.type === 'mounted') failures = 0;
+        if (msg.type === 'mounted') {
+          failures = 0;
+          moves.textContent = String(msg.moves);
+          moveButton.disabled = false;
+          if (pendingMove) {
+            ws.send(JSON.stringify(pendingMove));
+            pendingMove = null;
+            moveNote.textContent = 'Your move was sent again';
+          }
+        }
         members.textContent = String(msg.members);
         status.textContent = 'Live in room ' + msg.room + ' on backend ' + current;
       }
     };
     ws.onclose = function (ev) {
+      moveButton.disabled = true;
       var wait = backoff(failures++);
       status.textContent = 'Disconnected (code ' + ev.code + '); reconnecting in ' + (wait / 1000).toFixed(1) + ' s (attempt ' + failures + ')';
       setTimeout(connect, wait);
@@ -216,6 +255,9 @@ function renderGamePage(id: string, room: string, wsPath: string): string {
 <p>Socket connected to backend: <strong id="ws-backend">not yet</strong></p>
 <p id="status" role="status">Connecting</p>
 <p id="moved" role="status" hidden></p>
+<h2>The game</h2>
+<p>Moves in this room: <output id="moves" aria-live="polite">0</output></p>
+<p><button type="button" id="move" disabled>Make a move</button> <span id="move-note" role="status"></span></p>
 <h2>Pushed to this room</h2>
 <ol id="pushed" aria-live="polite"></ol>
 <p id="no-pushes">Nothing yet: roomgate's push API delivers here (<code>POST /_roomgate/api/rooms/${r}/messages</code>, the demo prints the command).</p>
@@ -302,9 +344,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   const tickMs = opts.tickMs ?? 0;
   const healthzStatus = opts.healthzStatus ?? 200;
   const allowedHosts = opts.allowedHosts === undefined ? null : new Set(opts.allowedHosts.map((h) => h.toLowerCase()));
-  const callSecrets = opts.callSecrets ?? [];
-  /** Proofs of the pushes taken, until they are past any replay window: a second one is a replay. */
-  const seenProofs = new Map<string, number>();
+  const checkCall = createCallCheck(opts.callSecrets ?? []);
   let healthFailing = false;
 
   /** Django's rule: the Host without its port must be listed (when a list is given). */
@@ -350,19 +390,41 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
    * grow. A newer one for a room with live sockets here means its placement was written again in
    * place (the store lost its data and the gateways put it back): nothing moved, the room stays.
    * A newer one for a room without live sockets here may follow a move away and back: whatever
-   * this process kept of the room is stale and is dropped (this demo keeps nothing but sockets).
-   * An older one is a request routed before the newer placement: a push under it is refused.
+   * this process kept of the room (its moves) is stale and is dropped, unless a handoff froze it.
+   * An older one is a request routed before the newer placement: a push under it is refused, and
+   * so is one under an epoch a handoff released (the epoch fence).
    */
   const epochs = new Map<string, number>();
 
-  /** Notes the epoch a request of `room` came with; false when it is older than the one held. */
+  /** Notes the epoch a request of `room` came with; false when it is older than the one held, or released. */
   function noteEpoch(room: string, epoch: number): boolean {
     if (!Number.isSafeInteger(epoch) || epoch <= 0) return true; // 0: routed without a stored placement
+    if (handoff.fenced(room, epoch)) return false;
     const held = epochs.get(room);
     if (held !== undefined && epoch < held) return false;
-    epochs.set(room, epoch);
+    if (held !== undefined && epoch > held && !live(room) && !handoff.frozen(room)) moves.drop(room);
+    epochs.set(room, Math.max(epoch, held ?? 0));
     return true;
   }
+
+  /** Whether the room has sockets here, mounted or routed by it. */
+  function live(room: string): boolean {
+    return rooms.has(room) || unmounted.has(room);
+  }
+
+  const moves = createMoveStore(opts.maxRoomStates ?? MAX_ROOM_STATES, (room) => live(room) || handoff.frozen(room));
+  const handoff = createHandoff(opts.handoffPath ?? DEFAULT_HANDOFF_PATH, {
+    checkCall,
+    moves,
+    heldEpoch: (room) => epochs.get(room),
+    setEpoch: (room, epoch) => epochs.set(room, Math.max(epoch, epochs.get(room) ?? 0)),
+    holds: (room) => live(room) || moves.get(room) !== undefined,
+    closeRoom(room, code) {
+      // Every socket the gateway counts in the room: mounted there, or routed by it.
+      for (const [ws, client] of clients) if (client.room === room || client.handshakeRoom === room) ws.close(code, 'room moved');
+    },
+    log: (line) => process.stderr.write(`demo-backend ${id}: ${line}\n`),
+  });
 
   /** The room and epoch roomgate says a request belongs to, if it says so. */
   function ownerOf(req: IncomingMessage): { room: string; epoch: number } | null {
@@ -439,7 +501,8 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
           joinRoom(ws, client, room);
           broadcast(room, { type: 'presence', room, members: rooms.get(room)?.size ?? 0 }, ws);
         }
-        send(ws, { type: 'mounted', room, backend: id, members: rooms.get(room)?.size ?? 0 });
+        // `moves`: the room's state, which a handoff carries to the next owner.
+        send(ws, { type: 'mounted', room, backend: id, members: rooms.get(room)?.size ?? 0, moves: moves.count(room) });
         return;
       }
       case 'ping':
@@ -451,7 +514,15 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
           send(ws, { type: 'error', message: 'mount before sending events' });
           return;
         }
-        broadcast(client.room, { type: 'patch', room: client.room, from: client.sessionId, data: m.data ?? null });
+        // Closing (a handoff released the room): not taken, and the close tells the client so.
+        if (ws.readyState !== WebSocket.OPEN) return;
+        if (handoff.frozen(client.room)) {
+          // Never dropped silently: the client sees it and sends it again once it is on the new owner.
+          send(ws, ROOM_MOVING);
+          return;
+        }
+        // `move` acknowledges the event: from here on it is in the room's state (and in any export).
+        broadcast(client.room, { type: 'patch', room: client.room, from: client.sessionId, data: m.data ?? null, move: moves.record(client.room, client.sessionId, m.data).n });
         return;
       default:
         send(ws, {
@@ -467,6 +538,12 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
 
   wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
     const owner = ownerOf(req);
+    if (owner && handoff.fenced(owner.room, owner.epoch)) {
+      // The epoch fence: this room was handed off under that epoch; its sockets belong elsewhere now.
+      ws.on('error', () => ws.terminate()); // a peer gone mid-close must not crash the process
+      ws.close(CLOSE_SERVICE_RESTART, 'room moved');
+      return;
+    }
     if (owner) noteEpoch(owner.room, owner.epoch);
     const client: Client = {
       sessionId: randomBytes(12).toString('hex'),
@@ -540,8 +617,8 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     req.on('end', () => {
       if (size > PUSH_MAX_BYTES) return text(res, 413, 'too large\n');
       const body = Buffer.concat(chunks);
-      const refusal = pushProofRefusal(req, body);
-      if (refusal !== null) return text(res, 403, refusal);
+      const refusal = checkCall(req, body, req.headers['x-roomgate-fanout'] === '1' ? 'push-fanout' : 'push');
+      if (refusal !== null) return text(res, 403, `push refused: ${refusal}\n`);
       if (req.headers['x-roomgate-fanout'] === '1') return receiveFanout(req, res, body);
       const owner = ownerOf(req);
       if (owner === null) return text(res, 409, 'no room\n');
@@ -558,31 +635,6 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       res.end();
     });
     req.on('error', () => res.destroy());
-  }
-
-  /**
-   * Why a push is refused before anything of it is read, or null: it must carry roomgate's proof
-   * (src/http/call-proof.ts) made with one of our secrets, for this purpose, within the replay
-   * window, and not seen before (the same proof twice is a replay).
-   */
-  function pushProofRefusal(req: IncomingMessage, body: Buffer): string | null {
-    const one = (name: string): string | undefined => {
-      const v = req.headers[name];
-      return typeof v === 'string' ? v : undefined;
-    };
-    const purpose = one('x-roomgate-fanout') === '1' ? 'push-fanout' : 'push';
-    const claims = { purpose, id: one('x-roomgate-message-id') ?? '', room: one('x-roomgate-room') ?? '', epoch: one('x-roomgate-epoch') ?? '', sender: one('x-roomgate-sender') ?? '', body } as const;
-    const now = Date.now();
-    const verdict = verifyCall(callSecrets, claims, { timestamp: one('x-roomgate-timestamp'), signature: one('x-roomgate-signature') }, now);
-    if (!verdict.ok) return `push refused: ${verdict.reason}\n`;
-    for (const [proof, until] of seenProofs) {
-      if (until > now) break;
-      seenProofs.delete(proof);
-    }
-    const proof = verdict.proof;
-    if (seenProofs.has(proof)) return 'push refused: replayed\n';
-    seenProofs.set(proof, now + 2 * DEFAULT_WINDOW_S * 1000);
-    return null;
   }
 
   /** A fan-out: {rooms: [{room, epoch}], message}, one push frame per room held here under that epoch. */
@@ -635,6 +687,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     }
     if (pathname.startsWith('/_backend/echo')) return echo(req, res);
     if (req.method === 'POST' && pathname === '/_roomgate/push') return receivePush(req, res);
+    if (handoff.serve(req, res, pathname)) return;
 
     // Other routes ignore the body; drain it so keep-alive connections stay usable.
     req.resume();
@@ -676,6 +729,13 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       // fromEntries defines own properties, so a room called "__proto__" is listed like any other.
       const counts = Object.fromEntries([...rooms].map(([name, members]) => [name, members.size]));
       return json(res, 200, { id, rooms: counts, sockets: clients.size });
+    }
+    const movesOf = /^\/_backend\/moves\/([^/]+)$/.exec(pathname);
+    const movesRoom = movesOf?.[1] ? validRoom(safeDecode(movesOf[1])) : null;
+    if (isGet && movesRoom !== null) {
+      // A room's state as this process holds it (tests and the chaos runs count the moves kept).
+      const state = moves.get(movesRoom);
+      return json(res, 200, { id, room: movesRoom, epoch: epochs.get(movesRoom) ?? null, moves: state?.moves ?? 0, last: state?.last ?? [], frozen: handoff.frozen(movesRoom) });
     }
     if (isGet && pathname === '/_backend/slow') {
       const ms = intParam(query.get('ms'), SLOW_MAX_MS);
@@ -723,6 +783,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   function close(): Promise<void> {
     closing ??= (async () => {
       if (tick) clearInterval(tick);
+      handoff.close();
       const sockets = [...clients.keys()];
       const closed = sockets.map(
         (ws) => new Promise<void>((resolve) => (ws.readyState === WebSocket.CLOSED ? resolve() : ws.once('close', () => resolve()))),
@@ -795,6 +856,12 @@ function healthzStatusArg(value: string | undefined): number {
   return n;
 }
 
+/** roomgate's handoff.path: an absolute path the hooks are served under. */
+function handoffPathArg(value: string): string {
+  if (!/^\/[A-Za-z0-9_.\/-]{1,200}$/.test(value)) throw new Error(`--handoff-path must be an absolute path, got ${value}`);
+  return value;
+}
+
 async function main(): Promise<void> {
   let backend: DemoBackend;
   try {
@@ -807,6 +874,7 @@ async function main(): Promise<void> {
       tickMs: intArg('tick-ms', args['tick-ms'] ?? process.env.TICK_MS, 0, 3_600_000),
       healthzStatus: healthzStatusArg(args['healthz-status']),
       ...(args['allowed-hosts'] === undefined ? {} : { allowedHosts: args['allowed-hosts'].split(',').map((h) => h.trim()).filter(Boolean) }),
+      ...(args['handoff-path'] === undefined ? {} : { handoffPath: handoffPathArg(args['handoff-path']) }),
       callSecrets: (process.env.ROOMGATE_CALL_SECRETS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     });
   } catch (err) {

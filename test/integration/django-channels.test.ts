@@ -7,7 +7,7 @@
 // (roomgate's proof checked, the room's sockets reached and counted), collectstatic's output served
 // by roomgate, and the page itself in headless Chromium. Two daphne processes, one per signing
 // choice, each killed in afterAll with its temp directory.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,21 +15,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { closeBrowsers, launchBrowser, watchErrors } from '../support/browser.js';
+import { DJANGO_APP as APP, startDaphne, stopDaphnes, type DaphneApp as App } from '../support/daphne.js';
 import { CALL_SECRET, Client, ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
 
 const PYTHON = '/usr/bin/python3';
-const DAPHNE = '/usr/bin/daphne';
-const APP = join(ROOT, 'examples/django-channels');
 const TOKEN = 'push-token-0123456789abcdef';
 const SECRET_KEY = 'django-secret-key-for-the-test-0123456789';
 const staticRoot = mkdtempSync(join(tmpdir(), 'roomgate-django-static-'));
-const daphnes: ChildProcess[] = [];
-
-interface App {
-  readonly url: string;
-  readonly port: number;
-}
 let roomgateSigns: App;
 let djangoSigns: App;
 let gw: GatewayProc;
@@ -60,20 +53,6 @@ const appEnv = (id: string, cookie: 'roomgate' | 'django'): Record<string, strin
   BACKEND_ID: id,
 });
 
-/** daphne on a free port (it logs the one it got). */
-async function startDaphne(env: Record<string, string>): Promise<App> {
-  const child = spawn(DAPHNE, ['-b', '127.0.0.1', '-p', '0', 'liveapp.asgi:application'], { cwd: APP, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
-  daphnes.push(child);
-  let log = '';
-  child.stderr?.on('data', (c: Buffer) => (log += c.toString('utf8')));
-  const port = await waitFor(`daphne listening (${log})`, 20_000, () => {
-    if (child.exitCode !== null) throw new Error(`daphne exited: ${log}`);
-    const m = /Listening on TCP address 127\.0\.0\.1:(\d+)/.exec(log);
-    return m ? Number(m[1]) : undefined;
-  });
-  return { port, url: `http://127.0.0.1:${port}` };
-}
-
 beforeAll(async () => {
   const collected = await python(['manage.py', 'collectstatic', '--noinput'], appEnv('collect', 'roomgate'));
   expect(collected.code, collected.out).toBe(0);
@@ -103,14 +82,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await closeBrowsers();
   await stopAll();
-  await Promise.all(
-    daphnes.map(async (d) => {
-      if (d.exitCode !== null || d.signalCode !== null) return;
-      const exited = new Promise((r) => d.once('exit', r));
-      d.kill('SIGKILL');
-      await exited;
-    }),
-  );
+  await stopDaphnes();
   rmSync(staticRoot, { recursive: true, force: true });
 });
 

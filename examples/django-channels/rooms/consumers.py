@@ -8,6 +8,10 @@ is in that room from its handshake on, and pushes to the room reach it (state.pu
 A socket without a room key (no cookie, no prefix, no ?room=) went to roomgate's least-loaded
 backend (room.noRoom), which need not be the room's: mounting a room on it could run the room in
 two processes. It is refused (close 4400) and the page says to reload.
+
+An event is a move of the room's game (state.record_move): acknowledged to the room by a `patch`
+carrying its number, or refused with an error the client sees while a handoff has the room frozen
+(rooms/handoff.py): the client sends it again once it has reconnected to the room's new process.
 """
 import json
 import re
@@ -17,29 +21,38 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from . import state
+from .handoff import close_moved
 from .roomgate import client_address, owner_of_scope, scope_headers
 
 NO_ROOM_KEY = 4400  # close code: refused mount (no room key, or another room than the handshake's)
 GAME_URL = re.compile(r"/game/([^/?#]+)/")
+ROOM_MOVING = {"type": "error", "error": "room-moving", "retry": True, "message": "the room is moving to another server: send it again after the reconnect"}
 
 
 class LiveConsumer(AsyncWebsocketConsumer):
     room = None
+    mounted = False
 
     async def connect(self):
         room, epoch = owner_of_scope(self.scope)
+        if room is not None and state.fenced(room, epoch):
+            # A handoff moved the room away under this epoch: its sockets belong to the new process.
+            await self.accept()
+            await close_moved(self)
+            return
         if room is not None and state.note_epoch(room, epoch) is None:
             await self.close()  # routed under an older epoch than the room is held under: refused (403)
             return
         await self.accept()
         self.room = room
+        self.session_id = secrets.token_hex(12)
         if room is not None:
             state.join(room, self)
         h = scope_headers(self.scope)
         peer = (self.scope.get("client") or [None])[0]
         await self.send_json({
             "type": "connect",
-            "session_id": secrets.token_hex(12),
+            "session_id": self.session_id,
             "backend": settings.BACKEND_ID,
             "room": room,
             "client": client_address(h.get("x-forwarded-for"), peer),
@@ -62,6 +75,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.send_json({"type": "pong"})
         elif kind == "mount":
             await self.mount(msg)
+        elif kind == "event":
+            await self.event(msg.get("data"))
         else:
             await self.send_json({"type": "error", "message": "unknown message type"})
 
@@ -76,7 +91,19 @@ class LiveConsumer(AsyncWebsocketConsumer):
             await self.send_json({"type": "error", "message": f"this socket was routed for room {self.room}, not {wanted}"})
             await self.close(code=NO_ROOM_KEY)
         else:
-            await self.send_json({"type": "mounted", "room": self.room, "backend": settings.BACKEND_ID, "members": state.snapshot(self.room)["sockets"]})
+            self.mounted = True
+            held = state.snapshot(self.room)
+            await self.send_json({"type": "mounted", "room": self.room, "backend": settings.BACKEND_ID, "members": held["sockets"], "moves": held["moves"]})
+
+    async def event(self, data):
+        if not self.mounted:
+            await self.send_json({"type": "error", "message": "mount before sending events"})
+            return
+        move = state.record_move(self.room, self.session_id, data)
+        if move is None:
+            await self.send_json(ROOM_MOVING)  # never dropped silently
+            return
+        await state.send_room(self.room, {"type": "patch", "room": self.room, "from": self.session_id, "data": data, "move": move})
 
     async def send_json(self, value):
         await self.send(text_data=json.dumps(value))

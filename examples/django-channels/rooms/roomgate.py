@@ -73,6 +73,8 @@ def client_address(forwarded_for, peer):
 
 
 def _note(request):
+    if request.path.startswith("/_roomgate/"):
+        return  # roomgate's own calls (push, handoff) name a room without being one of its requests
     room, epoch = owner_of_request(request)
     request.room_state = state.note_epoch(room, epoch) if room else None
 

@@ -1,0 +1,225 @@
+// The room handoff's hooks of the demo backend (docs/handoff.md, "The protocol"): roomgate moves a
+// room with its state from this process to another one by calling, on this backend's own address,
+//   POST {path}/hello    -> 200 {"version":1}
+//   POST {path}/export   -> the room frozen (a lease of leaseMs), its state as an opaque blob
+//   POST {path}/import   -> the blob restored here under the new epoch
+//   POST {path}/release  -> the room's sockets closed with 1012, its state dropped, its epoch fenced
+//   POST {path}/resume   -> the freeze lifted (roomgate rolled back)
+// Each call carries roomgate's proof for its own purpose, and each is idempotent by handoff id
+// (X-Roomgate-Message-Id): roomgate retries, and a retry must get the answer the first call got.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CallCheck } from './call-check.js';
+import type { MoveStore } from './room-moves.js';
+
+export const DEFAULT_HANDOFF_PATH = '/_roomgate/handoff';
+export const HANDOFF_VERSION = 1;
+/** WebSocket close code for "service restart": djust's client reconnects, and lands on the new owner. */
+export const CLOSE_SERVICE_RESTART = 1012;
+const BLOB_MAX_BYTES = 1 << 20;
+const LEASE_MAX_MS = 600_000;
+const HANDOFF_ID_MAX_LENGTH = 200;
+/** Handoffs remembered for idempotent retries, and rooms fenced after a release; the oldest go first. */
+const REMEMBERED_MAX = 10_000;
+const STEPS = ['hello', 'export', 'import', 'release', 'resume'] as const;
+type Step = (typeof STEPS)[number];
+
+/** What the hooks need of the backend that serves them. */
+export interface HandoffHost {
+  readonly checkCall: CallCheck;
+  readonly moves: MoveStore;
+  /** The epoch the room is held under here (undefined: none noted). */
+  heldEpoch(room: string): number | undefined;
+  setEpoch(room: string, epoch: number): void;
+  /** Whether this process holds anything of the room: sockets or state. */
+  holds(room: string): boolean;
+  /** Closes every socket of the room (mounted or routed there) with `code`. */
+  closeRoom(room: string, code: number): void;
+  log(line: string): void;
+}
+
+export interface Handoff {
+  /** Serves the request when its path is one of the hooks; false when it is not (the caller goes on). */
+  serve(req: IncomingMessage, res: ServerResponse, pathname: string): boolean;
+  /** Whether the room is frozen by an export: its events are refused until release or resume. */
+  frozen(room: string): boolean;
+  /** Whether `epoch` of `room` was released here: a socket or push under it is refused. */
+  fenced(room: string, epoch: number): boolean;
+  /** Clears the lease timers (process shutdown). */
+  close(): void;
+}
+
+interface Freeze {
+  readonly id: string;
+  readonly blob: Buffer;
+  readonly timer: NodeJS.Timeout;
+}
+
+type Outcome = 'exported' | 'resumed' | 'released' | 'imported';
+
+interface Call {
+  readonly step: Exclude<Step, 'hello'>;
+  readonly id: string;
+  readonly room: string;
+  readonly epoch: number;
+  readonly body: Buffer;
+}
+
+type Answer = { status: number; body?: Buffer | string; type?: string };
+
+/** A Map that forgets its oldest entries past `max`. */
+function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > max) map.delete(map.keys().next().value as K);
+}
+
+/** An export's {"leaseMs": N}: N, or null when it is not an integer 1..LEASE_MAX_MS. */
+function leaseOf(body: Buffer): number | null {
+  let leaseMs: unknown;
+  try {
+    leaseMs = (JSON.parse(body.toString('utf8')) as { leaseMs?: unknown } | null)?.leaseMs;
+  } catch {
+    return null;
+  }
+  return Number.isSafeInteger(leaseMs) && (leaseMs as number) >= 1 && (leaseMs as number) <= LEASE_MAX_MS ? (leaseMs as number) : null;
+}
+
+/** The call a request makes, or the answer that refuses it before anything of it is used. */
+function callOf(req: IncomingMessage, step: Step, body: Buffer, checkCall: CallCheck): Call | Answer {
+  const refusal = checkCall(req, body, `handoff-${step}`);
+  if (refusal !== null) return { status: 403, body: `handoff refused: ${refusal}\n` };
+  if (step === 'hello') return { status: 200, body: JSON.stringify({ version: HANDOFF_VERSION }), type: 'application/json' };
+  const field = (name: string): string => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : '');
+  const [id, room, epoch] = [field('x-roomgate-message-id'), field('x-roomgate-room'), field('x-roomgate-epoch')];
+  if (id === '' || id.length > HANDOFF_ID_MAX_LENGTH) return { status: 400, body: 'no handoff id\n' };
+  if (room === '' || room.length > 128) return { status: 400, body: 'no room\n' };
+  if (!/^[1-9]\d{0,14}$/.test(epoch)) return { status: 400, body: 'no epoch\n' };
+  return { step, id, room, epoch: Number(epoch), body };
+}
+
+function answer(res: ServerResponse, a: Answer): void {
+  const body = a.body === undefined ? undefined : Buffer.isBuffer(a.body) ? a.body : Buffer.from(a.body);
+  res.writeHead(a.status, body === undefined ? {} : { 'Content-Type': a.type ?? 'text/plain; charset=utf-8', 'Content-Length': body.length });
+  res.end(body);
+}
+
+/** Serves a hook's request: reads its body, checks the call, answers what `run` makes of it. */
+function serveHook(req: IncomingMessage, res: ServerResponse, base: string, pathname: string, checkCall: CallCheck, run: (c: Call) => Answer): boolean {
+  if (!pathname.startsWith(`${base}/`)) return false;
+  const step = STEPS.find((s) => pathname === `${base}/${s}`);
+  if (step === undefined || req.method !== 'POST') {
+    req.resume();
+    answer(res, { status: step === undefined ? 404 : 405, body: step === undefined ? 'not found\n' : 'POST only\n' });
+    return true;
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= BLOB_MAX_BYTES) chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (size > BLOB_MAX_BYTES) return answer(res, { status: 413, body: 'too large\n' });
+    const call = callOf(req, step, Buffer.concat(chunks), checkCall);
+    answer(res, 'status' in call ? call : run(call));
+  });
+  req.on('error', () => res.destroy());
+  return true;
+}
+
+/** The hooks, served under `path`, over the rooms of `host`. */
+export function createHandoff(path: string, host: HandoffHost): Handoff {
+  const base = path.replace(/\/+$/, '');
+  const freezes = new Map<string, Freeze>();
+  /** `room \n handoff id` -> what that handoff did here, so a retry gets the same answer. */
+  const outcomes = new Map<string, Outcome>();
+  /** Room -> the highest epoch released here. */
+  const fences = new Map<string, number>();
+  const key = (c: Call): string => `${c.room}\n${c.id}`;
+
+  function unfreeze(room: string): void {
+    const f = freezes.get(room);
+    if (f === undefined) return;
+    clearTimeout(f.timer);
+    freezes.delete(room);
+  }
+
+  function exportRoom(c: Call): Answer {
+    const f = freezes.get(c.room);
+    if (f !== undefined) return f.id === c.id ? { status: 200, body: f.blob, type: 'application/octet-stream' } : { status: 409, body: 'another handoff holds this room\n' };
+    if (outcomes.has(key(c))) return { status: 409, body: 'this handoff is over\n' };
+    const leaseMs = leaseOf(c.body);
+    if (leaseMs === null) return { status: 400, body: `leaseMs must be an integer 1..${LEASE_MAX_MS}\n` };
+    if (!host.holds(c.room)) return { status: 404, body: 'room not here\n' };
+    host.setEpoch(c.room, c.epoch);
+    const blob = host.moves.serialize(c.room);
+    // The lease: a gateway that dies mid-handoff must not leave the room frozen.
+    const timer = setTimeout(() => {
+      freezes.delete(c.room);
+      remember(outcomes, key(c), 'resumed', REMEMBERED_MAX);
+      host.log(`handoff ${c.id}: lease of room ${c.room} expired, resumed`);
+    }, leaseMs);
+    freezes.set(c.room, { id: c.id, blob, timer });
+    remember(outcomes, key(c), 'exported', REMEMBERED_MAX);
+    return { status: 200, body: blob, type: 'application/octet-stream' };
+  }
+
+  function importRoom(c: Call): Answer {
+    if (outcomes.get(key(c)) === 'imported') return { status: 204 };
+    if (freezes.has(c.room)) return { status: 409, body: 'this room is frozen here by another handoff\n' };
+    if (!host.moves.restore(c.room, c.body)) return { status: 400, body: 'not a state blob of this room\n' };
+    host.setEpoch(c.room, c.epoch);
+    remember(outcomes, key(c), 'imported', REMEMBERED_MAX);
+    return { status: 204 };
+  }
+
+  function releaseRoom(c: Call): Answer {
+    if (outcomes.get(key(c)) === 'released') return { status: 204 };
+    const f = freezes.get(c.room);
+    if (f !== undefined && f.id !== c.id) return { status: 409, body: 'another handoff holds this room\n' };
+    if (f === undefined && outcomes.get(key(c)) === 'resumed') host.log(`handoff ${c.id}: release of room ${c.room} after its lease expired`);
+    unfreeze(c.room);
+    // The fence first, so a socket that arrives while the others close is refused too.
+    remember(fences, c.room, Math.max(c.epoch, fences.get(c.room) ?? 0), REMEMBERED_MAX);
+    host.closeRoom(c.room, CLOSE_SERVICE_RESTART);
+    host.moves.drop(c.room);
+    remember(outcomes, key(c), 'released', REMEMBERED_MAX);
+    return { status: 204 };
+  }
+
+  function resumeRoom(c: Call): Answer {
+    const f = freezes.get(c.room);
+    if (f !== undefined && f.id !== c.id) return { status: 409, body: 'another handoff holds this room\n' };
+    if (outcomes.get(key(c)) === 'released') return { status: 409, body: 'this room was released\n' };
+    unfreeze(c.room);
+    // Nothing frozen (already resumed, the lease ran out, or never exported): the same end state.
+    if (outcomes.has(key(c))) remember(outcomes, key(c), 'resumed', REMEMBERED_MAX);
+    return { status: 204 };
+  }
+
+  function run(c: Call): Answer {
+    const held = host.heldEpoch(c.room);
+    // The room here is a newer copy than the one the call is about (import: newer than the new one).
+    if (held !== undefined && c.epoch < held) return { status: 409, body: 'this room is held under a newer epoch\n' };
+    if ((fences.get(c.room) ?? 0) >= c.epoch && outcomes.get(key(c)) !== 'released') return { status: 409, body: 'this room was released\n' };
+    switch (c.step) {
+      case 'export':
+        return exportRoom(c);
+      case 'import':
+        return importRoom(c);
+      case 'release':
+        return releaseRoom(c);
+      case 'resume':
+        return resumeRoom(c);
+    }
+  }
+
+  return {
+    serve: (req, res, pathname) => serveHook(req, res, base, pathname, host.checkCall, run),
+    frozen: (room) => freezes.has(room),
+    fenced: (room, epoch) => epoch > 0 && (fences.get(room) ?? 0) >= epoch,
+    close() {
+      for (const room of [...freezes.keys()]) unfreeze(room);
+    },
+  };
+}
