@@ -7,6 +7,7 @@
 // Node joins them the same way in `headers.cookie`, which the room key reads), and
 // a body without Content-Length is marked chunked so the backend connection frames it.
 import type { Http2ServerRequest } from 'node:http2';
+import { clientRefusal, type ClientRefusalCode } from './refusals.js';
 import { canonicalize, type HeadLimits, type HeadVerdict, type HeadRefusal } from './request-head.js';
 import { isFieldText, isHostValue } from './syntax.js';
 
@@ -18,8 +19,8 @@ export interface H2HeadLimits extends HeadLimits {
 const OK: HeadVerdict = { ok: true, asterisk: false };
 const OK_ASTERISK: HeadVerdict = { ok: true, asterisk: true };
 
-function refuse(status: HeadRefusal['status'], body: string): HeadVerdict {
-  return { ok: false, refusal: { status, body } };
+function refuse(code: ClientRefusalCode, limit?: number): HeadVerdict {
+  return { ok: false, refusal: clientRefusal(code, limit) as HeadRefusal };
 }
 
 /**
@@ -31,7 +32,7 @@ export function checkH2RequestHead(req: Http2ServerRequest, limits: H2HeadLimits
   const raw = req.rawHeaders;
   const headers = req.headers;
   const scheme = headers[':scheme'];
-  if (scheme !== 'https' && scheme !== 'http') return refuse(400, 'the :scheme must be https\n');
+  if (scheme !== 'https' && scheme !== 'http') return refuse('h2-scheme');
   const out: string[] = [];
   let lines = 0;
   let bytes = 0;
@@ -48,7 +49,7 @@ export function checkH2RequestHead(req: Http2ServerRequest, limits: H2HeadLimits
     lines++;
     // nghttp2 refuses NUL, CR and LF; the other control bytes would make the HTTP/1.1 request
     // to the backend invalid (Node's client throws on them): refused here, answered with 400.
-    if (!isFieldText(value)) return refuse(400, 'a header value holds a control character\n');
+    if (!isFieldText(value)) return refuse('control-character');
     // h2 names are lower-case (nghttp2 refuses others), so no case folding is needed.
     if (name === 'host') {
       hosts++;
@@ -61,17 +62,17 @@ export function checkH2RequestHead(req: Http2ServerRequest, limits: H2HeadLimits
       } else cookie += `; ${value}`;
     } else out.push(name, value);
   }
-  if (lines > limits.maxHeaders) return refuse(431, `more than ${limits.maxHeaders} request header lines\n`);
-  if (bytes > limits.maxHeaderBytes) return refuse(431, 'request headers too large\n');
-  if (hosts > 1) return refuse(400, 'more than one Host header\n');
+  if (lines > limits.maxHeaders) return refuse('too-many-header-lines', limits.maxHeaders);
+  if (bytes > limits.maxHeaderBytes) return refuse('headers-too-large');
+  if (hosts > 1) return refuse('host-twice');
   const authority = headers[':authority'];
   // RFC 9113 8.3.1: a Host beside :authority must not differ from it.
   if (typeof authority === 'string' && host !== undefined && authority.toLowerCase() !== host.toLowerCase()) {
-    return refuse(400, 'the Host header differs from :authority\n');
+    return refuse('host-not-authority');
   }
   const target = typeof authority === 'string' ? authority : host;
-  if (target === undefined) return refuse(400, 'a Host header is required\n');
-  if (!isHostValue(target)) return refuse(400, 'invalid Host header\n');
+  if (target === undefined) return refuse('host-missing');
+  if (!isHostValue(target)) return refuse('host-invalid');
   if (cookieAt !== -1) out[cookieAt + 1] = cookie as string;
   out.unshift('Host', target);
   headers.host = target;
@@ -80,12 +81,12 @@ export function checkH2RequestHead(req: Http2ServerRequest, limits: H2HeadLimits
   // rawHeaders is a getter on the h2 request: the HTTP/1.1 list is set on the instance instead.
   Object.defineProperty(req, 'rawHeaders', { value: out, configurable: true, enumerable: true });
   const path = req.url;
-  if (path === '*') return req.method === 'OPTIONS' ? OK_ASTERISK : refuse(400, 'the "*" target is only for OPTIONS\n');
-  if (path.charCodeAt(0) !== 0x2f) return refuse(400, 'the request target must be a path\n');
+  if (path === '*') return req.method === 'OPTIONS' ? OK_ASTERISK : refuse('asterisk-not-options');
+  if (path.charCodeAt(0) !== 0x2f) return refuse('target-not-path');
   // What an HTTP/1.1 request line may carry (visible ASCII): the backend gets this path as it is.
   for (let i = 1; i < path.length; i++) {
     const c = path.charCodeAt(i);
-    if (c <= 0x20 || c >= 0x7f) return refuse(400, 'the request target holds a character a URL may not carry unencoded\n');
+    if (c <= 0x20 || c >= 0x7f) return refuse('target-character');
   }
   return canonicalize(req, limits.target);
 }

@@ -10,6 +10,8 @@
 // text/html) gets a page: the operator's own for that status (`proxy.errorPages`), else a built-in
 // one; every other client gets plain text.
 
+import { rawResponse } from './replies.js';
+
 export const REFUSALS = {
   'no-room-key': { status: 400, text: 'this request needs a room key', log: 'no valid room key and room.noRoom is reject' },
   'no-backend': { status: 503, text: 'the service is unavailable, retry shortly', log: 'no backend can take the request' },
@@ -26,6 +28,59 @@ export const REFUSALS = {
 } as const satisfies Record<string, { readonly status: number; readonly text: string; readonly log: string }>;
 
 export type RefusalCode = keyof typeof REFUSALS;
+
+/**
+ * The answers to a client's own mistakes, told as they are (the client can fix them): a request
+ * head roomgate will not route, a handshake it will not carry, a connection it closes. Plain text
+ * with Connection: close, counted in roomgate_client_errors_total under the status, logged at
+ * debug. Written by the head checks (request-head.ts, h2-request-head.ts, target.ts), the fronts
+ * and the upgrade path; `{limit}` is filled in by clientRefusal().
+ */
+export const CLIENT_REFUSALS = {
+  'bad-request': { status: 400, text: 'bad request' },
+  'http-version': { status: 505, text: 'only HTTP/1.0 and HTTP/1.1 are spoken here' },
+  'too-many-header-lines': { status: 431, text: 'more than {limit} request header lines' },
+  'headers-too-large': { status: 431, text: 'request headers too large' },
+  'head-timeout': { status: 408, text: 'request timeout' },
+  'method-not-parsed': { status: 501, text: 'this method is not implemented' },
+  'transfer-encoding': { status: 400, text: 'Transfer-Encoding other than "chunked" is not accepted' },
+  'host-twice': { status: 400, text: 'more than one Host header' },
+  'host-missing': { status: 400, text: 'a Host header is required' },
+  'host-invalid': { status: 400, text: 'invalid Host header' },
+  'host-not-authority': { status: 400, text: 'the Host header differs from :authority' },
+  'target-host-invalid': { status: 400, text: 'invalid host in the request target' },
+  'asterisk-not-options': { status: 400, text: 'the "*" target is only for OPTIONS' },
+  'target-not-path-or-url': { status: 400, text: 'the request target must be a path (or an absolute http(s) URL)' },
+  'target-not-path': { status: 400, text: 'the request target must be a path' },
+  'target-character': { status: 400, text: 'the request target holds a character a URL may not carry unencoded' },
+  'target-fragment': { status: 400, text: 'a "#" in the request target' },
+  'path-backslash': { status: 400, text: 'a backslash in the request path' },
+  'path-bad-escape': { status: 400, text: 'a malformed percent-escape in the request path' },
+  'path-encoded-slash': { status: 400, text: 'an encoded "/" or "\\" in the request path' },
+  'path-encoded-nul': { status: 400, text: 'an encoded NUL in the request path' },
+  'reserved-path': { status: 404, text: 'not found' },
+  'h2-scheme': { status: 400, text: 'the :scheme must be https' },
+  'control-character': { status: 400, text: 'a header value holds a control character' },
+  connect: { status: 405, text: 'CONNECT is not supported' },
+  'websocket-no-path': { status: 400, text: 'a WebSocket needs a path' },
+  'websocket-method': { status: 400, text: 'WebSocket upgrades must use GET' },
+  'websocket-only': { status: 400, text: 'only WebSocket upgrades are proxied' },
+  'websocket-key': { status: 400, text: 'missing Sec-WebSocket-Key or Sec-WebSocket-Version' },
+  'websocket-body': { status: 400, text: 'a WebSocket handshake has no body' },
+  'websocket-route': { status: 404, text: 'no WebSocket route here' },
+  'redirect-no-host': { status: 400, text: 'a Host header naming this server is needed to redirect to https' },
+  'redirect-target': { status: 400, text: 'this target cannot be redirected' },
+  'redirect-upgrade': { status: 400, text: 'use wss:// on the TLS port' },
+} as const satisfies Record<string, { readonly status: number; readonly text: string }>;
+
+export type ClientRefusalCode = keyof typeof CLIENT_REFUSALS;
+
+/** A client mistake's status and body (`limit` fills `{limit}`). */
+export function clientRefusal<C extends ClientRefusalCode>(code: C, limit?: number): { readonly status: (typeof CLIENT_REFUSALS)[C]['status']; readonly body: string } {
+  const entry = CLIENT_REFUSALS[code];
+  const text: string = entry.text;
+  return { status: entry.status, body: `${limit === undefined ? text : text.replace('{limit}', String(limit))}\n` };
+}
 
 /** One refusal as a path asks for it: the code and what the answer or the log needs beyond it. */
 export interface Refusal {
@@ -81,4 +136,15 @@ export function renderRefusal(r: Refusal, requestId: string, accept: string | un
   }
   fields['Content-Length'] = String(Buffer.byteLength(body));
   return { status: entry.status, headers: fields, body };
+}
+
+/** A client mistake as a whole raw HTTP/1.1 answer (Connection: close), for sockets node:http no longer parses. */
+export function refusalText(code: ClientRefusalCode, headers: Readonly<Record<string, string>> = {}): string {
+  const r = clientRefusal(code);
+  return rawResponse(r.status, r.body, headers);
+}
+
+/** The body of the redirect port's 308 to https (tls.redirectPort): where to go, nothing else. */
+export function redirectText(location: string): string {
+  return `see ${location}\n`;
 }

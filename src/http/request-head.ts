@@ -5,6 +5,7 @@
 // canonical form every later step reads: an origin-form target in the one form of src/http/target.ts
 // (reserved paths refused there) and exactly one Host.
 import type { IncomingMessage } from 'node:http';
+import { clientRefusal, type ClientRefusalCode } from './refusals.js';
 import { isHostValue } from './syntax.js';
 import type { TargetRule } from './target.js';
 
@@ -27,8 +28,8 @@ export type HeadVerdict = { readonly ok: true; readonly asterisk: boolean } | { 
 const OK: HeadVerdict = { ok: true, asterisk: false };
 const OK_ASTERISK: HeadVerdict = { ok: true, asterisk: true };
 
-function refuse(status: HeadRefusal['status'], body: string, headers?: Record<string, string>): HeadVerdict {
-  return { ok: false, refusal: headers ? { status, body, headers } : { status, body } };
+function refuse(code: ClientRefusalCode, limit?: number): HeadVerdict {
+  return { ok: false, refusal: clientRefusal(code, limit) as HeadRefusal };
 }
 
 /**
@@ -40,11 +41,11 @@ function refuse(status: HeadRefusal['status'], body: string, headers?: Record<st
  */
 export function checkRequestHead(req: IncomingMessage, limits: HeadLimits): HeadVerdict {
   if (req.httpVersionMajor !== 1 || (req.httpVersionMinor !== 0 && req.httpVersionMinor !== 1)) {
-    return refuse(505, 'only HTTP/1.0 and HTTP/1.1 are spoken here\n');
+    return refuse('http-version');
   }
   const raw = req.rawHeaders;
   if (raw.length > limits.maxHeaders * 2) {
-    return refuse(431, `more than ${limits.maxHeaders} request header lines\n`);
+    return refuse('too-many-header-lines', limits.maxHeaders);
   }
   let hosts = 0;
   let hostIndex = -1;
@@ -62,39 +63,39 @@ export function checkRequestHead(req: IncomingMessage, limits: HeadLimits): Head
   // A body is framed by exactly "chunked" or by Content-Length; any other coding list (which
   // Node lets through for some spellings) is refused, as RFC 9112 6.3 asks of a server.
   if (te !== null && te.trim().toLowerCase() !== 'chunked') {
-    return refuse(400, 'Transfer-Encoding other than "chunked" is not accepted\n');
+    return refuse('transfer-encoding');
   }
-  if (hosts > 1) return refuse(400, 'more than one Host header\n');
+  if (hosts > 1) return refuse('host-twice');
 
   const url = req.url ?? '';
   if (url.charCodeAt(0) !== 0x2f /* '/' */) {
     if (url === '*') {
-      return req.method === 'OPTIONS' ? OK_ASTERISK : refuse(400, 'the "*" target is only for OPTIONS\n');
+      return req.method === 'OPTIONS' ? OK_ASTERISK : refuse('asterisk-not-options');
     }
     // The authority ends at the first '/' or '?': userinfo (`http://u@host/`) never matches, and
     // RFC 9110 4.2.4 asks a recipient to treat it as an error.
     const abs = /^(https?):\/\/([^/?#@]+)((?:[/?][^#]*)?)$/i.exec(url);
-    if (!abs) return refuse(400, 'the request target must be a path (or an absolute http(s) URL)\n');
+    if (!abs) return refuse('target-not-path-or-url');
     const authority = abs[2] as string;
-    if (!isHostValue(authority)) return refuse(400, 'invalid host in the request target\n');
+    if (!isHostValue(authority)) return refuse('target-host-invalid');
     const rest = abs[3] as string;
     const target = limits.target(rest === '' ? '/' : rest.charCodeAt(0) === 0x3f /* '?' */ ? `/${rest}` : rest);
-    if (!target.ok) return refuse(target.status, target.body);
+    if (!target.ok) return { ok: false, refusal: { status: target.status, body: target.body } };
     req.url = target.url;
     if (hostIndex === -1) raw.push('Host', authority);
     else raw[hostIndex] = authority;
     req.headers.host = authority;
     return OK;
   }
-  if (hosts === 0) return refuse(400, 'a Host header is required\n');
-  if (!isHostValue(raw[hostIndex] as string)) return refuse(400, 'invalid Host header\n');
+  if (hosts === 0) return refuse('host-missing');
+  if (!isHostValue(raw[hostIndex] as string)) return refuse('host-invalid');
   return canonicalize(req, limits.target);
 }
 
 /** Brings an origin-form target to its canonical form in place, or refuses it (src/http/target.ts). */
 export function canonicalize(req: { url?: string | undefined }, rule: TargetRule): HeadVerdict {
   const target = rule(req.url ?? '/');
-  if (!target.ok) return refuse(target.status, target.body);
+  if (!target.ok) return { ok: false, refusal: { status: target.status, body: target.body } };
   req.url = target.url;
   return OK;
 }

@@ -16,6 +16,8 @@
 // case, and behind a per-tab prefix (`/r/{room}/...`, which roomgate strips before forwarding).
 
 /** What a target comes to: its canonical form, or roomgate's refusal. */
+import { clientRefusal, type ClientRefusalCode } from './refusals.js';
+
 export type TargetVerdict = { readonly ok: true; readonly url: string } | { readonly ok: false; readonly status: 400 | 404; readonly body: string };
 
 export interface TargetRuleOptions {
@@ -28,10 +30,10 @@ export interface TargetRuleOptions {
 /** A target rule: canonical form, then the reserved-path check. */
 export type TargetRule = (url: string) => TargetVerdict;
 
-const NOT_FOUND: TargetVerdict = { ok: false, status: 404, body: 'not found\n' };
+const NOT_FOUND: TargetVerdict = { ok: false, ...clientRefusal('reserved-path') };
 
-function bad(body: string): TargetVerdict {
-  return { ok: false, status: 400, body };
+function bad(code: Exclude<ClientRefusalCode, 'reserved-path'>): TargetVerdict {
+  return { ok: false, status: 400, body: clientRefusal(code).body };
 }
 
 // RFC 3986 2.3: ALPHA / DIGIT / "-" / "." / "_" / "~".
@@ -62,19 +64,19 @@ function isPlain(path: string): boolean {
 }
 
 /** Decodes the unreserved escapes of a path; a string naming the refusal when it holds a forbidden one. */
-function decodePath(path: string): { path: string } | { refusal: string } {
+function decodePath(path: string): { path: string } | { refusal: 'path-backslash' | 'path-bad-escape' | 'path-encoded-slash' | 'path-encoded-nul' } {
   let out = '';
   let from = 0;
   for (let i = 0; i < path.length; i++) {
     const c = path.charCodeAt(i);
-    if (c === 0x5c) return { refusal: 'a backslash in the request path\n' };
+    if (c === 0x5c) return { refusal: 'path-backslash' };
     if (c !== 0x25) continue;
     const hi = hexValue(path.charCodeAt(i + 1));
     const lo = hexValue(path.charCodeAt(i + 2));
-    if (hi < 0 || lo < 0) return { refusal: 'a malformed percent-escape in the request path\n' };
+    if (hi < 0 || lo < 0) return { refusal: 'path-bad-escape' };
     const byte = hi * 16 + lo;
-    if (byte === 0x2f || byte === 0x5c) return { refusal: 'an encoded "/" or "\\" in the request path\n' };
-    if (byte === 0) return { refusal: 'an encoded NUL in the request path\n' };
+    if (byte === 0x2f || byte === 0x5c) return { refusal: 'path-encoded-slash' };
+    if (byte === 0) return { refusal: 'path-encoded-nul' };
     out += path.slice(from, i) + (isUnreserved(byte) ? String.fromCharCode(byte) : `%${path.slice(i + 1, i + 3).toUpperCase()}`);
     from = i + 3;
     i += 2;
@@ -101,10 +103,10 @@ function resolveSegments(path: string): string {
 
 /** The canonical form of an origin-form target ("/path?query"), or a 400 refusal. */
 export function canonicalTarget(url: string): TargetVerdict {
-  if (url.includes('#')) return bad('a "#" in the request target\n');
+  if (url.includes('#')) return bad('target-fragment');
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
-  if (path.charCodeAt(0) !== 0x2f) return bad('the request target must be a path\n');
+  if (path.charCodeAt(0) !== 0x2f) return bad('target-not-path');
   if (isPlain(path)) return { ok: true, url };
   const decoded = decodePath(path);
   if ('refusal' in decoded) return bad(decoded.refusal);

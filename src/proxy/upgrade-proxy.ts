@@ -9,6 +9,7 @@
 // Each attempt is an UpgradeTunnel with one named state and one cleanup path (finish()). Socket
 // listeners are module functions that reach their tunnel through a symbol: no closure per
 // socket keeps the request (or anything else of the handshake) alive for the socket's life.
+import { clientRefusal } from '../http/refusals.js';
 import type { Refusal } from '../http/refusals.js';
 import type { Refuser } from './refuser.js';
 import type { Socket } from 'node:net';
@@ -149,22 +150,22 @@ export class UpgradeProxy {
 
   /** Requests that are not WebSocket handshakes roomgate will carry. */
   private refusal(req: IncomingMessage, key: KeyResult): { status: number; body: string } | null {
-    if (req.method !== 'GET') return { status: 400, body: 'WebSocket upgrades must use GET\n' };
-    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return { status: 400, body: 'only WebSocket upgrades are proxied\n' };
+    if (req.method !== 'GET') return clientRefusal('websocket-method');
+    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return clientRefusal('websocket-only');
     if (!req.headers['sec-websocket-key'] || !req.headers['sec-websocket-version']) {
-      return { status: 400, body: 'missing Sec-WebSocket-Key or Sec-WebSocket-Version\n' };
+      return clientRefusal('websocket-key');
     }
     // A handshake has no body (RFC 6455 4.1); bytes after its head are WebSocket frames, which a
     // body's framing would otherwise hide from the checks above.
     const cl = req.headers['content-length'];
     if (req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0')) {
-      return { status: 400, body: 'a WebSocket handshake has no body\n' };
+      return clientRefusal('websocket-body');
     }
     // Matched on what the backend will see: after the room prefix is stripped, on the canonical
     // target every front made (src/http/target.ts: dot segments resolved, escapes decoded).
     const q = key.forwardUrl.indexOf('?');
     const path = q === -1 ? key.forwardUrl : key.forwardUrl.slice(0, q);
-    if (!this.o.websocketPaths.some((p) => path.startsWith(p))) return { status: 404, body: 'no WebSocket route here\n' };
+    if (!this.o.websocketPaths.some((p) => path.startsWith(p))) return clientRefusal('websocket-route');
     return null;
   }
 

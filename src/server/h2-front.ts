@@ -9,6 +9,7 @@
 // HTTP/1.1), a body that trickles (408 after requestTimeoutMs), idle connections (GOAWAY after
 // keepAliveTimeoutMs), and rapid reset (CVE-2023-44487): a connection that cancels more than
 // maxResetsPerS streams in a second is closed with ENHANCE_YOUR_CALM.
+import { clientRefusal } from '../http/refusals.js';
 import type { TargetRule } from '../http/target.js';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -197,7 +198,8 @@ export class H2Front {
   private connect(req: Http2ServerRequest, res: Http2ServerResponse): void {
     if (this.o.webSockets && isWebSocketConnect(req)) return this.webSocket(req, res);
     this.o.metrics.clientErrors.inc({ code: '405' });
-    reply(res, 405, 'CONNECT is not supported\n', { Allow: this.o.allow });
+    const r = clientRefusal('connect');
+    reply(res, r.status, r.body, { Allow: this.o.allow });
   }
 
   /** An extended CONNECT: the same head rules, then the upgrade path with a stream for a socket. */
@@ -205,7 +207,7 @@ export class H2Front {
     const { o } = this;
     const verdict = checkH2RequestHead(req, this.limits);
     if (!verdict.ok || verdict.asterisk) {
-      const refusal = verdict.ok ? { status: 400 as const, body: 'a WebSocket needs a path\n' } : verdict.refusal;
+      const refusal = verdict.ok ? clientRefusal('websocket-no-path') : verdict.refusal;
       o.metrics.clientErrors.inc({ code: String(refusal.status) });
       return reply(res, refusal.status, refusal.body, {});
     }
@@ -227,7 +229,7 @@ function bodyDeadline(req: Http2ServerRequest, res: Http2ServerResponse, ms: num
     if (req.complete) return;
     if (res.headersSent) return req.stream.close(NGHTTP2_CANCEL);
     res.once('finish', () => req.stream.close(NGHTTP2_NO_ERROR));
-    reply(res, 408, 'request timeout\n', {});
+    reply(res, 408, clientRefusal('head-timeout').body, {});
   }, ms);
   const clear = (): void => clearTimeout(timer);
   req.once('end', clear);

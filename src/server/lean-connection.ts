@@ -8,13 +8,13 @@
 // exactly what it would have parsed had it owned the socket from the start, so every rule and
 // answer the conformance corpus pins for it still holds. A hand-over happens only between
 // answers, never with one half written.
+import { CLIENT_REFUSALS, refusalText, type ClientRefusalCode } from '../http/refusals.js';
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { mayBeLean, parseLeanHead, type LeanHead, type LeanLimits } from '../http/lean-request-head.js';
 import { rememberPeer } from '../http/peer.js';
 import type { TargetRule } from '../http/target.js';
-import { rawResponse } from '../http/replies.js';
 import { resetConnection } from '../http/reset.js';
 import { keepHeadDeadline } from './head-deadline.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -87,7 +87,7 @@ export class LeanFront {
   /** A head handed to node:http mid-way was not complete at its deadline: node:http's own 408. */
   readonly headExpired = (socket: Socket): void => {
     this.o.metrics.clientErrors.inc({ code: '408' });
-    socket.end(rawResponse(408, 'request timeout\n'));
+    socket.end(refusalText('head-timeout'));
     setTimeout(() => socket.destroy(), 1_000).unref();
   };
 
@@ -275,7 +275,7 @@ class LeanConnection implements PageClient {
       this.finish();
       return;
     }
-    if (this.buf !== null) return this.refuse(400, 'bad request\n');
+    if (this.buf !== null) return this.refuse('bad-request');
     this.finish();
   }
 
@@ -330,12 +330,12 @@ class LeanConnection implements PageClient {
       return;
     }
     // The answer node:http gives a head that does not arrive in time.
-    this.refuse(408, 'request timeout\n');
+    this.refuse('head-timeout');
   }
 
   /** Ends the connection with one of node:http's refusals (as public-server.ts writes them). */
-  private refuse(status: number, body: string): void {
-    this.front.o.metrics.clientErrors.inc({ code: String(status) });
-    this.finish(rawResponse(status, body));
+  private refuse(code: ClientRefusalCode): void {
+    this.front.o.metrics.clientErrors.inc({ code: String(CLIENT_REFUSALS[code].status) });
+    this.finish(refusalText(code));
   }
 }

@@ -4,6 +4,7 @@
 // only the connection: its parse errors, pipelined answers in order, one refusal per connection.
 // Proxied traffic does not go through a web framework: no body parsing, no routing tables on the
 // hot path.
+import { clientRefusal, refusalText } from '../http/refusals.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import https from 'node:https';
 import type { TLSSocket } from 'node:tls';
@@ -90,7 +91,7 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
   server.on('connect', (_req: IncomingMessage, socket: Socket) => {
     clearHeadDeadline(socket);
     o.metrics.clientErrors.inc({ code: '405' });
-    endSocket(socket, rawResponse(405, 'CONNECT is not supported\n', { Allow: o.allow }));
+    endSocket(socket, refusalText('connect', { Allow: o.allow }));
   });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => clientError(o, err, socket));
   return server;
@@ -136,7 +137,8 @@ function listener(o: PublicServerOptions): http.Server {
 /** A request node:http could not parse: one answer per connection, after the answers before it. */
 function clientError(o: PublicServerOptions, err: NodeJS.ErrnoException, socket: Socket): void {
   // Only sockets still parsed as HTTP reach here, never an upgraded one.
-  const code = err.code === 'HPE_HEADER_OVERFLOW' ? 431 : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : unknownMethod(err) ? 501 : 400;
+  const refusal = clientRefusal(err.code === 'HPE_HEADER_OVERFLOW' ? 'headers-too-large' : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 'head-timeout' : unknownMethod(err) ? 'method-not-parsed' : 'bad-request');
+  const code = refusal.status;
   if (err.code !== 'ECONNRESET') o.metrics.clientErrors.inc({ code: String(code) });
   o.logger.debug({ err: err.code, code }, 'client error');
   if (!socket.writable || err.code === 'ECONNRESET') {
@@ -146,8 +148,7 @@ function clientError(o: PublicServerOptions, err: NodeJS.ErrnoException, socket:
   const conn = connection(socket);
   // Already ending (a refused head's answer is on its way), or already refused: one answer only.
   if (conn.closing || conn.refusal !== null) return;
-  const body = code === 431 ? 'request headers too large\n' : code === 408 ? 'request timeout\n' : code === 501 ? 'this method is not implemented\n' : 'bad request\n';
-  conn.refusal = rawResponse(code, body);
+  conn.refusal = rawResponse(code, refusal.body);
   // A request that follows complete ones still being answered (pipelining): their responses
   // go first, in order, and the refusal follows the last (RFC 9112 9.3.2). A body that breaks
   // mid-way belongs to a request that can never be answered: the refusal goes out at once.

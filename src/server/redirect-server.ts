@@ -2,10 +2,11 @@
 // same path on https, except the health paths, answered here (load balancers and kubelets often
 // probe in plain HTTP). Nothing is proxied and no body is read: the answer goes out as soon as
 // the head is in, and the connection closes after it.
+import { clientRefusal, redirectText, refusalText } from '../http/refusals.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import { healthAnswer } from '../http/health-answer.js';
 import { isHostValue } from '../http/syntax.js';
-import { rawResponse, sendText } from '../http/replies.js';
+import { sendText } from '../http/replies.js';
 
 export interface RedirectServerOptions {
   /** The TLS port the redirect points at (443 is left out of the URL). */
@@ -21,20 +22,20 @@ export function createRedirectServer(o: RedirectServerOptions): http.Server {
     const health = healthAnswer(req.url, o.isReady);
     if (health) return send(res, health.status, health.body, {});
     const location = httpsUrl(req, o.httpsPort());
-    if (location === null) return send(res, 400, 'a Host header naming this server is needed to redirect to https\n', {});
+    if (location === null) return send(res, 400, clientRefusal('redirect-no-host').body, {});
     try {
-      send(res, 308, `see ${location}\n`, { Location: location });
+      send(res, 308, redirectText(location), { Location: location });
     } catch {
       // A target Node's parser let through but its header check refuses: an answer, not a crash.
-      if (!res.headersSent) send(res, 400, 'this target cannot be redirected\n', {});
+      if (!res.headersSent) send(res, 400, clientRefusal('redirect-target').body, {});
       else res.destroy();
     }
   });
   // Upgrades and CONNECT: no tunnel on the plain port; the client is told where to go instead.
-  server.on('upgrade', (_req, socket) => socket.end(rawResponse(400, 'use wss:// on the TLS port\n')));
-  server.on('connect', (_req, socket) => socket.end(rawResponse(405, 'CONNECT is not supported\n')));
+  server.on('upgrade', (_req, socket) => socket.end(refusalText('redirect-upgrade')));
+  server.on('connect', (_req, socket) => socket.end(refusalText('connect')));
   server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end(rawResponse(400, 'bad request\n'));
+    if (socket.writable) socket.end(refusalText('bad-request'));
     else socket.destroy();
   });
   return server;
