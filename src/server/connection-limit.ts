@@ -6,6 +6,7 @@
 // nothing done in JS) and counted. An optional per-address cap is counted per connection (not per
 // request). Every listening server also gets a permanent `error` listener: an accept error (EMFILE
 // when the descriptors run out anyway) is logged, never the end of the process.
+import { peerAddress, rememberPeer } from '../http/peer.js';
 import { readFileSync } from 'node:fs';
 import type { Server, Socket } from 'node:net';
 import type { LoadedConfig } from '../config/load.js';
@@ -68,9 +69,6 @@ export interface ConnectionLimitOptions {
   readonly logger: Logger;
 }
 
-const ADDRESS = Symbol('roomgate.limitedAddress');
-type Counted = Socket & { [ADDRESS]?: string };
-
 /** Applies the limits to a listener (before it listens) and guards it against accept errors. */
 export function limitConnections(server: Server, o: ConnectionLimitOptions): void {
   guardListener(server, o.listener, o.logger);
@@ -84,17 +82,19 @@ export function limitConnections(server: Server, o: ConnectionLimitOptions): voi
 
 function perAddressCap(server: Server, o: ConnectionLimitOptions): void {
   const open = new Map<string, number>();
-  // One shared function for every socket: no closure per connection.
-  function release(this: Counted): void {
-    const address = this[ADDRESS];
+  // One shared function for every socket: no closure per connection. Registered only for a
+  // counted socket, whose address was remembered then (src/http/peer.ts owns it).
+  function release(this: Socket): void {
+    const address = peerAddress(this);
     if (address === undefined) return;
     const n = (open.get(address) ?? 1) - 1;
     if (n <= 0) open.delete(address);
     else open.set(address, n);
   }
   // First, before node:http, the TLS layer or the byte-level front take the socket.
-  server.prependListener('connection', (socket: Counted) => {
-    const address = socket.remoteAddress;
+  server.prependListener('connection', (socket: Socket) => {
+    rememberPeer(socket);
+    const address = peerAddress(socket);
     if (address === undefined) return;
     const n = open.get(address) ?? 0;
     if (n >= o.perAddress) {
@@ -103,7 +103,6 @@ function perAddressCap(server: Server, o: ConnectionLimitOptions): void {
       return;
     }
     open.set(address, n + 1);
-    socket[ADDRESS] = address;
     socket.once('close', release);
   });
 }

@@ -9,6 +9,7 @@
 // HTTP/1.1), a body that trickles (408 after requestTimeoutMs), idle connections (GOAWAY after
 // keepAliveTimeoutMs), and rapid reset (CVE-2023-44487): a connection that cancels more than
 // maxResetsPerS streams in a second is closed with ENHANCE_YOUR_CALM.
+import { peerAddress } from '../http/peer.js';
 import { clientRefusal } from '../http/refusals.js';
 import type { TargetRule } from '../http/target.js';
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
@@ -151,7 +152,7 @@ export class H2Front {
     this.sessions.add(session);
     o.metrics.h2Sessions.inc();
     const socket = this.arriving as Socket;
-    (session as Tracked)[PEER] = socket.remoteAddress;
+    (session as Tracked)[PEER] = peerAddress(socket);
     session.on('close', () => {
       this.sessions.delete(session);
       // A closed session only ends its socket (FIN after GOAWAY); a client that never closes its
