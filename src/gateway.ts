@@ -396,7 +396,7 @@ export class Gateway {
         : null;
     const isReady = (): boolean => this.ready;
     // One canonical target for every front, and the paths only roomgate calls on a backend.
-    const target = createTargetRule({ reserved: [config.push.path], pathPrefix: config.room.sources.includes('path-prefix') ? config.room.pathPrefix : null });
+    const target = createTargetRule({ reserved: [config.push.path, config.handoff.path], pathPrefix: config.room.sources.includes('path-prefix') ? config.room.pathPrefix : null });
     this.ticketKeys = opts.tlsTicketKeys ?? newTicketKeys();
     const certificates = loadTls(config, this.ticketKeys);
     this.redirect =
