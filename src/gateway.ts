@@ -56,6 +56,7 @@ import type { RuntimeView } from './runtime/views.js';
 import { StaticFiles } from './static/serve.js';
 import { PageCache } from './cache/page-cache.js';
 import { PushDelivery } from './runtime/push.js';
+import { createHandoffRuntime, type HandoffRuntime } from './runtime/handoff-setup.js';
 
 export interface GatewayOptions {
   readonly logger: Logger;
@@ -133,6 +134,8 @@ export class Gateway {
   /** The page cache; null when cache.paths is empty. */
   private readonly cache: PageCache | null;
   private readonly supervisor: Supervisor;
+  /** Room handoffs: moves and drains with handoff. */
+  private readonly handoff: HandoffRuntime;
   private ready = false;
   private stopping: Promise<void> | null = null;
 
@@ -238,6 +241,8 @@ export class Gateway {
     this.history = new History({ read: () => this.historyReading(metrics) });
     this.view = createRuntimeView({
       history: () => this.history.snapshot(),
+      // Room handoff (src/runtime/handoff*.ts): moves and drains with the rooms' state.
+      handoff: (this.handoff = createHandoffRuntime(config, { placer: this.placer, pool: this.pool, store: this.store, tunnels: this.tunnels, sharedData: this.sharedData, backendTls, gatewayId: this.id, metrics, logger })),
       push: new PushDelivery({
         placer: this.placer,
         pool: this.pool,
@@ -641,6 +646,7 @@ export class Gateway {
   /** Timers, checks, store connections, agents and the admin listener. */
   private async release(): Promise<void> {
     this.supervisor.stop();
+    this.handoff.stop();
     this.history.stop();
     this.health.stop();
     this.discovery?.stop();

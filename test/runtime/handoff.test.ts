@@ -16,6 +16,7 @@ import { MemoryPlacementStore } from '../../src/placement/memory-store.js';
 import { RedisPlacementStore } from '../../src/placement/redis-store.js';
 import type { PlacementStore } from '../../src/placement/store.js';
 import { HookClient } from '../../src/runtime/handoff-calls.js';
+import { HandoffDrains } from '../../src/runtime/handoff-drain.js';
 import { HandoffLog } from '../../src/runtime/handoff-log.js';
 import { Handoffs, type HandoffOutcome } from '../../src/runtime/handoff.js';
 import { Placer } from '../../src/runtime/placer.js';
@@ -373,5 +374,85 @@ describe('the test backend verifies every hook call', () => {
     } finally {
       await b.close();
     }
+  });
+});
+
+describe('a drain with handoff', () => {
+  let b1: HandoffTestBackend;
+  let b2: HandoffTestBackend;
+  let r: Rig;
+  let store: MemoryPlacementStore;
+
+  beforeEach(async () => {
+    b1 = await new HandoffTestBackend('b1', SECRETS).start();
+    b2 = await new HandoffTestBackend('b2', SECRETS).start();
+    store = new MemoryPlacementStore('gw-drain', TIMING);
+    r = rig(store, [b1, b2], { maxConcurrent: 2 });
+  });
+  afterEach(async () => {
+    for (const p of rigs.splice(0)) p.close();
+    await Promise.all([b1.close(), b2.close()]);
+  });
+
+  function drains(batch: number): HandoffDrains {
+    return new HandoffDrains({
+      move: (req) => r.handoffs.move(req),
+      support: (id) => r.handoffs.support(id),
+      running: (id) => r.handoffs.running(id),
+      pool: r.pool,
+      // This gateway's live rooms: what a tunnel still open on the backend says.
+      liveRoomsOn: async (backend) => r.tunnels.liveRooms().flatMap((x) => (x.backend === backend ? [x.room] : [])),
+      batch,
+      maxConcurrentPerBackend: 2,
+      logger,
+    });
+  }
+
+  /** n live rooms on b1 with their state there, each with a socket through this gateway. */
+  async function liveRooms(n: number): Promise<string[]> {
+    const rooms: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const room = `d-${i}`;
+      const p = await store.place(room, 'b1', 0, { force: false });
+      if (!p.ok) throw new Error('not placed');
+      b1.seed(room, `state ${i}`, p.placement.epoch);
+      r.tunnel(room, 'b1');
+      rooms.push(room);
+    }
+    return rooms;
+  }
+
+  it('moves every live room of the backend, in batches, and is done when none is left to try', async () => {
+    const rooms = await liveRooms(5);
+    r.pool.setAdmin('b1', { state: 'draining', deadline: null, since: Date.now() });
+    const { progress, done } = drains(3).start('b1');
+    await withTimeout(done, 10_000, 'the drain');
+    expect(progress).toMatchObject({ backend: 'b1', moved: 5, failed: 0, done: true, reason: '' });
+    for (const [i, room] of rooms.entries()) {
+      expect((await store.get(room))?.backend).toBe('b2');
+      expect(b2.rooms.get(room)?.state).toBe(`state ${i}`);
+    }
+    // Batches of at most handoff.maxConcurrentPerBackend (2), whatever drainBatch (3): none refused as too many.
+    expect(r.log.recent().filter((e) => e.result === 'refused' && e.reason.includes('maxConcurrentPerBackend'))).toEqual([]);
+  });
+
+  it('a room whose handoff fails is tried once more, then left to the drain as today; counted as failed', async () => {
+    await liveRooms(2);
+    b2.behave.set('import', { refuse: 503 });
+    r.pool.setAdmin('b1', { state: 'draining', deadline: null, since: Date.now() });
+    const { progress, done } = drains(2).start('b1');
+    await withTimeout(done, 10_000, 'the drain');
+    expect(progress).toMatchObject({ moved: 0, failed: 2, done: true });
+    expect(b2.calls.filter((c) => c.step === 'import')).toHaveLength(4);
+    expect((await store.get('d-0'))?.backend).toBe('b1');
+    expect(b1.rooms.get('d-0')?.frozenBy).toBeNull();
+  });
+
+  it('ends when the backend is no longer draining (undrained)', async () => {
+    await liveRooms(1);
+    const { progress, done } = drains(2).start('b1');
+    await withTimeout(done, 10_000, 'the drain');
+    expect(progress).toMatchObject({ moved: 0, done: true, reason: 'backend b1 is no longer draining' });
+    expect(b1.calls).toEqual([]);
   });
 });
