@@ -67,6 +67,8 @@ export class HandoffTestBackend {
     });
     this.server.on('upgrade', (req, socket, head) => {
       const room = new URL(req.url ?? '/', 'http://x').searchParams.get('room') ?? '';
+      // A room's first socket here starts its state, at the epoch roomgate sent.
+      if (!this.rooms.has(room)) this.rooms.set(room, { state: `started on ${this.id}`, epoch: Number(header(req, 'x-roomgate-epoch') ?? 0), frozenBy: null });
       this.wss.handleUpgrade(req, socket, head, (ws) => {
         let set = this.sockets.get(room);
         if (!set) this.sockets.set(room, (set = new Set()));
