@@ -88,6 +88,8 @@ export class Handoffs {
 
   /** Whether the backend serves the hooks, as known now (asked in the background when unknown or old). */
   support(backendId: string): HookSupport {
+    // Unsigned calls would all be refused: nothing to learn by asking.
+    if (!this.o.signed) return 'unknown';
     const b = this.o.pool.get(backendId);
     return b ? this.hello.peek(b) : 'unknown';
   }
