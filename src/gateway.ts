@@ -199,8 +199,9 @@ export class Gateway {
 
   /** Timers, checks, store connections, agents and the admin listener. */
   private async release(): Promise<void> {
-    const { runtime, data, fronts, control, stores, discovery } = this.parts;
+    const { runtime, data, fronts, control, stores, discovery, handoff } = this.parts;
     runtime.supervisor.stop();
+    handoff.stop();
     this.history.stop();
     runtime.health.stop();
     discovery?.stop();

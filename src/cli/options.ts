@@ -42,3 +42,10 @@ export const OFFLINE: OptionSpec = { name: 'offline', type: 'boolean', help: 'as
 export const JSON_OUT: OptionSpec = { name: 'json', type: 'boolean', help: 'print JSON (stable fields, for scripts)' };
 export const HELP: OptionSpec = { name: 'help', type: 'boolean', short: 'h', help: "this command's help" };
 export const VERSION: OptionSpec = { name: 'version', type: 'boolean', short: 'v', help: 'the version' };
+export const TO: OptionSpec = { name: 'to', type: 'string', value: 'BACKEND', help: 'the backend the room moves to (an id, as roomgate status lists them)' };
+export const HANDOFF_ID: OptionSpec = { name: 'id', type: 'string', value: 'ID', help: 'the handoff id: running the command again with it is the same handoff, not a second one' };
+export const HANDOFF: OptionSpec = {
+  name: 'handoff',
+  type: 'boolean',
+  help: 'hand off every live room of BACKEND now, with its state, instead of waiting for them to empty',
+};

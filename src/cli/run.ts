@@ -7,6 +7,7 @@ import { closest, findCommand, flag, parseCommandLine, UsageError, type OptionSp
 import { KEEP_RUNNING, type Command } from './command.js';
 import { drain, maintenance, undrain } from './commands/backend-state.js';
 import { checkConfig } from './commands/check-config.js';
+import { move } from './commands/move.js';
 import { sign } from './commands/sign.js';
 import { start } from './commands/start.js';
 import { status } from './commands/status.js';
@@ -15,7 +16,7 @@ import { commandHelp, helpJson, usage } from './help.js';
 import { HELP, JSON_OUT, VERSION } from './options.js';
 import { exitQuietlyOnEpipe, print, printJson, sayError } from './output.js';
 
-export const COMMANDS: readonly Command[] = [start, checkConfig, where, sign, status, drain, undrain, maintenance];
+export const COMMANDS: readonly Command[] = [start, checkConfig, where, sign, status, drain, undrain, maintenance, move];
 
 const GENERAL: readonly OptionSpec[] = [HELP, VERSION];
 

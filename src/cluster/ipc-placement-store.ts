@@ -32,7 +32,11 @@ export class IpcPlacementStore implements PlacementStore {
   }
 
   place(room: string, backend: string, expectedEpoch: number, opts: PlaceOptions): Promise<PlaceResult> {
-    return this.rpc.call('placement.place', [room, backend, expectedEpoch, { force: opts.force }]);
+    return this.rpc.call('placement.place', [room, backend, expectedEpoch, { force: opts.force, ...(opts.epoch === undefined ? {} : { epoch: opts.epoch }) }]);
+  }
+
+  reserveEpoch(): Promise<number> {
+    return this.rpc.call('placement.reserveEpoch');
   }
 
   async heartbeat(live: readonly LiveRoom[]): Promise<void> {

@@ -54,6 +54,7 @@ export class StoreHost {
 
     peer.handle('placement.get', (room) => p.get(str(room)));
     peer.handle('placement.place', (room, backend, epoch, opts) => p.place(str(room), str(backend), num(epoch), opts as PlaceOptions));
+    peer.handle('placement.reserveEpoch', () => p.reserveEpoch());
     peer.handle('placement.heartbeat', (live) => p.heartbeat(live as LiveRoom[]));
     peer.handle('placement.roomsPerBackend', async () => [...(await p.roomsPerBackend())]);
     peer.handle('placement.setBackendState', (id, state) => p.setBackendState(str(id), state as BackendAdminState | null));

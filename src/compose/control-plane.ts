@@ -9,6 +9,7 @@ import { counterTotals } from '../observability/history-reading.js';
 import { History, type HistoryReading } from '../observability/history.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { createHandoffRuntime, type HandoffRuntime } from '../runtime/handoff-setup.js';
 import { isLiveRoom, liveRoomsOf } from '../runtime/live-rooms.js';
 import type { BackendPool } from '../runtime/pool.js';
 import { PushDelivery } from '../runtime/push.js';
@@ -36,13 +37,27 @@ export interface ControlSide {
   readonly view: RuntimeView;
   /** The admin API, the public API and the pages, on fastify; proxied traffic never reaches it. */
   readonly control: ControlPlane;
+  /** Room handoffs: moves and drains with the rooms' state (src/runtime/handoff*.ts). */
+  readonly handoff: HandoffRuntime;
 }
 
 export function buildControlSide(config: LoadedConfig, deps: ControlDeps): ControlSide {
   const { metrics, logger, runtime, stores } = deps;
   const history = new History({ read: () => historyReading(metrics, runtime.pool, deps.cache) });
+  const handoff = createHandoffRuntime(config, {
+    placer: runtime.placer,
+    pool: runtime.pool,
+    store: stores.store,
+    tunnels: runtime.tunnels,
+    sharedData: stores.sharedData,
+    backendTls: deps.backendTls,
+    gatewayId: deps.gatewayId,
+    metrics,
+    logger,
+  });
   const view = createRuntimeView({
     history: () => history.snapshot(),
+    handoff,
     push: buildPushDelivery(config, deps),
     cache: deps.cache,
     restartNeeded: deps.restartNeeded,
@@ -59,7 +74,7 @@ export function buildControlSide(config: LoadedConfig, deps: ControlDeps): Contr
     isReady: deps.isReady,
   });
   const control = new ControlPlane({ config, view, sharedData: stores.sharedData, logger, onAuthThrottled: (surface) => metrics.authThrottled.inc({ surface }) });
-  return { history, view, control };
+  return { history, view, control, handoff };
 }
 
 function buildPushDelivery(config: LoadedConfig, deps: ControlDeps): PushDelivery {

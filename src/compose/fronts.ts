@@ -63,7 +63,7 @@ function pipelineOf(deps: FrontDeps): RequestPipeline {
 export function buildFronts(config: LoadedConfig, deps: FrontDeps): Fronts {
   const { logger, metrics, data, isReady } = deps;
   // One canonical target for every front, and the paths only roomgate calls on a backend.
-  const target = createTargetRule({ reserved: [config.push.path], pathPrefix: config.room.sources.includes('path-prefix') ? config.room.pathPrefix : null });
+  const target = createTargetRule({ reserved: [config.push.path, config.handoff.path], pathPrefix: config.room.sources.includes('path-prefix') ? config.room.pathPrefix : null });
   const certificates = loadTls(config, deps.ticketKeys);
   const redirect =
     certificates && config.tls.redirectPort !== null

@@ -5,6 +5,7 @@ import { BACKEND_TLS_UNVERIFIED, loadBackendTls } from '../backends/backend-tls.
 import type { DnsDiscovery } from '../backends/discovery.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { ControlPlane } from '../control/control-plane.js';
+import type { HandoffRuntime } from '../runtime/handoff-setup.js';
 import type { History } from '../observability/history.js';
 import type { Logger } from '../observability/logger.js';
 import { createMetrics, type Metrics } from '../observability/metrics.js';
@@ -55,6 +56,8 @@ export interface GatewayParts {
   readonly runtime: Runtime;
   /** The admin API, the public API and the pages; proxied traffic never reaches it. */
   readonly control: ControlPlane;
+  /** Room handoffs (stopped with the gateway). */
+  readonly handoff: HandoffRuntime;
   readonly data: DataPlane;
   readonly fronts: Fronts;
   readonly discovery: DnsDiscovery | null;
@@ -80,7 +83,7 @@ export function composeGateway(config: LoadedConfig, opts: GatewayOptions, state
   stores.sharedData.subscribe((ev) => {
     if (ev.type === 'cache-purge') cache()?.purge(ev.purge);
   });
-  const { history, control } = buildControlSide(config, {
+  const { history, control, handoff } = buildControlSide(config, {
     gatewayId,
     logger,
     metrics,
@@ -96,5 +99,5 @@ export function composeGateway(config: LoadedConfig, opts: GatewayOptions, state
   data = buildDataPlane(config, { logger, metrics, backendTls, runtime, cacheClock: opts.cacheClock });
   const fronts = buildFronts(config, { logger, metrics, control, data, isReady: state.isReady, port: state.port, ticketKeys: state.ticketKeys });
   const discovery = buildDiscovery(config, runtime.pool, logger);
-  return { metrics, history, stores, runtime, control, data, fronts, discovery };
+  return { metrics, history, stores, runtime, control, handoff, data, fronts, discovery };
 }

@@ -429,8 +429,32 @@ export const configSchema = z.strictObject({
       }),
     },
   ),
+  handoff: section(
+    "Room handoff (docs/handoff.md): a room moves to another backend with its state, through hooks the app serves on the backend's own address (`POST {path}/hello`, `/export`, `/import`, `/release`, `/resume`), each call signed with `backendCalls.secrets`. Used by `roomgate move` and `roomgate drain --handoff`; apps without the hooks keep today's behaviour.",
+    {
+      path: doc(matching(/^\/[!-~]*$/, 'a path starting with "/" of visible ASCII characters, e.g. "/_roomgate/handoff"').default('/_roomgate/handoff'), {
+        text: 'The backend path under which the hooks are served; reserved from clients like `push.path` (404 from every front, in any spelling).',
+      }),
+      maxStateBytes: doc(z.number().int().min(1024).max(268_435_456).default(16_777_216), {
+        text: "Largest room state an export may answer; a larger one fails the handoff (rolled back: the room stays where it is, with its state).",
+        unit: 'bytes',
+      }),
+      leaseMs: doc(positiveMs.default(30_000), {
+        text: "How long the old owner keeps an exported room frozen; if neither release nor resume arrives by then it resumes the room by itself, so a gateway that dies mid-handoff leaves nothing frozen. Sent with each export.",
+      }),
+      timeoutMs: doc(positiveMs.default(5_000), {
+        text: 'Time each hook call has to answer (connect included). An export or import that does not answer in time rolls the handoff back; a release that does not: the room\'s sockets on the old backend are cut.',
+      }),
+      maxConcurrentPerBackend: doc(z.number().int().min(1).max(1_000).default(4), {
+        text: 'Handoffs at once that involve one backend (as old or new owner), through this gateway; a move beyond it is refused (503, retry), a drain waits.',
+      }),
+      drainBatch: doc(z.number().int().min(1).max(1_000).default(4), {
+        text: 'A drain with handoff moves the rooms of the backend this many at a time (and never more at once than `maxConcurrentPerBackend`).',
+      }),
+    },
+  ),
   backendCalls: section(
-    "Calls roomgate makes to a backend's own endpoints (the push receiver, `push.path`): each carries a proof no client can make (docs/push.md).",
+    "Calls roomgate makes to a backend's own endpoints (the push receiver, `push.path`, and the handoff hooks, `handoff.path`): each carries a proof no client can make (docs/push.md).",
     {
       secrets: doc(z.array(z.string().min(32, 'a secret of at least 32 characters, e.g. from `openssl rand -base64 32`')).max(4).default([]), {
         text: "HMAC-SHA256 secrets shared with the app's receivers. Each call is signed with every one of them (X-Roomgate-Signature: v1=..., one per secret), so a receiver holding any of them accepts it: rotate by adding the new secret here, then to the apps, then removing the old one here. Needed when pushes are on (`push.tokens`); the demo generates one for its backends. Prefer the environment variable to the file.",

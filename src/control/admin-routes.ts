@@ -11,6 +11,7 @@ import type { BackendAdminState } from '../placement/store.js';
 import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../room/validate.js';
 import type { BackendSnapshot, RuntimeView } from '../runtime/views.js';
 import type { ControlApp, RouteConfig } from './app.js';
+import { withDrainHandoff } from './routes/handoff.js';
 
 export interface AdminRoutesOptions {
   readonly view: RuntimeView;
@@ -37,6 +38,7 @@ const DrainBody = z.object({
     .nullable()
     .optional()
     .meta({ description: 'Milliseconds until the remaining sockets are closed (default 10 min); null: no deadline, rooms leave only as they empty.' }),
+  handoff: z.boolean({ error: 'handoff must be true or false' }).optional().meta({ description: 'Hand off every live room of the backend now, with its state (docs/handoff.md).' }),
 });
 const IdParams = z.object({ id: z.string() });
 const PURGE_MESSAGE = 'give "url" (a path and query, exact), "prefix" (of the path) and/or "room"';
@@ -98,7 +100,7 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
     if (!b) throw noBackend(req.params.id);
     return backendJson(b);
   });
-  app.get('/events', { config: read }, async () => ({ events: v.events(), pushes: v.pushes() }));
+  app.get('/events', { config: read }, async () => ({ events: v.events(), pushes: v.pushes(), handoffs: v.handoffs() }));
   app.get('/rooms/:room', { config: read, schema: { params: z.object({ room: z.string() }) } }, async (req) => {
     const room = req.params.room;
     // The same check as routing: a key the gateway would never route is not looked up (nor sent to the store).
@@ -127,7 +129,8 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
     const now = Date.now();
     // deadlineMs: null drains with no deadline (rooms leave only as they empty).
     const ms = req.body.deadlineMs === undefined ? DEFAULT_DRAIN_DEADLINE_MS : req.body.deadlineMs;
-    return setState(req.params.id, { state: 'draining', deadline: ms === null ? null : now + ms, since: now });
+    const answer = await setState(req.params.id, { state: 'draining', deadline: ms === null ? null : now + ms, since: now });
+    return req.body.handoff === true ? withDrainHandoff(v, req.params.id, answer) : answer;
   });
   app.post('/backends/:id/maintenance', { config: write, schema: { params: IdParams } }, async (req) =>
     setState(req.params.id, { state: 'maintenance', deadline: null, since: Date.now() }),
@@ -160,5 +163,6 @@ function backendJson(b: BackendSnapshot): unknown {
     sockets: b.sockets,
     inflight: b.inflight,
     healthHistory: b.healthHistory,
+    handoffHooks: b.handoffHooks,
   };
 }

@@ -24,6 +24,7 @@ import { healthAnswer } from '../http/health-answer.js';
 import type { SharedDataStore } from '../shared-data/store.js';
 import { ADMIN_ROUTES_HINT, registerAdminRoutes } from './admin-routes.js';
 import { API_PREFIX, apiRouteLabel } from './api-routes.js';
+import { registerHandoffRoutes } from './routes/handoff.js';
 import { clip, createControlApp, pathOf, type ControlApp, type RouteEntry } from './app.js';
 import type { LobbyStream } from './lobby-stream.js';
 import { registerOpenApi } from './openapi.js';
@@ -220,6 +221,7 @@ export class ControlPlane {
         },
       });
       registerAdminRoutes(adm.app, { view, token: config.admin.token, throttle, validateRoom, roomPattern: config.room.pattern });
+      registerHandoffRoutes(adm.app, { view, token: config.admin.token, throttle, validateRoom, roomPattern: config.room.pattern });
       // The admin port has slots of its own: public clients can never take the operator's status page away.
       statusStreams.push(registerStatusRoutes(adm.app, { view, internal: true, slots: new StreamSlots(config.api.maxStreams), prettyJson: true, ...knobs }));
     }

@@ -24,6 +24,8 @@ export interface Metrics {
   readonly authThrottled: Counter<'surface'>;
   readonly pushSeconds: Histogram<'result'>;
   readonly admissionRefusals: Counter<'backend'>;
+  readonly handoffs: Counter<'result'>;
+  readonly handoffSeconds: Histogram<'result'>;
 }
 
 /** One backend as the state gauges report it (read when Prometheus scrapes, never per request). */
@@ -132,7 +134,7 @@ function trafficMetrics(registry: Registry, liveSocketsByBackend: () => Iterable
 
 type ServiceMetrics = Pick<
   Metrics,
-  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
+  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
 >;
 
 /** What roomgate does besides relaying: placements, static files, pushes, the limits it enforces, the placement store's health. */
@@ -161,6 +163,19 @@ function serviceMetrics(registry: Registry): ServiceMetrics {
       help: 'Time to deliver a push (placement lookup and the backend POST), by result',
       labelNames: ['result'],
       buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    handoffs: new Counter({
+      name: 'roomgate_handoffs_total',
+      help: 'Room handoffs by result: moved (with its state), moved-empty (the old owner held none), rolled-back (failed before the move, the room stayed), owner-lost (the old owner died mid-export: placed empty), refused (not started)',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    handoffSeconds: new Histogram({
+      name: 'roomgate_handoff_seconds',
+      help: 'Time a room handoff took (hello, export, import, move, release), by result',
+      labelNames: ['result'],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
     admissionRefusals: new Counter({

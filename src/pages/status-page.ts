@@ -2,7 +2,7 @@
 // the placement store mode, recent membership and health events, the gateway id. The server-rendered
 // table is complete without JavaScript; the constant script below only replaces it with each
 // snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
-import type { BackendEventKind, BackendStateName, PushEvent, RuntimeView } from '../runtime/views.js';
+import type { BackendEventKind, BackendStateName, HandoffEvent, PushEvent, RuntimeView } from '../runtime/views.js';
 import type { HistorySnapshot } from '../observability/history.js';
 import { CHART_JS, chartSpecs, renderCharts } from './charts.js';
 import { STREAM_CLIENT_JS, hiddenColumns, html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
@@ -13,9 +13,11 @@ export const STATUS_STREAM_PATH = '/_roomgate/status/stream';
 export const STATUS_EVENTS = 20;
 /** Pushes shown (newest first). */
 export const STATUS_PUSHES = 20;
+/** Room handoffs shown: those in progress, then the most recent done (newest first). */
+export const STATUS_HANDOFFS = 20;
 
 /** What the page reads of the running gateway. */
-export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events' | 'pushes' | 'cache' | 'history'>;
+export type StatusView = Pick<RuntimeView, 'gateway' | 'backends' | 'events' | 'pushes' | 'cache' | 'history' | 'handoffs'>;
 
 export interface StatusBackend {
   readonly id: string;
@@ -44,6 +46,19 @@ export interface StatusEvent {
 /** A push or fan-out through this gateway, as logged; room (target) and sender are '' on the public port. */
 export type StatusPush = PushEvent;
 
+/** A room handoff through this gateway; room and reason are '' on the public port. */
+export interface StatusHandoff {
+  readonly at: string;
+  readonly room: string;
+  readonly from: string;
+  readonly to: string;
+  /** The step running ('export', 'import', ...) while in progress, else the result. */
+  readonly state: string;
+  readonly done: boolean;
+  readonly reason: string;
+  readonly ms: number | null;
+}
+
 export interface StatusSnapshot {
   readonly gatewayId: string;
   readonly store: 'memory' | 'redis';
@@ -66,6 +81,10 @@ export interface StatusSnapshot {
   readonly cacheRestartNeeded: boolean;
   /** The last 15 minutes, for the plots (the whole gateway with --workers). */
   readonly history: HistorySnapshot;
+  /** Which backends serve the handoff hooks: "b1 yes, b2 no, b3 unknown". */
+  readonly handoffHooks: string;
+  /** In progress first, then done, newest first. */
+  readonly handoffs: readonly StatusHandoff[];
 }
 
 export interface StatusCache {
@@ -145,7 +164,25 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
     // Operators' business: the public port's page does not say a reload is waiting.
     cacheRestartNeeded: o.internal && gw.restartNeeded?.includes('cache') === true,
     history: v.history(),
+    handoffHooks: v.backends(nowMs).map((b) => `${b.id} ${b.handoffHooks}`).join(', '),
+    handoffs: handoffRows(v, o),
   };
+}
+
+function handoffRows(v: StatusView, o: StatusOptions): StatusHandoff[] {
+  const h = v.handoffs();
+  const row = (e: HandoffEvent): StatusHandoff => ({
+    at: e.at,
+    // Room keys and failure details are the operator's business: admin port only.
+    room: o.internal ? e.room : '',
+    from: e.from ?? '',
+    to: e.to ?? '',
+    state: e.result ?? e.stage,
+    done: e.result !== null,
+    reason: o.internal ? e.reason : '',
+    ms: e.ms,
+  });
+  return [...h.inProgress].reverse().concat([...h.recent].reverse()).slice(0, STATUS_HANDOFFS).map(row);
 }
 
 function cacheStatus(v: StatusView): StatusCache | null {
@@ -213,6 +250,18 @@ function eventRow(e: StatusEvent): SafeHtml {
 </tr>`;
 }
 
+function handoffRow(h: StatusHandoff, internal: boolean): SafeHtml {
+  return html`<tr>
+<td class="mono" data-label="Time (UTC)"><time datetime="${h.at}">${shortTime(h.at)}</time></td>
+${internal ? html`<th scope="row" class="mono" data-label="Room">${h.room}</th>` : ''}
+<td class="mono" data-label="From">${h.from}</td>
+<td class="mono" data-label="To">${h.to}</td>
+<td data-label="State"><span class="handoff-${h.state}">${h.done ? h.state : `${h.state}...`}</span></td>
+${internal ? html`<td data-label="Reason">${h.reason}</td>` : ''}
+<td class="num" data-label="ms">${h.ms ?? ''}</td>
+</tr>`;
+}
+
 function pushRow(p: StatusPush, internal: boolean): SafeHtml {
   return html`<tr>
 <td class="mono" data-label="Time (UTC)"><time datetime="${p.at}">${shortTime(p.at)}</time></td>
@@ -224,6 +273,56 @@ ${internal ? html`<td class="mono" data-label="Sender">${p.sender}</td>` : ''}
 <td class="num" data-label="Sockets">${p.sockets ?? ''}</td>
 <td class="num" data-label="ms">${p.ms}</td>
 </tr>`;
+}
+
+/** The pushes made through this gateway, newest first. */
+function pushesSection(s: StatusSnapshot, internal: boolean): SafeHtml {
+  const o = { internal };
+  return html`<section aria-labelledby="pushes-h">
+<h2 id="pushes-h">Recent pushes</h2>
+<table id="pushes" class="stack">
+<caption>Messages pushed to rooms through this gateway, newest first (last ${STATUS_PUSHES}): what became of each, where it went and, when the receiver said, to how many sockets.</caption>
+<thead><tr>
+<th scope="col">Time (UTC)</th>
+<th scope="col">Call</th>
+${o.internal ? html`<th scope="col">Room</th>` : ''}
+<th scope="col">Result</th>
+<th scope="col">Backend</th>
+${o.internal ? html`<th scope="col">Sender</th>` : ''}
+<th scope="col" class="num">Sockets</th>
+<th scope="col" class="num">ms</th>
+</tr></thead>
+<tbody>
+${s.pushes.map((p) => pushRow(p, o.internal))}
+</tbody>
+</table>
+<p id="no-pushes"${s.pushes.length > 0 ? html` hidden` : ''}>No pushes yet.</p>
+</section>`;
+}
+
+/** Room handoffs through this gateway: the hooks each backend serves, those in progress, the most recent. */
+function handoffsSection(s: StatusSnapshot, internal: boolean): SafeHtml {
+  const o = { internal };
+  return html`<section aria-labelledby="handoffs-h">
+<h2 id="handoffs-h">Room handoffs</h2>
+<dl class="facts"><dt>Handoff hooks</dt><dd id="handoff-hooks">${s.handoffHooks}</dd></dl>
+<table id="handoffs" class="stack">
+<caption>Rooms moved with their state through this gateway (roomgate move, drain --handoff): those in progress first, then the most recent (last ${STATUS_HANDOFFS}).</caption>
+<thead><tr>
+<th scope="col">Time (UTC)</th>
+${o.internal ? html`<th scope="col">Room</th>` : ''}
+<th scope="col">From</th>
+<th scope="col">To</th>
+<th scope="col">State</th>
+${o.internal ? html`<th scope="col">Reason</th>` : ''}
+<th scope="col" class="num">ms</th>
+</tr></thead>
+<tbody>
+${s.handoffs.map((h) => handoffRow(h, o.internal))}
+</tbody>
+</table>
+<p id="no-handoffs"${s.handoffs.length > 0 ? html` hidden` : ''}>No handoffs yet.</p>
+</section>`;
 }
 
 export function renderStatusPage(s: StatusSnapshot, o: StatusOptions, nowMs = Date.now()): RenderedPage {
@@ -288,26 +387,8 @@ ${s.events.map(eventRow)}
 </table>
 <p id="no-events"${s.events.length > 0 ? html` hidden` : ''}>No events yet.</p>
 </section>
-<section aria-labelledby="pushes-h">
-<h2 id="pushes-h">Recent pushes</h2>
-<table id="pushes" class="stack">
-<caption>Messages pushed to rooms through this gateway, newest first (last ${STATUS_PUSHES}): what became of each, where it went and, when the receiver said, to how many sockets.</caption>
-<thead><tr>
-<th scope="col">Time (UTC)</th>
-<th scope="col">Call</th>
-${o.internal ? html`<th scope="col">Room</th>` : ''}
-<th scope="col">Result</th>
-<th scope="col">Backend</th>
-${o.internal ? html`<th scope="col">Sender</th>` : ''}
-<th scope="col" class="num">Sockets</th>
-<th scope="col" class="num">ms</th>
-</tr></thead>
-<tbody>
-${s.pushes.map((p) => pushRow(p, o.internal))}
-</tbody>
-</table>
-<p id="no-pushes"${s.pushes.length > 0 ? html` hidden` : ''}>No pushes yet.</p>
-</section>
+${pushesSection(s, o.internal)}
+${handoffsSection(s, o.internal)}
 </main>
 </div>`;
   return renderPage({ title: `roomgate status: ${s.gatewayId}`, body, script: STATUS_SCRIPT });
@@ -413,6 +494,19 @@ ${CHART_JS}
     cell(tr, 'td', 'num', p.ms, 'ms');
     return tr;
   }
+  function handoffRow(h) {
+    var tr = el('tr');
+    var t = el('time', null, short(h.at));
+    t.setAttribute('datetime', h.at);
+    cell(tr, 'td', 'mono', t, 'Time (UTC)');
+    if (internal) cell(tr, 'th', 'mono', h.room, 'Room');
+    cell(tr, 'td', 'mono', h.from, 'From');
+    cell(tr, 'td', 'mono', h.to, 'To');
+    cell(tr, 'td', null, el('span', 'handoff-' + h.state, h.done ? h.state : h.state + '...'), 'State');
+    if (internal) cell(tr, 'td', null, h.reason, 'Reason');
+    cell(tr, 'td', 'num', h.ms === null ? '' : h.ms, 'ms');
+    return tr;
+  }
   function replace(tbody, rows) {
     var f = document.createDocumentFragment();
     rows.forEach(function (r) { f.appendChild(r); });
@@ -455,6 +549,9 @@ ${CHART_JS}
     document.getElementById('no-events').hidden = s.events.length > 0;
     replace(document.querySelector('#pushes tbody'), s.pushes.map(pushRow));
     document.getElementById('no-pushes').hidden = s.pushes.length > 0;
+    text('handoff-hooks', s.handoffHooks);
+    replace(document.querySelector('#handoffs tbody'), s.handoffs.map(handoffRow));
+    document.getElementById('no-handoffs').hidden = s.handoffs.length > 0;
     if (s.history) drawCharts(s.history, s.cache !== null);
     var said = changes(s);
     if (said.length) announce.textContent = said.join('. ');

@@ -90,11 +90,15 @@ export class MemoryPlacementStore implements PlacementStore {
       const live = this.liveElsewhere(room, now);
       if (live !== undefined && live !== backend) return { ok: false, reason: 'lost-race', current: this.write(room, live, now) };
     }
-    return { ok: true, placement: this.write(room, backend, now) };
+    return { ok: true, placement: this.write(room, backend, now, opts.epoch) };
   }
 
-  private write(room: string, backend: string, now: number): PlacementRecord {
-    const placement = { backend, epoch: ++this.state.epoch };
+  async reserveEpoch(): Promise<number> {
+    return ++this.state.epoch;
+  }
+
+  private write(room: string, backend: string, now: number, epoch?: number): PlacementRecord {
+    const placement = { backend, epoch: epoch ?? ++this.state.epoch };
     this.state.placements.delete(room);
     this.state.placements.set(room, { ...placement, expiresAt: now + this.timing.idleTtlMs, placedAt: now });
     this.evictIdle(now);

@@ -171,7 +171,8 @@ end
  * place(): the whole compare-and-set.
  * KEYS: 1 placement hash, 2 gateways ZSET, 3 backends SET.
  * ARGV: 1 base (prefix..'{rg}:'), 2 room, 3 backend, 4 expectedEpoch, 5 force ('1'|'0'),
- *       6 gatewayId, 7 idleTtlMs, 8 gatewayTtlMs, 9 events channel, 10 maxIdleRooms ('' = no cap).
+ *       6 gatewayId, 7 idleTtlMs, 8 gatewayTtlMs, 9 events channel, 10 maxIdleRooms ('' = no cap),
+ *       11 the epoch to write, reserved before (RESERVE_EPOCH; '' = the next from the counter).
  * Returns {'ok', backend, epoch, evicted} | {'lost-race'} | {'lost-race', backend, epoch, evicted}
  * | {'busy', backend, epoch}.
  */
@@ -225,7 +226,15 @@ if curB == backend then
 end
 -- Epochs come from one counter and never repeat, even after a placement expired: a gateway
 -- holding a stale {backend, epoch} can never win a compare-and-set against a newer placement.
-local e = nextEpoch(base)
+-- A reserved epoch (a handoff's) came from the same counter after the room's epoch was read; one
+-- not above it (the counter was lost meanwhile) is refused rather than written out of order.
+local e
+if ARGV[11] ~= '' then
+  e = tonumber(ARGV[11])
+  if e <= curE then return {'lost-race', curB, ms(curE)} end
+else
+  e = nextEpoch(base)
+end
 redis.call('HSET', KEYS[1], 'backend', backend, 'epoch', ms(e), 'at', ms(now))
 redis.call('PEXPIRE', KEYS[1], ARGV[7])
 if curB then redis.call('ZREM', base .. 'rooms:' .. curB, room) end
@@ -303,6 +312,11 @@ for _, b in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   end
 end
 return out
+`);
+
+/** reserveEpoch(): the next epoch, placing nothing. KEYS: 1 the epoch counter (its slot). ARGV: 1 base. */
+const RESERVE_EPOCH = new LuaScript(`${NOW}
+return ms(nextEpoch(ARGV[1]))
 `);
 
 /**
@@ -443,6 +457,7 @@ export class RedisPlacementStore implements PlacementStore {
         String(gatewayTtlMs),
         this.channel,
         this.opts.timing.maxIdleRooms === undefined ? '' : String(this.opts.timing.maxIdleRooms),
+        opts.epoch === undefined ? '' : String(opts.epoch),
       ],
     );
     if (!Array.isArray(reply) || typeof reply[0] !== 'string') throw new Error(`redis placement store: unexpected place reply ${JSON.stringify(reply)}`);
@@ -453,6 +468,10 @@ export class RedisPlacementStore implements PlacementStore {
     if (status === 'lost-race') return { ok: false, reason: 'lost-race', current };
     if (status === 'busy' && current) return { ok: false, reason: 'busy', current };
     throw new Error(`redis placement store: unexpected place reply ${JSON.stringify(reply)}`);
+  }
+
+  async reserveEpoch(): Promise<number> {
+    return parseEpoch(await this.link.run(RESERVE_EPOCH, [`${this.base}epoch`], [this.base]));
   }
 
   async heartbeat(live: readonly LiveRoom[]): Promise<void> {

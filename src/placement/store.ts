@@ -43,6 +43,11 @@ export interface PlaceOptions {
    * there and reports the room gone, and the move waits for that.
    */
   readonly force: boolean;
+  /**
+   * The epoch to write, taken before with reserveEpoch(): a room handoff tells the new owner its
+   * epoch before the move (docs/handoff.md). Absent: the next one from the counter.
+   */
+  readonly epoch?: number;
 }
 
 export interface PlacementStore {
@@ -61,6 +66,11 @@ export interface PlacementStore {
    * still have been applied (a Redis timeout): callers read again rather than assume.
    */
   place(room: string, backend: string, expectedEpoch: number, opts: PlaceOptions): Promise<PlaceResult>;
+  /**
+   * Takes the next epoch from the counter without placing anything, for a place() that follows
+   * (PlaceOptions.epoch). Above every epoch handed out before, so a room's epoch still only grows.
+   */
+  reserveEpoch(): Promise<number>;
   /**
    * This gateway's live rooms, sent every heartbeat: keeps their placements from expiring,
    * re-creates missing ones (data loss), and tells other gateways which rooms are busy where.

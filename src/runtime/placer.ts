@@ -4,7 +4,7 @@
 // and the ring (degraded), and reconciles when the store is back.
 import type { Logger } from '../observability/logger.js';
 import { decide, type Decision } from '../placement/decide.js';
-import type { LiveRoom, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
+import type { LiveRoom, PlaceResult, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
 import type { BackendPool } from './pool.js';
 import { RECENTLY_LIVE_MS, type LiveSockets } from './tunnels.js';
 
@@ -81,6 +81,11 @@ export class Placer {
    * and when: such a room moved within RECENTLY_LIVE_MS was live there. Oldest first, bounded.
    */
   private readonly busySeen = new Map<string, { readonly backend: string; readonly at: number }>();
+  /**
+   * Rooms a handoff of this gateway moved whose old owner closes their sockets itself (release,
+   * close code 1012): their placement event does not cut those sockets (see handoffMove).
+   */
+  private readonly held = new Set<string>();
 
   private readonly now: () => number;
 
@@ -278,7 +283,7 @@ export class Placer {
         if (ev.placement === null) this.cache.delete(ev.room);
         else if (!prev || prev.placement.epoch <= ev.placement.epoch) this.remember(ev.room, ev.placement, now, false);
         // The room moved: its sockets elsewhere reconnect and land on the new owner.
-        const closed = this.o.tunnels.closeRoom(ev.room, ev.placement?.backend ?? null);
+        const closed = this.held.has(ev.room) ? 0 : this.o.tunnels.closeRoom(ev.room, ev.placement?.backend ?? null);
         if (closed > 0) this.o.logger.info({ room: ev.room, backend: ev.placement?.backend, closed }, 'room moved: closed its sockets on the old backend');
         break;
       }
@@ -439,6 +444,35 @@ export class Placer {
     } catch (err) {
       this.setDegraded(true, (err as Error).message);
     }
+  }
+
+  /**
+   * A room handoff's move (src/runtime/handoff.ts): compare-and-set from `from` at `expectedEpoch`
+   * to `to` at the `epoch` reserved for it (the new owner already holds the room at that epoch).
+   * Forced: the room is live on `from` by design. This gateway's sockets of the room on `from` are
+   * left for the old owner to close (release) until unhold(room), which the handoff calls after
+   * the release or after cutting them itself. Rejects when the store does (the caller reads again).
+   */
+  async handoffMove(room: string, from: string, to: string, expectedEpoch: number, epoch: number): Promise<PlaceResult> {
+    this.placing.add(room);
+    this.held.add(room);
+    try {
+      const result = await this.o.store.place(room, to, expectedEpoch, { force: true, epoch });
+      const now = this.now();
+      if (result.ok) {
+        this.remember(room, result.placement, now, false);
+        this.o.pool.noteMove(from, to);
+        this.o.onPlaced?.(room, from, to, false, this.o.tunnels.wasLive(room, from));
+      } else if (result.current) this.remember(room, result.current, now, false);
+      return result;
+    } finally {
+      this.placing.delete(room);
+    }
+  }
+
+  /** The handoff of the room is over: its placement events cut sockets on old backends again. */
+  unhold(room: string): void {
+    this.held.delete(room);
   }
 
   /** Cached placement of a room, if any (admin API). */

@@ -8,6 +8,7 @@ import type { EventLog } from './events.js';
 import type { PushLog } from './push-log.js';
 import type { Placer } from './placer.js';
 import type { PushDelivery } from './push.js';
+import type { HandoffRuntime } from './handoff-setup.js';
 import type { BackendPool } from './pool.js';
 import type { TunnelRegistry } from './tunnels.js';
 import type { BackendSnapshot, CacheSnapshot, HealthCheckResult, RuntimeView } from './views.js';
@@ -37,6 +38,7 @@ export interface RuntimeViewParts {
   /** The sections the last reload left for a restart (Gateway.reload); absent: none. */
   readonly restartNeeded?: () => readonly string[];
   readonly history: () => HistorySnapshot;
+  readonly handoff: HandoffRuntime;
 }
 
 /** Sets a backend's administrative state for every gateway sharing the store, and here at once. */
@@ -62,6 +64,7 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
       sockets: b.liveSockets,
       inflight: b.inflight,
       healthHistory: p.health.history(b.id),
+      handoffHooks: p.handoff.support(b.id),
     };
   };
   return {
@@ -105,5 +108,8 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
       );
       return { purged, shared };
     },
+    handoffs: () => p.handoff.snapshot(),
+    moveRoom: (room, to, id) => p.handoff.move(room, to, id),
+    drainWithHandoff: (backend) => p.handoff.drain(backend),
   };
 }

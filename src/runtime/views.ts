@@ -6,8 +6,13 @@ import type { CachePurge } from '../shared-data/store.js';
 import type { FanoutOutcome, PushOutcome } from './push.js';
 import type { PushEvent } from './push-log.js';
 import type { HistorySnapshot } from '../observability/history.js';
+import type { DrainProgress } from './handoff-drain.js';
+import type { HookSupport } from './handoff-hello.js';
+import type { HandoffEvent } from './handoff-log.js';
+import type { HandoffSnapshot } from './handoff-setup.js';
+import type { HandoffOutcome } from './handoff.js';
 
-export type { PushEvent };
+export type { PushEvent, DrainProgress, HandoffEvent, HandoffOutcome, HandoffSnapshot, HookSupport };
 
 export type BackendStateName = 'up' | 'down' | 'draining' | 'maintenance';
 
@@ -40,6 +45,8 @@ export interface BackendSnapshot {
   /** HTTP requests in flight through this gateway. */
   readonly inflight: number;
   readonly healthHistory: readonly HealthCheckResult[];
+  /** Whether it serves the room handoff hooks (its hello answer, asked when unknown or old). */
+  readonly handoffHooks: HookSupport;
 }
 
 export interface GatewaySnapshot {
@@ -124,4 +131,10 @@ export interface RuntimeView {
    * `shared` is false when the store could not carry it (then only this gateway purged).
    */
   purgeCache(purge: CachePurge): Promise<{ readonly purged: number; readonly shared: boolean }>;
+  /** Room handoffs through this gateway: running, recent, drains with handoff. */
+  handoffs(): HandoffSnapshot;
+  /** Moves a room to `to` with its state (docs/handoff.md); `id` makes a retry the same handoff. */
+  moveRoom(room: string, to: string, id?: string): Promise<HandoffOutcome>;
+  /** Starts handing off every live room of a draining backend (once; a running one is returned). */
+  drainWithHandoff(backend: string): DrainProgress;
 }

@@ -83,8 +83,8 @@ describe('each command --help', () => {
     expect(examplePattern('only').test('only\nand more')).toBe(false);
   });
 
-  // In this order: status before drain changes a state; start's banner is the demo's own.
-  const ORDER = ['start', 'check-config', 'sign', 'where', 'status', 'drain', 'undrain', 'maintenance'];
+  // In this order: status before drain changes a state, move while demo-2 takes rooms; start's banner is the demo's own.
+  const ORDER = ['start', 'check-config', 'sign', 'where', 'status', 'move', 'drain', 'undrain', 'maintenance'];
 
   it('runs its example as printed, and the command prints what the example shows', async () => {
     expect(help.commands.map((c) => c.name).sort()).toEqual([...ORDER].sort());
@@ -115,6 +115,7 @@ describe('each command --help', () => {
       drain: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
       undrain: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
       maintenance: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
+      move: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
     };
     for (const c of help.commands) {
       const text = (await runCli(['help', c.name])).stdout;
@@ -122,7 +123,7 @@ describe('each command --help', () => {
       for (const v of must[c.name] ?? ['(a list for this command)']) expect(section, `${c.name} --help names ${v}`).toMatch(new RegExp(`^  ${v} +\\S`, 'm'));
       for (const v of c.env) expect(section, `${c.name}: ${v}`).toMatch(new RegExp(`^  ${v} +\\S`, 'm'));
       // A command reading no configuration lists none of its variables.
-      if (['status', 'drain', 'undrain', 'maintenance'].includes(c.name)) expect(section, c.name).not.toContain('ROOMGATE_PORT');
+      if (['status', 'drain', 'undrain', 'maintenance', 'move'].includes(c.name)) expect(section, c.name).not.toContain('ROOMGATE_PORT');
     }
   });
 });

@@ -134,6 +134,18 @@ describe('placements shared through the primary', () => {
     expect(forced.ok && forced.placement.backend).toBe('b2');
   });
 
+  it("a handoff's reserved epoch: taken by one worker, written by its place(), above every epoch before", async () => {
+    const host = new StoreHost(TIMING);
+    const w1 = worker(host, 'w1');
+    const w2 = worker(host, 'w2');
+    const placed = await w1.placement.place('r1', 'b1', 0, NOT_FORCED);
+    const epoch = placed.ok ? placed.placement.epoch : -1;
+    const reserved = await w2.placement.reserveEpoch();
+    expect(reserved).toBeGreaterThan(epoch);
+    expect(await w2.placement.place('r1', 'b2', epoch, { force: true, epoch: reserved })).toEqual({ ok: true, placement: { backend: 'b2', epoch: reserved } });
+    expect(await w1.placement.get('r1')).toEqual({ backend: 'b2', epoch: reserved });
+  });
+
   it('drain states are shared (Maps survive the trip) and announced to every worker', async () => {
     const host = new StoreHost(TIMING);
     const w1 = worker(host, 'w1');

@@ -1,4 +1,4 @@
-// The backend's push receiver (push.path) is out of every client's reach, on every front: the
+// The backend's push receiver (push.path) and handoff hooks (handoff.path) are out of every client's reach, on every front: the
 // byte-level HTTP/1.1 path, node:http (the byte-level path off, and every request with a body),
 // HTTP/1.1 over TLS, HTTP/2 and HTTP/2 extended CONNECT, in any spelling the canonical target
 // folds (src/http/target.ts). A push (pushes disabled or not) from a client never reaches a
@@ -97,6 +97,12 @@ const ATTACKS = [
   '/_ROOMGATE/push',
   '/_roomgate/push;x',
   '/_roomgate/push.',
+  // handoff.path (default /_roomgate/handoff) and every hook under it, reserved the same way.
+  '/_roomgate/handoff/export',
+  '/_roomgate/%68andoff/import?room=victim',
+  '/r/victim/_roomgate/handoff/release',
+  '/_ROOMGATE/Handoff/resume;x',
+  '//_roomgate/handoff',
 ];
 const REFUSED = ['/a%2Fb', '/a%5cb', '/a\\b', '/a%00b', '/_roomgate/push#x', '/r/victim/_roomgate/push#'];
 

@@ -14,7 +14,7 @@ import { StatusStream } from '../../src/control/status-stream.js';
 import { StreamSlots, streamsFull } from '../../src/http/stream-slots.js';
 import { sendError } from '../../src/http/replies.js';
 import type { BackendEventView, PushEvent } from '../../src/runtime/views.js';
-import { fakeBackend } from '../support/control.js';
+import { fakeBackend, fakeHandoff } from '../support/control.js';
 import { waitFor } from '../support/processes.js';
 import { createRoomValidator } from '../../src/room/validate.js';
 
@@ -59,6 +59,11 @@ function fakeView(): StatusView {
     backends: () => backends,
     events: () => events,
     pushes: () => pushes,
+    handoffs: () => ({
+      inProgress: [fakeHandoff({ id: 'h-2', room: 'chess-2', stage: 'import', result: null, release: null, ms: null })],
+      recent: [fakeHandoff({ id: 'h-1', room: `room-${XSS}`, result: 'rolled-back', reason: `import answered 500 ${XSS}`, release: null })],
+      drains: [],
+    }),
   };
 }
 
@@ -167,6 +172,27 @@ describe('status page', () => {
     expect(pubDoc).toContain('<td class="num" data-label="Sockets">3</td>');
     const none = renderStatusPage(collectStatus({ ...fakeView(), pushes: () => [] }, { internal: true }), { internal: true }).html;
     expect(none).toContain('<p id="no-pushes">No pushes yet.</p>');
+  });
+
+  it('room handoffs: those in progress first, then the done ones; hooks per backend; room and reason on the admin port only', () => {
+    const snap = collectStatus(fakeView(), { internal: true });
+    expect(snap.handoffHooks).toBe('b1 unknown, b2 unknown');
+    expect(snap.handoffs.map((h) => [h.room, h.state, h.done])).toEqual([
+      ['chess-2', 'import', false],
+      [`room-${XSS}`, 'rolled-back', true],
+    ]);
+    const doc = renderStatusPage(snap, { internal: true }).html;
+    expect(doc).toContain('<dd id="handoff-hooks">b1 unknown, b2 unknown</dd>');
+    expect(doc).toContain('<span class="handoff-import">import...</span>');
+    expect(doc).toContain('<span class="handoff-rolled-back">rolled-back</span>');
+    expect(doc).toContain('<td data-label="Reason">import answered 500 &lt;img');
+    expect(doc).toContain('<p id="no-handoffs" hidden>No handoffs yet.</p>');
+    const pub = renderStatusPage(collectStatus(fakeView(), { internal: false }), { internal: false }).html;
+    expect(pub).not.toContain('chess-2');
+    expect(pub).not.toContain('import answered');
+    expect(pub).toContain('<span class="handoff-rolled-back">rolled-back</span>');
+    const none = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [] }) }, { internal: true }), { internal: true }).html;
+    expect(none).toContain('<p id="no-handoffs">No handoffs yet.</p>');
   });
 
   it('the public view has no backend URLs and no joined/removed details', () => {

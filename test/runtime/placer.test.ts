@@ -99,6 +99,11 @@ class ProbeStore implements PlacementStore {
     return call.result;
   }
 
+  async reserveEpoch(): Promise<number> {
+    this.check();
+    return this.inner.reserveEpoch();
+  }
+
   async heartbeat(live: readonly LiveRoom[]): Promise<void> {
     this.heartbeats++;
     this.check();

@@ -9,7 +9,19 @@ import { configSchema, type Config } from '../../src/config/schema.js';
 import { ControlPlane, type ControlPlaneOptions } from '../../src/control/control-plane.js';
 import { createLogger, type Logger } from '../../src/observability/logger.js';
 import type { BackendAdminState } from '../../src/placement/store.js';
-import type { BackendEventView, BackendSnapshot, CacheSnapshot, PushEvent, GatewaySnapshot, RoomExplanation, RuntimeView } from '../../src/runtime/views.js';
+import type {
+  BackendEventView,
+  BackendSnapshot,
+  CacheSnapshot,
+  DrainProgress,
+  HandoffEvent,
+  HandoffOutcome,
+  HandoffSnapshot,
+  PushEvent,
+  GatewaySnapshot,
+  RoomExplanation,
+  RuntimeView,
+} from '../../src/runtime/views.js';
 import type { SharedDataStore } from '../../src/shared-data/store.js';
 
 type Section = 'admin' | 'api' | 'status' | 'room' | 'push' | 'auth';
@@ -109,6 +121,43 @@ export class FakeView implements RuntimeView {
     if (this.metricsFail) throw new Error('registry broke');
     return { contentType: 'text/plain; version=0.0.4; charset=utf-8', text: 'roomgate_live_sockets{backend="b1"} 3\n' };
   }
+  handoffData: HandoffSnapshot = { inProgress: [], recent: [], drains: [] };
+  /** moveRoom's calls, and what it answers (default: moved). */
+  readonly moves: { room: string; to: string; id: string | undefined }[] = [];
+  moveAnswer = (room: string, to: string, id?: string): HandoffOutcome => ({ refusal: null, event: fakeHandoff({ id: id ?? 'h-fake', room, to, result: 'moved' }) });
+  /** drainWithHandoff's calls. */
+  readonly handoffDrains: string[] = [];
+  handoffs(): HandoffSnapshot {
+    return this.handoffData;
+  }
+  async moveRoom(room: string, to: string, id?: string): Promise<HandoffOutcome> {
+    this.moves.push({ room, to, id });
+    return this.moveAnswer(room, to, id);
+  }
+  drainWithHandoff(backend: string): DrainProgress {
+    this.handoffDrains.push(backend);
+    return { backend, startedAt: '2025-01-01T00:00:00.000Z', moved: 0, failed: 0, left: 0, done: false, reason: '' };
+  }
+}
+
+/** A handoff record as the log keeps it: moved b1 -> b2 unless `over` says otherwise. */
+export function fakeHandoff(over: Partial<HandoffEvent> = {}): HandoffEvent {
+  return {
+    id: 'h-1',
+    room: 'chess',
+    from: 'b1',
+    to: 'b2',
+    trigger: 'move',
+    stage: 'done',
+    result: 'moved',
+    reason: '',
+    epoch: 7,
+    release: 'released',
+    bytes: 120,
+    at: '2025-01-01T00:00:00.000Z',
+    ms: 42,
+    ...over,
+  };
 }
 
 export function fakeBackend(id: string, url: string, over: Partial<BackendSnapshot> = {}): BackendSnapshot {
@@ -125,6 +174,7 @@ export function fakeBackend(id: string, url: string, over: Partial<BackendSnapsh
     sockets: 0,
     inflight: 0,
     healthHistory: [{ at: 1_700_000_000_000, ok: true, ms: 1 }],
+    handoffHooks: 'unknown',
     ...over,
   };
 }

@@ -3,7 +3,7 @@
 import { adminRequest, adminTarget, backendView, reportAdminError } from '../admin-client.js';
 import { flag, str, UsageError, type Values } from '../args.js';
 import type { Command } from '../command.js';
-import { ADMIN, DEADLINE, JSON_OUT, TOKEN } from '../options.js';
+import { ADMIN, DEADLINE, HANDOFF, JSON_OUT, TOKEN } from '../options.js';
 import { deadlineText, formatFor, print, printJson, renderRows } from '../output.js';
 
 /** "90s", "10m", "1h", "1500ms" or plain milliseconds. */
@@ -17,7 +17,8 @@ export function parseDuration(s: string): number {
 type Action = 'drain' | 'undrain' | 'maintenance';
 
 async function change(action: Action, backend: string, values: Values): Promise<number> {
-  const body = action === 'drain' ? { deadlineMs: parseDuration(str(values, 'deadline') ?? '10m') } : {};
+  const handoff = action === 'drain' && flag(values, 'handoff');
+  const body = action === 'drain' ? { deadlineMs: parseDuration(str(values, 'deadline') ?? '10m'), ...(handoff ? { handoff: true } : {}) } : {};
   const token = str(values, 'token') ?? process.env.ROOMGATE_ADMIN_TOKEN ?? '';
   let raw: Record<string, unknown>;
   try {
@@ -31,7 +32,7 @@ async function change(action: Action, backend: string, values: Values): Promise<
   else if (format === 'plain') print(renderRows('plain', [], [[b.id, b.state, b.deadline]]));
   else {
     const deadline = deadlineText('table', b.deadline);
-    print(`${b.id} is now ${b.state === 'maintenance' ? 'in maintenance' : b.state}${deadline ? `; deadline ${deadline}` : ''}`);
+    print(`${b.id} is now ${b.state === 'maintenance' ? 'in maintenance' : b.state}${deadline ? `; deadline ${deadline}` : ''}${handoff ? '; its live rooms are handed off now' : ''}`);
   }
   return 0;
 }
@@ -51,10 +52,13 @@ Needs the gateway's admin token (--token or $ROOMGATE_ADMIN_TOKEN).`;
 export const drain: Command = {
   ...common,
   name: 'drain',
-  options: [ADMIN, TOKEN, DEADLINE, JSON_OUT],
+  options: [ADMIN, TOKEN, DEADLINE, HANDOFF, JSON_OUT],
   summary: 'no new rooms on BACKEND; its rooms stay until they empty or the deadline',
   description: `BACKEND takes no new rooms; its rooms keep their sockets until they empty, or until the deadline
 (--deadline, default 10m), when their sockets are closed and the rooms placed elsewhere.
+--handoff: its live rooms move now, a few at a time, each with its state (room handoff: the apps
+serve the hooks, docs/handoff.md); a room whose handoff fails stays until the deadline.
+The status page shows the handoffs; the drain is done when BACKEND holds no room.
 ${OUTPUT}`,
   example: { line: 'drain demo-2', output: 'demo-2 is now draining; deadline 2026-12-03 07:50:04Z (in 10m 0s)' },
   run: ({ values, positionals }) => change('drain', positionals[0] as string, values),

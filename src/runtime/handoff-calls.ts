@@ -1,0 +1,134 @@
+// One call to a backend's room handoff hooks (docs/handoff.md): POST {handoff.path}/{step} on the
+// backend's own address, with the handoff id, the room, the epoch and the sender, signed for the
+// step's own purpose (src/http/call-proof.ts), so no call passes as another and none as a push.
+// The answer's body is read (an export's is the room's state) up to a cap; one deadline covers
+// the connect and the whole answer.
+import http from 'node:http';
+import https from 'node:https';
+import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
+import { signCall, type CallPurpose } from '../http/call-proof.js';
+import type { Backend } from './pool.js';
+
+export type HookStep = 'hello' | 'export' | 'import' | 'release' | 'resume';
+
+export interface HookCall {
+  readonly step: HookStep;
+  /** The handoff id (hello: a random id). */
+  readonly id: string;
+  /** '' for hello: the fields are then not sent. */
+  readonly room: string;
+  readonly epoch: string;
+  readonly body: Buffer;
+}
+
+export type HookAnswer =
+  /** The backend answered (any status); `body` is at most maxBodyBytes. */
+  | { readonly kind: 'answer'; readonly status: number; readonly body: Buffer }
+  /** No complete answer within the deadline. */
+  | { readonly kind: 'timeout' }
+  /** The connection failed; `sent`: the request may have reached the backend before it broke. */
+  | { readonly kind: 'unreachable'; readonly why: string; readonly sent: boolean }
+  /** The answer's body was larger than maxBodyBytes (not read further). */
+  | { readonly kind: 'too-large' };
+
+export interface HookClientOptions {
+  readonly path: string;
+  readonly secrets: readonly string[];
+  /** X-Roomgate-Sender: this gateway's id. */
+  readonly sender: string;
+  readonly timeoutMs: number;
+  readonly maxBodyBytes: number;
+  readonly backendTls: BackendTls;
+  /** Starts a call's deadline; returns its cancel (tests fire deadlines themselves). Default setTimeout. */
+  readonly deadline?: (fire: () => void, ms: number) => () => void;
+}
+
+function timeout(fire: () => void, ms: number): () => void {
+  const t = setTimeout(fire, ms);
+  return () => clearTimeout(t);
+}
+
+const PURPOSE: Readonly<Record<HookStep, CallPurpose>> = {
+  hello: 'handoff-hello',
+  export: 'handoff-export',
+  import: 'handoff-import',
+  release: 'handoff-release',
+  resume: 'handoff-resume',
+};
+
+// Connection errors after which nothing reached the backend.
+const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+
+/** The request's fields, [name, value, ...]: a list, so Node adds no Host of its own. */
+function fields(o: HookClientOptions, backend: Backend, call: HookCall): string[] {
+  const { host, port, tls } = backend.config;
+  const h = host.includes(':') ? `[${host}]` : host;
+  const type = call.step === 'import' ? 'application/octet-stream' : 'application/json';
+  const out = ['Host', port === (tls ? 443 : 80) ? h : `${h}:${port}`, 'Content-Type', type, 'Content-Length', String(call.body.length)];
+  out.push('X-Roomgate-Message-Id', call.id, 'X-Roomgate-Sender', o.sender);
+  if (call.room !== '') out.push('X-Roomgate-Room', call.room, 'X-Roomgate-Epoch', call.epoch);
+  const claims = { purpose: PURPOSE[call.step], id: call.id, room: call.room, epoch: call.epoch, sender: o.sender, body: call.body };
+  return [...out, ...signCall(o.secrets, claims, Date.now())];
+}
+
+export class HookClient {
+  constructor(private readonly o: HookClientOptions) {}
+
+  call(backend: Backend, call: HookCall): Promise<HookAnswer> {
+    const { o } = this;
+    return new Promise((resolve) => {
+      let settled = false;
+      const done = (out: HookAnswer): void => {
+        if (settled) return;
+        settled = true;
+        cancel();
+        req.destroy();
+        resolve(out);
+      };
+      const req = (backend.config.tls ? https : http).request({
+        host: backend.config.host,
+        port: backend.config.port,
+        method: 'POST',
+        path: `${o.path}/${call.step}`,
+        headers: fields(o, backend, call),
+        // One connection per call: a pooled one the backend closed would need a retry, and an
+        // export or import retried is a second call the receiver must recognise as the first.
+        agent: false,
+        ...(backend.config.tls ? tlsOptions(o.backendTls, backend.config.host) : {}),
+      });
+      const cancel = (o.deadline ?? timeout)(() => done({ kind: 'timeout' }), o.timeoutMs);
+      req.on('response', (res) => {
+        const chunks: Buffer[] = [];
+        let size = 0;
+        res.on('data', (c: Buffer) => {
+          size += c.length;
+          if (size > o.maxBodyBytes) return done({ kind: 'too-large' });
+          chunks.push(c);
+        });
+        res.on('end', () => done({ kind: 'answer', status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
+        res.on('error', (err: NodeJS.ErrnoException) => done({ kind: 'unreachable', why: err.code ?? err.message, sent: true }));
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => done({ kind: 'unreachable', why: err.code ?? err.message, sent: !NOT_SENT.has(err.code ?? '') }));
+      req.end(call.body);
+    });
+  }
+}
+
+/** A 2xx answer. */
+export function succeeded(a: HookAnswer): a is { kind: 'answer'; status: number; body: Buffer } {
+  return a.kind === 'answer' && a.status >= 200 && a.status < 300;
+}
+
+/** What a failed call was, for the log and the admin answer (nothing of the body). */
+export function describe(step: HookStep, a: HookAnswer): string {
+  switch (a.kind) {
+    case 'answer':
+      return `${step} answered ${a.status}`;
+    case 'timeout':
+      return `${step} did not answer in time`;
+    case 'unreachable':
+      return `${step} failed: ${a.why}`;
+    case 'too-large':
+      return `${step} answer over the size limit (handoff.maxStateBytes)`;
+  }
+}

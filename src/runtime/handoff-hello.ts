@@ -1,0 +1,75 @@
+// Whether each backend serves the handoff hooks (POST {handoff.path}/hello answers 200
+// {"version":1}), asked once and remembered: the status page and the admin API show it, and a
+// handoff asks only when the answer is old. An app without the hooks (404, no proof support,
+// anything else) is "no": it keeps today's behaviour. A backend that could not be asked is
+// "unknown", asked again after a short while.
+import { randomUUID } from 'node:crypto';
+import type { HookAnswer, HookCall } from './handoff-calls.js';
+import type { Backend } from './pool.js';
+
+export type HookSupport = 'yes' | 'no' | 'unknown';
+
+/** A "yes" or "no" is trusted this long (an app deploy may add or drop the hooks). */
+export const HELLO_TTL_MS = 60_000;
+/** An unreachable backend is asked again after this long, not on every page view. */
+const UNKNOWN_TTL_MS = 5_000;
+
+interface Known {
+  readonly state: HookSupport;
+  readonly at: number;
+}
+
+export class HelloCache {
+  private readonly known = new Map<string, Known>();
+  private readonly asking = new Map<string, Promise<HookSupport>>();
+
+  constructor(
+    private readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>,
+    private readonly now: () => number,
+  ) {}
+
+  /** What is known now, without waiting; an old or missing answer is asked for in the background. */
+  peek(backend: Backend): HookSupport {
+    const k = this.known.get(backend.id);
+    if (!this.fresh(k)) void this.ask(backend);
+    return k?.state ?? 'unknown';
+  }
+
+  /** The answer, asked now unless a fresh one is known. */
+  async get(backend: Backend): Promise<HookSupport> {
+    const k = this.known.get(backend.id);
+    if (k !== undefined && this.fresh(k)) return k.state;
+    return this.ask(backend);
+  }
+
+  private fresh(k: Known | undefined): k is Known {
+    return k !== undefined && this.now() - k.at < (k.state === 'unknown' ? UNKNOWN_TTL_MS : HELLO_TTL_MS);
+  }
+
+  /** One question per backend at a time. */
+  private ask(backend: Backend): Promise<HookSupport> {
+    let p = this.asking.get(backend.id);
+    if (p) return p;
+    p = this.call(backend, { step: 'hello', id: randomUUID(), room: '', epoch: '', body: Buffer.alloc(0) })
+      .then((a) => verdict(a))
+      .then((state) => {
+        this.known.set(backend.id, { state, at: this.now() });
+        return state;
+      })
+      .finally(() => this.asking.delete(backend.id));
+    this.asking.set(backend.id, p);
+    return p;
+  }
+}
+
+/** 200 with {"version":1}: yes; any other answer: no; no answer: unknown. */
+function verdict(a: HookAnswer): HookSupport {
+  if (a.kind === 'timeout' || a.kind === 'unreachable') return 'unknown';
+  if (a.kind !== 'answer' || a.status !== 200) return 'no';
+  try {
+    const v = JSON.parse(a.body.toString('utf8')) as unknown;
+    return typeof v === 'object' && v !== null && (v as { version?: unknown }).version === 1 ? 'yes' : 'no';
+  } catch {
+    return 'no';
+  }
+}

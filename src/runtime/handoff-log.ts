@@ -1,0 +1,69 @@
+// The room handoffs of this gateway, running and recent (status page, admin API events): which
+// room, from where to where, how far it got and what became of it. Kept apart from the backend
+// event log (whose room-move counts a stream of handoffs would take) like the push log.
+
+/**
+ * moved: the room's state went to the new owner and the placement followed; moved-empty: the old
+ * owner held no state for the room (export 404), the placement moved with nothing to import;
+ * rolled-back: a step before the move failed, the old owner resumed the room, placement untouched;
+ * owner-lost: the old owner died during the export, the room was placed empty on the new owner;
+ * refused: not started (no hooks, store unavailable, too many at once, ...).
+ */
+export type HandoffResult = 'moved' | 'moved-empty' | 'rolled-back' | 'owner-lost' | 'refused';
+export const HANDOFF_RESULTS: readonly HandoffResult[] = ['moved', 'moved-empty', 'rolled-back', 'owner-lost', 'refused'];
+
+/** How far a handoff got: the step running now, or the last one it reached. */
+export type HandoffStage = 'hello' | 'export' | 'import' | 'move' | 'release' | 'done';
+
+export interface HandoffEvent {
+  readonly id: string;
+  readonly room: string;
+  /** The old owner; null when the room had no placement. */
+  readonly from: string | null;
+  readonly to: string | null;
+  /** What asked for it: an operator's move, or a drain with handoff. */
+  readonly trigger: 'move' | 'drain';
+  readonly stage: HandoffStage;
+  /** null while it runs. */
+  readonly result: HandoffResult | null;
+  /** Why it was refused or rolled back, or what went wrong after the move; '' when nothing did. */
+  readonly reason: string;
+  /** The room's epoch on the new owner, once reserved. */
+  readonly epoch: number | null;
+  /** After the move: the old owner closed the room's sockets itself (released), or roomgate cut them. */
+  readonly release: 'released' | 'cut' | null;
+  /** Bytes of state handed over. */
+  readonly bytes: number | null;
+  /** ISO 8601. */
+  readonly at: string;
+  /** Time it took (ms, rounded); null while it runs. */
+  readonly ms: number | null;
+}
+
+export class HandoffLog {
+  private readonly running = new Map<string, HandoffEvent>();
+  private readonly done: HandoffEvent[] = [];
+
+  constructor(private readonly max = 100) {}
+
+  /** A handoff started, or moved on to another step. */
+  update(e: HandoffEvent): void {
+    this.running.set(e.id, e);
+  }
+
+  finish(e: HandoffEvent): void {
+    this.running.delete(e.id);
+    this.done.push(e);
+    if (this.done.length > this.max) this.done.shift();
+  }
+
+  /** Running ones, oldest first. */
+  inProgress(): readonly HandoffEvent[] {
+    return [...this.running.values()];
+  }
+
+  /** Finished ones, oldest first. */
+  recent(): readonly HandoffEvent[] {
+    return this.done;
+  }
+}

@@ -1,0 +1,101 @@
+// The room handoff parts of one gateway, built from the configuration: the hook client, the
+// orchestrator, the drains with handoff and their log, and what the RuntimeView shows of them.
+import type { BackendTls } from '../backends/backend-tls.js';
+import type { LoadedConfig } from '../config/load.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { PlacementStore } from '../placement/store.js';
+import type { SharedDataStore } from '../shared-data/store.js';
+import { HookClient } from './handoff-calls.js';
+import { HandoffDrains, type DrainProgress } from './handoff-drain.js';
+import type { HookSupport } from './handoff-hello.js';
+import { HandoffLog, type HandoffEvent } from './handoff-log.js';
+import { Handoffs, type HandoffOutcome } from './handoff.js';
+import type { Placer } from './placer.js';
+import type { BackendPool } from './pool.js';
+import type { TunnelRegistry } from './tunnels.js';
+
+export interface HandoffSnapshot {
+  /** Running through this gateway, oldest first. */
+  readonly inProgress: readonly HandoffEvent[];
+  /** Finished (refused included), oldest first, at most 100. */
+  readonly recent: readonly HandoffEvent[];
+  /** Drains with handoff this gateway ran or runs (the latest per backend). */
+  readonly drains: readonly DrainProgress[];
+}
+
+export interface HandoffParts {
+  readonly placer: Placer;
+  readonly pool: BackendPool;
+  readonly store: PlacementStore;
+  readonly tunnels: TunnelRegistry;
+  readonly sharedData: Pick<SharedDataStore, 'lobby'>;
+  readonly backendTls: BackendTls;
+  readonly gatewayId: string;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds'>;
+  readonly logger: Logger;
+}
+
+export interface HandoffRuntime {
+  support(backendId: string): HookSupport;
+  snapshot(): HandoffSnapshot;
+  move(room: string, to: string, id?: string): Promise<HandoffOutcome>;
+  drain(backend: string): DrainProgress;
+  stop(): void;
+}
+
+/** Presence pages read for a drain: rooms of a backend, 500 at a time. */
+const PAGE = 500;
+
+export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff' | 'backendCalls'>, p: HandoffParts): HandoffRuntime {
+  const c = config.handoff;
+  const client = new HookClient({
+    path: c.path,
+    secrets: config.backendCalls.secrets,
+    sender: p.gatewayId,
+    timeoutMs: c.timeoutMs,
+    maxBodyBytes: c.maxStateBytes,
+    backendTls: p.backendTls,
+  });
+  const log = new HandoffLog();
+  const handoffs = new Handoffs({
+    placer: p.placer,
+    pool: p.pool,
+    store: p.store,
+    tunnels: p.tunnels,
+    call: (b, call) => client.call(b, call),
+    log,
+    metrics: p.metrics,
+    logger: p.logger,
+    leaseMs: c.leaseMs,
+    maxConcurrentPerBackend: c.maxConcurrentPerBackend,
+    signed: config.backendCalls.secrets.length > 0,
+  });
+  // Every gateway's live rooms on the backend (presence), and this one's at once (presence lags).
+  const liveRoomsOn = async (backend: string): Promise<string[]> => {
+    const rooms = new Set(p.tunnels.liveRooms().flatMap((r) => (r.backend === backend ? [r.room] : [])));
+    for (let offset = 0; ; ) {
+      const page = await p.sharedData.lobby({ backend, sort: 'room', order: 'asc', offset, limit: PAGE });
+      for (const r of page.rooms) rooms.add(r.room);
+      if (page.nextOffset === null) return [...rooms];
+      offset = page.nextOffset;
+    }
+  };
+  const drains = new HandoffDrains({
+    move: (req) => handoffs.move(req),
+    support: (id) => handoffs.support(id),
+    running: (id) => handoffs.running(id),
+    pool: p.pool,
+    liveRoomsOn,
+    batch: c.drainBatch,
+    maxConcurrentPerBackend: c.maxConcurrentPerBackend,
+    logger: p.logger,
+  });
+  return {
+    support: (id) => handoffs.support(id),
+    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })) }),
+    move: (room, to, id) => handoffs.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
+    drain: (backend) => drains.start(backend).progress,
+    stop: () => drains.stop(),
+  };
+}

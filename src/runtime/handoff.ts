@@ -1,0 +1,313 @@
+// Room handoff (docs/handoff.md): a room moves to another backend with its state. The gateway
+// that receives the command runs it: hello (does each backend serve the hooks), export on the old
+// owner (the room frozen under a lease, its state as an opaque blob), import on the new owner at
+// the room's new epoch, the placement moved by compare-and-set to that epoch, release on the old
+// owner (it closes the room's sockets with 1012 and drops the state; if it does not answer in
+// time, roomgate cuts them). Any failure before the move rolls back: resume on the old owner, the
+// placement untouched. Without a working placement store nothing starts: a handoff is never half
+// done. At most handoff.maxConcurrentPerBackend at once per backend; idempotent by handoff id.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { PlacementRecord, PlacementStore } from '../placement/store.js';
+import { describe as describeAnswer, succeeded, type HookAnswer, type HookCall, type HookStep } from './handoff-calls.js';
+import { HelloCache, type HookSupport } from './handoff-hello.js';
+import type { HandoffEvent, HandoffLog, HandoffResult, HandoffStage } from './handoff-log.js';
+import type { Placer } from './placer.js';
+import type { Backend, BackendPool } from './pool.js';
+
+/** Why a handoff did not start (the admin API's answer). */
+export type HandoffRefusal =
+  | 'unsigned'
+  | 'store-unavailable'
+  | 'unknown-backend'
+  | 'target-unavailable'
+  | 'not-placed'
+  | 'not-on-backend'
+  | 'same-backend'
+  | 'no-hooks'
+  | 'too-many'
+  | 'id-conflict';
+
+export interface HandoffOutcome {
+  readonly event: HandoffEvent;
+  /** Set when result is 'refused'. */
+  readonly refusal: HandoffRefusal | null;
+}
+
+export interface HandoffRequest {
+  readonly room: string;
+  readonly to: string;
+  /** Only if the room is on this backend now (a drain: presence may name rooms that just left). */
+  readonly from?: string;
+  /** The caller's id (a retry sends the same one); default a new one. */
+  readonly id?: string;
+  readonly trigger: 'move' | 'drain';
+}
+
+export interface HandoffOptions {
+  readonly placer: Pick<Placer, 'handoffMove' | 'unhold' | 'isDegraded'>;
+  readonly pool: BackendPool;
+  readonly store: Pick<PlacementStore, 'available' | 'get' | 'reserveEpoch'>;
+  /** Cuts a room's sockets that are not on `keep` (the release did not answer). */
+  readonly tunnels: { closeRoom(room: string, keep: string | null): number };
+  /** One hook call (src/runtime/handoff-calls.ts). */
+  readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
+  readonly log: HandoffLog;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds'>;
+  readonly logger: Logger;
+  readonly leaseMs: number;
+  readonly maxConcurrentPerBackend: number;
+  /** backendCalls.secrets is not empty: the hook calls carry a proof. */
+  readonly signed: boolean;
+  readonly now?: () => number;
+}
+
+/** Handoff ids remembered (idempotency): a bound, oldest forgotten first. */
+const IDS_MAX = 1_000;
+
+class Failure extends Error {}
+
+/** One handoff as it runs: its record, rewritten as it goes. */
+interface Run {
+  ev: HandoffEvent;
+  readonly t0: number;
+}
+
+export class Handoffs {
+  readonly hello: HelloCache;
+  private readonly now: () => number;
+  /** Handoffs running through this gateway per backend (as old or new owner). */
+  private readonly busy = new Map<string, number>();
+  private readonly byId = new Map<string, { readonly key: string; readonly outcome: Promise<HandoffOutcome> }>();
+
+  constructor(private readonly o: HandoffOptions) {
+    this.now = o.now ?? Date.now;
+    this.hello = new HelloCache(o.call, this.now);
+  }
+
+  /** Whether the backend serves the hooks, as known now (asked in the background when unknown or old). */
+  support(backendId: string): HookSupport {
+    // Unsigned calls would all be refused: nothing to learn by asking.
+    if (!this.o.signed) return 'unknown';
+    const b = this.o.pool.get(backendId);
+    return b ? this.hello.peek(b) : 'unknown';
+  }
+
+  /** Handoffs running through this gateway that involve the backend. */
+  running(backendId: string): number {
+    return this.busy.get(backendId) ?? 0;
+  }
+
+  /**
+   * Moves the room to `to` with its state. The same id again (a retry) gets the first call's
+   * outcome, running or done; the same id for another room or target is refused.
+   */
+  move(req: HandoffRequest): Promise<HandoffOutcome> {
+    const id = req.id ?? randomUUID();
+    const key = `${req.room}\n${req.to}`;
+    const known = this.byId.get(id);
+    if (known) return known.key === key ? known.outcome : Promise.resolve(this.refuse(this.start(id, req), 'id-conflict', `handoff id ${id} was used for another room or backend`));
+    const outcome = this.run(this.start(id, req), req.from);
+    this.byId.set(id, { key, outcome });
+    // A refusal changed nothing: the same id may be tried again (after a 'too-many', say).
+    const forget = (): void => {
+      if (this.byId.get(id)?.outcome === outcome) this.byId.delete(id);
+    };
+    void outcome.then((out) => (out.refusal === null ? undefined : forget()), forget);
+    if (this.byId.size > IDS_MAX) this.byId.delete(this.byId.keys().next().value as string);
+    return outcome;
+  }
+
+  private start(id: string, req: HandoffRequest): Run {
+    const ev: HandoffEvent = {
+      id,
+      room: req.room,
+      from: null,
+      to: req.to,
+      trigger: req.trigger,
+      stage: 'hello',
+      result: null,
+      reason: '',
+      epoch: null,
+      release: null,
+      bytes: null,
+      at: new Date(this.now()).toISOString(),
+      ms: null,
+    };
+    return { ev, t0: performance.now() };
+  }
+
+  private async run(r: Run, expectedFrom: string | undefined): Promise<HandoffOutcome> {
+    const { o } = this;
+    const { room, to } = r.ev;
+    if (!o.signed) return this.refuse(r, 'unsigned', 'backendCalls.secrets is empty: the hook calls cannot be signed');
+    if (!o.store.available || o.placer.isDegraded) return this.refuse(r, 'store-unavailable', 'the placement store is unavailable: a handoff is never half done');
+    const target = o.pool.get(to as string);
+    if (!target) return this.refuse(r, 'unknown-backend', `no backend "${to}"`);
+    if (!target.acceptsNew(this.now())) return this.refuse(r, 'target-unavailable', `backend ${target.id} takes no new rooms now (${target.unavailableReason(this.now()) ?? 'unavailable'})`);
+    let placement: PlacementRecord | null;
+    try {
+      placement = await o.store.get(room);
+    } catch {
+      return this.refuse(r, 'store-unavailable', 'the placement store is unavailable: a handoff is never half done');
+    }
+    if (placement === null) return this.refuse(r, 'not-placed', 'the room has no placement: it is not live anywhere');
+    r.ev = { ...r.ev, from: placement.backend };
+    if (expectedFrom !== undefined && placement.backend !== expectedFrom) return this.refuse(r, 'not-on-backend', `the room is on ${placement.backend}, not ${expectedFrom}`);
+    if (placement.backend === target.id) return this.refuse(r, 'same-backend', `the room is already on ${target.id}`);
+    const source = o.pool.get(placement.backend);
+    if (!source) return this.refuse(r, 'unknown-backend', `the room's backend ${placement.backend} is not in the list`);
+    if (this.running(source.id) >= o.maxConcurrentPerBackend || this.running(target.id) >= o.maxConcurrentPerBackend) {
+      return this.refuse(r, 'too-many', `handoff.maxConcurrentPerBackend (${o.maxConcurrentPerBackend}) handoffs already run on ${source.id} or ${target.id}`);
+    }
+    this.take(source.id, 1);
+    this.take(target.id, 1);
+    try {
+      o.log.update(r.ev);
+      const hooks = await Promise.all([this.hello.get(source), this.hello.get(target)]);
+      const missing = [source, target].flatMap((b, i) => (hooks[i] === 'yes' ? [] : [`${b.id} (${hooks[i] === 'no' ? 'none' : 'could not be asked'})`]));
+      if (missing.length > 0) return this.refuse(r, 'no-hooks', `no handoff hooks on ${missing.join(', ')}: the room stays (today's behaviour)`);
+      return await this.steps(r, source, target, placement);
+    } finally {
+      this.take(source.id, -1);
+      this.take(target.id, -1);
+    }
+  }
+
+  private take(id: string, n: number): void {
+    const v = (this.busy.get(id) ?? 0) + n;
+    if (v <= 0) this.busy.delete(id);
+    else this.busy.set(id, v);
+  }
+
+  /** export, import, move, release: the handoff proper, both backends serving the hooks. */
+  private async steps(r: Run, source: Backend, target: Backend, placement: PlacementRecord): Promise<HandoffOutcome> {
+    const { o } = this;
+    const { room, id } = r.ev;
+    const old = String(placement.epoch);
+    this.stage(r, 'export');
+    const exported = await o.call(source, { step: 'export', id, room, epoch: old, body: Buffer.from(JSON.stringify({ leaseMs: o.leaseMs })) });
+    if (exported.kind === 'unreachable') return this.exportBroke(r, source, target, placement, exported);
+    const empty = exported.kind === 'answer' && exported.status === 404;
+    if (!empty && !succeeded(exported)) return this.rollBack(r, source, placement, describeAnswer('export', exported));
+    const blob = empty ? null : (exported as { body: Buffer }).body;
+    let epoch: number;
+    try {
+      epoch = await o.store.reserveEpoch();
+    } catch {
+      return this.rollBack(r, source, placement, 'the placement store became unavailable');
+    }
+    r.ev = { ...r.ev, epoch, bytes: blob?.length ?? 0 };
+    if (blob !== null) {
+      this.stage(r, 'import');
+      const imported = await o.call(target, { step: 'import', id, room, epoch: String(epoch), body: blob });
+      if (!succeeded(imported)) return this.rollBack(r, source, placement, describeAnswer('import', imported));
+    }
+    this.stage(r, 'move');
+    try {
+      if (!(await this.moved(room, source.id, target.id, placement.epoch, epoch))) {
+        return this.rollBack(r, source, placement, "the room's placement changed meanwhile (another gateway moved it)");
+      }
+    } catch (err) {
+      if (!(err instanceof Failure)) throw err;
+      // The move may or may not have been written and the store cannot say: neither resumed (a
+      // split if it was written) nor released. This gateway's sockets of the room on the old
+      // backend are cut; the old owner resumes by itself when its lease ends.
+      o.placer.unhold(room);
+      o.tunnels.closeRoom(room, target.id);
+      return this.finish(r, 'rolled-back', `${err.message}: the move's outcome is unknown; the old owner resumes when its lease ends`);
+    }
+    return this.release(r, source, target, placement, empty ? 'moved-empty' : 'moved');
+  }
+
+  /**
+   * The placement CAS to the reserved epoch: true when written (or found written after a store
+   * error), false when the room changed meanwhile. Throws a Failure when the store cannot say.
+   */
+  private async moved(room: string, from: string, to: string, expected: number, epoch: number): Promise<boolean> {
+    try {
+      return (await this.o.placer.handoffMove(room, from, to, expected, epoch)).ok;
+    } catch {
+      // A rejected call may still have been applied (a Redis timeout): read again.
+      const now = await this.o.store.get(room).catch(() => undefined);
+      if (now === undefined) throw new Failure('the placement store became unavailable during the move');
+      return now !== null && now.backend === to && now.epoch === epoch;
+    }
+  }
+
+  private async release(r: Run, source: Backend, target: Backend, placement: PlacementRecord, result: HandoffResult): Promise<HandoffOutcome> {
+    const { room, id } = r.ev;
+    this.stage(r, 'release');
+    const answer = await this.o.call(source, { step: 'release', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
+    this.o.placer.unhold(room);
+    if (succeeded(answer)) {
+      r.ev = { ...r.ev, release: 'released' };
+      return this.finish(r, result, '');
+    }
+    // The old owner did not close the room's sockets: they are cut here (its epoch fence refuses
+    // whatever still reaches it); every other gateway cut its own at the placement event.
+    const cut = this.o.tunnels.closeRoom(room, target.id);
+    r.ev = { ...r.ev, release: 'cut' };
+    return this.finish(r, result, `${describeAnswer('release', answer)}: cut ${cut} socket${cut === 1 ? '' : 's'} of the room on ${source.id}`);
+  }
+
+  /**
+   * The export's connection broke. If the old owner still answers, it is a failure like any
+   * other (rolled back); if it does not, it died with the room's state: the room is placed on
+   * the new owner with nothing to import (what a failover does today), and said so.
+   */
+  private async exportBroke(r: Run, source: Backend, target: Backend, placement: PlacementRecord, a: HookAnswer): Promise<HandoffOutcome> {
+    const { room, id } = r.ev;
+    const resumed = await this.o.call(source, { step: 'resume', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
+    if (resumed.kind !== 'unreachable') return this.finish(r, 'rolled-back', describeAnswer('export', a), resumed);
+    const why = `the old owner ${source.id} died during the export (${describeAnswer('export', a)}); its state of the room is lost`;
+    try {
+      const epoch = await this.o.store.reserveEpoch();
+      r.ev = { ...r.ev, epoch };
+      this.stage(r, 'move');
+      const ok = await this.moved(room, source.id, target.id, placement.epoch, epoch);
+      this.o.placer.unhold(room);
+      const cut = this.o.tunnels.closeRoom(room, target.id);
+      if (!ok) return this.finish(r, 'owner-lost', `${why}; another gateway placed the room meanwhile`);
+      r.ev = { ...r.ev, release: 'cut' };
+      return this.finish(r, 'owner-lost', `${why}; placed empty on ${target.id}, ${cut} socket${cut === 1 ? '' : 's'} cut`);
+    } catch {
+      this.o.placer.unhold(room);
+      return this.finish(r, 'owner-lost', `${why}; the placement store is unavailable: the room is re-placed as its clients reconnect`);
+    }
+  }
+
+  /** A step before the move failed: the old owner resumes, the placement is untouched. */
+  private async rollBack(r: Run, source: Backend, placement: PlacementRecord, why: string): Promise<HandoffOutcome> {
+    const { room, id } = r.ev;
+    this.o.placer.unhold(room);
+    const resumed = await this.o.call(source, { step: 'resume', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
+    return this.finish(r, 'rolled-back', why, resumed);
+  }
+
+  private stage(r: Run, stage: HandoffStage): void {
+    r.ev = { ...r.ev, stage };
+    this.o.log.update(r.ev);
+  }
+
+  private refuse(r: Run, refusal: HandoffRefusal, why: string): HandoffOutcome {
+    return { ...this.finish(r, 'refused', why), refusal };
+  }
+
+  /** The end of a handoff: its record, the metrics, one log line (with the reason). */
+  private finish(r: Run, result: HandoffResult, why: string, resumed?: HookAnswer): HandoffOutcome {
+    const ms = performance.now() - r.t0;
+    // A resume that did not answer: the old owner's lease resumes the room by itself.
+    const reason = resumed === undefined || succeeded(resumed) ? why : `${why}; ${describeAnswer('resume', resumed)} (the lease resumes the room)`;
+    // A refused handoff keeps the stage it was refused at; any other ends 'done'.
+    r.ev = { ...r.ev, stage: result === 'refused' ? r.ev.stage : 'done', result, reason, ms: Math.round(ms) };
+    this.o.log.finish(r.ev);
+    this.o.metrics.handoffs.inc({ result });
+    this.o.metrics.handoffSeconds.observe({ result }, ms / 1000);
+    const fields = { handoff: r.ev.id, room: r.ev.room, from: r.ev.from, to: r.ev.to, result, ...(reason ? { reason } : {}), ms: r.ev.ms };
+    if (result === 'moved' || result === 'moved-empty') this.o.logger.info(fields, 'room handed off');
+    else this.o.logger.warn(fields, result === 'refused' ? 'room handoff refused' : result === 'rolled-back' ? 'room handoff rolled back' : 'room handoff: old owner lost');
+    return { event: r.ev, refusal: null };
+  }
+}
