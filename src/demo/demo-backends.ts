@@ -22,12 +22,22 @@ export function demoBackendSpecs(count: number, basePort: number): { id: string;
   }));
 }
 
-/** `callSecrets`: what the backends verify pushes with (ROOMGATE_CALL_SECRETS in their environment). */
-export async function startDemoBackends(count: number, basePort: number, logger: Logger, callSecrets: readonly string[], timeoutMs = 10_000): Promise<DemoBackend[]> {
+/**
+ * `callSecrets`: what the backends verify pushes and handoff calls with (ROOMGATE_CALL_SECRETS in
+ * their environment); `handoffPath`: where they serve the handoff hooks (the gateway's handoff.path).
+ */
+export async function startDemoBackends(
+  count: number,
+  basePort: number,
+  logger: Logger,
+  callSecrets: readonly string[],
+  handoffPath: string,
+  timeoutMs = 10_000,
+): Promise<DemoBackend[]> {
   const started: DemoBackend[] = [];
   try {
     for (const spec of demoBackendSpecs(count, basePort)) {
-      const child = spawn(process.execPath, [DEMO_BACKEND_SCRIPT, '--port', String(spec.port), '--id', spec.id, '--host', '127.0.0.1'], {
+      const child = spawn(process.execPath, [DEMO_BACKEND_SCRIPT, '--port', String(spec.port), '--id', spec.id, '--host', '127.0.0.1', '--handoff-path', handoffPath], {
         stdio: ['ignore', 'pipe', 'inherit'],
         env: { ...process.env, ROOMGATE_CALL_SECRETS: callSecrets.join(',') },
       });

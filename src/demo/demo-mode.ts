@@ -137,7 +137,7 @@ export class DemoBackends {
 
   async start(): Promise<void> {
     const secrets = this.secrets.callSecret !== null ? [this.secrets.callSecret] : this.config.backendCalls.secrets;
-    this.starting = startDemoBackends(this.config.demo.backends, this.config.demo.basePort, this.logger, secrets);
+    this.starting = startDemoBackends(this.config.demo.backends, this.config.demo.basePort, this.logger, secrets, this.config.handoff.path);
     this.running = await this.starting;
   }
 
