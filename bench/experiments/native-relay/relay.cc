@@ -20,6 +20,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <mutex>
+#include <pthread.h>
 #include <string>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -79,8 +80,9 @@ struct Relay {
   int tickMs = 1000;
   std::thread thread;
   napi_threadsafe_function tsfn = nullptr;
-  std::mutex mu;  // guards tunnels, closeQueue, stopping, nextId
+  std::mutex mu;  // guards tunnels, addQueue, closeQueue, stopping, nextId
   std::unordered_map<uint32_t, Tunnel*> tunnels;
+  std::vector<Tunnel*> addQueue;  // adopted, registered with epoll by the relay thread
   std::vector<uint32_t> closeQueue;
   bool stopping = false;
   bool joined = false;
@@ -198,6 +200,18 @@ void OnEvent(Relay* r, Side& s, uint32_t events, std::vector<Tunnel*>& g) {
   }
 }
 
+// Hands a new tunnel's two descriptors to epoll; a descriptor epoll refuses ends the tunnel.
+void Register(Relay* r, Tunnel* t, std::vector<Tunnel*>& g) {
+  if (t->dead) return;
+  for (Side* s : {&t->c, &t->b}) {
+    epoll_event ev{};
+    s->mask = (s->reading ? uint32_t(EPOLLIN) : 0u) | (s->out.empty() ? 0u : uint32_t(EPOLLOUT));
+    ev.events = s->mask;
+    ev.data.ptr = s;
+    if (epoll_ctl(r->ep, EPOLL_CTL_ADD, s->fd, &ev) != 0) return Kill(r, t, s->client ? "client" : "backend", "error", true, g);
+  }
+}
+
 void SweepSilence(Relay* r) {
   int64_t now = NowMs();
   std::lock_guard<std::mutex> lock(r->mu);
@@ -219,14 +233,20 @@ void Loop(Relay* r) {
         uint64_t v;
         (void)!read(r->wake, &v, sizeof v);
         std::vector<uint32_t> ids;
+        std::vector<Tunnel*> added;
         bool stop;
         {
           std::lock_guard<std::mutex> lock(r->mu);
           ids.swap(r->closeQueue);
+          added.swap(r->addQueue);
           stop = r->stopping;
           if (stop)
             for (auto& [id, t] : r->tunnels) ids.push_back(id);
         }
+        // Registered here, not by add(): only this thread may free a tunnel, and an event on one
+        // side could end it before another thread had registered the other side.
+        if (!stop)
+          for (Tunnel* t : added) Register(r, t, graveyard);
         for (uint32_t id : ids) {
           Tunnel* t = nullptr;
           {
@@ -340,6 +360,7 @@ napi_value Create(napi_env env, napi_callback_info info) {
   // The relay does not keep the process alive by itself (its listener does, in a server).
   napi_unref_threadsafe_function(env, r->tsfn);
   r->thread = std::thread(Loop, r);
+  pthread_setname_np(r->thread.native_handle(), "native-relay");  // how the test finds it in /proc
   napi_add_env_cleanup_hook(env, Cleanup, r);
   napi_value out;
   napi_create_external(env, r, Finalize, nullptr, &out);
@@ -380,8 +401,9 @@ napi_value Add(napi_env env, napi_callback_info info) {
   // Node's sockets are non-blocking already; the duplicates share that flag. Made sure anyway.
   for (int fd : {c, b}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   auto* t = new Tunnel();
-  t->c = Side{t, c, true, true, false, 0, std::move(toC)};
-  t->b = Side{t, b, false, true, false, 0, std::move(toB)};
+  // A side is read only once the bytes handed over for the other side have been written.
+  t->c = Side{t, c, true, toB.empty(), false, 0, std::move(toC)};
+  t->b = Side{t, b, false, t->c.out.empty(), false, 0, std::move(toB)};
   t->silenceMs = silence;
   t->lastClientMs = NowMs();
   {
@@ -390,14 +412,12 @@ napi_value Add(napi_env env, napi_callback_info info) {
     if (r->nextId == 0) r->nextId = 1;
     r->tunnels[t->id] = t;
   }
-  // Registering is what hands the tunnel to the relay thread: everything above is set by then.
-  for (Side* s : {&t->c, &t->b}) {
-    epoll_event ev{};
-    s->mask = uint32_t(EPOLLIN) | (s->out.empty() ? 0u : uint32_t(EPOLLOUT));
-    ev.events = s->mask;
-    ev.data.ptr = s;
-    epoll_ctl(r->ep, EPOLL_CTL_ADD, s->fd, &ev);
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    r->addQueue.push_back(t);
   }
+  uint64_t one = 1;
+  (void)!write(r->wake, &one, sizeof one);
   napi_value out;
   napi_create_uint32(env, t->id, &out);
   return out;
