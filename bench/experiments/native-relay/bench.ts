@@ -2,8 +2,8 @@
  * nginx, a JavaScript relay and the native relay prototype in the same run, on bench/suite's
  * backends, load generator and CPU accounting:
  *
- *   npm run bench:native-relay -- [--rounds 3] [--clients 1000] [--scale N] [--duration 6]
- *                                 [--idle-duration 20] [--warmup 2] [--ping-ms 30000] [--out DIR]
+ *   npm run bench:native-relay -- [--rounds 5] [--clients 1000] [--scale N] [--duration 6]
+ *                                 [--idle-duration 30] [--warmup 2] [--ping-ms 30000] [--out DIR]
  *
  * Each round runs, for each relay in turn (the order rotates every round), the game workload
  * (clients in rooms of 4, broadcasts 5/s, inputs every 400 ms: CPU per delivered frame, KB of RSS
@@ -40,11 +40,11 @@ export interface Result {
 function args(): Options & { rounds: number; out: string; proxyCpu: string; loadCpu: string } {
   const { values } = parseArgs({
     options: {
-      rounds: { type: 'string', default: '3' },
+      rounds: { type: 'string', default: '5' },
       clients: { type: 'string', default: '1000' },
       scale: { type: 'string', default: '10000' },
       duration: { type: 'string', default: '6' },
-      'idle-duration': { type: 'string', default: '20' },
+      'idle-duration': { type: 'string', default: '30' },
       warmup: { type: 'string', default: '2' },
       'ping-ms': { type: 'string', default: '30000' },
       'proxy-cpu': { type: 'string', default: '0' },
