@@ -1,0 +1,47 @@
+/**
+ * The three relays the native-relay bench compares, each started fresh for one run and pinned to
+ * the proxy's core: nginx as bench/suite starts it (1 worker, cookie hash, upgrade headers), and
+ * relay-server.js in its two modes (a JavaScript relay, the native relay).
+ */
+import { join } from 'node:path';
+import { freePort, startProc, stopProc, waitLine } from '../../suite/procs.js';
+import { startTarget, type BackendAddr } from '../../suite/proxies.js';
+
+export const RELAYS = ['nginx', 'js', 'native'] as const;
+export type Relay = (typeof RELAYS)[number];
+
+export interface RunningRelay {
+  readonly name: Relay;
+  readonly port: number;
+  /** Root of its process tree (the CPU and RSS counted). */
+  readonly pid: number;
+  logTail(n: number): string[];
+  stop(): Promise<void>;
+}
+
+const RELAY_SERVER = join(import.meta.dirname, 'relay-server.js');
+
+export interface RelayContext {
+  readonly backends: readonly BackendAddr[];
+  readonly cpu: string;
+  readonly nofile: number;
+  /** The native relay's silence time (it closes a tunnel silent that long); 0: none. */
+  readonly silenceMs: number;
+}
+
+export async function startRelay(name: Relay, ctx: RelayContext): Promise<RunningRelay> {
+  if (name === 'nginx') {
+    const run = await startTarget('nginx', { backends: ctx.backends, cpu: ctx.cpu, secret: '', nofile: ctx.nofile });
+    return { name, port: run.port!, pid: run.pid!, logTail: (n) => run.logTail(n), stop: () => run.stop() };
+  }
+  const port = await freePort();
+  const args = [RELAY_SERVER, '--mode', name, '--port', String(port), '--backends', ctx.backends.map((b) => b.port).join(','), '--silence-ms', String(ctx.silenceMs)];
+  const p = startProc(`${name} relay`, process.execPath, args, { cpu: ctx.cpu, stdin: true });
+  try {
+    await waitLine(p, 'listening line', (l) => l.includes('"listening"'), 15_000);
+  } catch (err) {
+    await stopProc(p);
+    throw err;
+  }
+  return { name, port, pid: p.pid, logTail: (n) => p.output.slice(-n), stop: () => stopProc(p, 2_000) };
+}
