@@ -300,6 +300,8 @@ const outcome = (o: string): [string, Record<string, string>] => ['roomgate_cach
 
 // The two paths run concurrently (each has its own backend and gateways, and mostly waits on TTLs
 // and grace periods); within a path the tests run in order (concurrent: false), as they share them.
+// Tests with expect.soft take the test's own expect: the global one cannot tell which of two
+// concurrently running tests a soft failure belongs to.
 describe.concurrent.each([
   ['the byte-level page path', true],
   ['node:http (proxy.leanPages: false)', false],
@@ -415,7 +417,7 @@ describe.concurrent.each([
 
   // --- 3. every backend gone ------------------------------------------------------------------
 
-  it('every backend gone: cached pages answer 200 within grace (stale-if-error once a refresh failed), uncached pages 503, and after grace the cached ones 503 too', { concurrent: false }, async () => {
+  it('every backend gone: cached pages answer 200 within grace (stale-if-error once a refresh failed), uncached pages 503, and after grace the cached ones 503 too', { concurrent: false }, async ({ expect }) => {
     const [k1, k2] = await Promise.all([new Backend().start(), new Backend().start()]);
     try {
       for (const k of [k1, k2]) k.script('/k/page', (req, n) => ({ headers: { 'cache-control': 'max-age=1' }, body: `${req.url} #${n}` }));
@@ -867,7 +869,7 @@ describe.concurrent.each([
   });
   // --- the wire: framing of cached answers --------------------------------------------------
 
-  it('the wire: answers built from a backend answer with Content-Length (miss, HEAD miss, collapsed waiter, hit, HEAD hit, 206, too big) are valid HTTP/1.1 with one Content-Length', { concurrent: false }, async () => {
+  it('the wire: answers built from a backend answer with Content-Length (miss, HEAD miss, collapsed waiter, hit, HEAD hit, 206, too big) are valid HTTP/1.1 with one Content-Length', { concurrent: false }, async ({ expect }) => {
     const body = 'wire page body';
     be.script('/c/wire', () => ({ contentLength: true, delayMs: 150, headers: { 'cache-control': 'max-age=60' }, body }));
     be.script('/c/wire-head', () => ({ contentLength: true, headers: { 'cache-control': 'max-age=60' }, body }));
