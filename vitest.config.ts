@@ -33,7 +33,6 @@ export const LONG_FILES = [
   'test/browser/pages.test.ts',
   'test/placement/store-contract.test.ts',
   'test/integration/page-cache.test.ts',
-  'test/integration/tls.test.ts',
   'test/conformance/responses.test.ts',
 ];
 
