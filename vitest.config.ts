@@ -1,9 +1,53 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 // The long fault scenarios (a process killed under load, Redis failover, network faults, hostile
 // clients, the one-minute soak) are `npm run chaos`'s: it sets ROOMGATE_CHAOS=1 and runs them, and
 // .ci/run runs them after `npm test`, which keeps the unit and integration suite within its time.
 export const CHAOS_ONLY = ['test/chaos/soak.test.ts', 'test/chaos/redis-ha.test.ts', 'test/chaos/hostile-clients.test.ts', 'test/chaos/network-faults.test.ts', 'test/chaos/gateway-death.test.ts'];
+
+// The files that take longest (about 15 s and more each on this 2-core machine), longest first.
+// Started first, they overlap the many short files; started last (vitest's order from a clean
+// clone, with no timings cached, is by file size), one of them runs on alone at the end.
+export const LONG_FILES = [
+  'test/integration/placement.test.ts',
+  'test/integration/cli.test.ts',
+  'test/cli/demo.test.ts',
+  'test/integration/failure.test.ts',
+  'test/cli/help-examples.test.ts',
+  'test/cli/admin-commands.test.ts',
+  'test/conformance/fuzz.test.ts',
+  'test/browser/phone.test.ts',
+  'test/integration/page-path.test.ts',
+  'test/integration/workers.test.ts',
+  'test/bench/smoke.test.ts',
+  'test/integration/ticket-keys.test.ts',
+  'test/integration/shared-data.test.ts',
+  'test/parity/parity.test.ts',
+  'test/browser/plots.test.ts',
+  'test/pages/failover.test.ts',
+  'test/integration/shutdown.test.ts',
+  'test/integration/hardening.test.ts',
+  'test/cli/where.test.ts',
+  'test/cli/check-config.test.ts',
+  'test/browser/pages.test.ts',
+  'test/placement/store-contract.test.ts',
+  'test/integration/page-cache.test.ts',
+  'test/conformance/responses.test.ts',
+];
+
+/** LONG_FILES first, in that order; then every other file in vitest's own order. */
+class LongFilesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const rank = (f: TestSpecification): number => {
+      const i = LONG_FILES.findIndex((l) => f.moduleId.endsWith(`/${l}`));
+      return i === -1 ? LONG_FILES.length : i;
+    };
+    // Array.prototype.sort is stable: the rest keep vitest's order.
+    return sorted.sort((a, b) => rank(a) - rank(b));
+  }
+}
 
 export default defineConfig({
   test: {
@@ -15,6 +59,7 @@ export default defineConfig({
     pool: 'forks',
     // 2 cores: more workers only thrash the machine and make timing-sensitive tests flaky.
     maxWorkers: 2,
+    sequence: { sequencer: LongFilesFirst },
     reporters: ['default'],
   },
 });

@@ -48,7 +48,9 @@ async function smoke(out: string, targets: readonly string[], extra: readonly st
   return stdout;
 }
 
-describe('bench suite smoke run', () => {
+// Concurrent: the two runs share nothing (own processes, ports and output folder) and mostly wait
+// on their timed rounds, so they overlap.
+describe.concurrent('bench suite smoke run', () => {
   const out = mkdtempSync(join(tmpdir(), 'roomgate-bench-smoke-'));
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 

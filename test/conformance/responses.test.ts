@@ -3,7 +3,8 @@
 // the backend as X-Forwarded-For). One case at a time and one idle backend connection, so a
 // follow-up request from a second client rides the connection the scripted answer left behind:
 // whatever that answer left over must never reach it. The corpus runs once per way an answer can
-// be relayed (VARIANTS).
+// be relayed (VARIANTS). The variants run concurrently, each with its own backend and gateway;
+// within a variant the cases run one at a time.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stop, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { startRawBackend, type Answer, type RawBackend } from './backend.js';
@@ -11,8 +12,6 @@ import { aliveProblem } from './raw.js';
 import { RESPONSE_CASES } from './response-cases.js';
 import { ClientAddresses, handshakeConnProblems, responseProblems, runResponseCase, scriptedByClient, unclaimed } from './runner.js';
 
-let be: RawBackend;
-const scripts = new Map<string, Answer>();
 const clients = new ClientAddresses(20_000);
 const newClient = (): string => clients.next();
 
@@ -25,30 +24,29 @@ const VARIANTS = [
   { name: 'page cache fetches', extra: { cache: { paths: ['/'], uncacheableMs: 0 } } },
 ] as const;
 
-beforeAll(async () => {
-  const byClient = scriptedByClient(scripts);
-  be = await startRawBackend({ answer: byClient, upgrade: byClient });
-});
-
 afterAll(async () => {
   await stopAll();
-  await be.close();
 });
 
-describe.each(VARIANTS)('response corpus: $name', ({ extra }) => {
+describe.concurrent.each(VARIANTS)('response corpus: $name', ({ extra }) => {
+  let be: RawBackend;
   let gw: GatewayProc;
+  const scripts = new Map<string, Answer>();
   beforeAll(async () => {
+    const byClient = scriptedByClient(scripts);
+    be = await startRawBackend({ answer: byClient, upgrade: byClient });
     const proxy = { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000, ...('proxy' in extra ? extra.proxy : {}) };
     gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null }, ...extra, proxy } });
   });
   afterAll(async () => {
     await stop(gw);
+    await be.close();
   });
 
   const warnings = (): number => gw.logs().filter((l) => l.level === 'warn').length;
 
   for (const c of RESPONSE_CASES) {
-    it(`${c.cls}: ${c.name}`, async () => {
+    it(`${c.cls}: ${c.name}`, { concurrent: false }, async () => {
       const address = newClient();
       scripts.set(address, c.answer);
       const warnedBefore = warnings();
@@ -64,7 +62,7 @@ describe.each(VARIANTS)('response corpus: $name', ({ extra }) => {
     });
   }
 
-  it('the backend parsed no request that no client can claim', async () => {
+  it('the backend parsed no request that no client can claim', { concurrent: false }, async () => {
     await new Promise((r) => setTimeout(r, 200));
     expect(unclaimed(be, clients.all).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`)).toEqual([]);
   });

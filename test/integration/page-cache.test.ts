@@ -298,7 +298,11 @@ const outcome = (o: string): [string, Record<string, string>] => ['roomgate_cach
 
 // ------------------------------------------------------------------------------------------------
 
-describe.each([
+// The two paths run concurrently (each has its own backend and gateways, and mostly waits on TTLs
+// and grace periods); within a path the tests run in order (concurrent: false), as they share them.
+// Tests with expect.soft take the test's own expect: the global one cannot tell which of two
+// concurrently running tests a soft failure belongs to.
+describe.concurrent.each([
   ['the byte-level page path', true],
   ['node:http (proxy.leanPages: false)', false],
 ])('page cache, %s', (_name, lean) => {
@@ -341,7 +345,7 @@ describe.each([
 
   // --- 1. collapsing --------------------------------------------------------------------------
 
-  it('200 concurrent GETs for a cold page reach the backend once; the waiters get the same body with "collapsed"; the next GET is a hit with Age', async () => {
+  it('200 concurrent GETs for a cold page reach the backend once; the waiters get the same body with "collapsed"; the next GET is a hit with Age', { concurrent: false }, async () => {
     const url = '/c/collapse';
     const pageBody = `collapsed page ${randomBytes(8).toString('hex')} ${'x'.repeat(4_000)}`;
     be.script(url, () => ({ delayMs: 300, headers: { 'cache-control': 'max-age=60', 'content-type': 'text/html' }, body: pageBody }));
@@ -373,7 +377,7 @@ describe.each([
 
   // --- 2. grace: stale-while-revalidate -------------------------------------------------------
 
-  it('grace: a stale page is served at once with one background refresh; the GET after it is a fresh hit with the new body', async () => {
+  it('grace: a stale page is served at once with one background refresh; the GET after it is a fresh hit with the new body', { concurrent: false }, async () => {
     const url = '/c/grace';
     // The refresh is slow (400 ms): a stale answer that waited for it would show.
     be.script(url, (_r, n) => ({ delayMs: n === 1 ? 0 : 400, headers: { 'cache-control': 'max-age=1' }, body: `grace v${n}` }));
@@ -413,7 +417,7 @@ describe.each([
 
   // --- 3. every backend gone ------------------------------------------------------------------
 
-  it('every backend gone: cached pages answer 200 within grace (stale-if-error once a refresh failed), uncached pages 503, and after grace the cached ones 503 too', async () => {
+  it('every backend gone: cached pages answer 200 within grace (stale-if-error once a refresh failed), uncached pages 503, and after grace the cached ones 503 too', { concurrent: false }, async ({ expect }) => {
     const [k1, k2] = await Promise.all([new Backend().start(), new Backend().start()]);
     try {
       for (const k of [k1, k2]) k.script('/k/page', (req, n) => ({ headers: { 'cache-control': 'max-age=1' }, body: `${req.url} #${n}` }));
@@ -424,8 +428,10 @@ describe.each([
       const rooms = [...candidates.filter((r) => ring.first(r) === 'k1').slice(0, 2), ...candidates.filter((r) => ring.first(r) === 'k2').slice(0, 2)];
       expect(rooms).toHaveLength(4);
 
-      const filledAt = Date.now();
       const cached = await Promise.all(rooms.map((r) => get(gk, `/k/page?room=${r}`)));
+      // The copies' age counts from their answers, so the timeline starts once all are in (a
+      // start before the requests made a fill slower than 300 ms on a loaded machine look fresh).
+      const filledAt = Date.now();
       for (const c of cached) {
         expect(c.status).toBe(200);
         expectStoredMiss(c);
@@ -480,7 +486,7 @@ describe.each([
     }
   });
 
-  it("stale-if-error by the answer's own directive (graceMs 0): a stale copy answers a backend 503, and not once past the directive's window", async () => {
+  it("stale-if-error by the answer's own directive (graceMs 0): a stale copy answers a backend 503, and not once past the directive's window", { concurrent: false }, async () => {
     const url = '/c/sie';
     // First a cacheable page, then the backend fails with 503.
     be.script(url, (_r, n): Reply => (n === 1 ? { headers: { 'cache-control': 'max-age=1, stale-if-error=1' }, body: 'sie v1' } : { status: 503, body: `down #${n}` }));
@@ -507,7 +513,7 @@ describe.each([
 
   // --- 4. never wrong -------------------------------------------------------------------------
 
-  it('answers with Set-Cookie, Cache-Control private or no-store, a 500, or no freshness (defaultTtlMs 0) are never served to a second client', async () => {
+  it('answers with Set-Cookie, Cache-Control private or no-store, a 500, or no freshness (defaultTtlMs 0) are never served to a second client', { concurrent: false }, async () => {
     const cases: [string, Record<string, string | string[]>, number][] = [
       ['/c/never/set-cookie', { 'cache-control': 'max-age=60', 'set-cookie': 'sid=SID' }, 200],
       ['/c/never/private', { 'cache-control': 'private, max-age=60' }, 200],
@@ -543,7 +549,7 @@ describe.each([
     expectHit(await get(gg, '/c/ttl-default'), 'no ttl #1');
   });
 
-  it('Authorization and a session cookie bypass: the backend sees them, and their answers are never stored or served from the cache', async () => {
+  it('Authorization and a session cookie bypass: the backend sees them, and their answers are never stored or served from the cache', { concurrent: false }, async () => {
     for (const [path, headers, detail] of [
       ['/c/auth', { authorization: 'Bearer user-token' }, 'authorization'],
       ['/c/session', { cookie: 'theme=dark; sessionid=x' }, 'session-cookie'],
@@ -567,7 +573,7 @@ describe.each([
     }
   });
 
-  it('cookies: a fill carries none of the client\'s cookies (the room cookie included) by default; a bypass path carries them all; POST is fwd=method and untouched', async () => {
+  it('cookies: a fill carries none of the client\'s cookies (the room cookie included) by default; a bypass path carries them all; POST is fwd=method and untouched', { concurrent: false }, async () => {
     const seed = await get(gw, '/c/cookie-seed?room=cookie-room');
     const signed = roomCookieValue(seed);
     const cookie = `theme=dark; roomgate_room=${signed}; csrftoken=abc`;
@@ -624,7 +630,7 @@ describe.each([
     expect(Object.keys(fill.headers).filter((k) => k.startsWith('if-') || k === 'range')).toEqual([]);
   });
 
-  it('bypassCookies (with a "name*" prefix) and cookies.names (kept cookies: forwarded alone, part of the key); paths outside cache.paths and a "~" regex path', async () => {
+  it('bypassCookies (with a "name*" prefix) and cookies.names (kept cookies: forwarded alone, part of the key); paths outside cache.paths and a "~" regex path', { concurrent: false }, async () => {
     // wp_login* matches wp_login_42.
     const wp = await get(gg, '/c/bc', { cookie: 'wp_login_42=1; lang=fr' });
     expectBypass(wp, 'session-cookie');
@@ -662,7 +668,7 @@ describe.each([
 
   // --- 5. the room in the key -----------------------------------------------------------------
 
-  it('the room is part of the key (X-Room-Key, ?room=, the room cookie); the room cookie is set on cached answers where it is due and never reaches the backend', async () => {
+  it('the room is part of the key (X-Room-Key, ?room=, the room cookie); the room cookie is set on cached answers where it is due and never reaches the backend', { concurrent: false }, async () => {
     const path = '/c/room-page';
     const ra = await get(gw, path, { 'x-room-key': 'room-a' });
     const rb = await get(gw, path, { 'x-room-key': 'room-b' });
@@ -715,7 +721,7 @@ describe.each([
 
   // --- 6. HEAD and Range ----------------------------------------------------------------------
 
-  it('HEAD is answered from a stored GET; a HEAD miss fills with a GET; Range bytes=0-3 on a hit is a 206 with Content-Range', async () => {
+  it('HEAD is answered from a stored GET; a HEAD miss fills with a GET; Range bytes=0-3 on a hit is a 206 with Content-Range', { concurrent: false }, async () => {
     const body = 'GET /c/head #1';
     expectStoredMiss(await get(gw, '/c/head'));
     const head = await get(gw, '/c/head', {}, { method: 'HEAD' });
@@ -748,7 +754,7 @@ describe.each([
 
   // --- 7. Vary --------------------------------------------------------------------------------
 
-  it('Vary: Accept-Language stores one variant per value; Vary: * is not stored', async () => {
+  it('Vary: Accept-Language stores one variant per value; Vary: * is not stored', { concurrent: false }, async () => {
     be.script('/c/vary', (req, n) => ({ headers: { 'cache-control': 'max-age=60', vary: 'Accept-Language' }, body: `${String(req.headers['accept-language'])} #${n}` }));
     const en = await get(gw, '/c/vary', { 'accept-language': 'en' });
     expect(en.body).toBe('en #1');
@@ -767,7 +773,7 @@ describe.each([
 
   // --- 8. purge, GET /cache, metrics ----------------------------------------------------------
 
-  it('purge by url, by prefix and by room through the admin API; GET /cache reports objects and bytes', async () => {
+  it('purge by url, by prefix and by room through the admin API; GET /cache reports objects and bytes', { concurrent: false }, async () => {
     const urls = ['/c/pu/a', '/c/pu/b', '/c/pu/c?x=1', '/c/keep'];
     for (const u of urls) expectStoredMiss(await get(gw, u));
     for (const u of urls) expectHit(await get(gw, u), `GET ${u} #1`);
@@ -817,7 +823,7 @@ describe.each([
     expect(be.count('/c/pr')).toBe(3);
   });
 
-  it('metrics: cache requests by outcome, hits as backend="cache" in roomgate_http_requests_total, the size gauges and fills', async () => {
+  it('metrics: cache requests by outcome, hits as backend="cache" in roomgate_http_requests_total, the size gauges and fills', { concurrent: false }, async () => {
     const delta = await counters(gw, [
       outcome('hit'),
       outcome('miss'),
@@ -841,7 +847,7 @@ describe.each([
 
   // --- 9. too big -----------------------------------------------------------------------------
 
-  it('a chunked answer larger than maxObjectBytes is relayed whole and not stored; a small chunked one is stored', async () => {
+  it('a chunked answer larger than maxObjectBytes is relayed whole and not stored; a small chunked one is stored', { concurrent: false }, async () => {
     const big = randomBytes(50_000).toString('hex'); // 100 000 bytes > 65 536
     be.script('/c/big-chunked', () => ({ headers: { 'cache-control': 'max-age=60' }, body: big, chunks: 10 }));
     const objectsBefore = (await adminCall(gw, 'GET', '/cache')).json.objects;
@@ -865,7 +871,7 @@ describe.each([
   });
   // --- the wire: framing of cached answers --------------------------------------------------
 
-  it('the wire: answers built from a backend answer with Content-Length (miss, HEAD miss, collapsed waiter, hit, HEAD hit, 206, too big) are valid HTTP/1.1 with one Content-Length', async () => {
+  it('the wire: answers built from a backend answer with Content-Length (miss, HEAD miss, collapsed waiter, hit, HEAD hit, 206, too big) are valid HTTP/1.1 with one Content-Length', { concurrent: false }, async ({ expect }) => {
     const body = 'wire page body';
     be.script('/c/wire', () => ({ contentLength: true, delayMs: 150, headers: { 'cache-control': 'max-age=60' }, body }));
     be.script('/c/wire-head', () => ({ contentLength: true, headers: { 'cache-control': 'max-age=60' }, body }));

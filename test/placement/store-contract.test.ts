@@ -6,7 +6,7 @@
 // given out before (of any room, also of expired placements), but not necessarily the previous
 // one + 1. So the tests compare epochs (greater, equal, distinct), never expect exact values.
 import { Redis } from 'ioredis';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, type TestContext } from 'vitest';
 import { MemoryPlacementState, MemoryPlacementStore } from '../../src/placement/memory-store.js';
 import { RedisPlacementStore } from '../../src/placement/redis-store.js';
 import type { BackendAdminState, PlaceResult, PlacementRecord, PlacementStore, StoreEvent, StoreTiming } from '../../src/placement/store.js';
@@ -127,28 +127,34 @@ function stored(p: PlacementRecord | null, backend: string, above: number): Plac
   return p!;
 }
 
+/** What each test gets: its harness, two gateways' handles on it, and age() (see setup). */
+interface Handles {
+  readonly h: Harness;
+  readonly a: PlacementStore;
+  readonly b: PlacementStore;
+  readonly age: () => Promise<void>;
+}
+
 function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) => Harness): void {
-  describe(`PlacementStore contract: ${kind}`, () => {
-    let h: Harness;
-    let a: PlacementStore;
-    let b: PlacementStore;
-
-    const setup = async (timing: StoreTiming = TIMING): Promise<void> => {
-      h = makeHarness(timing);
-      a = await h.open('gw-a');
-      b = await h.open('gw-b');
-    };
-    afterEach(async () => {
-      await h?.dispose();
-    });
+  // Concurrent: the Redis store's tests mostly wait for real TTLs to pass, and each test has its
+  // own state, so their waits overlap (vitest's maxConcurrency at a time).
+  describe.concurrent(`PlacementStore contract: ${kind}`, () => {
     /**
-     * Lets the placements written so far age past gatewayTtlMs, so that an unforced move of them
-     * is no longer refused for their youth. With TIMING: 500 ms, well within idleTtlMs (800 ms).
+     * One test's own harness and two handles, disposed when the test ends (the tests run
+     * concurrently: each has its own state, on Redis its own key prefix and event channel).
+     * age() lets the placements written so far age past gatewayTtlMs, so that an unforced move of
+     * them is no longer refused for their youth. With TIMING: 500 ms, well within idleTtlMs (800 ms).
      */
-    const age = (): Promise<void> => h.advance(h.timing.gatewayTtlMs + AGE_MARGIN_MS);
+    const setup = async (onFinished: TestContext['onTestFinished'], timing: StoreTiming = TIMING): Promise<Handles> => {
+      const h = makeHarness(timing);
+      onFinished(() => h.dispose());
+      const a = await h.open('gw-a');
+      const b = await h.open('gw-b');
+      return { h, a, b, age: () => h.advance(h.timing.gatewayTtlMs + AGE_MARGIN_MS) };
+    };
 
-    it('get/place round trip, seen by both gateways', async () => {
-      await setup();
+    it('get/place round trip, seen by both gateways', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       expect(a.kind).toBe(kind);
       expect(a.available).toBe(true);
       expect(await a.get('room-1')).toBeNull();
@@ -159,8 +165,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(await b.get('room-2')).toBeNull();
     });
 
-    it('every change of backend takes an epoch above all earlier ones (any room); a same-backend place keeps the epoch', async () => {
-      await setup();
+    it('every change of backend takes an epoch above all earlier ones (any room); a same-backend place keeps the epoch', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       await age();
       const p2 = placed(await b.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
@@ -172,8 +178,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(await a.get('other')).toEqual(other);
     });
 
-    it('compare-and-set: a stale expected epoch loses the race and gets the current placement', async () => {
-      await setup();
+    it('compare-and-set: a stale expected epoch loses the race and gets the current placement', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       const lost = { ok: false, reason: 'lost-race', current: p };
       expect(await b.place('r', 'b2', 0, NOT_FORCED)).toEqual(lost);
@@ -184,9 +190,9 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(await b.get('absent')).toBeNull();
     });
 
-    it('two gateways racing to place the same rooms always agree on one backend', async () => {
+    it('two gateways racing to place the same rooms always agree on one backend', async ({ onTestFinished }) => {
       // Long-lived placements: 240 racing calls and 120 reads must not outlast idleTtlMs on a loaded machine.
-      await setup({ ...TIMING, idleTtlMs: 60_000 });
+      const { h, a, b, age } = await setup(onTestFinished, { ...TIMING, idleTtlMs: 60_000 });
       const rooms = Array.from({ length: 60 }, (_, i) => `race-${i}`);
       /** The one winner of a racing pair; the loser is told where the room is (route there, or decide again). */
       const winner = (pair: readonly PlaceResult[], room: string): PlacementRecord => {
@@ -222,8 +228,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(new Set(epochs).size).toBe(epochs.length);
     });
 
-    it("busy: a move away from the backend another gateway holds sockets on is refused unless forced", async () => {
-      await setup();
+    it("busy: a move away from the backend another gateway holds sockets on is refused unless forced", async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       // Old enough to be moved: the refusal below is A's report, not the placement's youth.
       await age();
@@ -236,8 +242,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(await a.get('r')).toEqual(p2);
     });
 
-    it("busy counts only other gateways' current reports of sockets on the current backend", async () => {
-      await setup();
+    it("busy counts only other gateways' current reports of sockets on the current backend", async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p: Record<string, PlacementRecord> = {};
       let top = 0;
       for (const r of ['own', 'zero', 'elsewhere', 'replaced']) top = (p[r] = placed(await a.place(r, 'b1', 0, NOT_FORCED), 'b1', top)).epoch;
@@ -258,8 +264,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       placed(await b.place('replaced', 'b2', p.replaced!.epoch, NOT_FORCED), 'b2', top);
     });
 
-    it('a stale gateway (no heartbeat for gatewayTtlMs) no longer blocks a move', async () => {
-      await setup();
+    it('a stale gateway (no heartbeat for gatewayTtlMs) no longer blocks a move', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       await age(); // only A's report can make it busy now
       await a.heartbeat([{ room: 'r', backend: 'b1', sockets: 5 }]);
@@ -269,8 +275,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       placed(await b.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
     });
 
-    it('a closed gateway no longer blocks a move', async () => {
-      await setup();
+    it('a closed gateway no longer blocks a move', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       await age(); // only A's report can make it busy now
       await a.heartbeat([{ room: 'r', backend: 'b1', sockets: 5 }]);
@@ -279,8 +285,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       placed(await b.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
     });
 
-    it('an unforced move of a placement younger than gatewayTtlMs is busy while another gateway is alive (no report needed); once it has aged, the move succeeds', async () => {
-      await setup();
+    it('an unforced move of a placement younger than gatewayTtlMs is busy while another gateway is alive (no report needed); once it has aged, the move succeeds', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       // Both gateways alive, neither reporting the room.
       const alive = () => Promise.all([a.heartbeat([]), b.heartbeat([])]);
       await alive();
@@ -306,14 +312,14 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(Object.fromEntries(await b.roomsPerBackend())).toEqual({ b2: 1 });
     });
 
-    it('a gateway alone (no other gateway alive) may move a young placement: it knows its own sockets', async () => {
-      await setup();
+    it('a gateway alone (no other gateway alive) may move a young placement: it knows its own sockets', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       placed(await a.place('r', 'b2', p1.epoch, NOT_FORCED), 'b2', p1.epoch);
     });
 
-    it('a forced move of a placement younger than gatewayTtlMs succeeds', async () => {
-      await setup();
+    it('a forced move of a placement younger than gatewayTtlMs succeeds', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       await Promise.all([a.heartbeat([]), b.heartbeat([])]);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       expect(await b.place('r', 'b2', p1.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: p1 });
@@ -325,8 +331,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b3: 1 });
     });
 
-    it('a same-backend place of a placement younger than gatewayTtlMs is ok and keeps the epoch', async () => {
-      await setup();
+    it('a same-backend place of a placement younger than gatewayTtlMs is ok and keeps the epoch', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       const same = { ok: true, placement: p1 };
       expect(await b.place('r', 'b1', p1.epoch, NOT_FORCED)).toEqual(same);
@@ -337,8 +343,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b1: 1 });
     });
 
-    it('placements expire idleTtlMs after the last place or heartbeat on their backend', async () => {
-      await setup();
+    it('placements expire idleTtlMs after the last place or heartbeat on their backend', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p: Record<string, PlacementRecord> = {};
       let top = 0;
       for (const r of ['kept', 'idle', 'wrong-backend']) top = (p[r] = placed(await a.place(r, 'b1', 0, NOT_FORCED), 'b1', top)).epoch;
@@ -362,9 +368,9 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       placed(await a.place('idle', 'b3', 0, NOT_FORCED), 'b3', recreated.epoch);
     });
 
-    it('maxIdleRooms: beyond the cap the least recently kept idle placements are evicted, never a room reported live; counted', async () => {
+    it('maxIdleRooms: beyond the cap the least recently kept idle placements are evicted, never a room reported live; counted', async ({ onTestFinished }) => {
       let evicted = 0;
-      await setup({ ...TIMING, maxIdleRooms: 3, onEvicted: (n) => (evicted += n) });
+      const { h, a, b, age } = await setup(onTestFinished, { ...TIMING, maxIdleRooms: 3, onEvicted: (n) => (evicted += n) });
       const rooms = ['r0', 'r1', 'r2', 'r3', 'r4', 'r5'];
       const on: Record<string, string> = { r0: 'b1', r1: 'b2', r2: 'b1', r3: 'b2', r4: 'b1', r5: 'b2' };
       const put = async (r: string): Promise<PlacementRecord> => {
@@ -397,9 +403,9 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect([...perBackend.values()].reduce((x, y) => x + y, 0)).toBe(4);
     });
 
-    it('maxIdleRooms: with another gateway alive, a placement younger than gatewayTtlMs is not evicted (its sockets may be unreported)', async () => {
+    it('maxIdleRooms: with another gateway alive, a placement younger than gatewayTtlMs is not evicted (its sockets may be unreported)', async ({ onTestFinished }) => {
       let evicted = 0;
-      await setup({ ...TIMING, maxIdleRooms: 3, onEvicted: (n) => (evicted += n) });
+      const { h, a, b, age } = await setup(onTestFinished, { ...TIMING, maxIdleRooms: 3, onEvicted: (n) => (evicted += n) });
       await b.heartbeat([]); // b is alive, reporting nothing
       for (const r of ['y0', 'y1', 'y2', 'y3']) {
         await h.advance(2); // distinct times: Redis orders by the expiry in ms
@@ -416,8 +422,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(await a.get('y2')).not.toBeNull();
     });
 
-    it('a same-backend place refreshes the idle TTL', async () => {
-      await setup();
+    it('a same-backend place refreshes the idle TTL', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       await h.advance(500);
       expect(await b.place('r', 'b1', p1.epoch, NOT_FORCED)).toEqual({ ok: true, placement: p1 });
@@ -427,8 +433,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(await a.get('r')).toBeNull();
     });
 
-    it('roomsPerBackend counts unexpired placements and drops expired ones', async () => {
-      await setup();
+    it('roomsPerBackend counts unexpired placements and drops expired ones', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       expect(await a.roomsPerBackend()).toEqual(new Map());
       await a.place('r1', 'b1', 0, NOT_FORCED);
       const r2 = placed(await b.place('r2', 'b1', 0, NOT_FORCED), 'b1', 0);
@@ -445,8 +451,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       await h.advance(h.timing.idleTtlMs + 200);
       expect(await a.roomsPerBackend()).toEqual(new Map());
     });
-    it('backend admin states: set, overwrite, clear, list; changes arrive as events on every handle', async () => {
-      await setup();
+    it('backend admin states: set, overwrite, clear, list; changes arrive as events on every handle', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const onA = record(a);
       const onB = record(b);
       const draining: BackendAdminState = { state: 'draining', deadline: 1_700_000_060_000, since: 1_700_000_000_000 };
@@ -471,8 +477,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       }
     });
 
-    it('placement changes arrive as events on the other handle (and the own one); a same-backend place is no change', async () => {
-      await setup();
+    it('placement changes arrive as events on the other handle (and the own one); a same-backend place is no change', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const onA = record(a);
       const onB = record(b);
       const p1 = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
@@ -493,8 +499,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(placementEvents(onB.events, 'marker-2')).toEqual([]);
     });
 
-    it('keys like __proto__, constructor, a:b.c are plain rooms and backend ids', async () => {
-      await setup();
+    it('keys like __proto__, constructor, a:b.c are plain rooms and backend ids', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const onB = record(b);
       const rooms = ['__proto__', 'constructor', 'a:b.c', 'hasOwnProperty', 'toString', 'p:x', 'gw'];
       const first = new Map<string, PlacementRecord>();
@@ -526,8 +532,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       expect(({} as Record<string, unknown>).backend).toBeUndefined();
     });
 
-    it('epochs never repeat, even after a placement expired: a stale {backend, epoch} never wins against a re-placed room', async () => {
-      await setup();
+    it('epochs never repeat, even after a placement expired: a stale {backend, epoch} never wins against a re-placed room', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       // Gateway A placed the room and remembers {b1, e1}; the placement then expires unseen by A.
       const stale = placed(await a.place('r', 'b1', 0, NOT_FORCED), 'b1', 0);
       await h.advance(h.timing.idleTtlMs + 250);
@@ -551,9 +557,9 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       placed(await a.place('other', 'b1', 0, NOT_FORCED), 'b1', third.epoch);
     });
 
-    it("place() with no placement adopts the backend another gateway's fresh report has the room live on", async () => {
+    it("place() with no placement adopts the backend another gateway's fresh report has the room live on", async ({ onTestFinished }) => {
       // Reports outlive placements here, so that a placement can expire under a live report.
-      await setup(LONG_REPORTS);
+      const { h, a, b, age } = await setup(onTestFinished, LONG_REPORTS);
       const onA = record(a);
       const onB = record(b);
       const first: Record<string, PlacementRecord> = {};
@@ -598,8 +604,8 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       placed(await a.place('stale', 'b3', 0, NOT_FORCED), 'b3', same.epoch);
     });
 
-    it('heartbeat re-creates a missing placement of a live room where its sockets are, with a new epoch, and announces it', async () => {
-      await setup();
+    it('heartbeat re-creates a missing placement of a live room where its sockets are, with a new epoch, and announces it', async ({ onTestFinished }) => {
+      const { h, a, b, age } = await setup(onTestFinished);
       const onA = record(a);
       const onB = record(b);
       const old = placed(await a.place('expired', 'b1', 0, NOT_FORCED), 'b1', 0);
@@ -653,8 +659,9 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
     });
 
     if (kind === 'redis') {
-      it('after Redis lost its data (FLUSHALL), the next heartbeat re-creates the live rooms where their sockets are', async () => {
-        await setup();
+      // Sequential, after the concurrent tests: FLUSHALL wipes every test's keys, not only its own.
+      it('after Redis lost its data (FLUSHALL), the next heartbeat re-creates the live rooms where their sockets are', { concurrent: false }, async ({ onTestFinished }) => {
+        const { h, a, b, age } = await setup(onTestFinished);
         const onA = record(a);
         const onB = record(b);
         const before: Record<string, PlacementRecord> = {};
