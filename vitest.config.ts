@@ -1,16 +1,15 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-// The long fault scenarios (a process killed under load, Redis failover, network faults, hostile
-// clients, the one-minute soak) are `npm run chaos`'s: it sets ROOMGATE_CHAOS=1 and runs them, and
+// The long fault scenarios (sticky placements through kills, cuts and a Redis restart, a process
+// killed under load, Redis failover, network faults, hostile clients, the one-minute soak) are `npm run chaos`'s: it sets ROOMGATE_CHAOS=1 and runs them, and
 // .ci/run runs them after `npm test`, which keeps the unit and integration suite within its time.
-export const CHAOS_ONLY = ['test/chaos/soak.test.ts', 'test/chaos/redis-ha.test.ts', 'test/chaos/hostile-clients.test.ts', 'test/chaos/network-faults.test.ts', 'test/chaos/gateway-death.test.ts'];
+export const CHAOS_ONLY = ['test/chaos/placement.test.ts', 'test/chaos/soak.test.ts', 'test/chaos/redis-ha.test.ts', 'test/chaos/hostile-clients.test.ts', 'test/chaos/network-faults.test.ts', 'test/chaos/gateway-death.test.ts'];
 
 // The files that take longest (about 15 s and more each on this 2-core machine), longest first.
 // Started first, they overlap the many short files; started last (vitest's order from a clean
 // clone, with no timings cached, is by file size), one of them runs on alone at the end.
 export const LONG_FILES = [
-  'test/integration/placement.test.ts',
   'test/integration/cli.test.ts',
   'test/cli/demo.test.ts',
   'test/integration/failure.test.ts',

@@ -1,4 +1,4 @@
-// Helpers for test/integration/placement.test.ts: djust-like reconnecting room clients, the
+// Helpers for test/chaos/placement.test.ts: djust-like reconnecting room clients, the
 // "one room, one backend" invariant checker (the backends' own /_backend/rooms is the witness),
 // a TCP forwarder that can be cut (to give one gateway a different view of a backend), and small
 // admin-API and log helpers. Everything started here is tracked and torn down by
