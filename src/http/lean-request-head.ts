@@ -6,8 +6,14 @@
 //
 // The subset: `GET` or `HEAD`, an origin-form target of RFC 3986 characters, `HTTP/1.1`, every
 // line ended by CRLF, header names of tchar directly followed by ':', values of visible ASCII,
-// space and tab, exactly one valid Host, and nothing that frames a body or changes the
-// connection's protocol (Content-Length, Transfer-Encoding, Upgrade, Expect).
+// space and tab, exactly one valid Host, and nothing that frames a body (Content-Length,
+// Transfer-Encoding) or waits for a go-ahead (Expect).
+//
+// A WebSocket handshake of the subset is read too, as an "upgrade": a GET with exactly one
+// `Upgrade: websocket`, exactly one Connection line that is a plain token list (tokens, commas,
+// spaces) holding `upgrade`, and exactly one non-empty Sec-WebSocket-Key and Sec-WebSocket-Version.
+// These are heads node:http's parser (llhttp) surely takes as an upgrade too, so both paths read
+// the same bytes as the same handshake; any other head with an Upgrade line goes to node:http.
 import { isHostValue, TCHAR } from './syntax.js';
 
 export interface LeanHead {
@@ -26,8 +32,19 @@ export interface LeanHead {
   readonly end: number;
 }
 
+/** A WebSocket handshake of the subset (the upgrade path checks it as it checks node:http's). */
+export interface LeanHandshake {
+  readonly head: LeanHead;
+  /** The Upgrade value ("websocket" in some case). */
+  readonly upgrade: string;
+  readonly key: string;
+  readonly version: string;
+}
+
 export type LeanParse =
   | { readonly kind: 'head'; readonly head: LeanHead }
+  /** A WebSocket handshake: for the upgrade path only, never a page (hence no `head` member here). */
+  | { readonly kind: 'upgrade'; readonly handshake: LeanHandshake }
   /** More bytes are needed (and may still make a head of the subset). */
   | { readonly kind: 'incomplete' }
   /** Not for this path: node:http reads these bytes (and answers them, or refuses them). */
@@ -115,6 +132,15 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
   let roomHeader: string | undefined;
   let roomHeaders = 0;
   let close = false;
+  // The handshake's lines: how many of each, the last value, and whether Connection names upgrade.
+  let upgrades = 0;
+  let upgrade = '';
+  let connections = 0;
+  let connectionUpgrade = false;
+  let keys = 0;
+  let key = '';
+  let versions = 0;
+  let version = '';
   const roomName = limits.roomHeader;
   // Each line: name ':' OWS value OWS CRLF, until the empty line.
   for (;;) {
@@ -158,16 +184,35 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
         break;
       }
       case 7:
-        if (name.toLowerCase() === 'upgrade') return other('upgrade');
+        if (name.toLowerCase() === 'upgrade') {
+          upgrades++;
+          upgrade = value;
+        }
         break;
       case 10:
-        if (name.toLowerCase() === 'connection' && hasToken(value, 'close')) close = true;
+        if (name.toLowerCase() === 'connection') {
+          connections++;
+          if (hasToken(value, 'close')) close = true;
+          connectionUpgrade = plainListHas(value, 'upgrade');
+        }
         break;
       case 14:
         if (name.toLowerCase() === 'content-length') return other('body');
         break;
-      case 17:
-        if (name.toLowerCase() === 'transfer-encoding') return other('body');
+      case 17: {
+        const lower = name.toLowerCase();
+        if (lower === 'transfer-encoding') return other('body');
+        if (lower === 'sec-websocket-key') {
+          keys++;
+          key = value;
+        }
+        break;
+      }
+      case 21:
+        if (name.toLowerCase() === 'sec-websocket-version') {
+          versions++;
+          version = value;
+        }
         break;
     }
     if (name.length === roomName.length && name.toLowerCase() === roomName) {
@@ -178,10 +223,33 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
   if (hosts !== 1 || host === undefined || !isHostValue(host)) return other('host');
   // node:http joins repeated custom headers with ", "; one line keeps the two paths equal.
   if (roomHeaders > 1) return other('room-header');
-  return {
-    kind: 'head',
-    head: { method, url: buf.toString('latin1', targetStart, targetEnd), rawHeaders, cookie, roomHeader, close, end: i },
-  };
+  const head: LeanHead = { method, url: buf.toString('latin1', targetStart, targetEnd), rawHeaders, cookie, roomHeader, close, end: i };
+  if (upgrades === 0) return { kind: 'head', head };
+  // node:http joins repeated lines with ", " and llhttp reads Connection lines its own way: one
+  // line of each, written plainly, is where both surely see the same handshake.
+  const plain =
+    method === 'GET' &&
+    upgrades === 1 &&
+    upgrade.toLowerCase() === 'websocket' &&
+    connections === 1 &&
+    connectionUpgrade &&
+    keys === 1 &&
+    key !== '' &&
+    versions === 1 &&
+    version !== '';
+  return plain ? { kind: 'upgrade', handshake: { head, upgrade, key, version } } : other('upgrade');
+}
+
+/** A list of tokens, commas and spaces only (no empty element), holding this (lower-case) token in any case. */
+function plainListHas(list: string, token: string): boolean {
+  let found = false;
+  for (const part of list.split(',')) {
+    const t = part.replace(/^ +| +$/g, '');
+    if (t === '') return false;
+    for (let k = 0; k < t.length; k++) if (TCHAR[t.charCodeAt(k)] !== 1) return false;
+    if (t.toLowerCase() === token) found = true;
+  }
+  return found;
 }
 
 /** A comma-separated list holds this (lower-case) token, in any case. */
