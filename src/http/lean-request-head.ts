@@ -114,16 +114,10 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
 
   // Request line.
   const method = buf[from] === 0x47 /* G */ ? 'GET' : 'HEAD';
-  let i = from + method.length + 1;
-  const targetStart = i;
-  while (i < len && TARGET[buf[i] as number] === 1) i++;
-  if (i >= len) return more();
-  if (i === targetStart || buf[targetStart] !== 0x2f /* / */ || buf[i] !== SP) return other('target');
-  const targetEnd = i;
-  for (let k = 0; k < VERSION.length; k++, i++) {
-    if (i >= len) return more();
-    if (buf[i] !== VERSION[k]) return other('version');
-  }
+  const targetStart = from + method.length + 1;
+  const targetEnd = requestLine(buf, targetStart, len, more);
+  if (typeof targetEnd !== 'number') return targetEnd;
+  let i = targetEnd + VERSION.length;
 
   const rawHeaders: string[] = [];
   let host: string | undefined;
@@ -132,15 +126,7 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
   let roomHeader: string | undefined;
   let roomHeaders = 0;
   let close = false;
-  // The handshake's lines: how many of each, the last value, and whether Connection names upgrade.
-  let upgrades = 0;
-  let upgrade = '';
-  let connections = 0;
-  let connectionUpgrade = false;
-  let keys = 0;
-  let key = '';
-  let versions = 0;
-  let version = '';
+  const handshake = new HandshakeLines();
   const roomName = limits.roomHeader;
   // Each line: name ':' OWS value OWS CRLF, until the empty line.
   for (;;) {
@@ -184,16 +170,12 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
         break;
       }
       case 7:
-        if (name.toLowerCase() === 'upgrade') {
-          upgrades++;
-          upgrade = value;
-        }
+        if (name.toLowerCase() === 'upgrade') handshake.upgradeLine(value);
         break;
       case 10:
         if (name.toLowerCase() === 'connection') {
-          connections++;
           if (hasToken(value, 'close')) close = true;
-          connectionUpgrade = plainListHas(value, 'upgrade');
+          handshake.connectionLine(value);
         }
         break;
       case 14:
@@ -202,17 +184,11 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
       case 17: {
         const lower = name.toLowerCase();
         if (lower === 'transfer-encoding') return other('body');
-        if (lower === 'sec-websocket-key') {
-          keys++;
-          key = value;
-        }
+        if (lower === 'sec-websocket-key') handshake.keyLine(value);
         break;
       }
       case 21:
-        if (name.toLowerCase() === 'sec-websocket-version') {
-          versions++;
-          version = value;
-        }
+        if (name.toLowerCase() === 'sec-websocket-version') handshake.versionLine(value);
         break;
     }
     if (name.length === roomName.length && name.toLowerCase() === roomName) {
@@ -224,20 +200,69 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
   // node:http joins repeated custom headers with ", "; one line keeps the two paths equal.
   if (roomHeaders > 1) return other('room-header');
   const head: LeanHead = { method, url: buf.toString('latin1', targetStart, targetEnd), rawHeaders, cookie, roomHeader, close, end: i };
-  if (upgrades === 0) return { kind: 'head', head };
-  // node:http joins repeated lines with ", " and llhttp reads Connection lines its own way: one
-  // line of each, written plainly, is where both surely see the same handshake.
-  const plain =
-    method === 'GET' &&
-    upgrades === 1 &&
-    upgrade.toLowerCase() === 'websocket' &&
-    connections === 1 &&
-    connectionUpgrade &&
-    keys === 1 &&
-    key !== '' &&
-    versions === 1 &&
-    version !== '';
-  return plain ? { kind: 'upgrade', handshake: { head, upgrade, key, version } } : other('upgrade');
+  return handshake.upgrades === 0 ? { kind: 'head', head } : handshake.of(head);
+}
+
+/** The rest of the request line from the target on: where the target ends, or why not. */
+function requestLine(buf: Buffer, targetStart: number, len: number, more: () => LeanParse): number | LeanParse {
+  let i = targetStart;
+  while (i < len && TARGET[buf[i] as number] === 1) i++;
+  if (i >= len) return more();
+  if (i === targetStart || buf[targetStart] !== 0x2f /* / */ || buf[i] !== SP) return other('target');
+  for (let k = 0; k < VERSION.length; k++) {
+    if (i + k >= len) return more();
+    if (buf[i + k] !== VERSION[k]) return other('version');
+  }
+  return i;
+}
+
+/** A head's handshake lines: how many of each, the last value, and whether Connection names upgrade. */
+class HandshakeLines {
+  upgrades = 0;
+  private upgrade = '';
+  private connections = 0;
+  private connectionUpgrade = false;
+  private keys = 0;
+  private key = '';
+  private versions = 0;
+  private version = '';
+
+  upgradeLine(value: string): void {
+    this.upgrades++;
+    this.upgrade = value;
+  }
+
+  connectionLine(value: string): void {
+    this.connections++;
+    this.connectionUpgrade = plainListHas(value, 'upgrade');
+  }
+
+  keyLine(value: string): void {
+    this.keys++;
+    this.key = value;
+  }
+
+  versionLine(value: string): void {
+    this.versions++;
+    this.version = value;
+  }
+
+  /** The handshake of a head with an Upgrade line, or "other" when it is outside the subset. */
+  of(head: LeanHead): LeanParse {
+    // node:http joins repeated lines with ", " and llhttp reads Connection lines its own way: one
+    // line of each, written plainly, is where both surely see the same handshake.
+    const plain =
+      head.method === 'GET' &&
+      this.upgrades === 1 &&
+      this.upgrade.toLowerCase() === 'websocket' &&
+      this.connections === 1 &&
+      this.connectionUpgrade &&
+      this.keys === 1 &&
+      this.key !== '' &&
+      this.versions === 1 &&
+      this.version !== '';
+    return plain ? { kind: 'upgrade', handshake: { head, upgrade: this.upgrade, key: this.key, version: this.version } } : other('upgrade');
+  }
 }
 
 /** A list of tokens, commas and spaces only (no empty element), holding this (lower-case) token in any case. */
