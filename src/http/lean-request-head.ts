@@ -221,7 +221,7 @@ class HandshakeLines {
   upgrades = 0;
   private upgrade = '';
   private connections = 0;
-  private connectionUpgrade = false;
+  private connection = '';
   private keys = 0;
   private key = '';
   private versions = 0;
@@ -234,7 +234,8 @@ class HandshakeLines {
 
   connectionLine(value: string): void {
     this.connections++;
-    this.connectionUpgrade = plainListHas(value, 'upgrade');
+    // Read only for a head with an Upgrade line: a page's Connection costs nothing more here.
+    this.connection = value;
   }
 
   keyLine(value: string): void {
@@ -256,7 +257,7 @@ class HandshakeLines {
       this.upgrades === 1 &&
       this.upgrade.toLowerCase() === 'websocket' &&
       this.connections === 1 &&
-      this.connectionUpgrade &&
+      plainListHas(this.connection, 'upgrade') &&
       this.keys === 1 &&
       this.key !== '' &&
       this.versions === 1 &&
