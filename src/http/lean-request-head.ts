@@ -6,8 +6,14 @@
 //
 // The subset: `GET` or `HEAD`, an origin-form target of RFC 3986 characters, `HTTP/1.1`, every
 // line ended by CRLF, header names of tchar directly followed by ':', values of visible ASCII,
-// space and tab, exactly one valid Host, and nothing that frames a body or changes the
-// connection's protocol (Content-Length, Transfer-Encoding, Upgrade, Expect).
+// space and tab, exactly one valid Host, and nothing that frames a body (Content-Length,
+// Transfer-Encoding) or waits for a go-ahead (Expect).
+//
+// A WebSocket handshake of the subset is read too, as an "upgrade": a GET with exactly one
+// `Upgrade: websocket`, exactly one Connection line that is a plain token list (tokens, commas,
+// spaces) holding `upgrade`, and exactly one non-empty Sec-WebSocket-Key and Sec-WebSocket-Version.
+// These are heads node:http's parser (llhttp) surely takes as an upgrade too, so both paths read
+// the same bytes as the same handshake; any other head with an Upgrade line goes to node:http.
 import { isHostValue, TCHAR } from './syntax.js';
 
 export interface LeanHead {
@@ -26,8 +32,19 @@ export interface LeanHead {
   readonly end: number;
 }
 
+/** A WebSocket handshake of the subset (the upgrade path checks it as it checks node:http's). */
+export interface LeanHandshake {
+  readonly head: LeanHead;
+  /** The Upgrade value ("websocket" in some case). */
+  readonly upgrade: string;
+  readonly key: string;
+  readonly version: string;
+}
+
 export type LeanParse =
   | { readonly kind: 'head'; readonly head: LeanHead }
+  /** A WebSocket handshake: for the upgrade path only, never a page (hence no `head` member here). */
+  | { readonly kind: 'upgrade'; readonly handshake: LeanHandshake }
   /** More bytes are needed (and may still make a head of the subset). */
   | { readonly kind: 'incomplete' }
   /** Not for this path: node:http reads these bytes (and answers them, or refuses them). */
@@ -97,16 +114,10 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
 
   // Request line.
   const method = buf[from] === 0x47 /* G */ ? 'GET' : 'HEAD';
-  let i = from + method.length + 1;
-  const targetStart = i;
-  while (i < len && TARGET[buf[i] as number] === 1) i++;
-  if (i >= len) return more();
-  if (i === targetStart || buf[targetStart] !== 0x2f /* / */ || buf[i] !== SP) return other('target');
-  const targetEnd = i;
-  for (let k = 0; k < VERSION.length; k++, i++) {
-    if (i >= len) return more();
-    if (buf[i] !== VERSION[k]) return other('version');
-  }
+  const targetStart = from + method.length + 1;
+  const targetEnd = requestLine(buf, targetStart, len, more);
+  if (typeof targetEnd !== 'number') return targetEnd;
+  let i = targetEnd + VERSION.length;
 
   const rawHeaders: string[] = [];
   let host: string | undefined;
@@ -115,6 +126,7 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
   let roomHeader: string | undefined;
   let roomHeaders = 0;
   let close = false;
+  const handshake = new HandshakeLines();
   const roomName = limits.roomHeader;
   // Each line: name ':' OWS value OWS CRLF, until the empty line.
   for (;;) {
@@ -158,16 +170,25 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
         break;
       }
       case 7:
-        if (name.toLowerCase() === 'upgrade') return other('upgrade');
+        if (name.toLowerCase() === 'upgrade') handshake.upgradeLine(value);
         break;
       case 10:
-        if (name.toLowerCase() === 'connection' && hasToken(value, 'close')) close = true;
+        if (name.toLowerCase() === 'connection') {
+          if (hasToken(value, 'close')) close = true;
+          handshake.connectionLine(value);
+        }
         break;
       case 14:
         if (name.toLowerCase() === 'content-length') return other('body');
         break;
-      case 17:
-        if (name.toLowerCase() === 'transfer-encoding') return other('body');
+      case 17: {
+        const lower = name.toLowerCase();
+        if (lower === 'transfer-encoding') return other('body');
+        if (lower === 'sec-websocket-key') handshake.keyLine(value);
+        break;
+      }
+      case 21:
+        if (name.toLowerCase() === 'sec-websocket-version') handshake.versionLine(value);
         break;
     }
     if (name.length === roomName.length && name.toLowerCase() === roomName) {
@@ -178,10 +199,83 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
   if (hosts !== 1 || host === undefined || !isHostValue(host)) return other('host');
   // node:http joins repeated custom headers with ", "; one line keeps the two paths equal.
   if (roomHeaders > 1) return other('room-header');
-  return {
-    kind: 'head',
-    head: { method, url: buf.toString('latin1', targetStart, targetEnd), rawHeaders, cookie, roomHeader, close, end: i },
-  };
+  const head: LeanHead = { method, url: buf.toString('latin1', targetStart, targetEnd), rawHeaders, cookie, roomHeader, close, end: i };
+  return handshake.upgrades === 0 ? { kind: 'head', head } : handshake.of(head);
+}
+
+/** The rest of the request line from the target on: where the target ends, or why not. */
+function requestLine(buf: Buffer, targetStart: number, len: number, more: () => LeanParse): number | LeanParse {
+  let i = targetStart;
+  while (i < len && TARGET[buf[i] as number] === 1) i++;
+  if (i >= len) return more();
+  if (i === targetStart || buf[targetStart] !== 0x2f /* / */ || buf[i] !== SP) return other('target');
+  for (let k = 0; k < VERSION.length; k++) {
+    if (i + k >= len) return more();
+    if (buf[i + k] !== VERSION[k]) return other('version');
+  }
+  return i;
+}
+
+/** A head's handshake lines: how many of each, the last value, and whether Connection names upgrade. */
+class HandshakeLines {
+  upgrades = 0;
+  private upgrade = '';
+  private connections = 0;
+  private connection = '';
+  private keys = 0;
+  private key = '';
+  private versions = 0;
+  private version = '';
+
+  upgradeLine(value: string): void {
+    this.upgrades++;
+    this.upgrade = value;
+  }
+
+  connectionLine(value: string): void {
+    this.connections++;
+    // Read only for a head with an Upgrade line: a page's Connection costs nothing more here.
+    this.connection = value;
+  }
+
+  keyLine(value: string): void {
+    this.keys++;
+    this.key = value;
+  }
+
+  versionLine(value: string): void {
+    this.versions++;
+    this.version = value;
+  }
+
+  /** The handshake of a head with an Upgrade line, or "other" when it is outside the subset. */
+  of(head: LeanHead): LeanParse {
+    // node:http joins repeated lines with ", " and llhttp reads Connection lines its own way: one
+    // line of each, written plainly, is where both surely see the same handshake.
+    const plain =
+      head.method === 'GET' &&
+      this.upgrades === 1 &&
+      this.upgrade.toLowerCase() === 'websocket' &&
+      this.connections === 1 &&
+      plainListHas(this.connection, 'upgrade') &&
+      this.keys === 1 &&
+      this.key !== '' &&
+      this.versions === 1 &&
+      this.version !== '';
+    return plain ? { kind: 'upgrade', handshake: { head, upgrade: this.upgrade, key: this.key, version: this.version } } : other('upgrade');
+  }
+}
+
+/** A list of tokens, commas and spaces only (no empty element), holding this (lower-case) token in any case. */
+function plainListHas(list: string, token: string): boolean {
+  let found = false;
+  for (const part of list.split(',')) {
+    const t = part.replace(/^ +| +$/g, '');
+    if (t === '') return false;
+    for (let k = 0; k < t.length; k++) if (TCHAR[t.charCodeAt(k)] !== 1) return false;
+    if (t.toLowerCase() === token) found = true;
+  }
+  return found;
 }
 
 /** A comma-separated list holds this (lower-case) token, in any case. */

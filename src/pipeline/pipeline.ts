@@ -19,7 +19,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { healthAnswer } from '../http/health-answer.js';
-import type { LeanHead } from '../http/lean-request-head.js';
+import type { LeanHandshake, LeanHead } from '../http/lean-request-head.js';
 import type { PageClient } from '../http/page-client.js';
 import { plainResponse } from '../http/replies.js';
 
@@ -41,7 +41,10 @@ export interface PipelineOptions {
   /** The app's page requests on the byte-level front (src/proxy/lean-pages.ts), or null when it is off. */
   readonly leanPages: { handle(head: LeanHead, client: PageClient): void } | null;
   /** WebSocket upgrades, HTTP/1.1 and HTTP/2 (src/proxy/upgrade-proxy.ts). */
-  readonly upgrades: { handle(req: IncomingMessage, client: Socket, head: Buffer): void };
+  readonly upgrades: {
+    handle(req: IncomingMessage, client: Socket, head: Buffer): void;
+    handleLean(handshake: LeanHandshake, client: Socket, rest: Buffer | null, encrypted: boolean): void;
+  };
 }
 
 export class RequestPipeline {
@@ -60,6 +63,14 @@ export class RequestPipeline {
   /** A WebSocket handshake whose head passed step 1 (an HTTP/1.1 upgrade or an HTTP/2 extended CONNECT). */
   upgrade(req: IncomingMessage, client: Socket, head: Buffer): void {
     this.o.upgrades.handle(req, client, head);
+  }
+
+  /**
+   * A WebSocket handshake the byte-level front read (step 1 passed there: the subset of
+   * src/http/lean-request-head.ts and the canonical target): step 5, as upgrade() takes it.
+   */
+  leanUpgrade(handshake: LeanHandshake, client: Socket, rest: Buffer | null, encrypted: boolean): void {
+    this.o.upgrades.handleLean(handshake, client, rest, encrypted);
   }
 
   /**

@@ -14,6 +14,7 @@ import type { Refusal } from '../http/refusals.js';
 import type { Refuser } from './refuser.js';
 import type { Socket } from 'node:net';
 import type { IncomingMessage } from 'node:http';
+import type { LeanHandshake } from '../http/lean-request-head.js';
 import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -73,6 +74,18 @@ const MAX_INTERIM_ANSWERS = 8;
 // Response headers a refusal must not pass on: its connection is closed after it.
 const REFUSAL_HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'te']);
 
+/** What the handshake checks read: an IncomingMessage, or the same fields from a byte-level head. */
+interface HandshakeFields {
+  readonly method?: string | undefined;
+  readonly headers: {
+    readonly upgrade?: string | undefined;
+    readonly 'sec-websocket-key'?: string | undefined;
+    readonly 'sec-websocket-version'?: string | undefined;
+    readonly 'content-length'?: string | undefined;
+    readonly 'transfer-encoding'?: string | undefined;
+  };
+}
+
 /** Where an attempt is. Every transition goes through UpgradeTunnel's methods. */
 export type TunnelState =
   | 'connecting' // TCP connect to the backend in progress
@@ -101,7 +114,37 @@ export class UpgradeProxy {
     this.stalls?.close();
   }
 
+  /** A handshake node:http (or the HTTP/2 front) parsed; `head`: the bytes that came behind it. */
   handle(req: IncomingMessage, client: Socket, head: Buffer): void {
+    if (!this.take(client)) return;
+    const now = Date.now();
+    const key = this.o.router.key(req, now);
+    const refusal = this.refusal(req, key);
+    if (refusal) return this.refuseHandshake(client, refusal.status, refusal.body);
+    // Built now: after this line nothing needs the request object (memory per socket).
+    const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
+    this.forward(key, this.handshake(req.rawHeaders, req.socket, encrypted, key), head, client, now);
+  }
+
+  /**
+   * A handshake the byte-level front read (src/server/lean-connection.ts): the same checks, room
+   * key and handshake text as handle(), from the parsed head; no IncomingMessage is made.
+   * `rest`: the bytes that came behind the head; `encrypted`: the connection is TLS.
+   */
+  handleLean(h: LeanHandshake, client: Socket, rest: Buffer | null, encrypted: boolean): void {
+    if (!this.take(client)) return;
+    const now = Date.now();
+    const head = h.head;
+    const key = this.o.router.keyOf(head.method, head.url, head.cookie, head.roomHeader, now);
+    // The fields handle() checks, as node:http would have given them for these bytes.
+    const fields: HandshakeFields = { method: head.method, headers: { upgrade: h.upgrade, 'sec-websocket-key': h.key, 'sec-websocket-version': h.version } };
+    const refusal = this.refusal(fields, key);
+    if (refusal) return this.refuseHandshake(client, refusal.status, refusal.body);
+    this.forward(key, this.handshake(head.rawHeaders, client, encrypted, key), rest, client, now);
+  }
+
+  /** The client socket becomes this path's; false when it is already gone. */
+  private take(client: Socket): boolean {
     // Hold client bytes (if any arrive early) until the backend's 101.
     client.pause();
     client.on('error', destroySelf);
@@ -109,15 +152,14 @@ export class UpgradeProxy {
     // sent on from an unknown sender.
     if (peerAddress(client) === undefined) {
       client.destroy();
-      return;
+      return false;
     }
-    const now = Date.now();
-    const key = this.o.router.key(req, now);
-    const refusal = this.refusal(req, key);
-    if (refusal) return this.refuseHandshake(client, refusal.status, refusal.body);
-    // Built now: after this line nothing needs the request object (memory per socket).
-    const handshake = this.handshake(req, key);
-    const pending = head.length > 0 ? Buffer.from(head) : null;
+    return true;
+  }
+
+  private forward(key: KeyResult, handshake: string, rest: Buffer | null, client: Socket, now: number): void {
+    // A copy: the bytes may be a view of a bigger read buffer, which must not live as long as the socket.
+    const pending = rest !== null && rest.length > 0 ? Buffer.from(rest) : null;
     this.forwarder.route(new Attempt(this, key, handshake, pending, client, now), now);
   }
 
@@ -149,7 +191,7 @@ export class UpgradeProxy {
   }
 
   /** Requests that are not WebSocket handshakes roomgate will carry. */
-  private refusal(req: IncomingMessage, key: KeyResult): { status: number; body: string } | null {
+  private refusal(req: HandshakeFields, key: KeyResult): { status: number; body: string } | null {
     if (req.method !== 'GET') return clientRefusal('websocket-method');
     if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return clientRefusal('websocket-only');
     if (!req.headers['sec-websocket-key'] || !req.headers['sec-websocket-version']) {
@@ -173,13 +215,8 @@ export class UpgradeProxy {
    * The client's handshake as the backend must see it: target rewritten, X-Forwarded-* set; the
    * ownership fields and the blank line are added per attempt (each attempt's placement).
    */
-  private handshake(req: IncomingMessage, key: KeyResult): string {
-    const socket = req.socket;
-    const headers = this.o.forwarding.headers(
-      req.rawHeaders,
-      { peer: peerAddress(socket), encrypted: (socket as { encrypted?: boolean }).encrypted === true, strippedPrefix: key.strippedPrefix },
-      true,
-    );
+  private handshake(rawHeaders: readonly string[], socket: Socket, encrypted: boolean, key: KeyResult): string {
+    const headers = this.o.forwarding.headers(rawHeaders, { peer: peerAddress(socket), encrypted, strippedPrefix: key.strippedPrefix }, true);
     let text = `GET ${key.forwardUrl} HTTP/1.1\r\n`;
     for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
     return text;

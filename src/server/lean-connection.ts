@@ -2,8 +2,10 @@
 // new connection is read here first: a request head of the narrow subset src/http/lean-request-head.ts accepts, for a path
 // that is proxied (not a health path, roomgate's own paths or a static mount), is answered by
 // LeanPages without node:http's per-request objects; keep-alive and pipelined requests follow
-// one after the other, in order. At the first request that is anything else (a body, an
-// upgrade, an unusual byte, a head split past the header timeout...), the connection is handed to
+// one after the other, in order. A WebSocket handshake of the subset goes to the upgrade path
+// the same way (src/proxy/upgrade-proxy.ts), and the socket leaves this front for good: it
+// becomes a tunnel. At the first request that is anything else (a body, an upgrade outside the
+// subset, an unusual byte, a head split past the header timeout...), the connection is handed to
 // node:http for the rest of its life, the unread bytes put back first: node:http then parses
 // exactly what it would have parsed had it owned the socket from the start, so every rule and
 // answer the conformance corpus pins for it still holds. A hand-over happens only between
@@ -12,7 +14,7 @@ import { CLIENT_REFUSALS, refusalText, type ClientRefusalCode } from '../http/re
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { mayBeLean, parseLeanHead, type LeanHead, type LeanLimits } from '../http/lean-request-head.js';
+import { mayBeLean, parseLeanHead, type LeanHandshake, type LeanHead, type LeanLimits } from '../http/lean-request-head.js';
 import { rememberPeer } from '../http/peer.js';
 import type { TargetRule } from '../http/target.js';
 import { resetConnection } from '../http/reset.js';
@@ -31,9 +33,10 @@ export interface LeanFrontOptions {
   readonly clientWriteTimeoutMs: number;
   /**
    * Where requests go (src/pipeline/pipeline.ts): only those that go to the app are answered here;
-   * roomgate's own paths (health, control plane, static mounts) are handed to node:http.
+   * roomgate's own paths (health, control plane, static mounts) are handed to node:http. A
+   * WebSocket handshake is always the app's (as on node:http): it goes to leanUpgrade.
    */
-  readonly pipeline: Pick<RequestPipeline, 'goesToTheApp' | 'page'>;
+  readonly pipeline: Pick<RequestPipeline, 'goesToTheApp' | 'page' | 'leanUpgrade'>;
   /**
    * The target's canonical form and the reserved paths (src/http/target.ts). A target not already
    * canonical, or refused, goes to node:http, whose head check rewrites or refuses it: one place
@@ -249,6 +252,7 @@ class LeanConnection implements PageClient {
       return;
     }
     if (parsed.kind === 'other') return this.handOver(parsed.reason);
+    if (parsed.kind === 'upgrade') return this.upgrade(parsed.handshake, buf);
     const head = parsed.head;
     const target = this.front.o.target(head.url);
     if (!target.ok || target.url !== head.url) return this.handOver('target');
@@ -258,6 +262,21 @@ class LeanConnection implements PageClient {
     this.buf = head.end === buf.length ? null : buf.subarray(head.end);
     this.busy = true;
     this.front.o.pipeline.page(head, this);
+  }
+
+  /**
+   * A WebSocket handshake of the subset: the socket leaves this front (timers, listeners, the
+   * set) and goes to the upgrade path with the bytes behind the head. The target rule is node:http's
+   * head check for it; an upgrade skips steps 2 to 4 there too, so no goesToTheApp here.
+   */
+  private upgrade(handshake: LeanHandshake, buf: Buffer): void {
+    const head = handshake.head;
+    const target = this.front.o.target(head.url);
+    if (!target.ok || target.url !== head.url) return this.handOver('target');
+    this.detach();
+    this.buf = null;
+    const rest = head.end === buf.length ? null : buf.subarray(head.end);
+    this.front.o.pipeline.leanUpgrade(handshake, this.socket, rest, this.encrypted);
   }
 
   /**

@@ -375,6 +375,26 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   { name: 'ws-push-path', cls: 'reserved path', parts: [HANDSHAKE('/_roomgate/push')], expect: refused(404) },
   { name: 'ws-push-path-prefixed', cls: 'reserved path', parts: [HANDSHAKE('/r/victim/_roomgate/%70ush/')], expect: refused(404) },
   { name: 'ws-smuggled-behind', cls: 'upgrade valid', parts: [HANDSHAKE('/ws/live/') + SMUGGLED], expect: { statuses: [101], closed: false, forwarded: [fwd('GET', '/ws/live/', { host: 'game.example' })], tunnelEcho: SMUGGLED } },
+  // The byte-level front takes handshakes of a strict subset itself (src/http/lean-request-head.ts);
+  // these sit on both sides of its edge, so each path is held to the same answer.
+  {
+    name: 'ws-connection-list',
+    cls: 'upgrade valid',
+    parts: [HANDSHAKE('/ws/live/').replace('Connection: Upgrade', 'connection: keep-alive, UPGRADE').replace('Upgrade: websocket', 'upgrade: WebSocket') + FRAME],
+    expect: { statuses: [101], closed: false, forwarded: [fwd('GET', '/ws/live/', { host: 'game.example' })], tunnelEcho: FRAME },
+  },
+  {
+    name: 'ws-after-page',
+    cls: 'upgrade valid',
+    parts: [get('/p') + HANDSHAKE('/ws/live/') + FRAME],
+    expect: { statuses: [200, 101], closed: false, forwarded: [fwd('GET', '/p'), fwd('GET', '/ws/live/', { host: 'game.example' })], tunnelEcho: FRAME },
+  },
+  { name: 'ws-head', cls: 'upgrade invalid', parts: [HANDSHAKE('/ws/live/').replace(/^GET/, 'HEAD')], expect: refused() },
+  { name: 'ws-two-upgrade-lines', cls: 'upgrade invalid', parts: [HANDSHAKE('/ws/live/', 'Upgrade: websocket\r\n')], expect: refused() },
+  { name: 'ws-upgrade-list', cls: 'upgrade invalid', parts: [HANDSHAKE('/ws/live/').replace('Upgrade: websocket', 'Upgrade: websocket, h2c')], expect: refused() },
+  { name: 'ws-empty-key', cls: 'upgrade invalid', parts: [HANDSHAKE('/ws/live/').replace(/Sec-WebSocket-Key: [^\r]*/, 'Sec-WebSocket-Key:')], expect: refused() },
+  { name: 'ws-content-length-zero', cls: 'upgrade valid', parts: [HANDSHAKE('/ws/live/', 'Content-Length: 0\r\n') + FRAME], expect: { statuses: [101], closed: false, forwarded: [fwd('GET', '/ws/live/', { host: 'game.example' })], tunnelEcho: FRAME } },
+  { name: 'ws-connection-tab', cls: 'upgrade valid', parts: [HANDSHAKE('/ws/live/').replace('Connection: Upgrade', 'Connection: keep-alive,\tUpgrade')], expect: { statuses: [101], closed: false, forwarded: [fwd('GET', '/ws/live/', { host: 'game.example' })] } },
 ];
 
 /** The case whose bytes are split at every byte boundary (pipelined, with a body). */

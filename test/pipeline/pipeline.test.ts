@@ -33,7 +33,10 @@ const pipeline = new RequestPipeline({
     },
   },
   leanPages: null,
-  upgrades: { handle: (req, socket) => void (upgrades.push(req.url ?? ''), socket.destroy()) },
+  upgrades: {
+    handle: (req, socket) => void (upgrades.push(req.url ?? ''), socket.destroy()),
+    handleLean: (h, socket) => void (upgrades.push(h.head.url), socket.destroy()),
+  },
 });
 const server = http.createServer((req, res) => pipeline.request(req, res));
 let base = '';
@@ -86,7 +89,7 @@ describe('the request pipeline', () => {
       statics: null,
       pages: { handle: () => undefined },
       leanPages: null,
-      upgrades: { handle: () => undefined },
+      upgrades: { handle: () => undefined, handleLean: () => undefined },
     });
     expect(greedy.goesToTheApp('/healthz')).toBe(false);
     expect(greedy.goesToTheApp('/anything')).toBe(false);
