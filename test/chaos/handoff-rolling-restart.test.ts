@@ -220,6 +220,12 @@ describe('rolling restart of 3 backends with room handoff, 300 rooms playing, 2 
       await sleep(2_000);
     }
     const rollingMs = Date.now() - startedAt;
+    // One handoff, hello to release, as each gateway recorded its latest (100 each): what sizes a
+    // drain's batches (docs/deployment.md).
+    const handoffMs = (await Promise.all([gwA, gwB].map((gw) => adminGet<{ handoffs: { recent: { result: string; ms: number }[] } }>(gw, '/events'))))
+      .flatMap((e) => e.handoffs.recent)
+      .filter((h) => h.result === 'moved')
+      .map((h) => h.ms);
 
     for (const c of clients) c.quiet();
     await sleep(1_500); // answers of the last moves in flight
@@ -265,6 +271,7 @@ describe('rolling restart of 3 backends with room handoff, 300 rooms playing, 2 
           `moves lost: ${lost.length + shortMounts.length} of ${acked} acknowledged`,
           `gap per room (close to every client mounted again): p50 ${p50} ms, p99 ${p99} ms, max ${max} ms over ${gaps.length} gaps; target p99 <= 2 s ${p99 <= 2_000 ? 'met' : 'NOT met'} (djust's first reconnect waits 500-1000 ms of it)`,
           `drains: ${perDrain.join('; ')}`,
+          `one handoff (hello to release, the latest ${handoffMs.length}): p50 ${percentile(handoffMs, 50)} ms, p99 ${percentile(handoffMs, 99)} ms`,
           `restart to undrained: ${restarts.map((ms) => `${ms} ms`).join(', ')}; whole rolling restart ${(rollingMs / 1000).toFixed(1)} s`,
           `close codes (b1, b3 drained through A, b2 through B): ${[...codes].sort().map(([c, n]) => `${c} x${n}`).join(', ')}`,
           `moves refused while frozen (room-moving) and sent again: ${resent}`,
