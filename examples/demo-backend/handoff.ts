@@ -93,7 +93,8 @@ function callOf(req: IncomingMessage, step: Step, body: Buffer, checkCall: CallC
   const [id, room, epoch] = [field('x-roomgate-message-id'), field('x-roomgate-room'), field('x-roomgate-epoch')];
   if (id === '' || id.length > HANDOFF_ID_MAX_LENGTH) return { status: 400, body: 'no handoff id\n' };
   if (room === '' || room.length > 128) return { status: 400, body: 'no room\n' };
-  if (!/^[1-9]\d{0,14}$/.test(epoch)) return { status: 400, body: 'no epoch\n' };
+  // Up to 16 digits: roomgate's Redis store issues epochs from the clock (ms x 1000, 1.8e15 today).
+  if (!/^[1-9]\d{0,15}$/.test(epoch) || !Number.isSafeInteger(Number(epoch))) return { status: 400, body: 'no epoch\n' };
   return { step, id, room, epoch: Number(epoch), body };
 }
 

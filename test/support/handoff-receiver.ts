@@ -41,7 +41,8 @@ type Step = 'hello' | 'export' | 'import' | 'release' | 'resume';
 interface CallOptions {
   readonly id?: string;
   readonly room?: string;
-  readonly epoch?: number;
+  /** A string: an epoch no JavaScript number holds exactly. */
+  readonly epoch?: number | string;
   readonly body?: string | Buffer;
   /** The purpose the proof is made for (default: the step's own). */
   readonly purpose?: CallPurpose;
@@ -159,6 +160,27 @@ export const HANDOFF_GUARANTEES: readonly Guarantee[] = [
       expect((await callHook(k.b, k.path, 'import', { id: `${id}-junk`, room: `${room}-junk`, epoch: 2, body: '{"v":1' })).status).toBe(400);
       await callHook(k.a, k.path, 'release', { id, room, epoch: 1 });
       await closeAll(c, there.c);
+    },
+  },
+  {
+    name: "the epochs roomgate's Redis store issues are taken: 16 digits (ms x 1000), up to 2^53 - 1",
+    async check(k) {
+      // The Redis placement store's epochs never fall below the clock in microseconds-ish units
+      // (src/placement/redis-store.ts): 1.8e15 today, 16 digits. A receiver that reads fewer
+      // digits refuses every handoff of a deployment that shares placements through Redis.
+      const epoch = Date.now() * 1000;
+      const { room, c: mover } = await roomWithMoves(k, 'redis-epoch', 2);
+      const id = `h-${room}`;
+      const x = await callHook(k.a, k.path, 'export', { id, room, epoch });
+      expect(x.status).toBe(200);
+      const i = await callHook(k.b, k.path, 'import', { id, room, epoch: epoch + 1, body: x.body });
+      expect(i.status).toBeLessThan(300);
+      expect((await callHook(k.a, k.path, 'release', { id, room, epoch })).status).toBeLessThan(300);
+      const there = await joinRoom(k.b, room, epoch + 1);
+      expect(there.mounted.moves).toBe(2);
+      // Past 2^53 - 1 an epoch is no longer an exact integer: refused, never rounded.
+      expect((await callHook(k.a, k.path, 'export', { id: `${id}-big`, room, epoch: '9007199254740993' })).status).toBe(400);
+      await closeAll(mover, there.c);
     },
   },
   {

@@ -71,7 +71,8 @@ async def hook(request, step):
         return _answer(400, "no handoff id\n")
     if not ROOM_KEY.match(room):
         return _answer(400, "no room\n")
-    if not re.fullmatch(r"[1-9][0-9]{0,14}", epoch):
+    # Up to 16 digits: roomgate's Redis store issues epochs from the clock (ms x 1000, 1.8e15 today).
+    if not re.fullmatch(r"[1-9][0-9]{0,15}", epoch) or int(epoch) > 2**53 - 1:
         return _answer(400, "no epoch\n")
     return await STEP_VIEWS[step](handoff_id, room, int(epoch), request.body)
 
