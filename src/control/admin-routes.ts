@@ -2,10 +2,10 @@
 // events, and the drain / maintenance controls (token). Never on the public port. Before any
 // route, the 404 and a malformed URL included, the Host check against DNS rebinding
 // (src/http/host-check.ts) and then /healthz and /readyz are answered (ControlAppOptions.front).
-import { requestAddress, throttledVerdict, type AuthThrottle } from '../http/auth-throttle.js';
+import { adminWriteAuthorizer, jsonObject } from './admin-writes.js';
+import type { AuthThrottle } from '../http/auth-throttle.js';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { TokenCheck } from '../http/auth.js';
 import { Errors, type HttpError } from '../http/errors.js';
 import type { BackendAdminState } from '../placement/store.js';
 import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../room/validate.js';
@@ -50,30 +50,9 @@ const PurgeBody = z
   })
   .refine((b) => b.url !== undefined || b.prefix !== undefined || b.room !== undefined, { error: PURGE_MESSAGE });
 
-/** A body of at most 4 KiB: a JSON object, or nothing ({}). */
-function jsonObject(text: string): unknown {
-  const t = text.trim();
-  if (t === '') return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(t);
-  } catch {
-    throw Errors.badRequest('body must be a JSON object');
-  }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw Errors.badRequest('body must be a JSON object');
-  return v;
-}
-
 export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): void {
   const v = o.view;
-  const tokens = new TokenCheck([o.token]);
-  const authorize = (req: FastifyRequest): HttpError | null => {
-    if (!tokens.configured) return Errors.forbidden('admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
-    const verdict = throttledVerdict(tokens, o.throttle ?? null, 'admin', req.headers.authorization, requestAddress(req.raw));
-    if (verdict === 'ok') return null;
-    if (typeof verdict !== 'string') return verdict;
-    return Errors.unauthorized('missing or wrong bearer token: send Authorization: Bearer <admin.token>', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate admin"' } });
-  };
+  const authorize = adminWriteAuthorizer(o.token, o.throttle);
   const knownBackend = (req: FastifyRequest): HttpError | null => {
     const id = (req.params as { id?: string }).id ?? '';
     return v.backend(id, Date.now()) ? null : noBackend(id);

@@ -2,10 +2,10 @@
 // moves one room with its state, and the drain's handoff flag (POST /backends/{id}/drain
 // {"handoff": true}) hands off every live room of the backend now. The gateway that receives the
 // call runs the handoff; the answer says what became of it, with the reason when it failed.
+import { adminWriteAuthorizer, jsonObject } from '../admin-writes.js';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { requestAddress, throttledVerdict, type AuthThrottle } from '../../http/auth-throttle.js';
-import { TokenCheck } from '../../http/auth.js';
+import type { AuthThrottle } from '../../http/auth-throttle.js';
 import { Errors, type HttpError } from '../../http/errors.js';
 import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../../room/validate.js';
 import type { DrainProgress, HandoffOutcome, RuntimeView } from '../../runtime/views.js';
@@ -33,19 +33,6 @@ const MoveBody = z.strictObject({
     .optional()
     .meta({ description: 'The handoff id: the same id again (a retry) is the same handoff, running or done. Default: a new one.' }),
 });
-
-/** A body of at most 4 KiB: a JSON object. */
-function jsonObject(text: string): unknown {
-  if (text.trim() === '') return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch {
-    throw Errors.badRequest('body must be a JSON object');
-  }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw Errors.badRequest('body must be a JSON object');
-  return v;
-}
 
 /** A handoff's outcome as the admin API answers it: 200 when the room moved, else the error and the record. */
 export function handoffAnswer(out: HandoffOutcome): { handoff: HandoffOutcome['event'] } {
@@ -75,14 +62,7 @@ export function withDrainHandoff(view: RuntimeView, backend: string, answer: unk
 }
 
 export function registerHandoffRoutes(app: ControlApp, o: HandoffRoutesOptions): void {
-  const tokens = new TokenCheck([o.token]);
-  const authorize = (req: FastifyRequest): HttpError | null => {
-    if (!tokens.configured) return Errors.forbidden('admin writes are disabled: set admin.token (or ROOMGATE_ADMIN_TOKEN)');
-    const verdict = throttledVerdict(tokens, o.throttle ?? null, 'admin', req.headers.authorization, requestAddress(req.raw));
-    if (verdict === 'ok') return null;
-    if (typeof verdict !== 'string') return verdict;
-    return Errors.unauthorized('missing or wrong bearer token: send Authorization: Bearer <admin.token>', { headers: { 'WWW-Authenticate': 'Bearer realm="roomgate admin"' } });
-  };
+  const authorize = adminWriteAuthorizer(o.token, o.throttle);
   const validRoom = (req: FastifyRequest): HttpError | null => {
     const room = (req.params as { room?: string }).room ?? '';
     if (o.validateRoom(room)) return null;
