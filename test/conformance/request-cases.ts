@@ -278,6 +278,14 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   { name: 'push-path-matrix', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/push;x')], expect: refused(404) },
   { name: 'push-path-trailing-dot', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/push.')], expect: refused(404) },
   { name: 'push-path-put', cls: 'reserved path', parts: [`PUT /_roomgate/push HTTP/1.1\r\n${H}Content-Length: 2\r\n\r\n{}`], expect: refused(404) },
+  // The room handoff's hooks (handoff.path, default /_roomgate/handoff): reserved like push.path.
+  { name: 'handoff-export', cls: 'reserved path', parts: [post('Content-Type: application/json\r\nContent-Length: 2\r\n', '{}', '/_roomgate/handoff/export')], expect: refused(404) },
+  { name: 'handoff-import-prefixed', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/r/victim/_roomgate/handoff/import')], expect: refused(404) },
+  { name: 'handoff-release-encoded', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/%68andoff/release')], expect: refused(404) },
+  { name: 'handoff-resume-dots', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/x/..//_roomgate/handoff/resume')], expect: refused(404) },
+  { name: 'handoff-hello-case', cls: 'reserved path', parts: [get('/_ROOMGATE/HANDOFF/hello')], expect: refused(404) },
+  { name: 'handoff-absolute', cls: 'reserved path', parts: [`POST http://x.example/_roomgate/handoff/export HTTP/1.1\r\n${H}Content-Length: 2\r\n\r\n{}`], expect: refused(404) },
+  { name: 'handoff-matrix', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/handoff;x/import')], expect: refused(404) },
 
   // --- versions and Host ----------------------------------------------------------------------
   { name: 'http10-host', cls: 'HTTP/1.0', parts: [get('/a', '', 'HTTP/1.0')], expect: { statuses: [200], closed: true, forwarded: [fwd('GET', '/a')] } },

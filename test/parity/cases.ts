@@ -97,6 +97,8 @@ const BIG_BODY = 'abcdefghij'.repeat(6_554); // 65,540 bytes: more than one h2 w
 
 /** The backend's push receiver (config push.path, default /_roomgate/push). */
 const PUSH = '/_roomgate/push';
+/** The backend's room handoff hooks (config handoff.path, default /_roomgate/handoff). */
+const HANDOFF = '/_roomgate/handoff';
 
 export const rows: readonly Row[] = [
   // --- every method --------------------------------------------------------------------------
@@ -431,6 +433,16 @@ export const rows: readonly Row[] = [
   { name: 'push path with a matrix parameter', method: 'POST', target: `${PUSH};x`, body: 'x', expect: 404, backend: 'nothing' },
   { name: 'push path with a trailing dot', method: 'GET', target: `${PUSH}.`, expect: 404, backend: 'nothing' },
   { name: 'push path in absolute form', method: 'POST', target: `http://a.example${PUSH}`, body: 'x', expect: 404, backend: 'nothing', notOn: { h2: H2_NO_ABSOLUTE } },
+  { name: 'handoff path, POST export', method: 'POST', target: `${HANDOFF}/export`, body: '{"leaseMs":1}', headers: [['Content-Type', 'application/json']], expect: 404, backend: 'nothing' },
+  { name: 'handoff path, POST import', method: 'POST', target: `${HANDOFF}/import?room=42`, body: 'x', expect: 404, backend: 'nothing' },
+  { name: 'handoff path, GET hello', method: 'GET', target: `${HANDOFF}/hello`, expect: 404, backend: 'nothing' },
+  { name: 'handoff path itself, OPTIONS', method: 'OPTIONS', target: HANDOFF, expect: 404, backend: 'nothing' },
+  { name: 'handoff path behind a per-tab prefix', method: 'POST', target: `/r/42${HANDOFF}/release`, body: 'x', expect: 404, backend: 'nothing' },
+  { name: 'handoff path percent-encoded', method: 'POST', target: '/_roomgate/%68andoff/resume', body: 'x', expect: 404, backend: 'nothing' },
+  { name: 'handoff path after a dot-dot segment', method: 'POST', target: `/x/..${HANDOFF}/export`, body: 'x', expect: 404, backend: 'nothing' },
+  { name: 'handoff path with a matrix parameter', method: 'POST', target: `${HANDOFF};x/export`, body: 'x', expect: 404, backend: 'nothing' },
+  { name: 'handoff path in absolute form', method: 'POST', target: `http://a.example${HANDOFF}/export`, body: 'x', expect: 404, backend: 'nothing', notOn: { h2: H2_NO_ABSOLUTE } },
+  { name: 'handoff path as a WebSocket', method: 'GET', target: `${HANDOFF}/export`, upgrade: true, expect: 404, backend: 'nothing' },
   { name: 'encoded slash %2F', method: 'GET', target: '/a%2Fb', expect: 400, backend: 'nothing' },
   { name: 'encoded slash %2f', method: 'GET', target: '/a%2fb', expect: 400, backend: 'nothing' },
   // Only the path names a resource: the query is forwarded as sent.
