@@ -8,7 +8,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { BackendAgents } from '../forward/backend-agents.js';
 import type { Forwarding } from '../forward/forwarded.js';
-import { Forwarder, type Placement } from '../forward/forwarder.js';
+import type { Forwarder } from '../forward/forwarder.js';
 import type { BackendPool } from '../runtime/pool.js';
 import type { CacheSnapshot } from '../runtime/views.js';
 import type CachePolicy from 'http-cache-semantics';
@@ -25,8 +25,8 @@ export interface PageCacheOptions {
   readonly config: CacheConfig;
   /** The room cookie's name: never forwarded on a fill nor part of a key. */
   readonly roomCookieName: string;
-  /** Where a room's fill goes (the Router). */
-  readonly router: Placement;
+  /** The forwarding core a fill's backend request goes through. */
+  readonly forwarder: Forwarder;
   readonly pool: BackendPool;
   readonly forwarding: Forwarding;
   readonly backendTls: BackendTls;
@@ -96,7 +96,7 @@ export class PageCache implements FillContext, PageCacheFront {
 
   constructor(private readonly o: PageCacheOptions) {
     this.config = o.config;
-    this.forwarder = new Forwarder({ placement: o.router, pool: o.pool, metrics: o.metrics, logger: o.logger });
+    this.forwarder = o.forwarder;
     this.pool = o.pool;
     this.metrics = o.metrics;
     this.logger = o.logger;

@@ -1,6 +1,7 @@
 // The data plane's rules and forwarding paths (src/proxy/, src/cache/, src/static/), built from the
 // configuration: the router (room key, placement), the page cache, both page paths, the upgrade
 // path with its admission, the static mounts. The fronts that feed them are built in fronts.ts.
+import { Forwarder } from '../forward/forwarder.js';
 import { randomBytes } from 'node:crypto';
 import type { BackendTls } from '../backends/backend-tls.js';
 import { PageCache } from '../cache/page-cache.js';
@@ -63,13 +64,16 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
   const signer = signerFor(config, cookieSecrets(config, logger));
   const router = buildRouter(config, deps, signer);
   const forwarding = new Forwarding(config.proxy.trustedProxies);
-  const cache = buildCache(config, deps, router, forwarding);
+  // The one forwarding core every path sends through (src/forward/forwarder.ts).
+  const forwarder = new Forwarder({ placement: router, pool: runtime.pool, metrics, logger });
+  const cache = buildCache(config, deps, forwarder, forwarding);
   const methods = createMethodPolicy(config.proxy.extraMethods);
   // roomgate's own answers, one catalogue for every path (src/http/refusals.ts).
   const refuser = new Refuser({ pages: readErrorPages(config.proxy.errorPages), logger, metrics });
   // What both page paths (node:http's and the byte-level one) are given alike.
   const pagePaths = {
     router,
+    forwarder,
     refuser,
     pool: runtime.pool,
     forwarding,
@@ -90,7 +94,7 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
     body: { bufferBytes: config.proxy.bufferBodyBytes, maxBytes: config.proxy.maxBodyBytes },
     bodyIdleTimeoutMs: config.proxy.bodyIdleTimeoutMs,
   });
-  const upgradeProxy = buildUpgradeProxy(config, deps, { router, refuser, forwarding });
+  const upgradeProxy = buildUpgradeProxy(config, deps, { router, forwarder, refuser, forwarding });
   const leanPages = config.proxy.leanPages
     ? new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs, hsts: hstsValue(config) })
     : null;
@@ -130,12 +134,12 @@ function buildRouter(config: LoadedConfig, deps: DataPlaneDeps, signer: RoomSign
 }
 
 /** The page cache (per process), asked by both page paths; off until cache.paths lists something. */
-function buildCache(config: LoadedConfig, deps: DataPlaneDeps, router: Router, forwarding: Forwarding): PageCache | null {
+function buildCache(config: LoadedConfig, deps: DataPlaneDeps, forwarder: Forwarder, forwarding: Forwarding): PageCache | null {
   if (config.cache.paths.length === 0) return null;
   return new PageCache({
     config: config.cache,
     roomCookieName: config.cookie.name,
-    router,
+    forwarder,
     pool: deps.runtime.pool,
     forwarding,
     backendTls: deps.backendTls,
@@ -162,7 +166,7 @@ function roomCookieFor(config: LoadedConfig, signer: RoomSigner | null): RoomCoo
 function buildUpgradeProxy(
   config: LoadedConfig,
   deps: DataPlaneDeps,
-  shared: { readonly router: Router; readonly refuser: Refuser; readonly forwarding: Forwarding },
+  shared: { readonly router: Router; readonly forwarder: Forwarder; readonly refuser: Refuser; readonly forwarding: Forwarding },
 ): UpgradeProxy {
   const { runtime } = deps;
   const admission = new Admission({

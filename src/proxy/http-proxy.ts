@@ -18,7 +18,7 @@ import { endToEndFields } from '../http/hop-by-hop.js';
 import { BackendAgents } from '../forward/backend-agents.js';
 import { isGone, ResponseAnswer } from './cache-answers.js';
 import { resetConnection } from '../http/reset.js';
-import { Forwarder, type Exchange } from '../forward/forwarder.js';
+import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import { clientStalled, type PagePathOptions } from './request-count.js';
 import { startRequest } from '../forward/request-count.js';
 
@@ -67,7 +67,7 @@ export class HttpProxy {
   private readonly forwarder: Forwarder;
 
   constructor(private readonly o: HttpProxyOptions) {
-    this.forwarder = new Forwarder({ placement: o.router, pool: o.pool, metrics: o.metrics, logger: o.logger });
+    this.forwarder = o.forwarder;
     this.agents = new BackendAgents(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
   }
 

@@ -10,7 +10,7 @@ import type { PageClient } from '../http/page-client.js';
 import { REFUSALS, type Refusal } from '../http/refusals.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Backend } from '../runtime/pool.js';
-import { Forwarder, type Exchange } from '../forward/forwarder.js';
+import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import type { Owner } from '../http/ownership.js';
 import { roomCookieFor } from './page-cookie.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
@@ -37,7 +37,7 @@ export class LeanPages {
   private readonly forwarder: Forwarder;
 
   constructor(private readonly o: LeanPagesOptions) {
-    this.forwarder = new Forwarder({ placement: o.router, pool: o.pool, metrics: o.metrics, logger: o.logger });
+    this.forwarder = o.forwarder;
     this.raw = new RawBackendPool(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
     this.deadlines = new Deadlines(Deadlines.tickFor(o.connectTimeoutMs, o.responseTimeoutMs, o.clientWriteTimeoutMs || Infinity));
     const s = Math.floor(o.keepAliveTimeoutMs / 1000);

@@ -1,6 +1,7 @@
 // What both page paths (src/proxy/http-proxy.ts on node:http, src/proxy/lean-pages.ts on raw
 // sockets) are given, and the log line of an answer the client stopped taking. The accounting of
 // one proxied request is the forwarding core's (src/forward/request-count.ts).
+import type { Forwarder } from '../forward/forwarder.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { BackendPool } from '../runtime/pool.js';
@@ -12,6 +13,8 @@ import type { Refuser } from './refuser.js';
 
 export interface PagePathOptions {
   readonly router: Router;
+  /** The forwarding core every attempt goes through (placement, passive health, retries). */
+  readonly forwarder: Forwarder;
   readonly pool: BackendPool;
   readonly forwarding: Forwarding;
   readonly connectTimeoutMs: number;

@@ -24,7 +24,7 @@ import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { rawResponse } from '../http/replies.js';
 import { resetConnection } from '../http/reset.js';
-import { Forwarder, type Exchange } from '../forward/forwarder.js';
+import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import type { Forwarding } from '../forward/forwarded.js';
 import { ownerFields, type Owner } from '../http/ownership.js';
 import type { Admission } from './admission.js';
@@ -37,6 +37,8 @@ import { Deadlines, type Expiring } from './deadlines.js';
 
 export interface UpgradeProxyOptions {
   readonly router: Router;
+  /** The forwarding core every attempt goes through (placement, passive health, retries). */
+  readonly forwarder: Forwarder;
   /** roomgate's own answers (src/http/refusals.ts): rendered, logged and counted. */
   readonly refuser: Refuser;
   readonly pool: BackendPool;
@@ -103,7 +105,7 @@ export class UpgradeProxy {
   readonly forwarder: Forwarder;
 
   constructor(readonly o: UpgradeProxyOptions) {
-    this.forwarder = new Forwarder({ placement: o.router, pool: o.pool, metrics: o.metrics, logger: o.logger });
+    this.forwarder = o.forwarder;
     this.silence = new SilenceSweep(o.clientSilenceMs);
     this.stalls = o.clientWriteTimeoutMs > 0 ? new Deadlines(Deadlines.tickFor(o.clientWriteTimeoutMs)) : null;
   }
