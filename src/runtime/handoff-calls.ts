@@ -3,9 +3,8 @@
 // step's own purpose (src/http/call-proof.ts), so no call passes as another and none as a push.
 // The answer's body is read (an export's is the room's state) up to a cap; one deadline covers
 // the connect and the whole answer.
-import http from 'node:http';
-import https from 'node:https';
-import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
+import type { BackendTls } from '../backends/backend-tls.js';
+import { backendPost, maybeSent } from './backend-call.js';
 import { signCall, type CallPurpose } from '../http/call-proof.js';
 import type { Backend } from './pool.js';
 
@@ -56,16 +55,9 @@ const PURPOSE: Readonly<Record<HookStep, CallPurpose>> = {
   resume: 'handoff-resume',
 };
 
-// Connection errors after which nothing reached the backend.
-const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
-
-/** The request's fields, [name, value, ...]: a list, so Node adds no Host of its own. */
-function fields(o: HookClientOptions, backend: Backend, call: HookCall): string[] {
-  const { host, port, tls } = backend.config;
-  const h = host.includes(':') ? `[${host}]` : host;
-  const type = call.step === 'import' ? 'application/octet-stream' : 'application/json';
-  const out = ['Host', port === (tls ? 443 : 80) ? h : `${h}:${port}`, 'Content-Type', type, 'Content-Length', String(call.body.length)];
-  out.push('X-Roomgate-Message-Id', call.id, 'X-Roomgate-Sender', o.sender);
+/** The call's own fields, [name, value, ...], after Host and the body's: the ids and the proof. */
+function fields(o: HookClientOptions, call: HookCall): string[] {
+  const out = ['X-Roomgate-Message-Id', call.id, 'X-Roomgate-Sender', o.sender];
   if (call.room !== '') out.push('X-Roomgate-Room', call.room, 'X-Roomgate-Epoch', call.epoch);
   const claims = { purpose: PURPOSE[call.step], id: call.id, room: call.room, epoch: call.epoch, sender: o.sender, body: call.body };
   return [...out, ...signCall(o.secrets, claims, Date.now())];
@@ -85,17 +77,10 @@ export class HookClient {
         req.destroy();
         resolve(out);
       };
-      const req = (backend.config.tls ? https : http).request({
-        host: backend.config.host,
-        port: backend.config.port,
-        method: 'POST',
-        path: `${o.path}/${call.step}`,
-        headers: fields(o, backend, call),
-        // One connection per call: a pooled one the backend closed would need a retry, and an
-        // export or import retried is a second call the receiver must recognise as the first.
-        agent: false,
-        ...(backend.config.tls ? tlsOptions(o.backendTls, backend.config.host) : {}),
-      });
+      // One connection per call: an export or import retried is a second call the receiver must
+      // recognise as the first (src/runtime/backend-call.ts).
+      const type = call.step === 'import' ? 'application/octet-stream' : 'application/json';
+      const req = backendPost(backend, `${o.path}/${call.step}`, type, call.body.length, fields(o, call), o.backendTls);
       const cancel = (o.deadline ?? timeout)(() => done({ kind: 'timeout' }), o.timeoutMs);
       req.on('response', (res) => {
         const chunks: Buffer[] = [];
@@ -108,7 +93,7 @@ export class HookClient {
         res.on('end', () => done({ kind: 'answer', status: res.statusCode ?? 0, body: Buffer.concat(chunks) }));
         res.on('error', (err: NodeJS.ErrnoException) => done({ kind: 'unreachable', why: err.code ?? err.message, sent: true }));
       });
-      req.on('error', (err: NodeJS.ErrnoException) => done({ kind: 'unreachable', why: err.code ?? err.message, sent: !NOT_SENT.has(err.code ?? '') }));
+      req.on('error', (err: NodeJS.ErrnoException) => done({ kind: 'unreachable', why: err.code ?? err.message, sent: maybeSent(err) }));
       req.end(call.body);
     });
   }

@@ -4,9 +4,8 @@
 // elsewhere, the caller is told to retry. The backend gets the room's ownership fields, a message
 // id and the sender, so it can refuse a message for a room it no longer holds.
 import { randomUUID } from 'node:crypto';
-import http from 'node:http';
-import https from 'node:https';
-import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
+import type { BackendTls } from '../backends/backend-tls.js';
+import { backendPost, maybeSent } from './backend-call.js';
 import { signCall } from '../http/call-proof.js';
 import { ownerFields } from '../http/ownership.js';
 import type { Logger } from '../observability/logger.js';
@@ -91,7 +90,6 @@ function withCount(sockets: number | undefined): { sockets?: number } {
 }
 
 // Connection errors after which nothing reached the backend.
-const NOT_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
 
 /** What became of a fan-out at one backend. */
 export interface FanoutPart {
@@ -273,29 +271,8 @@ export class PushDelivery {
         clearTimeout(timer);
         resolve(out);
       };
-      // A header list (not an object) gets no Host from Node: the backend's own address, as its
-      // health checks send it.
-      const host = backend.config.host.includes(':') ? `[${backend.config.host}]` : backend.config.host;
-      const headers = [
-        'Host',
-        backend.config.port === (backend.config.tls ? 443 : 80) ? host : `${host}:${backend.config.port}`,
-        'Content-Type',
-        'application/json',
-        'Content-Length',
-        String(body.length),
-        ...extra,
-      ];
-      const req = (backend.config.tls ? https : http).request({
-        host: backend.config.host,
-        port: backend.config.port,
-        method: 'POST',
-        path: o.path,
-        headers,
-        // One connection per message: pushes are rare next to pages, and a pooled connection the
-        // backend closed would need a retry that could deliver twice.
-        agent: false,
-        ...(backend.config.tls ? tlsOptions(o.backendTls, backend.config.host) : {}),
-      });
+      // One connection per message: pushes are rare next to pages (src/runtime/backend-call.ts).
+      const req = backendPost(backend, o.path, 'application/json', body.length, extra, o.backendTls);
       // One deadline for the connect and the answer.
       const timer = setTimeout(() => {
         req.destroy();
@@ -308,7 +285,7 @@ export class PushDelivery {
       });
       req.on('error', (err: NodeJS.ErrnoException) => {
         o.logger.warn({ backend: backend.id, err: err.code ?? err.message }, 'push: delivery failed');
-        done({ result: 'unavailable', why: err.code ?? err.message, sent: !NOT_SENT.has(err.code ?? '') });
+        done({ result: 'unavailable', why: err.code ?? err.message, sent: maybeSent(err) });
       });
       req.end(body);
     });
