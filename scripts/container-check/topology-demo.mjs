@@ -7,7 +7,7 @@ import { check, info, timed } from './report.mjs';
 import { deriveCompose } from './compose-files.mjs';
 import { composeStack } from './stacks.mjs';
 import { getJson, joinRoom, poll, roomPage } from './clients.mjs';
-import { podman } from './podman.mjs';
+import { logs, podman } from './podman.mjs';
 
 /** backend id (the demo backend's --id) -> service name. */
 export function backendServices(services) {
@@ -70,7 +70,12 @@ async function demoAssertions({ doc, published, stack }) {
   const same = page.status === 200 && !!backend && viaA.backend === backend && viaB.backend === backend;
   const retries = viaA.retried || viaB.retried ? `; sockets retried after a 503: A ${viaA.retried}, B ${viaB.retried}` : '';
   check('demo: a room lands on one backend through both gateways (page via B, sockets via A and B)', same, `${backend}${retries}`, `page ${page.status} ${page.backend ?? page.error}, socket via A ${viaA.backend ?? viaA.error}, via B ${viaB.backend ?? viaB.error}`);
-  if (!same) return [viaA, viaB].forEach((x) => x.socket?.close());
+  if (!same) {
+    [viaA, viaB].forEach((x) => x.socket?.close());
+    // What the gateways logged about it: the only place a socket that got no answer can be explained.
+    for (const service of ['roomgate-a', 'roomgate-b']) await logTail(stack, service, room);
+    return;
+  }
 
   const seen = [];
   for (const g of [a, b]) {
@@ -100,6 +105,13 @@ async function demoAssertions({ doc, published, stack }) {
     check('demo: a new socket of the room follows it', after.backend === moved, moved, after.backend ?? after.error);
     after.socket?.close();
   }
+}
+
+/** The lines of a service's log that name `room` (at most 20), as info lines of the report. */
+async function logTail(stack, service, room) {
+  const lines = (await logs(stack.containerOf(service), 2_000)).split('\n').filter((l) => l.includes(room));
+  info(`${service} logged ${lines.length} line(s) about ${room}${lines.length ? ':' : ''}`);
+  for (const l of lines.slice(-20)) info(`  ${l.slice(0, 400)}`);
 }
 
 export function demo(ctx) {

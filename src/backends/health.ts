@@ -10,6 +10,7 @@ import https from 'node:https';
 import net from 'node:net';
 import tls from 'node:tls';
 import { defaultBackendTls, tlsFailure, tlsOptions, type BackendTls } from './backend-tls.js';
+import { backendHosts } from './host-addresses.js';
 
 export interface HealthTarget {
   readonly id: string;
@@ -230,7 +231,7 @@ function probe(target: HealthTarget, opts: HealthOptions, signal: AbortSignal): 
  * that its TLS handshake completes and its certificate verifies.
  */
 function tcpProbe(target: HealthTarget, secure: tls.ConnectionOptions | null, finish: (error?: string) => void, fail: (err: Error) => void): net.Socket {
-  const address = { host: target.host, port: target.port };
+  const address = { host: target.host, port: target.port, lookup: backendHosts.lookup };
   const socket = secure ? tls.connect({ ...address, ...secure }) : net.connect(address);
   socket.on('error', fail);
   socket.once(secure ? 'secureConnect' : 'connect', () => {
@@ -254,6 +255,7 @@ function httpProbe(
     port: target.port,
     path,
     method: 'GET',
+    lookup: backendHosts.lookup,
     // A fresh connection every time: the check must prove that *new* connections work, which is
     // what the proxy needs; a pooled socket could stay healthy after the listener died.
     agent: false,

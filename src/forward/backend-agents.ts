@@ -5,6 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Backend } from '../runtime/pool.js';
+import { backendHosts } from '../backends/host-addresses.js';
 
 export class BackendAgents {
   private readonly agents = new Map<string, http.Agent>();
@@ -21,7 +22,7 @@ export class BackendAgents {
     if (!a) {
       // `timeout` is set on a socket when it goes back to the pool (each request sets its own while
       // it runs); the agent destroys a pooled socket whose timeout fires.
-      const pool = { keepAlive: true, maxFreeSockets: this.maxIdleSocketsPerBackend, scheduling: 'lifo', timeout: this.backendIdleTimeoutMs } as const;
+      const pool = { keepAlive: true, maxFreeSockets: this.maxIdleSocketsPerBackend, scheduling: 'lifo', timeout: this.backendIdleTimeoutMs, lookup: backendHosts.lookup } as const;
       a = tls ? new https.Agent(pool) : new http.Agent(pool);
       this.agents.set(name, a);
     }

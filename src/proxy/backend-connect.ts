@@ -12,6 +12,7 @@
 import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
+import { backendHosts } from '../backends/host-addresses.js';
 
 /** Where a backend listens; `tls` for an https:// backend. */
 export interface BackendAddress {
@@ -32,11 +33,11 @@ type ReadingSocket = Socket & { [kRead]?: ReadCallback };
  */
 export function connectBackend(backend: BackendAddress, tls: BackendTls, buffer: Buffer, onRead: ReadCallback, ready: (this: Socket) => void): Socket {
   if (!backend.tls) {
-    const socket = netConnect({ host: backend.host, port: backend.port, onread: { buffer, callback: onRead } });
+    const socket = netConnect({ host: backend.host, port: backend.port, lookup: backendHosts.lookup, onread: { buffer, callback: onRead } });
     socket.once('connect', ready);
     return socket;
   }
-  const socket: ReadingSocket = tlsConnect({ host: backend.host, port: backend.port, ...tlsOptions(tls, backend.host) });
+  const socket: ReadingSocket = tlsConnect({ host: backend.host, port: backend.port, lookup: backendHosts.lookup, ...tlsOptions(tls, backend.host) });
   socket[kRead] = onRead;
   socket.on('data', onTlsData);
   socket.once('secureConnect', ready);

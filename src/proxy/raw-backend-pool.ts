@@ -4,6 +4,7 @@
 // or ends is destroyed: an idle connection has nothing to say, so a backend that speaks on it is
 // broken or hostile, and its bytes must never become the answer to the next request.
 import { connect, type Socket } from 'node:net';
+import { backendHosts } from '../backends/host-addresses.js';
 
 /** Who reads a connection's events now: the request using it, or nobody (idle in the pool). */
 export interface RawBackendUser {
@@ -26,7 +27,7 @@ export class RawBackendConn {
     port: number,
     private readonly pool: RawBackendPool,
   ) {
-    this.socket = connect({ host, port, noDelay: true });
+    this.socket = connect({ host, port, noDelay: true, lookup: backendHosts.lookup });
     // One set of listeners for the connection's life; each event goes to its current user.
     this.socket.on('data', (chunk: Buffer) => {
       if (this.user !== null) this.user.onData(chunk);

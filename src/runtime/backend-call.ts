@@ -5,6 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
+import { backendHosts } from '../backends/host-addresses.js';
 import type { Backend } from './pool.js';
 
 // Connection errors after which nothing reached the backend.
@@ -30,6 +31,7 @@ export function backendPost(backend: Backend, path: string, contentType: string,
     path,
     headers: ['Host', port === (tls ? 443 : 80) ? h : `${h}:${port}`, 'Content-Type', contentType, 'Content-Length', String(bodyLength), ...fields],
     agent: false,
+    lookup: backendHosts.lookup,
     ...(tls ? tlsOptions(backendTls, host) : {}),
   });
 }
