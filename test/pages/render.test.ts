@@ -14,6 +14,7 @@ import { StatusStream } from '../../src/control/status-stream.js';
 import { StreamSlots, streamsFull } from '../../src/http/stream-slots.js';
 import { sendError } from '../../src/http/replies.js';
 import type { BackendEventView, PushEvent } from '../../src/runtime/views.js';
+import { REBALANCE_OFF } from '../../src/runtime/rebalance.js';
 import { fakeBackend, fakeHandoff } from '../support/control.js';
 import { waitFor } from '../support/processes.js';
 import { createRoomValidator } from '../../src/room/validate.js';
@@ -63,6 +64,7 @@ function fakeView(): StatusView {
       inProgress: [fakeHandoff({ id: 'h-2', room: 'chess-2', stage: 'import', result: null, release: null, ms: null })],
       recent: [fakeHandoff({ id: 'h-1', room: `room-${XSS}`, result: 'rolled-back', reason: `import answered 500 ${XSS}`, release: null })],
       drains: [],
+      rebalance: REBALANCE_OFF,
     }),
   };
 }
@@ -191,7 +193,7 @@ describe('status page', () => {
     expect(pub).not.toContain('chess-2');
     expect(pub).not.toContain('import answered');
     expect(pub).toContain('<span class="handoff-rolled-back">rolled-back</span>');
-    const none = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [] }) }, { internal: true }), { internal: true }).html;
+    const none = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [], rebalance: REBALANCE_OFF }) }, { internal: true }), { internal: true }).html;
     expect(none).toContain('<p id="no-handoffs">No handoffs yet.</p>');
   });
 
