@@ -16,8 +16,8 @@ export interface PlanBackend {
   readonly rooms: readonly string[];
   /** Takes new rooms now: routable, not draining, weight above 0. */
   readonly acceptsNew: boolean;
-  /** Serves the handoff hooks (hello answered yes). */
-  readonly hooks: boolean;
+  /** Serves the handoff hooks: hello answered yes, no, or could not be asked (yet). */
+  readonly hooks: 'yes' | 'no' | 'unknown';
 }
 
 export interface PlanInput {
@@ -37,7 +37,7 @@ export interface PlannedMove {
 }
 
 /** Why nothing moves for a target. */
-export type PlanIdle = 'balanced' | 'target-unavailable' | 'target-without-hooks' | 'no-movable-room';
+export type PlanIdle = 'balanced' | 'target-unavailable' | 'target-without-hooks' | 'target-hooks-unknown' | 'no-movable-room';
 
 export interface Plan {
   /** The next room to move, or null. */
@@ -58,8 +58,8 @@ export function planRebalance(input: PlanInput): Plan {
       idle.set(id, 'target-unavailable');
       return [];
     }
-    if (!t.hooks) {
-      idle.set(id, 'target-without-hooks');
+    if (t.hooks !== 'yes') {
+      idle.set(id, t.hooks === 'no' ? 'target-without-hooks' : 'target-hooks-unknown');
       return [];
     }
     return [t];
@@ -78,7 +78,7 @@ export function planRebalance(input: PlanInput): Plan {
 /** A move toward `t`, or why there is none. */
 function moveTo(t: PlanBackend, input: PlanInput): PlannedMove | PlanIdle {
   const sources = input.backends
-    .filter((s) => s.id !== t.id && s.acceptsNew && s.hooks && s.weight > 0)
+    .filter((s) => s.id !== t.id && s.acceptsNew && s.hooks === 'yes' && s.weight > 0)
     .sort((a, b) => load(b) - load(a) || (a.id < b.id ? -1 : 1));
   const top = sources[0];
   if (top === undefined || !(load(top) > input.factor * load(t))) return 'balanced';

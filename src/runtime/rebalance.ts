@@ -53,10 +53,17 @@ export interface RebalanceState {
   readonly last: string;
 }
 
+/**
+ * Steps a target may not answer the hello (an app still starting when its port already accepts)
+ * before rebalancing to it stops.
+ */
+const UNKNOWN_TRIES = 5;
+
 const IDLE_WORDS: Record<PlanIdle, string> = {
   balanced: 'the load is within handoff.rebalance.skewFactor',
   'target-unavailable': 'it takes no new rooms now (down, draining or removed)',
   'target-without-hooks': 'it does not serve the handoff hooks',
+  'target-hooks-unknown': `it did not answer whether it serves the handoff hooks (waited ${UNKNOWN_TRIES} intervals)`,
   'no-movable-room': 'no room left to move (each was tried)',
 };
 
@@ -70,7 +77,8 @@ function defaultAfter(ms: number, fn: () => Promise<void>): () => void {
 }
 
 export class Rebalancer {
-  private readonly targets = new Set<string>();
+  /** The backends rooms may move to, each with the steps it left the hello unanswered. */
+  private readonly targets = new Map<string, number>();
   /** Rooms tried (moved or failed) in the current rebalance: never picked twice. */
   private readonly tried = new Set<string>();
   /** Rooms moved in the current rebalance: presence says where they were until its next heartbeat. */
@@ -119,21 +127,21 @@ export class Rebalancer {
   backendBack(id: string): void {
     if (!this.started || this.stopped || !this.settings.enabled || this.targets.has(id)) return;
     if (!this.o.pool.get(id)?.acceptsNew(this.now())) return;
-    this.targets.add(id);
+    this.targets.set(id, 0);
     this.o.logger.info({ backend: id, skewFactor: this.settings.skewFactor, roomsPerMinute: this.settings.roomsPerMinute }, 'rebalance: backend back, live rooms may move to it');
     this.schedule();
   }
 
   state(): RebalanceState {
     const { enabled, skewFactor, roomsPerMinute } = this.settings;
-    return { enabled, skewFactor, roomsPerMinute, targets: [...this.targets], moved: this.moved, failed: this.failed, last: this.last };
+    return { enabled, skewFactor, roomsPerMinute, targets: [...this.targets.keys()], moved: this.moved, failed: this.failed, last: this.last };
   }
 
   /** Ends every rebalance now. */
   private end(why: string): void {
     this.cancel?.();
     this.cancel = null;
-    if (this.targets.size > 0) this.o.logger.info({ targets: [...this.targets], reason: why }, 'rebalance stopped');
+    if (this.targets.size > 0) this.o.logger.info({ targets: [...this.targets.keys()], reason: why }, 'rebalance stopped');
     this.targets.clear();
     this.forget();
     this.last = why;
@@ -176,7 +184,7 @@ export class Rebalancer {
     // A room already gone from its backend (presence lags a heartbeat) costs no interval: the
     // next one is picked at once, in the same turn.
     for (let attempt = 0; attempt < STALE_TRIES; attempt++) {
-      const plan = planRebalance({ backends: await this.view(), targets: [...this.targets], factor: this.settings.skewFactor, skip: this.tried });
+      const plan = planRebalance({ backends: await this.view(), targets: [...this.targets.keys()], factor: this.settings.skewFactor, skip: this.tried });
       this.dropIdle(plan.idle);
       // A reload turned it off, or the gateway began stopping, while the view was read.
       if (plan.move === null || !this.settings.enabled || this.stopped) return;
@@ -190,6 +198,12 @@ export class Rebalancer {
 
   private dropIdle(idle: ReadonlyMap<string, PlanIdle>): void {
     for (const [id, why] of idle) {
+      const unanswered = (this.targets.get(id) ?? 0) + 1;
+      if (why === 'target-hooks-unknown' && unanswered < UNKNOWN_TRIES) {
+        this.targets.set(id, unanswered);
+        this.last = `waiting for ${id} to answer whether it serves the handoff hooks`;
+        continue;
+      }
       this.targets.delete(id);
       this.last = `stopped rebalancing to ${id}: ${IDLE_WORDS[why]}`;
       this.o.logger.info({ backend: id, reason: IDLE_WORDS[why], moved: this.moved }, 'rebalance: done for a backend');
@@ -230,9 +244,9 @@ export class Rebalancer {
       listed.map(async (b) => {
         const acceptsNew = b.acceptsNew(now);
         // Only backends that take new rooms give or take rooms: no need to ask the others.
-        if (!acceptsNew) return { id: b.id, weight: b.config.weight, rooms: new Set<string>(), acceptsNew, hooks: false };
+        if (!acceptsNew) return { id: b.id, weight: b.config.weight, rooms: new Set<string>(), acceptsNew, hooks: 'unknown' as const };
         const [rooms, hooks] = await Promise.all([this.o.liveRoomsOn(b.id), this.o.hooks(b.id)]);
-        return { id: b.id, weight: b.config.weight, rooms: new Set(rooms), acceptsNew, hooks: hooks === 'yes' };
+        return { id: b.id, weight: b.config.weight, rooms: new Set(rooms), acceptsNew, hooks };
       }),
     );
     for (const m of this.movedNow.values()) {

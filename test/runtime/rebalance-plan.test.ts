@@ -5,7 +5,7 @@ import { planRebalance, type PlanBackend, type PlanInput } from '../../src/runti
 
 /** A backend with `n` live rooms named `<id>-0`, `<id>-1`, ... */
 function be(id: string, n: number, o: Partial<Omit<PlanBackend, 'id' | 'rooms'>> = {}): PlanBackend {
-  return { id, weight: 1, acceptsNew: true, hooks: true, ...o, rooms: Array.from({ length: n }, (_, i) => `${id}-${i}`) };
+  return { id, weight: 1, acceptsNew: true, hooks: 'yes', ...o, rooms: Array.from({ length: n }, (_, i) => `${id}-${i}`) };
 }
 
 function input(backends: PlanBackend[], targets: string[], o: Partial<Pick<PlanInput, 'factor' | 'skip'>> = {}): PlanInput {
@@ -33,12 +33,18 @@ const ROWS: Row[] = [
   { name: 'the target would end above the source: nothing moves', in: input([be('b1', 3, { weight: 1 }), be('b3', 0, { weight: 0.25 })], ['b3'], { factor: 1.1 }), move: null, idle: { b3: 'balanced' } },
   {
     name: 'the most loaded lacks the hooks: its rooms stay, the next loaded gives one',
-    in: input([be('b1', 30, { hooks: false }), be('b2', 10), be('b3', 0)], ['b3']),
+    in: input([be('b1', 30, { hooks: 'no' }), be('b2', 10), be('b3', 0)], ['b3']),
     move: 'b2-0 b2->b3',
   },
-  { name: 'no backend with the hooks has rooms to spare', in: input([be('b1', 30, { hooks: false }), be('b3', 0)], ['b3']), move: null, idle: { b3: 'balanced' } },
+  { name: 'no backend with the hooks has rooms to spare', in: input([be('b1', 30, { hooks: 'no' }), be('b3', 0)], ['b3']), move: null, idle: { b3: 'balanced' } },
   { name: 'a draining (or down) backend gives no room: its drain moves them', in: input([be('b1', 30, { acceptsNew: false }), be('b3', 0)], ['b3']), move: null, idle: { b3: 'balanced' } },
-  { name: 'a target without the hooks takes none', in: input([be('b1', 30), be('b3', 0, { hooks: false })], ['b3']), move: null, idle: { b3: 'target-without-hooks' } },
+  { name: 'a target without the hooks takes none', in: input([be('b1', 30), be('b3', 0, { hooks: 'no' })], ['b3']), move: null, idle: { b3: 'target-without-hooks' } },
+  { name: 'a target whose hooks could not be asked (yet) takes none', in: input([be('b1', 30), be('b3', 0, { hooks: 'unknown' })], ['b3']), move: null, idle: { b3: 'target-hooks-unknown' } },
+  {
+    name: 'a source whose hooks could not be asked gives none',
+    in: input([be('b1', 30, { hooks: 'unknown' }), be('b2', 10), be('b3', 0)], ['b3']),
+    move: 'b2-0 b2->b3',
+  },
   { name: 'a target that went down or drains takes none', in: input([be('b1', 30), be('b3', 0, { acceptsNew: false })], ['b3']), move: null, idle: { b3: 'target-unavailable' } },
   { name: 'a target no longer listed takes none', in: input([be('b1', 30)], ['b3']), move: null, idle: { b3: 'target-unavailable' } },
   { name: 'a target of weight 0 takes none', in: input([be('b1', 30), be('b3', 0, { weight: 0 })], ['b3']), move: null, idle: { b3: 'target-unavailable' } },
@@ -74,7 +80,7 @@ describe('planRebalance', () => {
       ['b2', be('b2', 22).rooms.slice()],
       ['b3', [] as string[]],
     ]);
-    const view = (): PlanBackend[] => [...backends].map(([id, rooms]) => ({ id, weight: 1, acceptsNew: true, hooks: true, rooms: [...rooms] }));
+    const view = (): PlanBackend[] => [...backends].map(([id, rooms]) => ({ id, weight: 1, acceptsNew: true, hooks: 'yes' as const, rooms: [...rooms] }));
     const moved = new Set<string>();
     for (let i = 0; i < 100; i++) {
       const { move, idle } = planRebalance(input(view(), ['b3'], { skip: moved }));

@@ -68,8 +68,8 @@ function resolved(b: HandoffTestBackend): ResolvedBackend {
   return { id: b.id, url: b.url, host: u.hostname, port: Number(u.port), weight: 1 };
 }
 
-function config(rebalance: Record<string, unknown> | undefined): Pick<LoadedConfig, 'handoff' | 'backendCalls'> {
-  return configSchema.parse({ handoff: rebalance === undefined ? {} : { rebalance }, backendCalls: { secrets: [CALL_SECRET] } });
+function config(rebalance: Record<string, unknown> | undefined, handoff: Record<string, unknown> = {}): Pick<LoadedConfig, 'handoff' | 'backendCalls'> {
+  return configSchema.parse({ handoff: { ...handoff, ...(rebalance === undefined ? {} : { rebalance }) }, backendCalls: { secrets: [CALL_SECRET] } });
 }
 
 async function backends(...ids: string[]): Promise<HandoffTestBackend[]> {
@@ -78,14 +78,19 @@ async function backends(...ids: string[]): Promise<HandoffTestBackend[]> {
   return out;
 }
 
-function gateway(id: string, shared: { placement: MemoryPlacementState; data: MemorySharedDataState }, rebalance?: Record<string, unknown>, placementStore?: PlacementStore): Gw {
+function gateway(
+  id: string,
+  shared: { placement: MemoryPlacementState; data: MemorySharedDataState },
+  rebalance?: Record<string, unknown>,
+  o: { store?: PlacementStore; handoff?: Record<string, unknown> } = {},
+): Gw {
   let supervisor: Supervisor | null = null;
   const pool = new BackendPool([], 600_000, {
     onPassive: (b, state, reason) => supervisor?.passiveChanged(b, state, reason),
     onMembership: (added, removed) => supervisor?.membershipChanged(added, removed),
   });
   const tunnels = new TunnelRegistry(pool);
-  const store = placementStore ?? new MemoryPlacementStore(id, TIMING, shared.placement, clock.now);
+  const store = o.store ?? new MemoryPlacementStore(id, TIMING, shared.placement, clock.now);
   const sharedData = new MemorySharedDataStore(id, { presenceTtlMs: 10_000 }, shared.data, clock.now);
   const metrics = createMetrics(() => []);
   const placer = new Placer({ store, pool, tunnels, logger, noRoom: 'least-loaded', boundFactor: 0, loadMetric: 'rooms', retryAfterS: 1, onDown: 'keep', cacheTtlMs: 1_000, idleTtlMs: TIMING.idleTtlMs, maxIdleRooms: 10_000, recoveryRingMs: TIMING.gatewayTtlMs });
@@ -100,7 +105,7 @@ function gateway(id: string, shared: { placement: MemoryPlacementState; data: Me
       t.cancelled = true;
     };
   };
-  const handoff = createHandoffRuntime(config(rebalance), { placer, pool, store, tunnels, sharedData, backendTls: defaultBackendTls(), gatewayId: id, metrics, logger, after });
+  const handoff = createHandoffRuntime(config(rebalance, o.handoff), { placer, pool, store, tunnels, sharedData, backendTls: defaultBackendTls(), gatewayId: id, metrics, logger, after });
   supervisor.onBackendBack((b) => handoff.backendBack(b));
   closers.push(() => {
     handoff.stop();
@@ -227,6 +232,27 @@ describe('rebalancing', () => {
     expect(await moves(gw, 'moved')).toBe(2);
   });
 
+  it('waits a few intervals for a target that does not answer the hello yet, then stops', async () => {
+    const [b1, b3] = (await backends('b1', 'b3')) as [HandoffTestBackend, HandoffTestBackend];
+    b3.behave.set('hello', 'hang');
+    const gw = gateway('gw-1', shared(), { enabled: true }, { handoff: { timeoutMs: 50 } });
+    gw.pool.setBackends([resolved(b1)]);
+    gw.handoff.start();
+    await liveRooms(gw, b1, 6);
+    gw.pool.setBackends([resolved(b1), resolved(b3)]);
+    let t = gw.pending();
+    const notes: string[] = [];
+    for (let i = 0; t !== null && i < 10; i++) {
+      t = await fire(gw, t);
+      notes.push(gw.handoff.snapshot().rebalance.last);
+    }
+    expect(notes).toEqual([
+      ...Array(4).fill('waiting for b3 to answer whether it serves the handoff hooks'),
+      'stopped rebalancing to b3: it did not answer whether it serves the handoff hooks (waited 5 intervals)',
+    ]);
+    expect(b1.calls.map((c) => c.step)).not.toContain('export');
+  });
+
   it('a reload that turns it off stops at once; the gateway stopping too', async () => {
     const [b1, b3] = (await backends('b1', 'b3')) as [HandoffTestBackend, HandoffTestBackend];
     const gw = gateway('gw-1', shared(), { enabled: true });
@@ -255,7 +281,7 @@ describe('rebalancing', () => {
     const store = new RedisPlacementStore({ url: redis.url, keyPrefix: 'rb:', gatewayId: 'gw-1', timing: TIMING, commandTimeoutMs: 500 });
     await store.connect({ timeoutMs: 5_000 });
     closers.push(() => store.close());
-    const gw = gateway('gw-1', shared(), { enabled: true }, store);
+    const gw = gateway('gw-1', shared(), { enabled: true }, { store });
     gw.pool.setBackends([resolved(b1)]);
     gw.handoff.start();
     await liveRooms(gw, b1, 6);
