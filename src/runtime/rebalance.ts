@@ -215,8 +215,9 @@ export class Rebalancer {
     const out = await this.o.move({ room: m.room, to: m.to, from: m.from, trigger: 'rebalance' });
     const { result, reason } = out.event;
     this.o.metrics.rebalanceMoves.inc({ result: result ?? 'refused' });
-    // Handoffs of other callers hold the slots (handoff.maxConcurrentPerBackend): not an attempt.
-    if (out.refusal === 'too-many') {
+    // Handoffs of other callers hold the slots (handoff.maxConcurrentPerBackend), or the store
+    // went away since the step began: not an attempt, the room may be picked again.
+    if (out.refusal === 'too-many' || out.refusal === 'store-unavailable') {
       this.last = `waiting: ${reason}`;
       return 'done';
     }

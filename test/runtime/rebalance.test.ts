@@ -253,6 +253,28 @@ describe('rebalancing', () => {
     expect(b1.calls.map((c) => c.step)).not.toContain('export');
   });
 
+  it('respects the handoff bound: a step refused as too many moves nothing and the next interval tries again', async () => {
+    const [b1, b3] = (await backends('b1', 'b3')) as [HandoffTestBackend, HandoffTestBackend];
+    const gw = gateway('gw-1', shared(), { enabled: true }, { handoff: { maxConcurrentPerBackend: 1, timeoutMs: 300 } });
+    gw.pool.setBackends([resolved(b1)]);
+    gw.handoff.start();
+    const rooms = await liveRooms(gw, b1, 6);
+    gw.pool.setBackends([resolved(b1), resolved(b3)]);
+    // An operator's move holds b1's one slot: its export hangs until the gateway's deadline.
+    b1.behave.set('export', 'hang');
+    const arrived = b1.arrival('export');
+    const operator = gw.handoff.move(rooms[5] as string, 'b3');
+    await withTimeout(arrived, 5_000, 'the hanging export');
+    const t = await fire(gw, gw.pending() as Timer);
+    expect(gw.handoff.snapshot().rebalance.last).toMatch(/^waiting: handoff.maxConcurrentPerBackend \(1\)/);
+    expect(await moves(gw, 'refused')).toBe(1);
+    expect((await withTimeout(operator, 5_000, 'the operator move')).event.result).toBe('rolled-back');
+    b1.behave.delete('export');
+    await fire(gw, t as Timer);
+    expect(await moves(gw, 'moved')).toBe(1);
+    expect(gw.handoff.snapshot().rebalance).toMatchObject({ moved: 1, failed: 0 });
+  });
+
   it('a reload that turns it off stops at once; the gateway stopping too', async () => {
     const [b1, b3] = (await backends('b1', 'b3')) as [HandoffTestBackend, HandoffTestBackend];
     const gw = gateway('gw-1', shared(), { enabled: true });
