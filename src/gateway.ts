@@ -82,6 +82,7 @@ export class Gateway {
       throw err;
     }
     this.parts.runtime.supervisor.start();
+    this.parts.handoff.start();
     this.history.start();
     fronts.tls?.start(() => tlsSettings(this.config, this.ticketKeys), this.config.tls.reloadCheckMs);
     if (fronts.tls && this.opts.ticketKeysFromPrimary !== true) {
@@ -116,7 +117,7 @@ export class Gateway {
   }
 
   /**
-   * SIGHUP: applies a new configuration's backend list (static) and certificates; the rest needs a
+   * SIGHUP: applies a new configuration's backend list (static), certificates and handoff.rebalance; the rest needs a
    * restart, said in the log and on the status page (the cache line: its settings stay as started).
    * What applies live is the reload policy's (src/config/reload-policy.ts).
    */
@@ -131,6 +132,11 @@ export class Gateway {
       applied.push('backends');
     }
     this.config = { ...this.config, backends: next.backends };
+    if (plan.rebalance) {
+      this.parts.handoff.configureRebalance(next.handoff.rebalance);
+      this.config = { ...this.config, handoff: { ...this.config.handoff, rebalance: next.handoff.rebalance } };
+      applied.push('handoff.rebalance');
+    }
     // A failed certificate reload is logged by the reloader (the ones in use stay); a restart would
     // fail on the same files, so it is not listed as needing one.
     if (plan.certificates && tls?.reload(nextTls, 'reload')) {

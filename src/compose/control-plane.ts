@@ -55,6 +55,8 @@ export function buildControlSide(config: LoadedConfig, deps: ControlDeps): Contr
     metrics,
     logger,
   });
+  // Rebalancing moves rooms to a backend that joins or comes back.
+  runtime.supervisor.onBackendBack((id) => handoff.backendBack(id));
   const view = createRuntimeView({
     history: () => history.snapshot(),
     handoff,

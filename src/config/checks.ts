@@ -305,6 +305,17 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
         : [];
     },
   },
+  {
+    rule: '`handoff.rebalance.enabled` with backends configured needs `backendCalls.secrets` (every handoff call is signed).',
+    check(v) {
+      const demo = (v.get('backends')?.length ?? 0) === 0 && v.get('discovery.dns') === null;
+      return v.get('handoff.rebalance.enabled') === true && v.get('backendCalls.secrets')?.length === 0 && !demo
+        ? [
+            "handoff.rebalance.enabled: got true while backendCalls.secrets is empty; expected false, or set ROOMGATE_CALL_SECRETS=$(openssl rand -base64 32) and give the same value to the apps' hooks (every handoff call is signed)",
+          ]
+        : [];
+    },
+  },
 ];
 
 /** A client certificate and its key are given together (both null, or both set). */

@@ -5,7 +5,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parse } from 'yaml';
 import { CROSS_CHECKS } from './checks.js';
-import { allowed, listKeys, sections, type KeyInfo, type Unwrapped } from './describe.js';
+import { allowed, listKeys, schemaAt, sections, unwrap, type KeyInfo, type Unwrapped } from './describe.js';
 import { ENV_VARS, FLAGS, validate } from './load.js';
 
 export const REFERENCE_FILE = 'docs/configuration.md';
@@ -185,6 +185,32 @@ function exampleLines(k: KeyInfo, indent: string, keys: readonly KeyInfo[]): str
   return lines;
 }
 
+/**
+ * A section's keys: its direct keys, and the keys of a group inside it (handoff.rebalance) under the
+ * group's name; the keys inside a nullable group or a list of mappings are in its comment.
+ */
+function sectionLines(key: string, keys: readonly KeyInfo[]): string[] {
+  const out: string[] = [];
+  const groups = new Set<string>();
+  for (const k of keys.filter((x) => x.path.startsWith(`${key}.`) && !x.path.includes('[]'))) {
+    const rest = k.path.slice(key.length + 1).split('.');
+    if (rest.length === 1) {
+      out.push(...exampleLines(k, '  ', keys));
+      continue;
+    }
+    const group = `${key}.${rest[0] as string}`;
+    // Inside a nullable group (a key of its own, listed above): in its comment already.
+    if (rest.length !== 2 || keys.some((x) => x.path === group)) continue;
+    if (!groups.has(group)) {
+      groups.add(group);
+      const node = schemaAt(group.split('.'));
+      out.push(...comment(node ? (unwrap(node).doc.text ?? '') : '', '  '), `  ${rest[0] as string}:`);
+    }
+    out.push(...exampleLines(k, '    ', keys));
+  }
+  return out;
+}
+
 export function renderExample(): string {
   const keys = listKeys();
   const out: string[] = [
@@ -202,11 +228,7 @@ export function renderExample(): string {
       out.push(...exampleLines(list, '', keys));
       continue;
     }
-    out.push(...comment(info.doc.text ?? '', ''), `${key}:`);
-    // Direct keys; the keys inside a nullable group or a list of mappings are in its comment.
-    for (const k of keys.filter((x) => x.path.startsWith(`${key}.`) && !x.path.slice(key.length + 1).includes('.') && !x.path.includes('[]'))) {
-      out.push(...exampleLines(k, '  ', keys));
-    }
+    out.push(...comment(info.doc.text ?? '', ''), `${key}:`, ...sectionLines(key, keys));
   }
   return `${out.join('\n')}\n`;
 }

@@ -1,7 +1,8 @@
 // What a reload (SIGHUP) applies to a running gateway and what only a restart applies. Live: the
-// static backend list (not one from DNS discovery, which owns the list) and the certificates (read
-// again on every reload: a renewed file keeps its name). Every other section, and turning TLS on
-// or off (it changes what the port speaks), waits for a restart.
+// static backend list (not one from DNS discovery, which owns the list), the certificates (read
+// again on every reload: a renewed file keeps its name) and `handoff.rebalance` (so an operator can
+// stop rebalancing at once). Every other section, the rest of `handoff` included, and turning TLS
+// on or off (it changes what the port speaks), waits for a restart.
 import type { LoadedConfig } from './load.js';
 
 export interface ReloadPlan {
@@ -9,6 +10,8 @@ export interface ReloadPlan {
   readonly backends: boolean;
   /** The certificates are read again now (TLS on before and after). */
   readonly certificates: boolean;
+  /** The new handoff.rebalance applies now. */
+  readonly rebalance: boolean;
   /** Changed sections only a restart applies, in the configuration's order, `tls` last. */
   readonly needsRestart: readonly string[];
 }
@@ -28,15 +31,17 @@ export interface ReloadContext {
  */
 export function planReload(running: LoadedConfig, next: LoadedConfig, ctx: ReloadContext): ReloadPlan {
   let backends = false;
+  const rebalance = JSON.stringify(next.handoff.rebalance) !== JSON.stringify(running.handoff.rebalance);
   const needsRestart: string[] = [];
   for (const key of Object.keys(next) as (keyof LoadedConfig)[]) {
     if (key === 'tls') continue;
+    if (key === 'handoff' && JSON.stringify({ ...next.handoff, rebalance: null }) === JSON.stringify({ ...running.handoff, rebalance: null })) continue;
     if (JSON.stringify(next[key]) === JSON.stringify(running[key])) continue;
     if (key === 'backends' && !ctx.backendsFromDiscovery) backends = true;
     else needsRestart.push(key);
   }
   if (ctx.tlsRunning !== ctx.tlsNext) needsRestart.push('tls');
-  return { backends, certificates: ctx.tlsRunning && ctx.tlsNext, needsRestart };
+  return { backends, certificates: ctx.tlsRunning && ctx.tlsNext, rebalance, needsRestart };
 }
 
 /** The log's line on what waits for a restart; undefined when nothing does. */

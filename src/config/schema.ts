@@ -451,6 +451,23 @@ export const configSchema = z.strictObject({
       drainBatch: doc(z.number().int().min(1).max(1_000).default(4), {
         text: 'A drain with handoff moves the rooms of the backend this many at a time (and never more at once than `maxConcurrentPerBackend`).',
       }),
+      rebalance: doc(
+        z
+          .strictObject({
+            enabled: doc(z.boolean().default(false), {
+              text: 'Move live rooms, with their state, to a backend that joins or comes back (recovers, is undrained) while the load is skewed. Off: a live room never moves by itself. Only rooms whose backend and target both serve the hooks move; only by handoff, never otherwise. Needs `backendCalls.secrets`. Applied by a reload (SIGHUP) too: turning it off stops a rebalance at once.',
+            }),
+            skewFactor: doc(z.number().min(1.1).max(100).default(1.5), {
+              text: "How skewed the load must be for a room to move: the most loaded backend whose rooms can move holds more than this many times the live rooms of the backend that came back (per unit of weight). A room moves only if the target then holds no more than the source; rebalancing stops once no backend is over the factor.",
+              allowed: 'a number from 1.1 to 100, e.g. 1.5 (below 1.1 rooms would move back and forth over one room of difference)',
+            }),
+            roomsPerMinute: doc(z.number().int().min(1).max(600).default(30), {
+              text: 'Rate of the moves: one room at a time, one every 60000 / roomsPerMinute ms, for all the gateways that share the shared data store together (each move first takes a turn there that lasts one interval).',
+            }),
+          })
+          .prefault({}),
+        { text: 'Rebalancing (docs/handoff.md, "Rebalancing"): off by default.' },
+      ),
     },
   ),
   backendCalls: section(

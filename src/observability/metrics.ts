@@ -26,6 +26,7 @@ export interface Metrics {
   readonly admissionRefusals: Counter<'backend'>;
   readonly handoffs: Counter<'result'>;
   readonly handoffSeconds: Histogram<'result'>;
+  readonly rebalanceMoves: Counter<'result'>;
 }
 
 /** One backend as the state gauges report it (read when Prometheus scrapes, never per request). */
@@ -134,7 +135,7 @@ function trafficMetrics(registry: Registry, liveSocketsByBackend: () => Iterable
 
 type ServiceMetrics = Pick<
   Metrics,
-  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
+  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'rebalanceMoves' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
 >;
 
 /** What roomgate does besides relaying: placements, static files, pushes, the limits it enforces, the placement store's health. */
@@ -176,6 +177,12 @@ function serviceMetrics(registry: Registry): ServiceMetrics {
       help: 'Time a room handoff took (hello, export, import, move, release), by result',
       labelNames: ['result'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    rebalanceMoves: new Counter({
+      name: 'roomgate_rebalance_moves_total',
+      help: 'Room handoffs started by rebalancing (handoff.rebalance), by result as in roomgate_handoffs_total',
+      labelNames: ['result'],
       registers: [registry],
     }),
     admissionRefusals: new Counter({

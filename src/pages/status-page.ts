@@ -2,7 +2,7 @@
 // the placement store mode, recent membership and health events, the gateway id. The server-rendered
 // table is complete without JavaScript; the constant script below only replaces it with each
 // snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
-import type { BackendEventKind, BackendStateName, HandoffEvent, PushEvent, RuntimeView } from '../runtime/views.js';
+import type { BackendEventKind, BackendStateName, HandoffEvent, PushEvent, RebalanceState, RuntimeView } from '../runtime/views.js';
 import type { HistorySnapshot } from '../observability/history.js';
 import { CHART_JS, chartSpecs, renderCharts } from './charts.js';
 import { STREAM_CLIENT_JS, hiddenColumns, html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
@@ -83,6 +83,8 @@ export interface StatusSnapshot {
   readonly history: HistorySnapshot;
   /** Which backends serve the handoff hooks: "b1 yes, b2 no, b3 unknown". */
   readonly handoffHooks: string;
+  /** Rebalancing on this gateway: "off", or on with its targets and counts (no room keys). */
+  readonly rebalancing: string;
   /** In progress first, then done, newest first. */
   readonly handoffs: readonly StatusHandoff[];
 }
@@ -165,8 +167,16 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
     cacheRestartNeeded: o.internal && gw.restartNeeded?.includes('cache') === true,
     history: v.history(),
     handoffHooks: v.backends(nowMs).map((b) => `${b.id} ${b.handoffHooks}`).join(', '),
+    rebalancing: rebalancingLine(v.handoffs().rebalance),
     handoffs: handoffRows(v, o),
   };
+}
+
+/** "off", or "on: moving live rooms to b3; 4 moved, 0 failed (skew factor 1.5, 30 rooms/min)". */
+export function rebalancingLine(r: RebalanceState): string {
+  if (!r.enabled) return 'off';
+  const now = r.targets.length > 0 ? `moving live rooms to ${r.targets.join(', ')}` : 'no backend to move rooms to now';
+  return `on: ${now}; ${r.moved} moved, ${r.failed} failed (skew factor ${r.skewFactor}, ${r.roomsPerMinute} rooms/min)`;
 }
 
 function handoffRows(v: StatusView, o: StatusOptions): StatusHandoff[] {
@@ -305,9 +315,9 @@ function handoffsSection(s: StatusSnapshot, internal: boolean): SafeHtml {
   const o = { internal };
   return html`<section aria-labelledby="handoffs-h">
 <h2 id="handoffs-h">Room handoffs</h2>
-<dl class="facts"><dt>Handoff hooks</dt><dd id="handoff-hooks">${s.handoffHooks}</dd></dl>
+<dl class="facts"><dt>Handoff hooks</dt><dd id="handoff-hooks">${s.handoffHooks}</dd><dt>Rebalancing</dt><dd id="rebalancing">${s.rebalancing}</dd></dl>
 <table id="handoffs" class="stack">
-<caption>Rooms moved with their state through this gateway (roomgate move, drain --handoff): those in progress first, then the most recent (last ${STATUS_HANDOFFS}).</caption>
+<caption>Rooms moved with their state through this gateway (roomgate move, drain --handoff, rebalancing): those in progress first, then the most recent (last ${STATUS_HANDOFFS}).</caption>
 <thead><tr>
 <th scope="col">Time (UTC)</th>
 ${o.internal ? html`<th scope="col">Room</th>` : ''}
@@ -550,6 +560,7 @@ ${CHART_JS}
     replace(document.querySelector('#pushes tbody'), s.pushes.map(pushRow));
     document.getElementById('no-pushes').hidden = s.pushes.length > 0;
     text('handoff-hooks', s.handoffHooks);
+    text('rebalancing', s.rebalancing);
     replace(document.querySelector('#handoffs tbody'), s.handoffs.map(handoffRow));
     document.getElementById('no-handoffs').hidden = s.handoffs.length > 0;
     if (s.history) drawCharts(s.history, s.cache !== null);

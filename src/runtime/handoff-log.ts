@@ -21,8 +21,8 @@ export interface HandoffEvent {
   /** The old owner; null when the room had no placement. */
   readonly from: string | null;
   readonly to: string | null;
-  /** What asked for it: an operator's move, or a drain with handoff. */
-  readonly trigger: 'move' | 'drain';
+  /** What asked for it: an operator's move, a drain with handoff, or rebalancing. */
+  readonly trigger: 'move' | 'drain' | 'rebalance';
   readonly stage: HandoffStage;
   /** null while it runs. */
   readonly result: HandoffResult | null;

@@ -1,5 +1,6 @@
 // The room handoff parts of one gateway, built from the configuration: the hook client, the
-// orchestrator, the drains with handoff and their log, and what the RuntimeView shows of them.
+// orchestrator, the drains with handoff and their log, rebalancing, and what the RuntimeView shows
+// of them.
 import type { BackendTls } from '../backends/backend-tls.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../observability/logger.js';
@@ -13,6 +14,7 @@ import { HandoffLog, type HandoffEvent } from './handoff-log.js';
 import { Handoffs, type HandoffOutcome } from './handoff.js';
 import type { Placer } from './placer.js';
 import type { BackendPool } from './pool.js';
+import { Rebalancer, type RebalanceSettings, type RebalanceState } from './rebalance.js';
 import type { TunnelRegistry } from './tunnels.js';
 
 export interface HandoffSnapshot {
@@ -22,6 +24,8 @@ export interface HandoffSnapshot {
   readonly recent: readonly HandoffEvent[];
   /** Drains with handoff this gateway ran or runs (the latest per backend). */
   readonly drains: readonly DrainProgress[];
+  /** Rebalancing on this gateway (handoff.rebalance). */
+  readonly rebalance: RebalanceState;
 }
 
 export interface HandoffParts {
@@ -29,11 +33,13 @@ export interface HandoffParts {
   readonly pool: BackendPool;
   readonly store: PlacementStore;
   readonly tunnels: TunnelRegistry;
-  readonly sharedData: Pick<SharedDataStore, 'lobby'>;
+  readonly sharedData: Pick<SharedDataStore, 'lobby' | 'claimIdempotency'>;
   readonly backendTls: BackendTls;
   readonly gatewayId: string;
-  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds'>;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'rebalanceMoves'>;
   readonly logger: Logger;
+  /** Rebalancing's timer (RebalancerOptions.after): tests fire it themselves. */
+  readonly after?: (ms: number, fn: () => Promise<void>) => () => void;
 }
 
 export interface HandoffRuntime {
@@ -41,11 +47,19 @@ export interface HandoffRuntime {
   snapshot(): HandoffSnapshot;
   move(room: string, to: string, id?: string): Promise<HandoffOutcome>;
   drain(backend: string): DrainProgress;
+  /** A backend joined or came back (recovered, undrained): rebalancing may move rooms to it. */
+  backendBack(backend: string): void;
+  /** A reload's handoff.rebalance (turning it off stops a rebalance at once). */
+  configureRebalance(settings: RebalanceSettings): void;
+  /** The gateway started (rebalancing reacts to backends coming back from now on). */
+  start(): void;
   stop(): void;
 }
 
 /** Presence pages read for a drain: rooms of a backend, 500 at a time. */
 const PAGE = 500;
+/** The shared data store key of the rebalancing turn (one move per interval for all gateways). */
+const REBALANCE_TURN = 'rebalance\nturn';
 
 export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff' | 'backendCalls'>, p: HandoffParts): HandoffRuntime {
   const c = config.handoff;
@@ -91,11 +105,32 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff' | 'bac
     maxConcurrentPerBackend: c.maxConcurrentPerBackend,
     logger: p.logger,
   });
+  const rebalancer = new Rebalancer(
+    {
+      move: (req) => handoffs.move(req),
+      hooks: (id) => handoffs.hooks(id),
+      pool: p.pool,
+      liveRoomsOn,
+      storeWorks: () => p.store.available && !p.placer.isDegraded,
+      // The key holds for one interval: whoever set it has the turn (null: this call did).
+      takeTurn: async (ms) => (await p.sharedData.claimIdempotency(REBALANCE_TURN, ms)) === null,
+      metrics: p.metrics,
+      logger: p.logger,
+      ...(p.after ? { after: p.after } : {}),
+    },
+    c.rebalance,
+  );
   return {
     support: (id) => handoffs.support(id),
-    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })) }),
+    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })), rebalance: rebalancer.state() }),
     move: (room, to, id) => handoffs.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,
-    stop: () => drains.stop(),
+    backendBack: (backend) => rebalancer.backendBack(backend),
+    configureRebalance: (settings) => rebalancer.configure(settings),
+    start: () => rebalancer.start(),
+    stop: () => {
+      drains.stop();
+      rebalancer.stop();
+    },
   };
 }

@@ -42,7 +42,7 @@ export interface HandoffRequest {
   readonly from?: string;
   /** The caller's id (a retry sends the same one); default a new one. */
   readonly id?: string;
-  readonly trigger: 'move' | 'drain';
+  readonly trigger: 'move' | 'drain' | 'rebalance';
 }
 
 export interface HandoffOptions {
@@ -92,6 +92,12 @@ export class Handoffs {
     if (!this.o.signed) return 'unknown';
     const b = this.o.pool.get(backendId);
     return b ? this.hello.peek(b) : 'unknown';
+  }
+
+  /** Whether the backend serves the hooks, asked now unless a fresh answer is known ('unknown' unsigned). */
+  async hooks(backendId: string): Promise<HookSupport> {
+    const b = this.o.pool.get(backendId);
+    return this.o.signed && b ? this.hello.get(b) : 'unknown';
   }
 
   /** Handoffs running through this gateway that involve the backend. */

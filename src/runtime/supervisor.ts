@@ -50,9 +50,23 @@ export class Supervisor {
   private ticking: Promise<void> | null = null;
   /** tick() was called while one ran: run once more after it. */
   private tickAgain = false;
+  /** Told when a backend joins or comes back (rebalancing). */
+  private readonly backListeners: ((id: string) => void)[] = [];
 
   constructor(private readonly o: SupervisorOptions) {
     this.now = o.now ?? Date.now;
+  }
+
+  /**
+   * `listener` is told each time a backend may take new rooms again: it joined the list, its
+   * checks or a connection found it up, or its drain or maintenance was lifted (any gateway).
+   */
+  onBackendBack(listener: (id: string) => void): void {
+    this.backListeners.push(listener);
+  }
+
+  private back(id: string): void {
+    for (const l of this.backListeners) l(id);
   }
 
   /** Starts the heartbeat (one at once, then every heartbeatMs). */
@@ -153,8 +167,10 @@ export class Supervisor {
     o.metrics.backendStateChanges.inc({ backend: id, state, via: 'active' });
     o.events.add(state, id, reason, this.now());
     // A backend going down is worth a warning; one that recovers is good news: info.
-    if (state === 'up') o.logger.info({ backend: id, state, reason }, 'backend up');
-    else o.logger.warn({ backend: id, state, reason }, 'backend down');
+    if (state === 'up') {
+      o.logger.info({ backend: id, state, reason }, 'backend up');
+      this.back(id);
+    } else o.logger.warn({ backend: id, state, reason }, 'backend down');
     if (state !== 'down' || b.liveSockets === 0) return;
     // health.onDown 'keep' (default): a failed check is weaker evidence than sockets that carry
     // frames; they live until they end by themselves (a dead backend's connections fail and close
@@ -182,8 +198,10 @@ export class Supervisor {
   passiveChanged(b: Backend, state: 'down' | 'up', reason: string): void {
     const { o } = this;
     o.metrics.backendStateChanges.inc({ backend: b.id, state, via: 'passive' });
-    if (state === 'up') o.logger.info({ backend: b.id, state, reason }, 'backend passively marked up');
-    else o.logger.warn({ backend: b.id, state, reason }, 'backend passively marked down');
+    if (state === 'up') {
+      o.logger.info({ backend: b.id, state, reason }, 'backend passively marked up');
+      this.back(b.id);
+    } else o.logger.warn({ backend: b.id, state, reason }, 'backend passively marked down');
     if (state === 'down') {
       o.health.reportFailure(b.id, reason);
       o.events.add('down', b.id, `passive: ${reason}`, this.now());
@@ -200,6 +218,7 @@ export class Supervisor {
       o.logger.info({ added: added.map((b) => b.id), removed: removed.map((b) => b.id) }, 'backend list changed');
     }
     o.health.setTargets(o.pool.backends.filter((b) => !b.removed).map((b) => ({ id: b.id, host: b.config.host, port: b.config.port, tls: b.config.tls === true })));
+    for (const b of added) this.back(b.id);
   }
 
   /** A room was placed (new) or moved by this gateway. */
@@ -226,6 +245,7 @@ export class Supervisor {
     this.o.events.add(kind, ev.id, ev.state?.deadline ? `deadline ${new Date(ev.state.deadline).toISOString()}` : '', this.now());
     this.o.logger.warn({ backend: ev.id, state: kind, deadline: ev.state?.deadline ?? null }, 'backend administrative state changed');
     this.scheduleEnforcement(ev.id, ev.state);
+    if (ev.state === null) this.back(ev.id);
   }
 
   /**

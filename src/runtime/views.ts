@@ -10,9 +10,10 @@ import type { DrainProgress } from './handoff-drain.js';
 import type { HookSupport } from './handoff-hello.js';
 import type { HandoffEvent } from './handoff-log.js';
 import type { HandoffSnapshot } from './handoff-setup.js';
+import type { RebalanceState } from './rebalance.js';
 import type { HandoffOutcome } from './handoff.js';
 
-export type { PushEvent, DrainProgress, HandoffEvent, HandoffOutcome, HandoffSnapshot, HookSupport };
+export type { PushEvent, DrainProgress, HandoffEvent, HandoffOutcome, HandoffSnapshot, HookSupport, RebalanceState };
 
 export type BackendStateName = 'up' | 'down' | 'draining' | 'maintenance';
 

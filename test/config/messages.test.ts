@@ -285,6 +285,11 @@ describe('every rule of the schema speaks plain words', () => {
           problem:
             "backendCalls.secrets: got none while push.tokens turns pushes on; expected a secret of at least 32 characters that signs every push, so an app can tell roomgate's push from a client's: set ROOMGATE_CALL_SECRETS=$(openssl rand -base64 32) and give the same value to your push receiver (docs/push.md)",
         },
+        [CROSS_CHECKS[19]!.rule]: {
+          raw: { backends: [{ url: 'http://app:8000' }], handoff: { rebalance: { enabled: true } } },
+          problem:
+            "handoff.rebalance.enabled: got true while backendCalls.secrets is empty; expected false, or set ROOMGATE_CALL_SECRETS=$(openssl rand -base64 32) and give the same value to the apps' hooks (every handoff call is signed)",
+        },
       };
       // Every rule in checks.ts has a case here.
       expect(Object.keys(cases).sort()).toEqual(CROSS_CHECKS.map((c) => c.rule).sort());

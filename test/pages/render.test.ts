@@ -9,11 +9,12 @@ import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
 import type { LobbyRoom } from '../../src/shared-data/store.js';
 import { BASE_CSS, CONTRAST_PAIRS, HIDEABLE_COLUMNS, PALETTE, STREAM_CLIENT_JS, cspHash, escapeHtml, hiddenColumns, html, percent, trusted } from '../../src/pages/html.js';
 import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
-import { STATUS_SCRIPT, cacheSummary, collectStatus, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
+import { STATUS_SCRIPT, cacheSummary, collectStatus, rebalancingLine, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
 import { StatusStream } from '../../src/control/status-stream.js';
 import { StreamSlots, streamsFull } from '../../src/http/stream-slots.js';
 import { sendError } from '../../src/http/replies.js';
 import type { BackendEventView, PushEvent } from '../../src/runtime/views.js';
+import { REBALANCE_OFF } from '../../src/runtime/rebalance.js';
 import { fakeBackend, fakeHandoff } from '../support/control.js';
 import { waitFor } from '../support/processes.js';
 import { createRoomValidator } from '../../src/room/validate.js';
@@ -63,6 +64,7 @@ function fakeView(): StatusView {
       inProgress: [fakeHandoff({ id: 'h-2', room: 'chess-2', stage: 'import', result: null, release: null, ms: null })],
       recent: [fakeHandoff({ id: 'h-1', room: `room-${XSS}`, result: 'rolled-back', reason: `import answered 500 ${XSS}`, release: null })],
       drains: [],
+      rebalance: REBALANCE_OFF,
     }),
   };
 }
@@ -191,8 +193,14 @@ describe('status page', () => {
     expect(pub).not.toContain('chess-2');
     expect(pub).not.toContain('import answered');
     expect(pub).toContain('<span class="handoff-rolled-back">rolled-back</span>');
-    const none = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [] }) }, { internal: true }), { internal: true }).html;
+    const none = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [], rebalance: REBALANCE_OFF }) }, { internal: true }), { internal: true }).html;
     expect(none).toContain('<p id="no-handoffs">No handoffs yet.</p>');
+    expect(none).toContain('<dt>Rebalancing</dt><dd id="rebalancing">off</dd>');
+    const on = { ...REBALANCE_OFF, enabled: true, targets: ['b3'], moved: 4, failed: 1, last: 'moved chess-9 from b1 to b3' };
+    const rebalancing = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [], rebalance: on }) }, { internal: false }), { internal: false }).html;
+    expect(rebalancing).toContain('<dd id="rebalancing">on: moving live rooms to b3; 4 moved, 1 failed (skew factor 1.5, 30 rooms/min)</dd>');
+    expect(rebalancing).not.toContain('chess-9');
+    expect(rebalancingLine({ ...on, targets: [] })).toBe('on: no backend to move rooms to now; 4 moved, 1 failed (skew factor 1.5, 30 rooms/min)');
   });
 
   it('the public view has no backend URLs and no joined/removed details', () => {

@@ -23,6 +23,7 @@ import type {
   RuntimeView,
 } from '../../src/runtime/views.js';
 import type { SharedDataStore } from '../../src/shared-data/store.js';
+import { REBALANCE_OFF } from '../../src/runtime/rebalance.js';
 
 type Section = 'admin' | 'api' | 'status' | 'room' | 'push' | 'auth';
 export type ControlConfig = Pick<Config, Section>;
@@ -121,7 +122,7 @@ export class FakeView implements RuntimeView {
     if (this.metricsFail) throw new Error('registry broke');
     return { contentType: 'text/plain; version=0.0.4; charset=utf-8', text: 'roomgate_live_sockets{backend="b1"} 3\n' };
   }
-  handoffData: HandoffSnapshot = { inProgress: [], recent: [], drains: [] };
+  handoffData: HandoffSnapshot = { inProgress: [], recent: [], drains: [], rebalance: REBALANCE_OFF };
   /** moveRoom's calls, and what it answers (default: moved). */
   readonly moves: { room: string; to: string; id: string | undefined }[] = [];
   moveAnswer = (room: string, to: string, id?: string): HandoffOutcome => ({ refusal: null, event: fakeHandoff({ id: id ?? 'h-fake', room, to, result: 'moved' }) });
