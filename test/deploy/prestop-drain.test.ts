@@ -8,7 +8,7 @@
 import { execFile } from 'node:child_process';
 import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { yamlDocs, type Obj } from '../support/deploy-files.js';
+import { readText, yamlDocs, type Obj } from '../support/deploy-files.js';
 import { backendRooms, Client, ROOT, startBackends, startGateway, stopAll, type BackendProc, type GatewayProc } from '../support/processes.js';
 
 const app = (yamlDocs('deploy/kubernetes/backends.yaml').find((d) => d.kind === 'StatefulSet') as Obj).spec.template.spec.containers[0] as Obj;
@@ -83,4 +83,13 @@ describe('deploy/kubernetes/backends.yaml hooks', () => {
     expect((await adminGet(`/backends/${encodeURIComponent(target.id)}`)).state).toBe('up');
     for (const c of clients) c.ws.terminate();
   }, 90_000);
+});
+
+describe('docs/deployment.md', () => {
+  it('shows the hooks as backends.yaml has them, line for line', () => {
+    const doc = readText('docs/deployment.md');
+    for (const hook of ['preStop', 'postStart'] as const) {
+      for (const line of script(hook).split('\n').filter((l) => l.trim() !== '')) expect(doc, `${hook}: ${line}`).toContain(line.trim());
+    }
+  });
 });
