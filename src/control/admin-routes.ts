@@ -24,6 +24,8 @@ export interface AdminRoutesOptions {
   readonly drainFrom?: DrainFrom;
   /** Resolves a backend's host name for the drainFrom check (tests). */
   readonly lookup?: AddressLookup;
+  /** A cluster worker: the key of the client address its primary forwards (src/http/forwarded-peer.ts). */
+  readonly peerKey?: string;
   /** The gateway's room key validator (room.pattern): /rooms/KEY answers only for valid keys. */
   readonly validateRoom: RoomValidator;
   /** room.pattern, to say in the 400 what a key must match. */
@@ -76,7 +78,7 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
   const drainWrite: RouteConfig = { ...write, authorize: adminWriteAuthorizer(tokens, o.throttle, 'drain') };
   const drainScope = async (req: FastifyRequest, id: string): Promise<void> => {
     if (!byDrainToken(req)) return;
-    const refused = await drainTokenRefusal(req, v.backend(id, Date.now()) as BackendSnapshot, o.drainFrom ?? 'backend', o.lookup);
+    const refused = await drainTokenRefusal(req, v.backend(id, Date.now()) as BackendSnapshot, { from: o.drainFrom ?? 'backend', lookup: o.lookup, peerKey: o.peerKey });
     if (refused) throw refused;
   };
 

@@ -49,6 +49,8 @@ export interface ControlPlaneOptions {
   readonly bodyTimeoutMs?: number;
   /** Test knob: resolves a backend's host name for admin.drainFrom (default: the system's lookup). */
   readonly addressLookup?: AddressLookup;
+  /** A cluster worker: the key of the client address its primary forwards (src/http/forwarded-peer.ts). */
+  readonly adminPeerKey?: string;
 }
 
 interface Apps {
@@ -224,7 +226,7 @@ export class ControlPlane {
         },
       });
       const tokens = { token: config.admin.token, drainTokens: config.admin.drainTokens };
-      registerAdminRoutes(adm.app, { view, ...tokens, drainFrom: config.admin.drainFrom, lookup: o.addressLookup, throttle, validateRoom, roomPattern: config.room.pattern });
+      registerAdminRoutes(adm.app, { view, ...tokens, drainFrom: config.admin.drainFrom, lookup: o.addressLookup, peerKey: o.adminPeerKey, throttle, validateRoom, roomPattern: config.room.pattern });
       registerHandoffRoutes(adm.app, { view, ...tokens, throttle, validateRoom, roomPattern: config.room.pattern });
       // The admin port has slots of its own: public clients can never take the operator's status page away.
       statusStreams.push(registerStatusRoutes(adm.app, { view, internal: true, slots: new StreamSlots(config.api.maxStreams), prettyJson: true, ...knobs }));

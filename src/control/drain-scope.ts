@@ -7,7 +7,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
-import { requestAddress } from '../http/auth-throttle.js';
+import { clientAddress } from '../http/forwarded-peer.js';
 import { Errors, type HttpError } from '../http/errors.js';
 import type { BackendSnapshot } from '../runtime/views.js';
 
@@ -34,18 +34,26 @@ function notOwn(id: string): HttpError {
   return Errors.forbidden(`a drain token drains and undrains only the backend the request comes from; send it from backend "${id}" itself, or use admin.token`);
 }
 
+export interface DrainScopeOptions {
+  readonly from: DrainFrom;
+  /** Default: the system's resolver (dns.lookup, as the proxy connects). */
+  readonly lookup?: AddressLookup;
+  /** A cluster worker: the key of the client address its primary forwards. */
+  readonly peerKey?: string;
+}
+
 /** Null when the drain token may change backend `b` from where `req` came; else the 403 (the detail logged). */
-export async function drainTokenRefusal(req: FastifyRequest, b: BackendSnapshot, from: DrainFrom, lookup: AddressLookup = systemLookup): Promise<HttpError | null> {
+export async function drainTokenRefusal(req: FastifyRequest, b: BackendSnapshot, o: DrainScopeOptions): Promise<HttpError | null> {
   const log = { backend: b.id, action: req.url.split('/').pop() };
   if (b.admin?.state === 'maintenance') {
     req.log.warn(log, 'admin: a drain token was refused: the backend is in maintenance');
     return Errors.forbidden(`backend "${b.id}" is in maintenance: only admin.token changes it`);
   }
-  if (from === 'anywhere') return null;
-  const peer = plainAddress(requestAddress(req.raw));
+  if (o.from === 'anywhere') return null;
+  const peer = plainAddress(clientAddress(req.raw, o.peerKey));
   let addresses: readonly string[];
   try {
-    addresses = (await backendAddresses(b.url, lookup)).map(plainAddress);
+    addresses = (await backendAddresses(b.url, o.lookup ?? systemLookup)).map(plainAddress);
   } catch (err) {
     req.log.warn({ ...log, peer, url: b.url, err: (err as Error).message }, "admin: a drain token was refused: the backend's address could not be resolved");
     return notOwn(b.id);
