@@ -44,7 +44,7 @@ export interface DrainScopeOptions {
 
 /** Null when the drain token may change backend `b` from where `req` came; else the 403 (the detail logged). */
 export async function drainTokenRefusal(req: FastifyRequest, b: BackendSnapshot, o: DrainScopeOptions): Promise<HttpError | null> {
-  const log = { backend: b.id, action: req.url.split('/').pop() };
+  const log = { backend: b.id, action: (req.url.split('?')[0] ?? '').split('/').pop() };
   if (b.admin?.state === 'maintenance') {
     req.log.warn(log, 'admin: a drain token was refused: the backend is in maintenance');
     return Errors.forbidden(`backend "${b.id}" is in maintenance: only admin.token changes it`);
