@@ -85,8 +85,8 @@ export function reportAdminError(err: unknown, what: string, command: string): n
   }
   if (!(err instanceof AdminRefused)) throw err;
   const hints: Record<number, string> = {
-    401: "hint: give the gateway's admin.token with --token or $ROOMGATE_ADMIN_TOKEN",
-    403: 'hint: set admin.token (or ROOMGATE_ADMIN_TOKEN) where the gateway runs, then restart it',
+    401: "hint: give the gateway's admin.token with --token or $ROOMGATE_ADMIN_TOKEN (drain and undrain: or a drain token, $ROOMGATE_DRAIN_TOKENS)",
+    403: 'hint: the message says what is missing: admin.token (or ROOMGATE_ADMIN_TOKEN) set where the gateway runs, or a token allowed this write (a drain token drains and undrains only its own backend)',
     404: 'hint: roomgate status lists the backend ids',
   };
   sayError(`${what}: ${err.message}`, hints[err.status] ?? `see: roomgate ${command} --help`);

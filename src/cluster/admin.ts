@@ -13,6 +13,7 @@ import { allowedHostSet, hostRefusal } from '../http/host-check.js';
 import { plainResponse, sendError, sendJson } from '../http/replies.js';
 import type { Logger } from '../observability/logger.js';
 import { healthAnswer } from '../http/health-answer.js';
+import { forwardedPeerHeaders, isPeerHeader } from '../http/forwarded-peer.js';
 
 export interface ClusterAdminOptions {
   readonly isReady: () => boolean;
@@ -29,6 +30,8 @@ export interface ClusterAdminOptions {
   readonly logger: Logger;
   /** admin.allowedHosts: names accepted in Host besides IP literals and localhost (DNS rebinding guard). */
   readonly allowedHosts: readonly string[];
+  /** Sent with the client's address on every forwarded request (src/http/forwarded-peer.ts); the workers know it. */
+  readonly peerKey: string;
 }
 
 /** A forwarded request gets no more than this for the worker's response head (streams may last). */
@@ -73,7 +76,9 @@ function forward(o: ClusterAdminOptions, req: http.IncomingMessage, res: http.Se
     return sendError(res, Errors.unavailable(message, { headers: { 'Retry-After': '1' } }), true);
   }
   const headers: http.OutgoingHttpHeaders = {};
-  for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && k !== WORKER_HEADER) headers[k] = v;
+  for (const [k, v] of Object.entries(req.headers)) if (!HOP_BY_HOP.has(k) && k !== WORKER_HEADER && !isPeerHeader(k)) headers[k] = v;
+  // Who the client is: the worker sees the primary's 127.0.0.1 (a drain token is bound to an address).
+  Object.assign(headers, forwardedPeerHeaders(req, o.peerKey));
   const upstream = http.request({ host: '127.0.0.1', port: target.port, method: req.method, path: req.url, headers, agent: false });
   const timer = setTimeout(() => upstream.destroy(new Error(`no answer within ${FORWARD_HEAD_TIMEOUT_MS} ms`)), FORWARD_HEAD_TIMEOUT_MS);
   upstream.on('response', (up) => {

@@ -26,6 +26,7 @@ import type { Balance } from './count.js';
 import { onStopSignals } from '../lifecycle/signals.js';
 import { createLogger, exitAfterFlush, type Logger } from '../observability/logger.js';
 import { createClusterAdminServer } from './admin.js';
+import { newPeerKey } from '../http/forwarded-peer.js';
 import { limitConnections } from '../server/connection-limit.js';
 import { channelToChild, RpcPeer } from './ipc-rpc.js';
 import { HistoryMerger } from './history-merge.js';
@@ -103,6 +104,7 @@ class ClusterPrimary {
    * every tls.ticketKeyRotationS and sent to every worker at once.
    */
   private ticketKeys = newTicketKeys().toString('base64');
+  private readonly adminPeerKey = newPeerKey();
   private stopKeyRotation: () => void = () => undefined;
   /** With balance 'kernel': the public port every worker binds (port 0 resolved once, here). */
   private publicPort: number | null = null;
@@ -190,6 +192,7 @@ class ClusterPrimary {
           target: (wanted) => this.adminTarget(wanted),
           logger,
           allowedHosts: config.admin.allowedHosts,
+          peerKey: this.adminPeerKey,
         });
         // The primary's own admin port: its own small limit (the workers' admin ports are private).
         const onRefused = (listener: string, reason: string): void => this.metrics.connectionsRefused.inc({ listener: `primary-${listener}`, reason });
@@ -252,7 +255,7 @@ class ClusterPrimary {
 
     const peer = new RpcPeer(channelToChild(worker), { timeoutMs: IPC_TIMEOUT_MS, peerName: `worker ${slot.index} (pid ${pid})` });
     slot.peer = peer;
-    peer.handle(INIT, (): WorkerInit => ({ index: slot.index, config: this.workerConfig, ipcStores: this.host !== null, reusePort: this.o.balance === 'kernel', tlsTicketKeys: this.ticketKeys }));
+    peer.handle(INIT, (): WorkerInit => ({ index: slot.index, config: this.workerConfig, ipcStores: this.host !== null, reusePort: this.o.balance === 'kernel', tlsTicketKeys: this.ticketKeys, adminPeerKey: this.adminPeerKey }));
     slot.detach = this.host ? this.host.attach(peer, `${hostname()}-${pid}-w${slot.index}`) : null;
     peer.handle(READY, (info) => {
       if (slot.worker !== worker) return false;

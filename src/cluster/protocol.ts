@@ -20,6 +20,8 @@ export interface WorkerInit {
   readonly reusePort: boolean;
   /** TLS session ticket keys of the whole cluster (base64, 48 bytes), so sessions resume on any worker. */
   readonly tlsTicketKeys: string;
+  /** The key of the client address the primary's admin port forwards (src/http/forwarded-peer.ts). */
+  readonly adminPeerKey: string;
 }
 
 /** Primary -> worker (an event): new TLS session ticket keys (base64, 48 bytes), every tls.ticketKeyRotationS. */

@@ -33,7 +33,7 @@ export async function runWorker(): Promise<void> {
     const init = await peer.call<WorkerInit>(INIT, [], 10_000);
     logger = createLogger(init.config.log.level).child({ worker: init.index });
     const stores = init.ipcStores ? { store: new IpcPlacementStore(peer), sharedData: new IpcSharedDataStore(peer) } : {};
-    gateway = new Gateway(init.config, { logger, reusePort: init.reusePort, tlsTicketKeys: Buffer.from(init.tlsTicketKeys, 'base64'), ticketKeysFromPrimary: true, ...stores });
+    gateway = new Gateway(init.config, { logger, reusePort: init.reusePort, tlsTicketKeys: Buffer.from(init.tlsTicketKeys, 'base64'), ticketKeysFromPrimary: true, adminPeerKey: init.adminPeerKey, ...stores });
     peer.on(TICKET_KEYS, (keys) => {
       if (typeof keys === 'string') gateway.rotateTicketKeys(Buffer.from(keys, 'base64'));
     });

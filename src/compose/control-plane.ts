@@ -30,6 +30,8 @@ export interface ControlDeps {
   /** Sections the last reload changed that only a restart applies (the status page says so). */
   readonly restartNeeded: () => readonly string[];
   readonly isReady: () => boolean;
+  /** A cluster worker: the key of the client address its primary forwards (src/http/forwarded-peer.ts). */
+  readonly adminPeerKey?: string;
 }
 
 export interface ControlSide {
@@ -75,7 +77,7 @@ export function buildControlSide(config: LoadedConfig, deps: ControlDeps): Contr
     metrics,
     isReady: deps.isReady,
   });
-  const control = new ControlPlane({ config, view, sharedData: stores.sharedData, logger, onAuthThrottled: (surface) => metrics.authThrottled.inc({ surface }) });
+  const control = new ControlPlane({ config, view, sharedData: stores.sharedData, logger, onAuthThrottled: (surface) => metrics.authThrottled.inc({ surface }), adminPeerKey: deps.adminPeerKey });
   return { history, view, control, handoff };
 }
 

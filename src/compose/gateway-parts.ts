@@ -32,6 +32,8 @@ export interface GatewayOptions {
   readonly tlsTicketKeys?: Buffer;
   /** A cluster worker: its primary rotates the ticket keys (rotateTicketKeys), not a timer here. */
   readonly ticketKeysFromPrimary?: boolean;
+  /** A cluster worker: the key of the client address its primary forwards with admin requests. */
+  readonly adminPeerKey?: string;
   /** The page cache's clock for freshness and grace (ms); tests move it. Default Date.now. */
   readonly cacheClock?: () => number;
 }
@@ -93,6 +95,7 @@ export function composeGateway(config: LoadedConfig, opts: GatewayOptions, state
     cache,
     restartNeeded: state.restartNeeded,
     isReady: state.isReady,
+    adminPeerKey: opts.adminPeerKey,
   });
   // The pool's list is applied only now that every listener of its changes exists.
   runtime.pool.setBackends(config.backends);

@@ -316,6 +316,17 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
         : [];
     },
   },
+  {
+    rule: 'No `admin.drainTokens` entry is the `admin.token`.',
+    check(v) {
+      const admin = v.get('admin.token');
+      if (admin === undefined || admin === '') return [];
+      return v
+        .items('admin.drainTokens')
+        .filter(({ value }) => value === admin)
+        .map(({ index }) => `admin.drainTokens.${index}: got <redacted>, the same token as admin.token, which allows every admin write; expected a token of its own, e.g. from \`openssl rand -hex 24\``);
+    },
+  },
 ];
 
 /** A client certificate and its key are given together (both null, or both set). */

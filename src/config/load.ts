@@ -57,6 +57,7 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
   ROOMGATE_COOKIE_SECRETS: { key: 'cookie.secrets', form: 'list', text: 'comma-separated, the first signs' },
   ROOMGATE_LOG_LEVEL: { key: 'log.level', form: 'text', text: 'the log level' },
   ROOMGATE_ADMIN_TOKEN: { key: 'admin.token', form: 'text', text: 'the admin token (the CLI sends it too)' },
+  ROOMGATE_DRAIN_TOKENS: { key: 'admin.drainTokens', form: 'list', text: 'comma-separated tokens allowed only to drain and undrain a backend (drain and undrain send the first when no admin token is given)' },
   ROOMGATE_API_TOKENS: { key: 'api.tokens', form: 'list', text: 'comma-separated bearer tokens for API writes' },
   ROOMGATE_PUSH_TOKENS: { key: 'push.tokens', form: 'list', text: 'comma-separated bearer tokens with the push scope' },
   ROOMGATE_CALL_SECRETS: { key: 'backendCalls.secrets', form: 'list', text: "comma-separated secrets that sign roomgate's calls to backends (pushes); give the apps the same value" },

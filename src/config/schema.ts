@@ -230,7 +230,7 @@ export const configSchema = z.strictObject({
       text: 'Streams a client may cancel per second on one connection before the connection is closed with ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and cancels streams to make the proxy start work it never finishes. Browsers cancel a few when a page is left.',
     }),
   }),
-  admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance).', {
+  admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance, moves, purges).', {
     enabled: doc(z.boolean().default(true), { text: 'Run the admin listener.' }),
     host: doc(z.string().min(1).default('127.0.0.1'), { text: 'Admin address: loopback unless you open it.' }),
     port: doc(port.default(9090), { text: 'Admin port.' }),
@@ -244,6 +244,13 @@ export const configSchema = z.strictObject({
         secret: 'value',
       },
     ),
+    drainTokens: doc(z.array(z.string().min(16, 'a token of at least 16 characters, e.g. from `openssl rand -hex 24`')).max(4).default([]), {
+      text: "Bearer tokens allowed only to drain (with or without handoff) and undrain a backend: for a backend pod's own `preStop` hook (docs/deployment.md), so the app pods never hold `admin.token`. Every other admin write answers them 403, as does a backend in maintenance; with `drainFrom: backend` only the drained backend's own address may use them. Any of them passes: rotate by adding the new one, then giving it to the apps, then removing the old one. Must differ from `admin.token`. Prefer the environment variable to the file.",
+      secret: 'value',
+    }),
+    drainFrom: doc(z.enum(['backend', 'anywhere']).default('backend'), {
+      text: "Where a drain token (`drainTokens`) is accepted from. backend: only from an address of the backend it drains or undrains (its URL's host, resolved when it is a name), so a pod can drain itself and no other; anywhere: from any address that reaches the admin port (for a path that hides the pod's address, e.g. a proxy or SNAT in front of the admin port). `admin.token` is accepted from anywhere either way.",
+    }),
     maxConnections: doc(z.number().int().min(1).max(100_000).default(64), {
       text: "Connections the admin port holds at once; one more is closed at once and counted. Small, and inside the public port's descriptor reserve, so /healthz and /readyz here answer even when the public port is at its limit: point probes at this port.",
     }),

@@ -2,7 +2,8 @@
 // events, and the drain / maintenance controls (token). Never on the public port. Before any
 // route, the 404 and a malformed URL included, the Host check against DNS rebinding
 // (src/http/host-check.ts) and then /healthz and /readyz are answered (ControlAppOptions.front).
-import { adminWriteAuthorizer, jsonObject } from './admin-writes.js';
+import { adminWriteAuthorizer, byDrainToken, jsonObject } from './admin-writes.js';
+import { drainTokenRefusal, type AddressLookup, type DrainFrom } from './drain-scope.js';
 import type { AuthThrottle } from '../http/auth-throttle.js';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -17,6 +18,14 @@ export interface AdminRoutesOptions {
   readonly view: RuntimeView;
   /** Token for writes (Bearer, or Basic password; see src/http/auth.ts); '' refuses every write. */
   readonly token: string;
+  /** admin.drainTokens: allowed to drain and undrain only (src/control/drain-scope.ts). */
+  readonly drainTokens?: readonly string[];
+  /** admin.drainFrom (default 'backend'). */
+  readonly drainFrom?: DrainFrom;
+  /** Resolves a backend's host name for the drainFrom check (tests). */
+  readonly lookup?: AddressLookup;
+  /** A cluster worker: the key of the client address its primary forwards (src/http/forwarded-peer.ts). */
+  readonly peerKey?: string;
   /** The gateway's room key validator (room.pattern): /rooms/KEY answers only for valid keys. */
   readonly validateRoom: RoomValidator;
   /** room.pattern, to say in the 400 what a key must match. */
@@ -52,7 +61,8 @@ const PurgeBody = z
 
 export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): void {
   const v = o.view;
-  const authorize = adminWriteAuthorizer(o.token, o.throttle);
+  const tokens = { token: o.token, drainTokens: o.drainTokens ?? [] };
+  const authorize = adminWriteAuthorizer(tokens, o.throttle);
   const knownBackend = (req: FastifyRequest): HttpError | null => {
     const id = (req.params as { id?: string }).id ?? '';
     return v.backend(id, Date.now()) ? null : noBackend(id);
@@ -63,6 +73,13 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
     authorize,
     precheck: knownBackend,
     body: { cap: MAX_BODY, what: 'body', timeoutMs: BODY_TIMEOUT_MS, excess: 'drain', parse: jsonObject },
+  };
+  // Drain and undrain: admin.token, or a drain token for the backend it may change.
+  const drainWrite: RouteConfig = { ...write, authorize: adminWriteAuthorizer(tokens, o.throttle, 'drain') };
+  const drainScope = async (req: FastifyRequest, id: string): Promise<void> => {
+    if (!byDrainToken(req)) return;
+    const refused = await drainTokenRefusal(req, v.backend(id, Date.now()) as BackendSnapshot, { from: o.drainFrom ?? 'backend', lookup: o.lookup, peerKey: o.peerKey });
+    if (refused) throw refused;
   };
 
   app.get('/metrics', { config: read }, async (_req, reply) => {
@@ -104,7 +121,8 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
     });
     return backendJson(v.backend(id, Date.now()) as BackendSnapshot);
   };
-  app.post('/backends/:id/drain', { config: write, schema: { params: IdParams, body: DrainBody } }, async (req) => {
+  app.post('/backends/:id/drain', { config: drainWrite, schema: { params: IdParams, body: DrainBody } }, async (req) => {
+    await drainScope(req, req.params.id);
     const now = Date.now();
     // deadlineMs: null drains with no deadline (rooms leave only as they empty).
     const ms = req.body.deadlineMs === undefined ? DEFAULT_DRAIN_DEADLINE_MS : req.body.deadlineMs;
@@ -114,9 +132,11 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
   app.post('/backends/:id/maintenance', { config: write, schema: { params: IdParams } }, async (req) =>
     setState(req.params.id, { state: 'maintenance', deadline: null, since: Date.now() }),
   );
-  for (const action of ['undrain', 'activate']) {
-    app.post(`/backends/:id/${action}`, { config: write, schema: { params: IdParams } }, async (req) => setState(req.params.id, null));
-  }
+  app.post('/backends/:id/undrain', { config: drainWrite, schema: { params: IdParams } }, async (req) => {
+    await drainScope(req, req.params.id);
+    return setState(req.params.id, null);
+  });
+  app.post('/backends/:id/activate', { config: write, schema: { params: IdParams } }, async (req) => setState(req.params.id, null));
   app.post('/backends/:id/:action', { config: write, schema: { params: z.object({ id: z.string(), action: z.string() }) } }, async (req) => {
     throw Errors.notFound(`unknown action "${req.params.action}": drain, undrain, maintenance`);
   });

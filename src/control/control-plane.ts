@@ -25,6 +25,7 @@ import type { SharedDataStore } from '../shared-data/store.js';
 import { ADMIN_ROUTES_HINT, registerAdminRoutes } from './admin-routes.js';
 import { API_PREFIX, apiRouteLabel } from './api-routes.js';
 import { registerHandoffRoutes } from './routes/handoff.js';
+import type { AddressLookup } from './drain-scope.js';
 import { clip, createControlApp, pathOf, type ControlApp, type RouteEntry } from './app.js';
 import type { LobbyStream } from './lobby-stream.js';
 import { registerOpenApi } from './openapi.js';
@@ -46,6 +47,10 @@ export interface ControlPlaneOptions {
   readonly statusIntervalMs?: number;
   readonly streamPingMs?: number;
   readonly bodyTimeoutMs?: number;
+  /** Test knob: resolves a backend's host name for admin.drainFrom (default: the system's lookup). */
+  readonly addressLookup?: AddressLookup;
+  /** A cluster worker: the key of the client address its primary forwards (src/http/forwarded-peer.ts). */
+  readonly adminPeerKey?: string;
 }
 
 interface Apps {
@@ -220,8 +225,9 @@ export class ControlPlane {
           return health ? { text: health } : null;
         },
       });
-      registerAdminRoutes(adm.app, { view, token: config.admin.token, throttle, validateRoom, roomPattern: config.room.pattern });
-      registerHandoffRoutes(adm.app, { view, token: config.admin.token, throttle, validateRoom, roomPattern: config.room.pattern });
+      const tokens = { token: config.admin.token, drainTokens: config.admin.drainTokens };
+      registerAdminRoutes(adm.app, { view, ...tokens, drainFrom: config.admin.drainFrom, lookup: o.addressLookup, peerKey: o.adminPeerKey, throttle, validateRoom, roomPattern: config.room.pattern });
+      registerHandoffRoutes(adm.app, { view, ...tokens, throttle, validateRoom, roomPattern: config.room.pattern });
       // The admin port has slots of its own: public clients can never take the operator's status page away.
       statusStreams.push(registerStatusRoutes(adm.app, { view, internal: true, slots: new StreamSlots(config.api.maxStreams), prettyJson: true, ...knobs }));
     }

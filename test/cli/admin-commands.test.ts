@@ -7,6 +7,7 @@ import { runCli, startBackends, startGateway, stopAll, type BackendProc, type Ga
 import { runCliPiped, runCliTty } from './support.js';
 
 const TOKEN = 'cli-admin-token-0123456789';
+const DRAIN = 'cli-drain-token-0123456789';
 const BACKEND_KEYS = ['admin', 'deadline', 'health', 'id', 'removed', 'rooms', 'sockets', 'state', 'url', 'weight'];
 
 let backends: BackendProc[];
@@ -15,7 +16,7 @@ let env: Record<string, string>;
 
 beforeAll(async () => {
   backends = await startBackends(['b1', 'b2', 'b3']);
-  gw = await startGateway({ backends, env: { ROOMGATE_ADMIN_TOKEN: TOKEN } });
+  gw = await startGateway({ backends, env: { ROOMGATE_ADMIN_TOKEN: TOKEN, ROOMGATE_DRAIN_TOKENS: `${DRAIN},cli-drain-token-old-012345` } });
   env = { ROOMGATE_ADMIN_URL: `http://127.0.0.1:${gw.adminPort}`, ROOMGATE_ADMIN_TOKEN: TOKEN };
 });
 
@@ -100,9 +101,21 @@ describe('admin API errors: the message in either shape, one hint line', () => {
     expect(wrong.code).toBe(2);
     expect(wrong.stderr.split('\n')).toEqual([
       'roomgate: maintenance b1: 401 missing or wrong bearer token: send Authorization: Bearer <admin.token>',
-      "hint: give the gateway's admin.token with --token or $ROOMGATE_ADMIN_TOKEN",
+      "hint: give the gateway's admin.token with --token or $ROOMGATE_ADMIN_TOKEN (drain and undrain: or a drain token, $ROOMGATE_DRAIN_TOKENS)",
       '',
     ]);
+  });
+
+  it('without an admin token, drain and undrain send the first of $ROOMGATE_DRAIN_TOKENS; maintenance is refused it (403, 2)', async () => {
+    // The backends listen on 127.0.0.1, where the CLI runs: each is the caller's own backend.
+    const pod = { ROOMGATE_ADMIN_URL: env.ROOMGATE_ADMIN_URL as string, ROOMGATE_DRAIN_TOKENS: `${DRAIN},some-other-token-0123456789` };
+    expect(await runCli(['drain', 'b2', '--handoff', '--deadline', '1m'], pod)).toMatchObject({ code: 0, stdout: expect.stringMatching(/^b2\tdraining\t/) });
+    expect(await runCli(['undrain', 'b2'], pod)).toEqual({ code: 0, stdout: 'b2\tup\t-\n', stderr: '' });
+    const m = await runCli(['maintenance', 'b2'], { ...pod, ROOMGATE_ADMIN_TOKEN: DRAIN });
+    expect(m.code).toBe(2);
+    expect(m.stderr.split('\n')[0]).toBe('roomgate: maintenance b2: 403 this token may only drain and undrain a backend; this write needs admin.token');
+    // maintenance never falls back to a drain token: nothing sent is a wrong token.
+    expect((await runCli(['maintenance', 'b2'], pod)).stderr).toMatch(/^roomgate: maintenance b2: 401 missing or wrong bearer token/);
   });
 
   it('{"error": {"code", "message"}} and a body that is not JSON', async () => {

@@ -78,3 +78,30 @@ describe('check-config names every problem at once', () => {
     expect(problems(r.stderr)).toEqual(['listen.port: got "-1" (from ROOMGATE_PORT); expected a whole number from 0 to 65535']);
   });
 });
+
+describe('check-config prints a valid configuration', () => {
+  it('with every secret the schema marks redacted: tokens, drain tokens, push tokens, call and cookie secrets, the Redis password', async () => {
+    const secrets = {
+      ROOMGATE_ADMIN_TOKEN: 'admin-secret-0123456789',
+      ROOMGATE_DRAIN_TOKENS: 'drain-secret-0123456789,drain-secret-old-012345',
+      ROOMGATE_API_TOKENS: 'api-secret-0123456789',
+      ROOMGATE_PUSH_TOKENS: 'push-secret-0123456789',
+      ROOMGATE_CALL_SECRETS: 'call-secret-0123456789-0123456789-0123',
+      ROOMGATE_COOKIE_SECRETS: 'cookie-secret-0123456789',
+      REDIS_URL: 'redis://:redis-secret-0123@127.0.0.1:6379',
+    };
+    const r = await runCli(['check-config', '--json', '--backend', 'http://127.0.0.1:8001'], secrets);
+    expect(r.code).toBe(0);
+    for (const s of [...Object.values(secrets).flatMap((v) => v.split(',')), 'redis-secret-0123']) expect(r.stdout).not.toContain(s);
+    const c = JSON.parse(r.stdout).config;
+    expect([c.admin.token, c.admin.drainTokens, c.api.tokens, c.push.tokens, c.backendCalls.secrets, c.cookie.secrets, c.redis.url]).toEqual([
+      '<redacted>',
+      ['<redacted>', '<redacted>'],
+      ['<redacted>'],
+      ['<redacted>'],
+      ['<redacted>'],
+      ['<redacted>'],
+      'redis://:<redacted>@127.0.0.1:6379',
+    ]);
+  });
+});

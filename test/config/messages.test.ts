@@ -290,6 +290,10 @@ describe('every rule of the schema speaks plain words', () => {
           problem:
             "handoff.rebalance.enabled: got true while backendCalls.secrets is empty; expected false, or set ROOMGATE_CALL_SECRETS=$(openssl rand -base64 32) and give the same value to the apps' hooks (every handoff call is signed)",
         },
+        [CROSS_CHECKS[20]!.rule]: {
+          raw: { admin: { token: 'a'.repeat(20), drainTokens: ['d'.repeat(20), 'a'.repeat(20)] } },
+          problem: 'admin.drainTokens.1: got <redacted>, the same token as admin.token, which allows every admin write; expected a token of its own, e.g. from `openssl rand -hex 24`',
+        },
       };
       // Every rule in checks.ts has a case here.
       expect(Object.keys(cases).sort()).toEqual(CROSS_CHECKS.map((c) => c.rule).sort());
@@ -362,6 +366,9 @@ describe('messages', () => {
       'cookie.secrets: got <redacted, 10 characters>; expected a list, each a secret of at least 16 characters',
     ]);
     for (const secret of ['hunter2', 'hunter3', 'tok-short', 'one-secret']) expect(p.join('\n')).not.toContain(secret);
+    expect(problemsOf({ admin: { drainTokens: ['drain-short'] } })).toEqual(['admin.drainTokens.0: got <redacted, 11 characters>; expected a token of at least 16 characters, e.g. from `openssl rand -hex 24`']);
+    expect(problemsOf({ admin: { drainTokens: 'x'.repeat(20) } })).toEqual(['admin.drainTokens: got <redacted, 20 characters>; expected a list, each a token of at least 16 characters, e.g. from `openssl rand -hex 24`']);
+    expect(problemsOf({ admin: { drainFrom: 'pods' } })).toEqual(['admin.drainFrom: got "pods"; expected "backend" or "anywhere"']);
     // A URL without a password is shown whole, so the mistake can be seen.
     expect(problemsOf({ redis: { url: 'http://cache:6379' } })).toEqual(['redis.url: got "http://cache:6379"; expected a redis:// or rediss:// URL, e.g. "redis://:password@10.0.0.7:6379/0"']);
     expect(problemsOf({ redis: { url: 'rediss://user:pw@cache:6379/1', clusterNodes: ['c:1'] } })[0]).toContain('got "rediss://user:<redacted>@cache:6379/1"');

@@ -341,7 +341,61 @@ function discoveryProblems(base: KustomizeBase, checked: Checked): string[] {
     if (dns.type !== 'SRV' && port.port !== target) problems.push(`Service ${svcName}: A records carry no port; port ${port.port} must be the pod's port ${target}`);
   }
   if (isApp(app) && argFlag(app, '--host') !== '0.0.0.0') problems.push(`${sts.name}: --host ${argFlag(app, '--host')}: roomgate in another pod could not reach it`);
-  if (sts.doc.spec?.updateStrategy?.type !== 'OnDelete') problems.push(`${sts.name}: updateStrategy ${sts.doc.spec?.updateStrategy?.type ?? 'RollingUpdate'}: a rollout would restart backends without a drain`);
+  if (sts.doc.spec?.updateStrategy?.type !== 'OnDelete' && !hookScript(app, 'preStop').includes(' drain ')) {
+    problems.push(`${sts.name}: updateStrategy ${sts.doc.spec?.updateStrategy?.type ?? 'RollingUpdate'} without a preStop drain: a rollout would restart backends without a drain`);
+  }
+  return problems;
+}
+
+/** The shell text a lifecycle hook runs (exec), '' without one. */
+function hookScript(c: Container, hook: 'preStop' | 'postStart'): string {
+  return ((c.lifecycle?.[hook]?.exec?.command ?? []) as string[]).join(' ');
+}
+
+/**
+ * The backend pods drain themselves (docs/deployment.md, "A Kubernetes rolling update that keeps
+ * every room"): the preStop hook drains its own id with handoff through an admin Service that
+ * only the cluster reaches, with a drain token the gateways accept (never the admin token); the
+ * call secrets agree (the handoff hooks verify them); postStart undrains; the grace covers the
+ * wait; no Service but a ClusterIP one exposes the admin port.
+ */
+function drainHookProblems(base: KustomizeBase, checked: Checked): string[] {
+  const problems: string[] = [];
+  const gw = checked.gateways[0];
+  const sts = workloads(base.docs).find((w) => w.kind === 'StatefulSet');
+  if (!gw || !sts) return ['no gateway or no backend StatefulSet'];
+  const adminPort = gw.config.admin.port;
+  for (const { doc: svc } of base.docs.filter((d) => d.doc.kind === 'Service' && subset(d.doc.spec?.selector, gw.w.labels))) {
+    const targets = ((svc.spec?.ports ?? []) as Obj[]).map((p) => portNumber(gw.c, p.targetPort ?? p.port));
+    if (!targets.includes(adminPort)) continue;
+    if ((svc.spec?.type ?? 'ClusterIP') !== 'ClusterIP') problems.push(`Service ${svc.metadata.name}: exposes the admin port as ${svc.spec.type}; keep it inside the cluster (ClusterIP)`);
+    if (targets.includes(gw.config.listen.port)) problems.push(`Service ${svc.metadata.name}: exposes the admin port beside the public one; give the admin port a Service of its own`);
+  }
+  const app = sts.containers.find(isApp);
+  if (!app) return [...problems, `${sts.name}: no app container`];
+  const where = `${sts.name}/${app.name}`;
+  const preStop = hookScript(app, 'preStop');
+  if (!preStop.includes(' drain ')) return problems;
+  const port = argFlag(app, '--port');
+  if (!preStop.includes(`$POD_NAME:${port}`)) problems.push(`${where}: the preStop drain does not name this pod's backend id ($POD_NAME:${port})`);
+  if (!/drain "\$id" --handoff/.test(preStop)) problems.push(`${where}: the preStop drain is not --handoff: the rooms would wait or be reset`);
+  if (!/undrain "\$POD_NAME:\d+"/.test(hookScript(app, 'postStart'))) problems.push(`${where}: no postStart undrain: a restarted pod would stay draining`);
+  const env = containerEnv(base.docs, app, problems, where);
+  if ('ROOMGATE_ADMIN_TOKEN' in env) problems.push(`${where}: holds ROOMGATE_ADMIN_TOKEN; the app pods get a drain token only`);
+  const token = (env.ROOMGATE_DRAIN_TOKENS ?? '').split(',')[0]?.trim() ?? '';
+  if (!gw.config.admin.drainTokens.includes(token)) problems.push(`${where}: ROOMGATE_DRAIN_TOKENS's first token is not one of the gateways' admin.drainTokens`);
+  const secrets = (env.ROOMGATE_CALL_SECRETS ?? '').split(',').map((x) => x.trim());
+  if (!gw.config.backendCalls.secrets.some((x) => secrets.includes(x))) problems.push(`${where}: ROOMGATE_CALL_SECRETS shares no secret with the gateways' backendCalls.secrets: every handoff call would be refused`);
+  const url = new URL(env.ROOMGATE_ADMIN_URL ?? 'http://127.0.0.1:9090');
+  const svc = find(base.docs, 'Service', url.hostname.split('.')[0] as string);
+  const svcPort = ((svc?.spec?.ports ?? []) as Obj[]).find((p) => p.port === Number(url.port || 80));
+  if (!svc || !subset(svc.spec?.selector, gw.w.labels)) problems.push(`${where}: ROOMGATE_ADMIN_URL ${url.href} is not a Service of the gateways`);
+  else if (!svcPort || portNumber(gw.c, svcPort.targetPort ?? svcPort.port) !== adminPort) problems.push(`${where}: ROOMGATE_ADMIN_URL ${url.href} does not reach the admin port ${adminPort}`);
+  if (!gw.config.admin.allowedHosts.includes(url.hostname)) problems.push(`${where}: ROOMGATE_ADMIN_URL host ${url.hostname} is not in admin.allowedHosts: the admin port would answer 421`);
+  const wait = Number(/\$\(date \+%s\) \+ (\d+)/.exec(preStop)?.[1] ?? Number.NaN);
+  const grace = sts.pod.terminationGracePeriodSeconds ?? 30;
+  // The wait, the drain before it (a CLI call, up to its 10 s timeout) and the app's 2 s shutdown.
+  if (!(grace >= wait + 10 + 2)) problems.push(`${sts.name}: terminationGracePeriodSeconds ${grace} does not cover the preStop wait (${wait} s) + the drain call (10 s) + the app's shutdown (2 s)`);
   return problems;
 }
 
@@ -385,6 +439,7 @@ describe('deploy/kubernetes (base)', () => {
         'Service/demo-backend',
         'Service/redis',
         'Service/roomgate',
+        'Service/roomgate-admin',
         'StatefulSet/demo-backend',
       ].sort(),
     );
@@ -402,6 +457,43 @@ describe('deploy/kubernetes (base)', () => {
     const checked = baseProblems(BASE);
     expect(discoveryProblems(BASE, checked)).toEqual([]);
     expect(checked.gateways[0]?.config.discovery.dns?.type).toBe('SRV');
+  });
+
+  it('lets a backend pod drain itself: preStop drain with handoff through the admin Service, a drain token, never the admin token', () => {
+    expect(drainHookProblems(BASE, baseProblems(BASE))).toEqual([]);
+    const app = find(BASE.docs, 'StatefulSet', 'demo-backend')!.spec.template.spec.containers[0];
+    expect(hookScript(app, 'preStop')).toContain('node dist/src/main.js drain "$id" --handoff');
+    // The public Service is only the public port.
+    expect(find(BASE.docs, 'Service', 'roomgate')!.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http' }]);
+  });
+
+  const app = (b: KustomizeBase): Obj => find(b.docs, 'StatefulSet', 'demo-backend')!.spec.template.spec.containers[0];
+  const appEnv = (b: KustomizeBase, name: string): Obj => app(b).env.find((e: Obj) => e.name === name);
+  const brokenDrain: [string, (b: KustomizeBase) => void, RegExp][] = [
+    ['the admin token in the app pods', (b) => app(b).env.push({ name: 'ROOMGATE_ADMIN_TOKEN', valueFrom: { secretKeyRef: { name: 'roomgate-secrets', key: 'admin-token' } } }), /holds ROOMGATE_ADMIN_TOKEN/],
+    ['the admin token as the drain token', (b) => (appEnv(b, 'ROOMGATE_DRAIN_TOKENS').valueFrom.secretKeyRef.key = 'admin-token'), /first token is not one of the gateways' admin\.drainTokens/],
+    ['other call secrets in the app', (b) => (appEnv(b, 'ROOMGATE_CALL_SECRETS').valueFrom.secretKeyRef.key = 'cookie-secrets'), /shares no secret/],
+    ['the public Service as the admin URL', (b) => (appEnv(b, 'ROOMGATE_ADMIN_URL').value = 'http://roomgate:80'), /does not reach the admin port 9090/],
+    [
+      'the admin Service not in allowedHosts',
+      (b) => {
+        const cm = find(b.docs, 'ConfigMap', 'roomgate-config')!;
+        cm.data['roomgate.yaml'] = String(cm.data['roomgate.yaml']).replace('allowedHosts: [roomgate-admin]', 'allowedHosts: []');
+      },
+      /host roomgate-admin is not in admin\.allowedHosts/,
+    ],
+    ['a grace shorter than the drain', (b) => (find(b.docs, 'StatefulSet', 'demo-backend')!.spec.template.spec.terminationGracePeriodSeconds = 30), /terminationGracePeriodSeconds 30 does not cover/],
+    ['no postStart undrain', (b) => delete app(b).lifecycle.postStart, /no postStart undrain/],
+    ['a drain without handoff', (b) => (app(b).lifecycle.preStop.exec.command[2] = String(app(b).lifecycle.preStop.exec.command[2]).replace(' --handoff', '')), /not --handoff/],
+    ['the admin port on the public Service', (b) => find(b.docs, 'Service', 'roomgate')!.spec.ports.push({ name: 'admin', port: 9090, targetPort: 'admin' }), /roomgate: exposes the admin port beside the public one/],
+    ['the admin Service as a LoadBalancer', (b) => (find(b.docs, 'Service', 'roomgate-admin')!.spec.type = 'LoadBalancer'), /exposes the admin port as LoadBalancer/],
+    ['a rolling update without the preStop drain', (b) => delete app(b).lifecycle.preStop, /RollingUpdate without a preStop drain/],
+  ];
+  it.each(brokenDrain)('fails with %s', (_name, breakIt, problem) => {
+    const copy = clone(BASE);
+    breakIt(copy);
+    const checked = baseProblems(copy);
+    expect([...checked.problems, ...discoveryProblems(copy, checked), ...drainHookProblems(copy, checked)].join('\n')).toMatch(problem);
   });
 
   const rg = (d: KustomizeBase): Obj => find(d.docs, 'Deployment', 'roomgate')!;
@@ -444,7 +536,6 @@ describe('deploy/kubernetes (base)', () => {
     ['another namespace than the DNS name', (b) => (b.kustomization.namespace = 'games'), /namespace roomgate, but the kustomization deploys to games/],
     ['a renamed Service port', (b) => (find(b.docs, 'Service', 'demo-backend')!.spec.ports[0].name = 'web'), /no port named http/],
     ['a backend listening elsewhere', (b) => (find(b.docs, 'StatefulSet', 'demo-backend')!.spec.template.spec.containers[0].args[3] = '9000'), /listens on --port 9000/],
-    ['a rolling update of the backends', (b) => (find(b.docs, 'StatefulSet', 'demo-backend')!.spec.updateStrategy.type = 'RollingUpdate'), /without a drain/],
   ];
   it.each(brokenDiscovery)('fails with %s', (_name, breakIt, problem) => {
     const copy = clone(BASE);

@@ -16,10 +16,21 @@ export function parseDuration(s: string): number {
 
 type Action = 'drain' | 'undrain' | 'maintenance';
 
+/**
+ * The token sent: --token, else $ROOMGATE_ADMIN_TOKEN, else (drain and undrain only) the first of
+ * $ROOMGATE_DRAIN_TOKENS, the variable a gateway reads its drain tokens from, so one Secret key
+ * feeds the gateways and the backend pods alike (the first is the newest while rotating).
+ */
+export function tokenFor(action: Action, values: Values, env: NodeJS.ProcessEnv = process.env): string {
+  const given = str(values, 'token') ?? (env.ROOMGATE_ADMIN_TOKEN || undefined);
+  if (given !== undefined || action === 'maintenance') return given ?? '';
+  return (env.ROOMGATE_DRAIN_TOKENS ?? '').split(',').map((t) => t.trim()).find((t) => t !== '') ?? '';
+}
+
 async function change(action: Action, backend: string, values: Values): Promise<number> {
   const handoff = action === 'drain' && flag(values, 'handoff');
   const body = action === 'drain' ? { deadlineMs: parseDuration(str(values, 'deadline') ?? '10m'), ...(handoff ? { handoff: true } : {}) } : {};
-  const token = str(values, 'token') ?? process.env.ROOMGATE_ADMIN_TOKEN ?? '';
+  const token = tokenFor(action, values);
   let raw: Record<string, unknown>;
   try {
     raw = await adminRequest(adminTarget(values), `/backends/${encodeURIComponent(backend)}/${action}`, { method: 'POST', token, body });
@@ -45,13 +56,20 @@ const common = {
   env: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
 } as const;
 
-const OUTPUT = `Prints one line: the backend and its new state (the example below); in a pipe
-BACKEND<TAB>STATE<TAB>DEADLINE (ISO time, or -); --json: the backend as in status --json.
+const PRINTS = `Prints one line: the backend and its new state (the example below); in a pipe
+BACKEND<TAB>STATE<TAB>DEADLINE (ISO time, or -); --json: the backend as in status --json.`;
+const OUTPUT = `${PRINTS}
 Needs the gateway's admin token (--token or $ROOMGATE_ADMIN_TOKEN).`;
+const DRAIN_OUTPUT = `${PRINTS}
+Needs the gateway's admin token (--token or $ROOMGATE_ADMIN_TOKEN) or, without one, a drain token
+(the first of $ROOMGATE_DRAIN_TOKENS: admin.drainTokens, allowed to drain and undrain only, and by
+default only from the backend's own address: a backend pod's preStop hook, docs/deployment.md).`;
+const DRAIN_ENV = [...common.env, 'ROOMGATE_DRAIN_TOKENS'];
 
 export const drain: Command = {
   ...common,
   name: 'drain',
+  env: DRAIN_ENV,
   options: [ADMIN, TOKEN, DEADLINE, HANDOFF, JSON_OUT],
   summary: 'no new rooms on BACKEND; its rooms stay until they empty or the deadline',
   description: `BACKEND takes no new rooms; its rooms keep their sockets until they empty, or until the deadline
@@ -59,7 +77,7 @@ export const drain: Command = {
 --handoff: its live rooms move now, a few at a time, each with its state (room handoff: the apps
 serve the hooks, docs/handoff.md); a room whose handoff fails stays until the deadline.
 The status page shows the handoffs; the drain is done when BACKEND holds no room.
-${OUTPUT}`,
+${DRAIN_OUTPUT}`,
   example: { line: 'drain demo-2', output: 'demo-2 is now draining; deadline 2026-12-03 07:50:04Z (in 10m 0s)' },
   run: ({ values, positionals }) => change('drain', positionals[0] as string, values),
 };
@@ -67,9 +85,10 @@ ${OUTPUT}`,
 export const undrain: Command = {
   ...common,
   name: 'undrain',
+  env: DRAIN_ENV,
   summary: 'BACKEND takes new rooms again (after drain or maintenance)',
   description: `BACKEND is active again: it takes new rooms. Rooms placed elsewhere meanwhile stay there.
-${OUTPUT}`,
+${DRAIN_OUTPUT}`,
   example: { line: 'undrain demo-2', output: 'demo-2 is now up' },
   run: ({ values, positionals }) => change('undrain', positionals[0] as string, values),
 };

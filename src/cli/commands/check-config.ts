@@ -1,5 +1,5 @@
 // roomgate check-config: validate the configuration and print it (secrets redacted), without starting.
-import { redactUrlPassword } from '../../config/describe.js';
+import { listKeys, redactUrlPassword } from '../../config/describe.js';
 import type { LoadedConfig } from '../../config/load.js';
 import { demoNotes, isDemo } from '../../demo/demo-mode.js';
 import { BACKEND_TLS_UNVERIFIED, loadBackendTls } from '../../backends/backend-tls.js';
@@ -12,16 +12,21 @@ import { CONFIG_ENV } from '../help.js';
 import { BACKEND, CONFIG, JSON_OUT, PORT } from '../options.js';
 import { print, printJson } from '../output.js';
 
+/** Every key the schema marks secret (admin.token, admin.drainTokens, api.tokens, push.tokens, backendCalls.secrets, cookie.secrets...). */
+const SECRET_PATHS = listKeys()
+  .filter((k) => k.doc.secret === 'value' && !k.path.includes('[]'))
+  .map((k) => k.path.split('.'));
+
 function redacted(config: LoadedConfig): unknown {
-  const redact = (s: string): string => (s ? '<redacted>' : '');
-  return {
-    ...config,
-    cookie: { ...config.cookie, secrets: config.cookie.secrets.map(redact) },
-    admin: { ...config.admin, token: redact(config.admin.token) },
-    api: { ...config.api, tokens: config.api.tokens.map(redact) },
-    // Only the password of the URL is secret: host, port and db stay readable.
-    redis: { ...config.redis, url: config.redis.url === null ? null : redactUrlPassword(config.redis.url) },
-  };
+  const redact = (s: unknown): unknown => (Array.isArray(s) ? s.map(redact) : typeof s === 'string' && s !== '' ? '<redacted>' : s);
+  const out = structuredClone(config) as unknown as Record<string, unknown>;
+  for (const path of SECRET_PATHS) {
+    const parent = path.slice(0, -1).reduce<Record<string, unknown> | undefined>((o, k) => o?.[k] as Record<string, unknown> | undefined, out);
+    const key = path.at(-1) as string;
+    if (parent && key in parent) parent[key] = redact(parent[key]);
+  }
+  // Only the password of the URL is secret: host, port and db stay readable.
+  return { ...out, redis: { ...config.redis, url: config.redis.url === null ? null : redactUrlPassword(config.redis.url) } };
 }
 
 /** What start will do on its own with this configuration, and certificates about to expire. */

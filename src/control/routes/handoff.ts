@@ -15,6 +15,8 @@ export interface HandoffRoutesOptions {
   readonly view: RuntimeView;
   /** admin.token; '' refuses every write. */
   readonly token: string;
+  /** admin.drainTokens: answered 403 here (a move is not a drain). */
+  readonly drainTokens?: readonly string[];
   readonly throttle?: AuthThrottle | null;
   readonly validateRoom: RoomValidator;
   readonly roomPattern: string;
@@ -62,7 +64,7 @@ export function withDrainHandoff(view: RuntimeView, backend: string, answer: unk
 }
 
 export function registerHandoffRoutes(app: ControlApp, o: HandoffRoutesOptions): void {
-  const authorize = adminWriteAuthorizer(o.token, o.throttle);
+  const authorize = adminWriteAuthorizer({ token: o.token, drainTokens: o.drainTokens ?? [] }, o.throttle);
   const validRoom = (req: FastifyRequest): HttpError | null => {
     const room = (req.params as { room?: string }).room ?? '';
     if (o.validateRoom(room)) return null;
