@@ -4,9 +4,10 @@
 // of the drained backend's own addresses (its URL's host, resolved as the proxy resolves it when it
 // is a name). A backend pod's preStop hook drains itself; the same token from another pod drains
 // nothing. The answer says what to do; the log says what was compared.
-import { lookup as dnsLookup } from 'node:dns/promises';
+import type { LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import type { FastifyRequest } from 'fastify';
+import { backendHosts } from '../backends/host-addresses.js';
 import { clientAddress } from '../http/forwarded-peer.js';
 import { Errors, type HttpError } from '../http/errors.js';
 import type { BackendSnapshot } from '../runtime/views.js';
@@ -16,7 +17,11 @@ export type DrainFrom = 'backend' | 'anywhere';
 /** The addresses a host name resolves to (every family). */
 export type AddressLookup = (host: string) => Promise<readonly string[]>;
 
-export const systemLookup: AddressLookup = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
+/** The addresses the proxy connects to for this name (src/backends/host-addresses.ts: kept answers). */
+export const keptLookup: AddressLookup = (host) =>
+  new Promise((resolve, reject) => {
+    backendHosts.lookup(host, { all: true }, (err, addresses) => (err ? reject(err) : resolve((addresses as LookupAddress[]).map((a) => a.address))));
+  });
 
 /** An IPv4 address as a dual-stack socket reports it (::ffff:10.0.0.5) compares as itself. */
 export function plainAddress(address: string): string {
@@ -36,7 +41,7 @@ function notOwn(id: string): HttpError {
 
 export interface DrainScopeOptions {
   readonly from: DrainFrom;
-  /** Default: the system's resolver (dns.lookup, as the proxy connects). */
+  /** Default: the addresses the proxy connects to (backendHosts). */
   readonly lookup?: AddressLookup;
   /** A cluster worker: the key of the client address its primary forwards. */
   readonly peerKey?: string;
@@ -53,7 +58,7 @@ export async function drainTokenRefusal(req: FastifyRequest, b: BackendSnapshot,
   const peer = plainAddress(clientAddress(req.raw, o.peerKey));
   let addresses: readonly string[];
   try {
-    addresses = (await backendAddresses(b.url, o.lookup ?? systemLookup)).map(plainAddress);
+    addresses = (await backendAddresses(b.url, o.lookup ?? keptLookup)).map(plainAddress);
   } catch (err) {
     req.log.warn({ ...log, peer, url: b.url, err: (err as Error).message }, "admin: a drain token was refused: the backend's address could not be resolved");
     return notOwn(b.id);
