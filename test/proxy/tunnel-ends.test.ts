@@ -22,30 +22,30 @@ const dir = mkdtempSync(join(tmpdir(), 'roomgate-tunnel-ends-'));
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 // The demo backend's first frame ({"type":"connect"}), here in the same write as the 101.
 const CONNECT_FRAME = '\x81\x10{"type":"connect"}';
-const HANDSHAKE =
-  'GET /ws/live/ HTTP/1.1\r\nHost: game.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n';
+const handshake = (path: string): string =>
+  `GET ${path} HTTP/1.1\r\nHost: game.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`;
 // Far above what the gateway needs (one event-loop turn, or the 5 s half-close linger), far
 // below the defaults that would otherwise end the tunnel (60 s response timeout, 90 s silence).
 const WAIT_MS = 12_000;
 
-/** What the backend does with the next connection once it has read a handshake's head. */
-type OnHead = (socket: Socket) => void;
-const behaviours: OnHead[] = [];
+/**
+ * What the backend does once it has read a handshake's head, by the handshake's path (each test
+ * its own: a connection one test left behind cannot take another's). Unknown paths: nothing.
+ */
+const onHead = new Map<string, (socket: Socket) => void>();
 const backendSockets = new Set<Socket>();
-let nextBackendSocket: (s: Socket) => void = () => undefined;
 
 const backend = net.createServer({ allowHalfOpen: true }, (socket) => {
   socket.on('error', () => socket.destroy());
   backendSockets.add(socket);
   socket.on('close', () => backendSockets.delete(socket));
-  nextBackendSocket(socket);
   let head = '';
   const onData = (chunk: Buffer): void => {
     head += chunk.toString('latin1');
     if (!head.includes('\r\n\r\n')) return;
     socket.off('data', onData);
     socket.resume();
-    (behaviours.shift() ?? (() => undefined))(socket);
+    onHead.get(head.split(' ', 2)[1] ?? '')?.(socket);
   };
   socket.on('data', onData);
 });
@@ -61,9 +61,14 @@ async function within<T>(p: Promise<T>, what: string): Promise<T> {
   }
 }
 
-/** The next connection the backend accepts. */
-function backendConnection(): Promise<Socket> {
-  return new Promise<Socket>((resolve) => (nextBackendSocket = resolve));
+/** The backend's connection for `path`, once it has read the handshake; `then` answers it. */
+function backendFor(path: string, then: (s: Socket) => void = () => undefined): Promise<Socket> {
+  return new Promise<Socket>((resolve) =>
+    onHead.set(path, (s) => {
+      then(s);
+      resolve(s);
+    }),
+  );
 }
 
 const gateways: Record<'lean' | 'node', Gateway> = {} as Record<'lean' | 'node', Gateway>;
@@ -87,11 +92,11 @@ async function live(gw: Gateway): Promise<number> {
   return (await gw.metrics.liveSockets.get()).values.reduce((n, v) => n + v.value, 0);
 }
 
-/** A client that has sent the handshake; resolves once its socket is connected and written. */
-function client(gw: Gateway): Socket {
+/** A client connection to the gateway with a handshake for `path` written on it. */
+function client(gw: Gateway, path: string): Socket {
   const c = net.connect(gw.port, '127.0.0.1');
   c.on('error', () => undefined);
-  c.write(HANDSHAKE);
+  c.write(handshake(path));
   return c;
 }
 
@@ -104,12 +109,11 @@ async function backendEnded(s: Socket, what: string): Promise<void> {
 describe.each(['lean', 'node'] as const)('on the %s front', (front) => {
   it('a client that gives up its handshake (FIN) before the backend answers: the attempt ends at once, nothing stays live', async () => {
     const gw = gateways[front];
-    const conn = backendConnection();
-    const gotHead = new Promise<void>((resolve) => behaviours.push(() => resolve()));
-    const c = client(gw);
-    await within(gotHead, 'the backend reading the handshake');
-    const upstream = await conn;
-    // The backend never answers; the client, past its own timeout, leaves (a FIN, then gone).
+    const path = `/ws/live/gives-up-${front}`;
+    const conn = backendFor(path);
+    const c = client(gw, path);
+    const upstream = await within(conn, 'the backend reading the handshake');
+    // The backend does not answer; the client, past its own timeout, ends its side.
     c.end();
     await backendEnded(upstream, 'the gateway closing the backend connection of a handshake whose client left');
     await within(once(c, 'close'), 'the gateway closing the client');
@@ -118,20 +122,22 @@ describe.each(['lean', 'node'] as const)('on the %s front', (front) => {
 
   it('a client whose FIN comes right behind its handshake (still being routed, or connecting): closed, nothing stays live', async () => {
     const gw = gateways[front];
+    const path = `/ws/live/fin-behind-${front}`;
     // Were the handshake sent on, the backend would answer 101 and its first frame in one write.
-    behaviours.push((s) => s.write(ANSWER_101 + CONNECT_FRAME, 'latin1'));
-    const c = client(gw);
+    void backendFor(path, (s) => s.write(ANSWER_101 + CONNECT_FRAME, 'latin1'));
+    const c = client(gw, path);
     c.end();
     await within(once(c, 'close'), 'the gateway closing the client');
     expect(await live(gw)).toBe(0);
-    behaviours.length = 0;
   });
 
   it('an open tunnel whose client half-closes ends within the half-close linger, though the backend keeps its side open', async () => {
     const gw = gateways[front];
-    const conn = backendConnection();
-    behaviours.push((s) => s.write(ANSWER_101, 'latin1'));
-    const c = client(gw);
+    const path = `/ws/live/half-closed-${front}`;
+    const conn = backendFor(path, (s) => s.write(ANSWER_101, 'latin1'));
+    // Counted from here: this case fails on its own, whatever the cases before it left live.
+    const before = await live(gw);
+    const c = client(gw, path);
     let read = '';
     await within(
       new Promise<void>((resolve) =>
@@ -142,7 +148,7 @@ describe.each(['lean', 'node'] as const)('on the %s front', (front) => {
       ),
       'the 101',
     );
-    expect(await live(gw)).toBe(1);
+    expect(await live(gw)).toBe(before + 1);
     const upstream = await conn;
     c.end();
     // The FIN reaches the backend (relayed), which keeps writing and never ends its side.
@@ -150,6 +156,6 @@ describe.each(['lean', 'node'] as const)('on the %s front', (front) => {
     upstream.write('\x81\x05still');
     // Only the gateway can end it now: the client is closed (its socket was half-closed until then).
     await within(once(c, 'close'), 'the gateway closing the half-closed tunnel');
-    expect(await live(gw)).toBe(0);
+    expect(await live(gw)).toBe(before);
   });
 });
