@@ -12,7 +12,10 @@
  *                             each then sends an event every `inputMs` (random phase).
  *   churn-start {...}         opens and closes `total` sockets at `ratePerS`: each opens, mounts
  *                             (half in a fresh room, half as a 5th member of a held room), then
- *                             closes, half with a close frame, half abruptly (a lost network).
+ *                             closes, half with a close frame, half abruptly (a lost network);
+ *                             except 1 in ABANDON_EVERY, whose client gives its handshake up
+ *                             as soon as it is sent (a FIN before any answer: what clients past
+ *                             their own timeout do when the gateway is overloaded).
  *   stats                     counters so far: held sockets open, held sockets dropped, frames
  *                             received, events sent, churn done/failed/in flight, top errors.
  *   churn-stop                stops starting churn; answers when the ones in flight are done.
@@ -184,7 +187,18 @@ async function hold(c: Extract<Command, { cmd: 'hold' }>): Promise<HoldResult> {
   return { opened, failed, errors: [...failures].map(([m, n]) => `${n} x ${m}`).slice(0, 5) };
 }
 
+/** 1 churn upgrade in this many is abandoned right behind its handshake (see churn-start). */
+const ABANDON_EVERY = 10;
+
+/** Sends a handshake for `room` and goes at once (WsClient.abandon): counted as churned. */
+function abandonOne(t: Target, room: string, seq: number): void {
+  const cookie = cookieHeader(room, signerFor(t.secret).sign(room, Date.now()), seq);
+  new WsClient({ host: '127.0.0.1', port: t.port, path: '/ws/live/', headers: browserHeaders(`http://127.0.0.1:${t.port}`, cookie), timeoutMs: t.timeoutMs }).abandon();
+  churn.done++;
+}
+
 function churnOne(t: Target, room: string, seq: number): void {
+  if (seq % ABANDON_EVERY === ABANDON_EVERY - 1) return abandonOne(t, room, seq);
   churn.inflight++;
   const end = (ok: boolean): void => {
     churn.inflight--;

@@ -161,7 +161,7 @@ export function toMarkdown(samples: readonly Sample[], v: Verdict, info: RunInfo
     `\`${info.command}\`: one roomgate process (\`${info.versions['node flags']}\` as \`npm start\`, in-memory store, default admission limits; ` +
       `every ${info.gcS} s a full collection through its inspector, which SIGUSR1 opened) in front of 3 demo backends (examples/demo-backend), ` +
       `${info.socketsHeld.toLocaleString('en')} game sockets held for ${info.minutes} min (rooms of 4, an event every 2 s per client, broadcast by the backend to its room) ` +
-      `while ${(last?.upgrades ?? 0).toLocaleString('en')} more upgrades opened, mounted and closed (churn: half in fresh rooms, half joining a held room; half closed with a close frame, half dropped). ` +
+      `while ${(last?.upgrades ?? 0).toLocaleString('en')} more upgrades opened, mounted and closed (churn: half in fresh rooms, half joining a held room; half closed with a close frame, half dropped; 1 in 10 given up right behind its handshake, before any answer, as clients past their timeout do under overload). ` +
       `The held sockets took ${info.rampS.toFixed(0)} s to open; t = 0 is when the last one had.`,
     '',
     `**Verdict: ${v.ok ? 'flat' : 'GROWTH'}**: slopes by least squares over the second half of the soak (${fmt(v.from / 60)}–${fmt(v.to / 60)} min), the limits in bench/soak/verdict.ts:`,

@@ -98,6 +98,18 @@ export class WsClient {
     this.socket.destroy();
   }
 
+  /**
+   * Gives up the handshake as soon as it is sent: a FIN right behind it, then gone, without
+   * waiting for any answer. What a client past its own timeout does while an overloaded backend
+   * has not answered yet, made to happen every time.
+   */
+  abandon(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.socket.end(() => this.socket.destroy());
+  }
+
   private fail(err?: Error): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;

@@ -150,9 +150,13 @@ export class UpgradeProxy {
     // Hold client bytes (if any arrive early) until the backend's 101.
     client.pause();
     client.on('error', destroySelf);
-    // Reset before its address could be read: the client is gone, and its handshake is not
-    // sent on from an unknown sender.
-    if (peerAddress(client) === undefined) {
+    // From here, not from the 101: a client that gives up its handshake (a FIN while it waits)
+    // must be heard. The fronts keep a connection half-open (allowHalfOpen), so an 'end' nobody
+    // listens to leaves the socket, and the tunnel it then opens, live with no one behind it.
+    client.on('end', onClientEnd);
+    // Reset before its address could be read, or already ended: the client is gone, and its
+    // handshake is not sent on from an unknown sender, nor for nobody.
+    if (peerAddress(client) === undefined || client.readableEnded) {
       client.destroy();
       return false;
     }
@@ -398,7 +402,6 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     this.client.write(answer);
     if (a.pending !== null) this.upstream.write(a.pending);
     this.client.on('data', onClientData);
-    this.client.on('end', onClientEnd);
     this.upstream.on('drain', onUpstreamDrain);
     this.upstream.on('end', onUpstreamEnd);
     this.client.resume();
@@ -538,10 +541,31 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     this.finish(this.state === 'open' ? 'linger' : 'destroy');
   }
 
-  /** One side of an open tunnel ended: the other ends too, after flushing. */
+  /** The client ended its side (a FIN), in any state: listened to from the handshake on. */
+  clientEnded(): void {
+    switch (this.state) {
+      case 'open':
+        return this.halfClosed(this.upstream);
+      case 'refusing':
+        // The refusal is still relayed (a half-closed client may read it); its deadline holds.
+        return;
+      case 'closed':
+        // Between two attempts (a retry's decision pending), nothing was answered yet: the client
+        // is gone, and the retry sees it. After an answer, the socket's own end is under way.
+        if (!this.client.writableEnded) this.client.destroy();
+        return;
+      default:
+        // Connecting or awaiting the answer: the client gave up its handshake (as a browser whose
+        // page closed, or a client past its own timeout under overload). Nobody will read a 101.
+        this.finish('destroy');
+    }
+  }
+
+  /** One side of an open tunnel ended: the other ends too, and has HALF_CLOSE_LINGER_MS to flush. */
   halfClosed(other: Socket): void {
     if (this.state !== 'open' || other.destroyed) return;
     other.end();
+    this.setTimer(HALF_CLOSE_LINGER_MS);
   }
 
   idle(): void {
@@ -550,7 +574,9 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
 
   timedOut(): void {
     this.timer = null;
-    if (this.state === 'refusing') return this.finish('destroy');
+    if (this.state === 'closed') return;
+    // Refusing past its deadline, or open past the half-close linger: both sides are cut.
+    if (this.state === 'refusing' || this.state === 'open') return this.finish('destroy');
     this.upstream.destroy(Object.assign(new Error('timeout'), { code: this.state === 'connecting' ? 'ECONNTIMEOUT' : 'ERESPONSETIMEOUT' }));
   }
 
@@ -592,6 +618,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
   upstreamClosed(): void {
     if (this.state !== 'open') return this.upstreamFailed(Object.assign(new Error('closed before answering'), { code: 'ECONNRESET' }));
     this.state = 'closed';
+    this.clearTimer();
     this.forget();
     if (!this.client.destroyed) {
       this.client.end();
@@ -654,7 +681,9 @@ function onClientData(this: Socket, chunk: Buffer): void {
 }
 function onClientEnd(this: Socket): void {
   const t = tunnelOf(this);
-  if (t) t.halfClosed(t.upstream);
+  // Still being routed (no attempt yet): gone, which the routing sees (Attempt.gone()).
+  if (t === undefined) this.destroy();
+  else t.clientEnded();
 }
 function onClientClose(this: Socket): void {
   tunnelOf(this)?.clientClosed();
