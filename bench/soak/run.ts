@@ -19,6 +19,7 @@ import { join, relative, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { configSchema } from '../../src/config/schema.js';
+import { publicLimits } from '../../src/server/connection-limit.js';
 import { loadAvg1, treeRssKb } from '../suite/cpu.js';
 import { startIpcWorkers } from '../suite/driver.js';
 import { cleanupAll, freePort, sleep, startProc, waitLine } from '../suite/procs.js';
@@ -156,12 +157,16 @@ async function main(): Promise<boolean> {
   const a = parse(process.argv.slice(2));
   const notes: string[] = [];
   const nofile = openFiles('self');
-  // A proxied socket holds 2 fds in the gateway (client side, backend side), the churn's too.
-  const maxHeld = (procs: number): number => Math.floor((nofile - FD_HEADROOM - 2 * CHURN_INFLIGHT * procs) / 2);
+  // A proxied socket holds 2 fds in the gateway (client side, backend side), the churn's too. And
+  // the gateway accepts at most its derived public limit (the descriptor limit minus its reserve,
+  // halved: src/server/connection-limit.ts): held sockets and the churn in flight stay under it, or
+  // the run measures the limit's refusals instead of the gateway.
+  const accepted = publicLimits(nofile, { maxConnections: 0, descriptorReserve: 0 }).maxConnections;
+  const maxHeld = (procs: number): number => Math.min(Math.floor((nofile - FD_HEADROOM - 2 * CHURN_INFLIGHT * procs) / 2), accepted - CHURN_INFLIGHT * procs);
   const held = Math.min(a.sockets, maxHeld(Math.ceil(a.sockets / PER_CLIENT_PROCESS)));
   if (held < a.sockets) {
     notes.push(
-      `${held.toLocaleString('en')} held sockets instead of ${a.sockets.toLocaleString('en')}: the gateway holds 2 open files per socket and the open-files limit here is ` +
+      `${held.toLocaleString('en')} held sockets instead of ${a.sockets.toLocaleString('en')}: the gateway holds 2 open files per socket, keeps a reserve, and accepts ${accepted.toLocaleString('en')} connections at once with the open-files limit here, ` +
         `${nofile.toLocaleString('en')} (raise it with ulimit -n, LimitNOFILE in systemd or docker --ulimit nofile=65536 to hold all of them)`,
     );
   }
