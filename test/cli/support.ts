@@ -46,27 +46,7 @@ export function runCliPiped(args: readonly string[], reader: string, env: Record
   return exec('bash', ['-o', 'pipefail', '-c', `${cliCommand(args)} | ${reader}`], env);
 }
 
-/** A base port with `n` consecutive free loopback ports, for demo.basePort (the demo backends' ports are fixed). */
-export async function freePortRange(n: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    // Below the Linux ephemeral range, so no other process is handed them meanwhile.
-    const base = 20_000 + Math.floor(Math.random() * 12_000);
-    const held = await Promise.all(
-      Array.from(
-        { length: n },
-        (_, i) =>
-          new Promise<Server | null>((resolve) => {
-            const s = createServer();
-            s.once('error', () => resolve(null));
-            s.listen(base + i, '127.0.0.1', () => resolve(s));
-          }),
-      ),
-    );
-    await Promise.all(held.map((s) => (s ? new Promise((r) => s.close(r)) : null)));
-    if (held.every((s) => s !== null)) return base;
-  }
-  throw new Error(`no ${n} consecutive free ports found`);
-}
+export { freePortRange } from '../support/ports.js';
 
 /** A command line as the demo banner prints it, run by sh, with `npx roomgate` meaning the built CLI. */
 export function runPrinted(line: string, env: Record<string, string> = {}): Promise<CliResult> {

@@ -16,9 +16,9 @@ import { createServer, type Server } from 'node:net';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
-import { freePort } from '../../src/demo/redis-server.js';
 import { buildRing } from '../../src/placement/ring.js';
 import { TestDnsServer } from '../support/dns-server.js';
+import { freePortRange } from '../support/ports.js';
 import { Client, backendRooms, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc, pingPong } from '../support/processes.js';
 
 // --- shared state and teardown ---------------------------------------------------------------
@@ -157,7 +157,7 @@ async function heldPort(): Promise<number> {
 async function dnsConfig(dnsCfg: Record<string, unknown>): Promise<Record<string, unknown>> {
   return {
     discovery: { dns: { intervalMs: 200, servers: [dns.address], ...dnsCfg } },
-    demo: { backends: 1, basePort: await freePort() },
+    demo: { backends: 1, basePort: await freePortRange(1) },
     shutdown: { graceMs: 0 },
   };
 }

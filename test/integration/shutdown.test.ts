@@ -1,8 +1,9 @@
 // Graceful shutdown, demo mode and health endpoints against real processes.
-import { connect, createServer, type Server } from 'node:net';
+import { connect } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Client, runCli, startBackends, startGateway, stop, stopAll, waitFor, writeConfig, type BackendProc, type GatewayProc, pingPong, withTimeout } from '../support/processes.js';
+import { freePortRange } from '../support/ports.js';
 
 // Polls an async check (the harness's waitFor awaits it).
 const poll = waitFor;
@@ -73,29 +74,7 @@ async function backendSockets(b: BackendProc): Promise<number> {
   return ((await res.json()) as { sockets: number }).sockets;
 }
 
-function listenOn(port: number): Promise<Server | null> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.once('error', () => resolve(null));
-    s.listen(port, '127.0.0.1', () => resolve(s));
-  });
-}
 
-/** A base port with `n` consecutive free ports (below the Linux ephemeral range, so nobody is handed them meanwhile). */
-async function freeBasePort(n: number): Promise<number> {
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 12_000);
-    const held: Server[] = [];
-    for (let i = 0; i < n; i++) {
-      const s = await listenOn(base + i);
-      if (!s) break;
-      held.push(s);
-    }
-    await Promise.all(held.map((s) => new Promise((r) => s.close(r))));
-    if (held.length === n) return base;
-  }
-  throw new Error(`no ${n} consecutive free ports found`);
-}
 
 // --- SIGTERM -------------------------------------------------------------------------------
 
@@ -158,7 +137,7 @@ describe('SIGTERM', () => {
 
 describe('demo mode', () => {
   it('starts 3 demo backends, routes as `roomgate where` says, and stops them all on SIGTERM', async () => {
-    const basePort = await freeBasePort(3);
+    const basePort = await freePortRange(3);
     const configFile = writeConfig({ demo: { basePort }, listen: { port: 0 } });
     const gw = await startGateway({ args: ['--config', configFile] });
     const started = gw.logs().filter((l) => l.msg === 'demo backend started');
@@ -193,7 +172,7 @@ describe('demo mode', () => {
   // exiting now", exit 1) without stopping the demo backends, which keep running and keep their
   // ports, so the next `roomgate start` fails with "is its port in use?".
   it('does not leave the demo backends running when a second SIGTERM cuts the grace period short', async () => {
-    const basePort = await freeBasePort(3);
+    const basePort = await freePortRange(3);
     const gw = await startGateway({ config: { demo: { basePort }, listen: { port: 0 } } });
     const pids = gw.logs().filter((l) => l.msg === 'demo backend started').map((l) => Number(l.backendPid));
     demoPids.push(...pids);

@@ -16,12 +16,12 @@
 // --workers is validated.
 import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { createServer } from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { Client, backendRooms, httpRequest, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
+import { freePortRange } from '../support/ports.js';
 import { RoomFleet, SplitWatcher, adminPost, holders, logsFrom, sampleRooms, stopAllRoomClients, witnessOf, type GatewayTarget } from '../support/room-clients.js';
 
 const TOKEN = 'workers-test-admin-token-0123456789';
@@ -245,22 +245,6 @@ async function online(gw: GatewayProc): Promise<{ total: number; rooms: number }
   return (await res.json()) as { total: number; rooms: number };
 }
 
-/** `base` and `base + n - 1` both free on 127.0.0.1 (for the demo backends' fixed ports). */
-async function freePortRange(n: number): Promise<number> {
-  const bindable = (port: number): Promise<boolean> =>
-    new Promise((resolve) => {
-      const srv = createServer();
-      srv.once('error', () => resolve(false));
-      srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
-    });
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 30_000);
-    let ok = true;
-    for (let i = 0; i < n && ok; i++) ok = await bindable(base + i);
-    if (ok) return base;
-  }
-  throw new Error('no free port range');
-}
 
 afterAll(async () => {
   for (const f of fleets) f.stop();
