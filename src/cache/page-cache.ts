@@ -20,6 +20,7 @@ import { Fill } from './fill.js';
 import type { FillContext, FillHandle, FillSpec } from './fill-context.js';
 import { CacheRules, headerRecord, keyParts, primaryKey, rawHeader, type CacheConfig } from './request-rules.js';
 import { lifetimes, policyClass, policyRequest, StoredAnswers, unstorable, type PolicyClass, type StoredAnswer } from './stored-answers.js';
+import { wireAnswer } from './wire-answer.js';
 
 export interface PageCacheOptions {
   readonly config: CacheConfig;
@@ -223,16 +224,18 @@ export class PageCache implements FillContext, PageCacheFront {
       if (lower !== 'content-length' && lower !== 'age') headers.push(head.headers[i] as string, head.headers[i + 1] as string);
     }
     const age = Number.parseInt(record.age ?? '0', 10);
+    const wire = wireAnswer(head.status, head.reason, headers, body);
     const answer: StoredAnswer = {
       status: head.status,
       reason: head.reason,
       headers,
-      body,
+      body: wire.body,
+      wire,
       policy,
       ...lifetimes(policy, record, this.config, now),
       receivedAt: now,
       initialAge: Number.isFinite(age) && age > 0 ? age : 0,
-      size: StoredAnswers.sizeOf(headers, body),
+      size: StoredAnswers.sizeOf(headers, wire),
       refreshing: false,
       failedStatus: null,
     };
@@ -255,14 +258,18 @@ export class PageCache implements FillContext, PageCacheFront {
       if (replaced.has((fields304[i] as string).toLowerCase())) headers.push(fields304[i] as string, fields304[i + 1] as string);
     }
     const record = headerRecord(headers);
+    // The head's bytes follow the fields (the body is copied along: one Buffer per entry).
+    const wire = wireAnswer(stale.status, stale.reason, headers, stale.body);
     const updated: StoredAnswer = {
       ...stale,
       headers,
+      body: wire.body,
+      wire,
       policy,
       ...lifetimes(policy, record, this.config, now),
       receivedAt: now,
       initialAge: 0,
-      size: StoredAnswers.sizeOf(headers, stale.body),
+      size: StoredAnswers.sizeOf(headers, wire),
       refreshing: false,
       failedStatus: null,
     };
