@@ -127,7 +127,7 @@ export class PageCache implements FillContext, PageCacheFront {
    */
   handle(req: CacheRequest, w: AnswerWriter, pass: (cacheStatus: string) => void): void {
     const t0 = performance.now();
-    const verdict = this.rules.classify({ ...req, forwardUrl: req.key.forwardUrl });
+    const verdict = this.rules.classify(req, req.key.forwardUrl);
     if ('bypass' in verdict) {
       this.record('bypass', (performance.now() - t0) / 1000);
       return pass(verdict.bypass === 'method' ? 'roomgate; fwd=method' : `roomgate; fwd=bypass; detail=${verdict.bypass}`);
