@@ -107,13 +107,12 @@ export class PageCache implements FillContext, PageCacheFront {
     this.agents = new BackendAgents(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
     this.fetch = { agents: this.agents, backendTls: o.backendTls, connectTimeoutMs: o.connectTimeoutMs, responseTimeoutMs: o.responseTimeoutMs };
     this.answers = new StoredAnswers(o.config.maxBytes, () => this.cm.evictions.inc());
-    this.cm = createCacheMetrics(o.metrics.registry, () => this.answers.stats(o.config.maxBytes));
+    this.cm = createCacheMetrics(o.metrics.registry, () => this.answers.stats(o.config.maxBytes), () => this.counts);
   }
 
   /** One answer on a cached path, counted by outcome (also kept here for the status page's ratio). */
   readonly record = (outcome: CacheOutcome, seconds: number): void => {
-    this.counts[outcome]++;
-    this.cm.requests.inc({ outcome });
+    this.counts[outcome]++; // roomgate_cache_requests_total reads these
     this.cm.seconds.observe({ outcome }, seconds);
   };
 
