@@ -52,8 +52,13 @@ export class CacheClient {
   /** Writes a stored answer whole (a Range of one part of a 200 gets a 206), and settles. */
   stored(a: StoredAnswer, ageS: number, cacheStatus: string, outcome: CacheOutcome): void {
     if (this.w.gone) return this.settle(outcome, null);
-    const headers = [...a.headers, 'Age', String(ageS), ...this.extra(cacheStatus)];
     const range = a.status === 200 ? byteRange(this.req.rawHeaders, a.body.length) : null;
+    // The byte-level path writes the whole answer from its stored bytes.
+    if (range === null && this.w.whole !== undefined) {
+      this.w.whole(a.wire, ageS, cacheStatus, this.req.setCookie());
+      return this.settle(outcome, a.status);
+    }
+    const headers = [...a.headers, 'Age', String(ageS), ...this.extra(cacheStatus)];
     if (range !== null) {
       this.w.start(206, 'Partial Content', [...headers, 'Content-Range', `bytes ${range.from}-${range.to}/${a.body.length}`], range.to - range.from + 1);
       this.w.write(a.body.subarray(range.from, range.to + 1));

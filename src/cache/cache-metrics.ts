@@ -13,7 +13,11 @@ export interface CacheMetrics {
   readonly fills: Counter<'result'>;
 }
 
-export function createCacheMetrics(registry: Registry, stats: () => { objects: number; bytes: number }): CacheMetrics {
+/**
+ * `counts`: the answers by outcome as the cache counts them (for its status page too): the
+ * requests counter reads them when scraped, so an answer costs one increment, not two.
+ */
+export function createCacheMetrics(registry: Registry, stats: () => { objects: number; bytes: number }, counts: () => Readonly<Record<CacheOutcome, number>>): CacheMetrics {
   new Gauge({
     name: 'roomgate_cache_objects',
     help: 'Answers stored in the page cache (one per variant)',
@@ -36,6 +40,10 @@ export function createCacheMetrics(registry: Registry, stats: () => { objects: n
       help: 'Requests on cached paths by outcome: hit, stale (served while one refresh runs), stale-if-error, miss, coalesced (waited on another fetch), bypass',
       labelNames: ['outcome'],
       registers: [registry],
+      collect() {
+        this.reset();
+        for (const [outcome, n] of Object.entries(counts())) if (n > 0) this.inc({ outcome }, n);
+      },
     }),
     seconds: new Histogram({
       name: 'roomgate_cache_response_seconds',

@@ -7,6 +7,7 @@
 import type { Refusal } from '../http/refusals.js';
 import type { ForwardContext } from '../forward/forwarded.js';
 import type { KeyResult } from '../room/extract.js';
+import type { WireAnswer } from './wire-answer.js';
 
 /** A request as a page path hands it over. */
 export interface CacheRequest {
@@ -46,6 +47,13 @@ export interface AnswerWriter {
   /** cb once the client's buffer has drained, or the client is gone. */
   onDrain(cb: () => void): void;
   end(): void;
+  /**
+   * A stored answer whole (head, body, end) from its wire form, made when it was stored
+   * (src/cache/wire-answer.ts), with this request's fields: Age (s), Cache-Status and the room
+   * cookie (or null). Only the byte-level path has it; without it the cache writes the same
+   * answer through start/write/end, the stored fields then Age, Cache-Status, Set-Cookie.
+   */
+  whole?(wire: WireAnswer, age: number, cacheStatus: string, setCookie: string | null): void;
   /** The answer broke off after its head: the client connection is cut. */
   cut(): void;
   /** One of roomgate's own answers (src/http/refusals.ts), rendered for the client and framed as the path frames them; `extra`: fields to add (Cache-Status). */

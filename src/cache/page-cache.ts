@@ -20,6 +20,7 @@ import { Fill } from './fill.js';
 import type { FillContext, FillHandle, FillSpec } from './fill-context.js';
 import { CacheRules, headerRecord, keyParts, primaryKey, rawHeader, type CacheConfig } from './request-rules.js';
 import { lifetimes, policyClass, policyRequest, StoredAnswers, unstorable, type PolicyClass, type StoredAnswer } from './stored-answers.js';
+import { wireAnswer } from './wire-answer.js';
 
 export interface PageCacheOptions {
   readonly config: CacheConfig;
@@ -106,13 +107,12 @@ export class PageCache implements FillContext, PageCacheFront {
     this.agents = new BackendAgents(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
     this.fetch = { agents: this.agents, backendTls: o.backendTls, connectTimeoutMs: o.connectTimeoutMs, responseTimeoutMs: o.responseTimeoutMs };
     this.answers = new StoredAnswers(o.config.maxBytes, () => this.cm.evictions.inc());
-    this.cm = createCacheMetrics(o.metrics.registry, () => this.answers.stats(o.config.maxBytes));
+    this.cm = createCacheMetrics(o.metrics.registry, () => this.answers.stats(o.config.maxBytes), () => this.counts);
   }
 
   /** One answer on a cached path, counted by outcome (also kept here for the status page's ratio). */
   readonly record = (outcome: CacheOutcome, seconds: number): void => {
-    this.counts[outcome]++;
-    this.cm.requests.inc({ outcome });
+    this.counts[outcome]++; // roomgate_cache_requests_total reads these
     this.cm.seconds.observe({ outcome }, seconds);
   };
 
@@ -126,7 +126,7 @@ export class PageCache implements FillContext, PageCacheFront {
    */
   handle(req: CacheRequest, w: AnswerWriter, pass: (cacheStatus: string) => void): void {
     const t0 = performance.now();
-    const verdict = this.rules.classify({ ...req, forwardUrl: req.key.forwardUrl });
+    const verdict = this.rules.classify(req, req.key.forwardUrl);
     if ('bypass' in verdict) {
       this.record('bypass', (performance.now() - t0) / 1000);
       return pass(verdict.bypass === 'method' ? 'roomgate; fwd=method' : `roomgate; fwd=bypass; detail=${verdict.bypass}`);
@@ -223,16 +223,18 @@ export class PageCache implements FillContext, PageCacheFront {
       if (lower !== 'content-length' && lower !== 'age') headers.push(head.headers[i] as string, head.headers[i + 1] as string);
     }
     const age = Number.parseInt(record.age ?? '0', 10);
+    const wire = wireAnswer(head.status, head.reason, headers, body);
     const answer: StoredAnswer = {
       status: head.status,
       reason: head.reason,
       headers,
-      body,
+      body: wire.body,
+      wire,
       policy,
       ...lifetimes(policy, record, this.config, now),
       receivedAt: now,
       initialAge: Number.isFinite(age) && age > 0 ? age : 0,
-      size: StoredAnswers.sizeOf(headers, body),
+      size: StoredAnswers.sizeOf(headers, wire),
       refreshing: false,
       failedStatus: null,
     };
@@ -255,14 +257,18 @@ export class PageCache implements FillContext, PageCacheFront {
       if (replaced.has((fields304[i] as string).toLowerCase())) headers.push(fields304[i] as string, fields304[i + 1] as string);
     }
     const record = headerRecord(headers);
+    // The head's bytes follow the fields (the body is copied along: one Buffer per entry).
+    const wire = wireAnswer(stale.status, stale.reason, headers, stale.body);
     const updated: StoredAnswer = {
       ...stale,
       headers,
+      body: wire.body,
+      wire,
       policy,
       ...lifetimes(policy, record, this.config, now),
       receivedAt: now,
       initialAge: 0,
-      size: StoredAnswers.sizeOf(headers, stale.body),
+      size: StoredAnswers.sizeOf(headers, wire),
       refreshing: false,
       failedStatus: null,
     };

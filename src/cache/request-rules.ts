@@ -74,7 +74,7 @@ interface Crumb {
 function crumbs(rawHeaders: readonly string[]): Crumb[] {
   const out: Crumb[] = [];
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if ((rawHeaders[i] as string).toLowerCase() !== 'cookie') continue;
+    if (!isName(rawHeaders[i] as string, 'cookie')) continue;
     for (const part of (rawHeaders[i + 1] as string).split(';')) {
       const text = part.trim();
       if (text === '') continue;
@@ -116,22 +116,28 @@ export class CacheRules {
     return 'bypass' in c ? c.bypass : null;
   }
 
-  /** Why the cache may not answer the request, or the cookies a fetch keeps: one pass over the cookies. */
-  classify(h: CacheHead): { readonly bypass: BypassReason } | { readonly kept: string } {
-    const why = this.headBypass(h);
+  /**
+   * Why the cache may not answer the request, or the cookies a fetch keeps: one pass over the
+   * cookies. `forwardUrl`: the head's own unless given (the page cache gives its request's).
+   */
+  classify(h: CacheHead, forwardUrl = h.forwardUrl): { readonly bypass: BypassReason } | { readonly kept: string } {
+    const why = this.headBypass(h, forwardUrl ?? h.url);
     if (why !== null) return { bypass: why };
     const all = crumbs(h.rawHeaders);
     for (const c of all) if (this.bypassCookies.has(c.name)) return { bypass: 'session-cookie' };
     return { kept: this.keep(all) };
   }
 
-  private headBypass(h: CacheHead): BypassReason | null {
+  private headBypass(h: CacheHead, forwardUrl: string): BypassReason | null {
     if (h.method !== 'GET' && h.method !== 'HEAD') return 'method';
     if (h.hasBody === true) return 'body';
-    const path = pathOf(h.forwardUrl ?? h.url);
+    const path = pathOf(forwardUrl);
     if (!this.paths.matches(path) || this.bypassPaths.matches(path)) return 'path';
     for (let i = 0; i < h.rawHeaders.length; i += 2) {
-      const name = (h.rawHeaders[i] as string).toLowerCase();
+      const raw = h.rawHeaders[i] as string;
+      // Only names of these lengths can be one of the three (most fields are not lower-cased at all).
+      if (raw.length !== 13 && raw.length !== 14 && raw.length !== 17) continue;
+      const name = raw.toLowerCase();
       if (name === 'authorization') return 'authorization';
       // A GET with a body is forwarded with its body as any request is; the cache's fetch has none.
       if (name === 'content-length' || name === 'transfer-encoding') return 'body';
@@ -164,6 +170,11 @@ export class CacheRules {
   }
 }
 
+/** A field name as sent is `lower` (compared without case; the length first, so most are not lower-cased). */
+function isName(name: string, lower: string): boolean {
+  return name.length === lower.length && name.toLowerCase() === lower;
+}
+
 export function pathOf(url: string): string {
   const q = url.indexOf('?');
   return q === -1 ? url : url.slice(0, q);
@@ -194,7 +205,7 @@ export function keyParts(key: string): KeyParts {
 export function rawHeader(rawHeaders: readonly string[], lower: string): string | undefined {
   let out: string | undefined;
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
-    if ((rawHeaders[i] as string).toLowerCase() === lower) out = out === undefined ? (rawHeaders[i + 1] as string) : `${out}, ${rawHeaders[i + 1] as string}`;
+    if (isName(rawHeaders[i] as string, lower)) out = out === undefined ? (rawHeaders[i + 1] as string) : `${out}, ${rawHeaders[i + 1] as string}`;
   }
   return out;
 }

@@ -6,6 +6,7 @@
 import CachePolicy from 'http-cache-semantics';
 import { LRUCache } from 'lru-cache';
 import { keyParts, type CacheConfig } from './request-rules.js';
+import type { WireAnswer } from './wire-answer.js';
 
 /** Statuses stored: those a page cache is useful for (RFC 9110 15.1's heuristically cacheable ones a page returns). */
 const STORED_STATUSES = new Set([200, 203, 301, 404, 410]);
@@ -32,7 +33,10 @@ export interface StoredAnswer {
   readonly reason: string;
   /** End-to-end fields as the backend sent them, without framing (Content-Length, Transfer-Encoding) and Age. */
   headers: string[];
+  /** The body (a view into `wire`'s memory: stored once). */
   readonly body: Buffer;
+  /** The HTTP/1.1 head of what does not vary per request, made when stored, and the body (src/cache/wire-answer.ts). */
+  readonly wire: WireAnswer;
   policy: Policy;
   /** Clock times (ms): fresh before freshUntil; may be served stale while revalidating before swrUntil, on a backend error before sieUntil. */
   freshUntil: number;
@@ -146,8 +150,9 @@ export class StoredAnswers {
     });
   }
 
-  static sizeOf(headers: readonly string[], body: Buffer): number {
-    let n = ENTRY_OVERHEAD + body.length;
+  /** What an answer holds: its fields as strings, and its wire head and body (one Buffer). */
+  static sizeOf(headers: readonly string[], wire: WireAnswer): number {
+    let n = ENTRY_OVERHEAD + wire.head.length + wire.body.length;
     for (const h of headers) n += h.length;
     return n;
   }

@@ -4,6 +4,7 @@
 // HSTS on TLS, Connection and Keep-Alive for the client's connection).
 import type { ServerResponse } from 'node:http';
 import type { AnswerWriter } from '../cache/contract.js';
+import { hasBody, type WireAnswer } from '../cache/wire-answer.js';
 import type { Refusal } from '../http/refusals.js';
 import type { PageClient } from '../http/page-client.js';
 import { httpDate } from './page-relay.js';
@@ -62,11 +63,6 @@ export class ResponseAnswer implements AnswerWriter {
   }
 }
 
-/** RFC 9110 6.4.1: a 204 or 304 never has a body (nor framing for one). */
-function hasBody(status: number): boolean {
-  return status !== 204 && status !== 304;
-}
-
 const CRLF = '\r\n';
 const LAST_CHUNK = '0\r\n\r\n';
 
@@ -76,15 +72,19 @@ export class SocketAnswer implements AnswerWriter {
   private bodyless = false;
   /** The head is written but held (corked) until the first body bytes or the end. */
   private corked = false;
+  /** The connection's fields and the head's blank line. */
+  private readonly connection: string;
 
   constructor(
     private readonly client: PageClient,
     readonly head: boolean,
     private readonly keepAlive: boolean,
-    private readonly keepAliveHeader: string | null,
+    keepAliveHeader: string | null,
     private readonly hsts: string | null,
     readonly own: (refusal: Refusal, extra: Record<string, string>) => void,
-  ) {}
+  ) {
+    this.connection = keepAlive ? `Connection: keep-alive${CRLF}${keepAliveHeader ?? ''}${CRLF}` : `Connection: close${CRLF}${CRLF}`;
+  }
 
   get gone(): boolean {
     return this.client.closed;
@@ -109,11 +109,32 @@ export class SocketAnswer implements AnswerWriter {
       this.chunked = true;
       out += `Transfer-Encoding: chunked${CRLF}`;
     }
-    out += this.keepAlive ? `Connection: keep-alive${CRLF}${this.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;
+    out += this.connection;
     // The head waits for the first body bytes (or the end): one write to the kernel, not two.
     this.client.socket.cork();
     this.corked = true;
-    this.client.socket.write(out + CRLF, 'latin1');
+    this.client.socket.write(out, 'latin1');
+  }
+
+  /**
+   * A stored answer from its wire form: the stored head as it was made, then this request's
+   * fields in the order start() writes them (Age, Cache-Status, Set-Cookie, HSTS, Date, framing,
+   * the connection's), then the body: the same bytes as start/write/end, in one write to the kernel.
+   */
+  whole(wire: WireAnswer, age: number, cacheStatus: string, setCookie: string | null): void {
+    if (this.gone) return;
+    let out = `Age: ${age}${CRLF}Cache-Status: ${cacheStatus}${CRLF}`;
+    if (setCookie !== null) out += `Set-Cookie: ${setCookie}${CRLF}`;
+    if (this.hsts !== null && !wire.hasSts) out += `Strict-Transport-Security: ${this.hsts}${CRLF}`;
+    if (!wire.hasDate) out += `Date: ${httpDate()}${CRLF}`;
+    out += wire.framing + this.connection;
+    const s = this.client.socket;
+    s.cork();
+    s.write(wire.head);
+    s.write(out, 'latin1');
+    if (!this.head && wire.framing !== '' && wire.body.length > 0) s.write(wire.body);
+    s.uncork();
+    this.answered();
   }
 
   private uncork(): void {
@@ -155,6 +176,10 @@ export class SocketAnswer implements AnswerWriter {
     if (this.gone) return this.uncork();
     if (this.chunked) this.client.socket.write(LAST_CHUNK, 'latin1');
     this.uncork();
+    this.answered();
+  }
+
+  private answered(): void {
     // A hit is answered within the call that read its head: the next pipelined request starts on
     // the next turn of the loop, not one stack frame deeper per request.
     setImmediate(() => {

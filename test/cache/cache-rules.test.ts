@@ -6,6 +6,7 @@ import { configSchema } from '../../src/config/schema.js';
 import { byteRange } from '../../src/cache/cache-client.js';
 import { CacheRules, headerRecord, keyParts, primaryKey, type CacheConfig } from '../../src/cache/request-rules.js';
 import { lifetimes, policyClass, policyRequest, StoredAnswers, unstorable, type StoredAnswer } from '../../src/cache/stored-answers.js';
+import { wireAnswer } from '../../src/cache/wire-answer.js';
 
 const cacheConfig = (c: Record<string, unknown> = {}): CacheConfig => configSchema.parse({ cache: { paths: ['/'], ...c } }).cache;
 const head = (method: string, url: string, ...raw: string[]) => ({ method, url, rawHeaders: raw });
@@ -101,20 +102,21 @@ describe('what is stored, and for how long', () => {
 });
 
 function answer(body: string, size = 0): StoredAnswer {
-  const b = Buffer.from(body);
+  const wire = wireAnswer(200, 'OK', [], Buffer.from(body));
   const Policy = policyClass(() => 0);
   return {
     status: 200,
     reason: 'OK',
     headers: [],
-    body: b,
+    body: wire.body,
+    wire,
     policy: new Policy(policyRequest('/', 'h', {}), { status: 200, headers: { 'cache-control': 'max-age=5' } }, { shared: true }),
     freshUntil: 5_000,
     swrUntil: 5_000,
     sieUntil: 5_000,
     receivedAt: 0,
     initialAge: 0,
-    size: size || StoredAnswers.sizeOf([], b),
+    size: size || StoredAnswers.sizeOf([], wire),
     refreshing: false,
     failedStatus: null,
   };
