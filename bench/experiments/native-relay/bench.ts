@@ -1,5 +1,5 @@
 /**
- * nginx, a JavaScript relay and the native relay prototype in the same run, on bench/suite's
+ * nginx, a JavaScript relay, the native relay prototype and roomgate in the same run, on bench/suite's
  * backends, load generator and CPU accounting:
  *
  *   npm run bench:native-relay -- [--rounds 5] [--clients 1000] [--scale N] [--duration 6]

@@ -1,13 +1,15 @@
 /**
- * The three relays the native-relay bench compares, each started fresh for one run and pinned to
- * the proxy's core: nginx as bench/suite starts it (1 worker, cookie hash, upgrade headers), and
- * relay-server.js in its two modes (a JavaScript relay, the native relay).
+ * The relays the native-relay bench compares, each started fresh for one run and pinned to the
+ * proxy's core: nginx as bench/suite starts it (1 worker, cookie hash, upgrade headers),
+ * relay-server.js in its two modes (a JavaScript relay, the native relay), and roomgate itself as
+ * the suite starts it, routing on the same plain `room` cookie (cookie.signed false), so that its
+ * distance to the floor of a JavaScript relay is measured in the same rounds.
  */
 import { join } from 'node:path';
 import { freePort, startProc, stopProc, waitLine } from '../../suite/procs.js';
 import { startTarget, type BackendAddr } from '../../suite/proxies.js';
 
-export const RELAYS = ['nginx', 'js', 'native'] as const;
+export const RELAYS = ['nginx', 'js', 'native', 'roomgate'] as const;
 export type Relay = (typeof RELAYS)[number];
 
 export interface RunningRelay {
@@ -30,8 +32,10 @@ export interface RelayContext {
 }
 
 export async function startRelay(name: Relay, ctx: RelayContext): Promise<RunningRelay> {
-  if (name === 'nginx') {
-    const run = await startTarget('nginx', { backends: ctx.backends, cpu: ctx.cpu, secret: '', nofile: ctx.nofile });
+  if (name === 'nginx' || name === 'roomgate') {
+    // roomgate: the plain cookie the others hash; the secret only satisfies the start (no signed cookie is read).
+    const roomgateConfig = { cookie: { name: 'room', signed: false } };
+    const run = await startTarget(name, { backends: ctx.backends, cpu: ctx.cpu, secret: name === 'roomgate' ? 'bench-native-relay-secret-0123456789' : '', nofile: ctx.nofile, roomgateConfig });
     return { name, port: run.port!, pid: run.pid!, logTail: (n) => run.logTail(n), stop: () => run.stop() };
   }
   const port = await freePort();
