@@ -155,8 +155,17 @@ export class Supervisor {
     // A backend going down is worth a warning; one that recovers is good news: info.
     if (state === 'up') o.logger.info({ backend: id, state, reason }, 'backend up');
     else o.logger.warn({ backend: id, state, reason }, 'backend down');
-    if (state === 'down') this.reportNow();
-    if (state !== 'down' || b.liveSockets === 0) return;
+    if (state !== 'down') return;
+    this.applyOnDown(b);
+    // After applyOnDown: with onDown close, the report already leaves out the sockets it closed.
+    this.reportNow();
+  }
+
+  /** health.onDown for a backend its checks marked down: its live sockets kept, or closed. */
+  private applyOnDown(b: Backend): void {
+    const { o } = this;
+    const { id } = b;
+    if (b.liveSockets === 0) return;
     // health.onDown 'keep' (default): a failed check is weaker evidence than sockets that carry
     // frames; they live until they end by themselves (a dead backend's connections fail and close
     // at once) or the operator drains the backend, and decide() keeps their rooms' new sockets
