@@ -8,7 +8,10 @@
 // is p99 <= 5 s from its socket's close to mounted again), each room lands on one survivor (never
 // on two backends at once), and the other rooms' sockets are not touched. The times are the chaos
 // table's figure, with where they went (djust's drawn waits, refused attempts, handshakes, the
-// clients' own lag, CPU); they are asserted only with a generous bound.
+// clients' own lag, CPU), not asserted: they move with the machine's load (p99 3 s at load 5, 12 s
+// at load 24 with no attempt refused). What is asserted of time is roomgate's part of it: the p99
+// of djust's drawn waits (the back-off that refused attempts add) within the target, and every
+// client back within STORM_BOUND_MS.
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,9 +19,9 @@ import { treeCpuMs } from '../../bench/suite/cpu.js';
 import { configSchema } from '../../src/config/schema.js';
 import { recordChaos } from '../support/chaos.js';
 import { DJUST_MAX_ATTEMPTS, DjustClient, attemptsHistogram, failedAttempts, stopAllDjustClients, type AttemptRecord } from '../support/djust-clients.js';
-import { startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
-import { startRedis, stopAllRedis } from '../support/redis.js';
-import { SplitWatcher, adminGet, percentile, sampleRooms, sleep, witnessOf, type GatewayTarget } from '../support/room-clients.js';
+import { stop, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { SplitWatcher, percentile, sampleRooms, sleep, type GatewayTarget } from '../support/room-clients.js';
+import { startTwoGateways, stopTwoGateways, type TwoGateways } from '../support/two-gateways.js';
 
 /** Rooms of the backend that is killed, and clients per room: 3,000 sockets. */
 const ROOMS = 300;
@@ -28,10 +31,8 @@ const CANDIDATE_ROOMS = 1_050;
 /** Clients opened per batch, and the pause between batches, while the rooms fill (before the fault). */
 const OPEN_BATCH = 100;
 const OPEN_EVERY_MS = 150;
-/** The target (issue 30): p99 of close -> mounted again. The figure; asserted only with GENEROUS_P99_MS. */
+/** The target (issue 30): p99 of close -> mounted again (the figure), and of djust's drawn waits (asserted). */
 const TARGET_P99_MS = 5_000;
-/** djust's schedule alone puts a client refused twice at up to 1 + 2 + 4 s; the rest is the machine's margin. */
-const GENEROUS_P99_MS = 20_000;
 /** Longest wait for the storm to end: every client back or given up. */
 const STORM_BOUND_MS = 45_000;
 
@@ -43,6 +44,7 @@ let backends: BackendProc[];
 let gwA: GatewayProc;
 let gwB: GatewayProc;
 let watcher: SplitWatcher;
+let cluster: TwoGateways | undefined;
 const clients: DjustClient[] = [];
 
 const target = (name: string, gw: () => GatewayProc): GatewayTarget => ({
@@ -54,29 +56,22 @@ const target = (name: string, gw: () => GatewayProc): GatewayTarget => ({
 const A = target('A', () => gwA);
 const B = target('B', () => gwB);
 
-function config(redisUrl: string): Record<string, unknown> {
+function config(redisUrl: string, bs: readonly BackendProc[]): Record<string, unknown> {
   // Everything at its default (boundedLoadFactor too: the harness turns it off for routing tests).
   return {
-    backends: backends.map((b) => ({ id: b.id, url: b.url })),
+    backends: bs.map((b) => ({ id: b.id, url: b.url })),
     redis: { url: redisUrl },
     placement: { boundedLoadFactor: DEFAULTS.placement.boundedLoadFactor },
   };
 }
 
 beforeAll(async () => {
-  const redis = await startRedis();
-  backends = await startBackends(['b1', 'b2', 'b3']);
-  [gwA, gwB] = await Promise.all([startGateway({ config: config(redis.url), env: LOG }), startGateway({ config: config(redis.url), env: LOG })]);
-  for (const gw of [gwA, gwB]) await waitFor('gateway connected to Redis', 10_000, async () => (await adminGet<{ degraded: boolean }>(gw, '/status')).degraded === false, 50);
-  watcher = new SplitWatcher(() => witnessOf(backends), 100);
-  watcher.start();
+  cluster = await startTwoGateways(['b1', 'b2', 'b3'], config, LOG);
+  ({ backends, gwA, gwB, watcher } = cluster);
 }, 60_000);
 
 afterAll(async () => {
-  await watcher?.stop();
-  stopAllDjustClients();
-  await stopAll();
-  await stopAllRedis();
+  await stopTwoGateways(cluster, stopAllDjustClients);
 }, 30_000);
 
 /** A client of the room; a room's clients alternate between the two gateways. */
@@ -224,7 +219,8 @@ describe('reconnect storm: the backend of 3,000 sockets killed, clients back on 
     const scheduled = first.map((o) => o.scheduledMs);
     const rest = first.map((o, i) => (back[i] as number) - o.scheduledMs);
     const p99 = p(back, 99);
-    expect(p99, `p99 close -> mounted again (the target is ${TARGET_P99_MS} ms; this bound is a generous one)`).toBeLessThan(GENEROUS_P99_MS);
+    // The back-off roomgate's refusals cost (one attempt: at most 1 s; a refused one adds up to 2 s, a second up to 4 s).
+    expect(p(scheduled, 99), "p99 of djust's drawn waits until each client was back").toBeLessThanOrEqual(TARGET_P99_MS);
 
     const attempts = s.storm.flatMap((c) => c.attemptsSince(killedAt));
     const mounted = attempts.filter((a) => a.outcome === 'mounted');
