@@ -40,6 +40,8 @@ export class WsClient {
   onOpen: () => void = () => undefined;
   onMessage: (data: Buffer) => void = () => undefined;
   onPong: () => void = () => undefined;
+  /** An HTTP answer other than 101: its status, head and the body bytes read with it (then onClose). */
+  onRefused: (status: number, head: string, body: Buffer) => void = () => undefined;
   /** Once, with the reason when it did not end cleanly. */
   onClose: (err?: Error) => void = () => undefined;
 
@@ -94,6 +96,8 @@ export class WsClient {
 
   /** Ends at once (no closing handshake): what a closed tab or a dropped network looks like. */
   terminate(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
     this.closed = true;
     this.socket.destroy();
   }
@@ -132,7 +136,10 @@ export class WsClient {
       }
       const head = b.toString('latin1', 0, end);
       const status = /^HTTP\/1\.1 (\d{3})/.exec(head)?.[1];
-      if (status !== '101') return this.fail(new Error(`HTTP ${status ?? '?'}`));
+      if (status !== '101') {
+        this.onRefused(Number(status ?? 0), head, b.subarray(end + 4));
+        return this.fail(new Error(`HTTP ${status ?? '?'}`));
+      }
       const accept = /\r\nsec-websocket-accept:\s*(\S+)/i.exec(head)?.[1];
       if (accept !== createHash('sha1').update(this.key + GUID).digest('base64')) return this.fail(new Error('bad Sec-WebSocket-Accept'));
       this.open = true;

@@ -505,7 +505,10 @@ export const configSchema = z.strictObject({
     }),
   }),
   admission: section('Limits on WebSocket handshakes per backend; beyond them: 503 with Retry-After.', {
-    maxInflightUpgrades: doc(z.number().int().min(0).max(100_000).default(200), { text: 'Per backend: WebSocket handshakes in flight.', zero: 'unlimited' }),
+    maxInflightUpgrades: doc(z.number().int().min(0).max(100_000).default(500), {
+      text: "Per backend: WebSocket handshakes in flight. Keep it at least `upgradesPerSecond`: djust's clients come back from a failed backend in a spike (half of them exactly 500 ms after their close), and each handshake this cap refuses costs its client one more step of djust's back-off (docs/performance.md, reconnect storm).",
+      zero: 'unlimited',
+    }),
     upgradesPerSecond: doc(z.number().int().min(0).max(1_000_000).default(500), { text: 'Per backend: handshakes per second, also the burst.', zero: 'unlimited' }),
     retryAfterS: doc(seconds(1, 3600).default(1), { text: 'Retry-After of the 503 beyond those limits.' }),
   }),

@@ -7,9 +7,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos } from '../support/chaos.js';
-import { startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
-import { startRedis, stopAllRedis } from '../support/redis.js';
-import { RoomFleet, SplitWatcher, adminGet, percentile, sleep, stopAllRoomClients, witnessOf, type GatewayTarget, type RoomClient } from '../support/room-clients.js';
+import { stop, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { RoomFleet, SplitWatcher, adminGet, percentile, sleep, stopAllRoomClients, type GatewayTarget, type RoomClient } from '../support/room-clients.js';
+import { startTwoGateways, stopTwoGateways, type TwoGateways } from '../support/two-gateways.js';
 
 const PRESENCE_TTL_MS = 2_000;
 const HEARTBEAT_MS = 200;
@@ -24,6 +24,7 @@ let gwA: GatewayProc;
 let gwB: GatewayProc;
 let bAlive = true;
 let watcher: SplitWatcher;
+let cluster: TwoGateways | undefined;
 /** A plain client of the test's Redis: reads which gateways' presence still counts. */
 let redisClient: Redis;
 const fleet = new RoomFleet();
@@ -44,9 +45,9 @@ const B: GatewayTarget = {
   },
 };
 
-function config(redisUrl: string): Record<string, unknown> {
+function config(redisUrl: string, bs: readonly BackendProc[]): Record<string, unknown> {
   return {
-    backends: backends.map((b) => ({ id: b.id, url: b.url })),
+    backends: bs.map((b) => ({ id: b.id, url: b.url })),
     redis: { url: redisUrl, commandTimeoutMs: 500 },
     health: { intervalMs: 500, timeoutMs: 400 },
     placement: { heartbeatMs: HEARTBEAT_MS, gatewayTtlMs: 1_000 },
@@ -57,23 +58,18 @@ function config(redisUrl: string): Record<string, unknown> {
 }
 
 beforeAll(async () => {
-  const redis = await startRedis();
-  backends = await startBackends(['b1', 'b2', 'b3']);
-  redisClient = new Redis(redis.url, { maxRetriesPerRequest: 1, commandTimeout: 2_000, lazyConnect: true });
+  cluster = await startTwoGateways(['b1', 'b2', 'b3'], config);
+  ({ backends, gwA, gwB, watcher } = cluster);
+  redisClient = new Redis(cluster.redisUrl, { maxRetriesPerRequest: 1, commandTimeout: 2_000, lazyConnect: true });
   await redisClient.connect();
-  [gwA, gwB] = await Promise.all([startGateway({ config: config(redis.url) }), startGateway({ config: config(redis.url) })]);
-  for (const gw of [gwA, gwB]) await waitFor('gateway connected to Redis', 10_000, async () => (await adminGet<{ degraded: boolean }>(gw, '/status')).degraded === false, 50);
-  watcher = new SplitWatcher(() => witnessOf(backends), 100);
-  watcher.start();
 }, 60_000);
 
 afterAll(async () => {
-  await watcher?.stop();
-  fleet.stop();
-  stopAllRoomClients();
-  redisClient?.disconnect();
-  await stopAll();
-  await stopAllRedis();
+  await stopTwoGateways(cluster, () => {
+    fleet.stop();
+    stopAllRoomClients();
+    redisClient?.disconnect();
+  });
 }, 30_000);
 
 /** room -> backend of its live clients, once every client is live and each room is on one backend. */

@@ -12,9 +12,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos } from '../support/chaos.js';
 import { GameClient, GameRoom, roomGaps, stopAllGameClients, type GameClientOptions } from '../support/game-clients.js';
-import { runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
-import { startRedis, stopAllRedis } from '../support/redis.js';
-import { SplitWatcher, adminBackends, adminGet, adminPost, percentile, sleep, witnessOf, type GatewayTarget } from '../support/room-clients.js';
+import { runCli, startBackend, stop, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { SplitWatcher, adminBackends, adminGet, adminPost, percentile, sleep, type GatewayTarget } from '../support/room-clients.js';
+import { startTwoGateways, stopTwoGateways, type TwoGateways } from '../support/two-gateways.js';
 
 const ROOMS = 300;
 const TOKEN = 'handoff-chaos-admin-token-0123456789';
@@ -26,6 +26,7 @@ let backends: BackendProc[];
 let gwA: GatewayProc;
 let gwB: GatewayProc;
 let watcher: SplitWatcher;
+let cluster: TwoGateways | undefined;
 const games = new Map<string, GameRoom>();
 const clients: GameClient[] = [];
 
@@ -36,9 +37,9 @@ const target = (name: string, gw: () => GatewayProc): GatewayTarget => ({
   },
 });
 
-function config(redisUrl: string): Record<string, unknown> {
+function config(redisUrl: string, bs: readonly BackendProc[]): Record<string, unknown> {
   return {
-    backends: backends.map((b) => ({ id: b.id, url: b.url })),
+    backends: bs.map((b) => ({ id: b.id, url: b.url })),
     redis: { url: redisUrl, commandTimeoutMs: 500 },
     health: { intervalMs: 500, timeoutMs: 400 },
     placement: { heartbeatMs: 200, gatewayTtlMs: 1_000 },
@@ -50,19 +51,12 @@ function config(redisUrl: string): Record<string, unknown> {
 }
 
 beforeAll(async () => {
-  const redis = await startRedis();
-  backends = await startBackends(['b1', 'b2', 'b3']);
-  [gwA, gwB] = await Promise.all([startGateway({ config: config(redis.url) }), startGateway({ config: config(redis.url) })]);
-  for (const gw of [gwA, gwB]) await waitFor('gateway connected to Redis', 10_000, async () => (await adminGet<{ degraded: boolean }>(gw, '/status')).degraded === false, 50);
-  watcher = new SplitWatcher(() => witnessOf(backends), 100);
-  watcher.start();
+  cluster = await startTwoGateways(['b1', 'b2', 'b3'], config);
+  ({ backends, gwA, gwB, watcher } = cluster);
 }, 60_000);
 
 afterAll(async () => {
-  await watcher?.stop();
-  stopAllGameClients();
-  await stopAll();
-  await stopAllRedis();
+  await stopTwoGateways(cluster, stopAllGameClients);
 }, 30_000);
 
 /** room -> its backend, once every client is mounted and each room's clients share one backend. */

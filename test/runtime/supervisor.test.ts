@@ -339,6 +339,55 @@ describe('Supervisor: heartbeat', () => {
     }
   });
 
+  it('a backend going down (a refused connection, or its checks) runs a heartbeat at once: its ended sockets leave the report without waiting for the next one', async () => {
+    // The regular heartbeat is a minute away: every report after the first comes from the marks.
+    const r = rig('keep', ['b1', 'b2', 'b3'], undefined, 60_000);
+    r.supervisor.start(); // one heartbeat now
+    try {
+      // Settled: no heartbeat runs now (one still running would fold a new call into a later run).
+      await r.supervisor.tick();
+      await waitUntil(() => r.sharedData.reports.length === 2);
+      const dead = r.open('r1', 'b1');
+      r.open('r2', 'b2');
+      const stalled = r.open('r3', 'b3');
+      // The dead backend's socket ended with it; its first refused connection marks it down.
+      r.tunnels.remove(dead);
+      r.pool.markDown('b1', r.clock.now(), 'ECONNREFUSED');
+      await waitUntil(() => r.sharedData.reports.length === 3);
+      expect(r.sharedData.reports.at(-1)!.map((p) => p.room).sort()).toEqual(['r2', 'r3']);
+      // Down by its checks with a socket still open (onDown keep): reported at once, the open socket still live.
+      await r.supervisor.tick();
+      await waitUntil(() => r.sharedData.reports.length === 4);
+      r.supervisor.healthChanged('b3', 'down', '3 failed checks');
+      await waitUntil(() => r.sharedData.reports.length === 5);
+      expect(r.sharedData.reports.at(-1)!.map((p) => p.room).sort()).toEqual(['r2', 'r3']);
+      expect(stalled.closed).toBe(false);
+      // Back up: no extra heartbeat.
+      r.supervisor.healthChanged('b3', 'up', 'checks pass');
+      await sleep(100);
+      expect(r.sharedData.reports).toHaveLength(5);
+    } finally {
+      r.supervisor.stop();
+    }
+  });
+
+  it('onDown close: the heartbeat a down verdict runs already leaves out the sockets it closed', async () => {
+    const r = rig('close', ['b1', 'b2'], undefined, 60_000);
+    r.supervisor.start();
+    try {
+      await r.supervisor.tick();
+      await waitUntil(() => r.sharedData.reports.length === 2);
+      const hung = r.open('r1', 'b1');
+      r.open('r2', 'b2');
+      r.supervisor.healthChanged('b1', 'down', '3 failed checks');
+      expect(hung.closed).toBe(true);
+      await waitUntil(() => r.sharedData.reports.length === 3);
+      expect(r.sharedData.reports.at(-1)!.map((p) => p.room)).toEqual(['r2']);
+    } finally {
+      r.supervisor.stop();
+    }
+  });
+
   it('a removed backend keeps its sockets and is forgotten once they are gone', async () => {
     const r = rig('keep');
     const t = r.open('r1', 'b1');
