@@ -7,7 +7,7 @@
  * a full collection; then heap snapshots at N2 and, after the N2 - N1 extra sockets closed, at N1:
  * their difference per tunnel, kind by kind (heap-census.ts).
  *
- *   npm run bench:socket-memory -- [--clients 1000,3000] [--settle 8] [--no-snapshot]
+ *   npm run bench:socket-memory -- [--clients 1000,3000] [--settle 8] [--no-snapshot] [--no-gc-before]
  *
  * Prints (stdout, markdown) the samples, the suite's figure ((RSS - RSS before the first socket) /
  * sockets, no collection), the marginal cost of a socket between N1 and N2 split into V8 heap,
@@ -104,7 +104,7 @@ function marginal(a: Sample, b: Sample): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { clients: { type: 'string', default: '1000,3000' }, settle: { type: 'string', default: '8' }, 'no-snapshot': { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { clients: { type: 'string', default: '1000,3000' }, settle: { type: 'string', default: '8' }, 'no-snapshot': { type: 'boolean' }, 'no-gc-before': { type: 'boolean' } } });
   const [n1, n2] = values.clients.split(',').map(Number) as [number, number];
   if (!(n1 > 0 && n2 > n1)) throw new Error(`--clients: two counts, the second larger (e.g. 1000,3000), got ${values.clients}`);
   const settleMs = Number(values.settle) * 1000;
@@ -129,13 +129,14 @@ async function main(): Promise<void> {
   const first = await LoadGen.start(1, '1');
   const second = await LoadGen.start(1, '1');
   const samples: Sample[] = [];
-  const level = async (label: string, sockets: number): Promise<void> => {
+  const level = async (label: string, sockets: number, gc = true): Promise<void> => {
     samples.push(await take(c, pid, label, sockets, false));
-    samples.push(await take(c, pid, label, sockets, true));
+    samples.push(await take(c, pid, label, sockets, gc));
     say(`  ${label}: ${sockets} sockets, VmRSS ${(samples[samples.length - 2]!.rssKb / 1024).toFixed(1)} MB, after GC ${(samples[samples.length - 1]!.rssKb / 1024).toFixed(1)} MB; load ${loadAvg1()}`);
   };
   await sleep(1_000);
-  await level('before', 0);
+  // --no-gc-before: the startup's garbage stays until V8 collects it itself, as in the suite.
+  await level('before', 0, !values['no-gc-before']);
   const o1 = await first.open(specs(gw.port!, secret, 0, n1, 'm'), { concurrency: 200, mode: 'game' });
   await sleep(settleMs);
   await level('N1', o1.opened);
