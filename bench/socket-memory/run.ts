@@ -7,7 +7,7 @@
  * a full collection; then heap snapshots at N2 and, after the N2 - N1 extra sockets closed, at N1:
  * their difference per tunnel, kind by kind (heap-census.ts).
  *
- *   npm run bench:socket-memory -- [--clients 1000,3000] [--settle 8] [--no-snapshot] [--no-gc-before]
+ *   npm run bench:socket-memory -- [--clients 1000,3000] [--settle 8] [--no-snapshot] [--no-gc-before] [--concurrency 200]
  *
  * Prints (stdout, markdown) the samples, the suite's figure ((RSS - RSS before the first socket) /
  * sockets, no collection), the marginal cost of a socket between N1 and N2 split into V8 heap,
@@ -104,10 +104,12 @@ function marginal(a: Sample, b: Sample): string {
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({ options: { clients: { type: 'string', default: '1000,3000' }, settle: { type: 'string', default: '8' }, 'no-snapshot': { type: 'boolean' }, 'no-gc-before': { type: 'boolean' } } });
+  const { values } = parseArgs({ options: { clients: { type: 'string', default: '1000,3000' }, settle: { type: 'string', default: '8' }, 'no-snapshot': { type: 'boolean' }, 'no-gc-before': { type: 'boolean' }, concurrency: { type: 'string', default: '200' } } });
   const [n1, n2] = values.clients.split(',').map(Number) as [number, number];
   if (!(n1 > 0 && n2 > n1)) throw new Error(`--clients: two counts, the second larger (e.g. 1000,3000), got ${values.clients}`);
   const settleMs = Number(values.settle) * 1000;
+  // Handshakes in flight while the sockets open (the suite's: 200).
+  const concurrency = Number(values.concurrency);
   const load = [loadAvg1()];
   say(`socket-memory: ${n1} and ${n2} busy sockets; load average ${load[0]}`);
   const backends = await Promise.all(
@@ -137,10 +139,10 @@ async function main(): Promise<void> {
   await sleep(1_000);
   // --no-gc-before: the startup's garbage stays until V8 collects it itself, as in the suite.
   await level('before', 0, !values['no-gc-before']);
-  const o1 = await first.open(specs(gw.port!, secret, 0, n1, 'm'), { concurrency: 200, mode: 'game' });
+  const o1 = await first.open(specs(gw.port!, secret, 0, n1, 'm'), { concurrency, mode: 'game' });
   await sleep(settleMs);
   await level('N1', o1.opened);
-  const o2 = await second.open(specs(gw.port!, secret, n1, n2 - n1, 'm'), { concurrency: 200, mode: 'game' });
+  const o2 = await second.open(specs(gw.port!, secret, n1, n2 - n1, 'm'), { concurrency, mode: 'game' });
   await sleep(settleMs);
   await level('N2', o1.opened + o2.opened);
   load.push(loadAvg1());
