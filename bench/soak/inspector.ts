@@ -13,6 +13,10 @@ import WebSocket from 'ws';
 export interface Collector {
   /** A full collection; resolves when V8 is done. */
   collect(): Promise<void>;
+  /** An expression evaluated in the process (its globals: process, ...), its JSON-able value. */
+  evaluate<T>(expression: string): Promise<T>;
+  /** A heap snapshot (V8's .heapsnapshot JSON text); V8 collects garbage before taking it. */
+  snapshot(): Promise<string>;
   close(): void;
 }
 
@@ -39,27 +43,47 @@ export async function openCollector(pid: number, port: number, timeoutMs = 15_00
     ws.once('error', reject);
   });
   let nextId = 1;
-  const pending = new Map<number, () => void>();
+  const pending = new Map<number, (m: { result?: unknown; error?: { message: string } }) => void>();
+  let chunks: string[] = [];
   ws.on('message', (data) => {
-    const m = JSON.parse(String(data)) as { id?: number };
-    if (m.id !== undefined) pending.get(m.id)?.();
-    if (m.id !== undefined) pending.delete(m.id);
+    const m = JSON.parse(String(data)) as { id?: number; method?: string; params?: { chunk?: string } };
+    if (m.method === 'HeapProfiler.addHeapSnapshotChunk') chunks.push(m.params?.chunk ?? '');
+    if (m.id === undefined) return;
+    const cb = pending.get(m.id);
+    pending.delete(m.id);
+    cb?.(m as { result?: unknown });
   });
   ws.on('error', () => undefined);
+  const call = (method: string, params: Record<string, unknown> = {}, ms = timeoutMs): Promise<unknown> =>
+    new Promise((resolve, reject) => {
+      const id = nextId++;
+      const timer = setTimeout(() => {
+        pending.delete(id);
+        reject(new Error(`no answer to ${method} within ${ms} ms`));
+      }, ms);
+      pending.set(id, (m) => {
+        clearTimeout(timer);
+        if (m.error) reject(new Error(`${method}: ${m.error.message}`));
+        else resolve(m.result);
+      });
+      ws.send(JSON.stringify({ id, method, params }));
+    });
   return {
-    collect: () =>
-      new Promise<void>((resolve, reject) => {
-        const id = nextId++;
-        const timer = setTimeout(() => {
-          pending.delete(id);
-          reject(new Error(`no answer to HeapProfiler.collectGarbage within ${timeoutMs} ms`));
-        }, timeoutMs);
-        pending.set(id, () => {
-          clearTimeout(timer);
-          resolve();
-        });
-        ws.send(JSON.stringify({ id, method: 'HeapProfiler.collectGarbage' }));
-      }),
+    collect: async () => {
+      await call('HeapProfiler.collectGarbage');
+    },
+    evaluate: async <T>(expression: string): Promise<T> => {
+      const r = (await call('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value: T }; exceptionDetails?: { text: string } };
+      if (r.exceptionDetails) throw new Error(`evaluate ${expression}: ${r.exceptionDetails.text}`);
+      return r.result.value;
+    },
+    snapshot: async () => {
+      chunks = [];
+      await call('HeapProfiler.takeHeapSnapshot', { reportProgress: false }, 10 * timeoutMs);
+      const text = chunks.join('');
+      chunks = [];
+      return text;
+    },
     close: () => ws.close(),
   };
 }
