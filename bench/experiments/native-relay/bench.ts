@@ -3,7 +3,8 @@
  * backends, load generator and CPU accounting:
  *
  *   npm run bench:native-relay -- [--rounds 5] [--clients 1000] [--scale N] [--duration 6]
- *                                 [--idle-duration 30] [--warmup 2] [--ping-ms 30000] [--out DIR]
+ *                                 [--idle-duration 30] [--idle-settle 1] [--warmup 2] [--ping-ms 30000]
+ *                                 [--relays nginx,js,native,roomgate] [--out DIR]
  *
  * Each round runs, for each relay in turn (the order rotates every round), the game workload
  * (clients in rooms of 4, broadcasts 5/s, inputs every 400 ms: CPU per delivered frame, KB of RSS
@@ -37,7 +38,7 @@ export interface Result {
   readonly m?: Measured;
 }
 
-function args(): Options & { rounds: number; out: string; proxyCpu: string; loadCpu: string } {
+function args(): Options & { rounds: number; out: string; proxyCpu: string; loadCpu: string; relays: Relay[] } {
   const { values } = parseArgs({
     options: {
       rounds: { type: 'string', default: '5' },
@@ -46,6 +47,8 @@ function args(): Options & { rounds: number; out: string; proxyCpu: string; load
       duration: { type: 'string', default: '6' },
       'idle-duration': { type: 'string', default: '30' },
       warmup: { type: 'string', default: '2' },
+      'idle-settle': { type: 'string', default: '1' },
+      relays: { type: 'string', default: RELAYS.join(',') },
       'ping-ms': { type: 'string', default: '30000' },
       'proxy-cpu': { type: 'string', default: '0' },
       'load-cpu': { type: 'string', default: '1' },
@@ -64,11 +67,21 @@ function args(): Options & { rounds: number; out: string; proxyCpu: string; load
     durationS: num('duration'),
     idleDurationS: num('idle-duration'),
     warmupS: num('warmup'),
+    idleSettleS: num('idle-settle'),
+    relays: relayList(values.relays!),
     pingMs: num('ping-ms'),
     proxyCpu: values['proxy-cpu']!,
     loadCpu: values['load-cpu']!,
     out: resolve(values.out!),
   };
+}
+
+/** --relays: a comma-separated subset of RELAYS; nginx always runs (the ratios are to it). */
+function relayList(list: string): Relay[] {
+  const names = list.split(',').map((x) => x.trim()).filter(Boolean);
+  const bad = names.filter((x) => !(RELAYS as readonly string[]).includes(x));
+  if (bad.length > 0) throw new Error(`--relays: unknown ${bad.join(', ')}; expected some of ${RELAYS.join(', ')}`);
+  return RELAYS.filter((r) => r === 'nginx' || names.includes(r));
 }
 
 function openFilesLimit(): number {
@@ -98,14 +111,14 @@ async function main(): Promise<void> {
   spawnSync('taskset', ['-a', '-p', '-c', a.loadCpu, String(process.pid)], { stdio: 'ignore' });
   const load1Start = loadAvg1();
   const startedAt = new Date().toISOString();
-  log(`native-relay bench: ${a.rounds} rounds x [game ${a.clients}, idle ${idleSockets}] x [${RELAYS.join(', ')}]; relay on CPU ${a.proxyCpu}, load on CPU ${a.loadCpu}; open-files limit ${nofile}; load average ${load1Start}`);
+  log(`native-relay bench: ${a.rounds} rounds x [game ${a.clients}, idle ${idleSockets}] x [${a.relays.join(', ')}]; relay on CPU ${a.proxyCpu}, load on CPU ${a.loadCpu}; open-files limit ${nofile}; load average ${load1Start}`);
   const backends = await startBackends(a.loadCpu);
   const loadgen = await LoadGen.start(1, a.loadCpu);
   const loadPids = [...backends.map((b) => b.pid), ...loadgen.pids];
   const results: Result[] = [];
   for (let round = 1; round <= a.rounds; round++) {
     // Rotated each round, so that no relay always runs first (or last) in a round.
-    const order = RELAYS.map((_, i) => RELAYS[(i + round - 1) % RELAYS.length]!);
+    const order = a.relays.map((_, i) => a.relays[(i + round - 1) % a.relays.length]!);
     for (const workload of ['game', 'idle'] as const) {
       for (const relay of order) {
         const r = await runOne({ relay, workload, round, o, backends, loadgen, loadPids, nofile, proxyCpu: a.proxyCpu, loadCpu: a.loadCpu });

@@ -18,6 +18,8 @@ export interface Options {
   readonly durationS: number;
   readonly idleDurationS: number;
   readonly warmupS: number;
+  /** Seconds between the last idle socket opened and the idle window (the opening burst's aftermath: GC, JIT). */
+  readonly idleSettleS: number;
   readonly pingMs: number;
 }
 
@@ -79,7 +81,7 @@ export async function measure(ctx: MeasureContext, run: RunningRelay, workload: 
     pingMs: ctx.o.pingMs,
   });
   if (opened.opened === 0) throw new Error(`no socket opened: ${opened.errors.join('; ')}`);
-  await sleep(workload === 'game' ? ctx.o.warmupS * 1000 : 1000);
+  await sleep((workload === 'game' ? ctx.o.warmupS : ctx.o.idleSettleS) * 1000);
   const a = sample(run.pid, ctx.loadPids);
   await ctx.loadgen.windowStart();
   await sleep((workload === 'game' ? ctx.o.durationS : ctx.o.idleDurationS) * 1000);

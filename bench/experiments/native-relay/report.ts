@@ -43,7 +43,7 @@ function table(rs: readonly Result[], workload: Result['workload'], main: Field,
     `| relay | ${mainName} | ratio to nginx (same round) | KB RSS per socket | ratio to nginx | p99 ms | proxy core busy % |`,
     '|---|---|---|---|---|---|---|',
   ];
-  for (const relay of RELAYS) {
+  for (const relay of RELAYS.filter((r) => rs.some((x) => x.relay === r))) {
     const v = (f: Field): number[] => values(rs, workload, relay, f);
     lines.push(
       `| ${relay} | ${cell(v(main))} | ${relay === 'nginx' ? '1' : ratioCell(ratios(rs, workload, relay, main))} | ${cell(v('kbPerSocket'))} | ${relay === 'nginx' ? '1' : ratioCell(ratios(rs, workload, relay, 'kbPerSocket'))} | ${cell(v('p99'))} | ${cell(v('proxyCoreBusy').map((x) => 100 * x))} |`,
@@ -67,7 +67,7 @@ export function report(rs: readonly Result[], meta: ReportMeta): string {
     '',
     ...table(rs, 'game', 'cpuUsPerFrame', 'CPU µs per delivered frame'),
     '',
-    `## Idle: ${meta.idleSockets.toLocaleString('en')} sockets, a ping every ${o.pingMs / 1000} s each, ${o.idleDurationS} s window`,
+    `## Idle: ${meta.idleSockets.toLocaleString('en')} sockets, a ping every ${o.pingMs / 1000} s each, ${o.idleDurationS} s window ${o.idleSettleS} s after the last socket opened`,
     '',
     `Sized to the open-files limit (${meta.nofile.toLocaleString('en')}) minus roomgate's descriptor reserve, halved (2 descriptors per relayed socket).`,
     '',
