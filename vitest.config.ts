@@ -30,9 +30,14 @@ export const LONG_FILES = [
   'test/cli/where.test.ts',
   'test/cli/check-config.test.ts',
   'test/browser/pages.test.ts',
+  'test/integration/backend-tls.test.ts',
+  'test/integration/tls.test.ts',
   'test/placement/store-contract.test.ts',
+  'test/demo/reconnect.test.ts',
   'test/integration/page-cache.test.ts',
   'test/conformance/responses.test.ts',
+  'test/proxy/tunnel-ends.test.ts',
+  'test/deploy/prestop-drain.test.ts',
 ];
 
 /** LONG_FILES first, in that order; then every other file in vitest's own order. */
