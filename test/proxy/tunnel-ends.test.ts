@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
-import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { startBothFronts, type BothFronts } from '../support/in-process-gateway.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-tunnel-ends-'));
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
@@ -71,17 +71,15 @@ function backendFor(path: string, then: (s: Socket) => void = () => undefined): 
   );
 }
 
-const gateways: Record<'lean' | 'node', Gateway> = {} as Record<'lean' | 'node', Gateway>;
+let gateways: BothFronts;
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
-  const start = (leanPages: boolean): Promise<Gateway> => startInProcessGateway(dir, url, { health: { path: null }, proxy: { leanPages, websocketPaths: ['/ws/'] } });
-  [gateways.lean, gateways.node] = await Promise.all([start(true), start(false)]);
+  gateways = await startBothFronts(dir, `http://127.0.0.1:${(backend.address() as AddressInfo).port}`);
 });
 
 afterAll(async () => {
-  await Promise.all(Object.values(gateways).map((g) => g?.stop()));
+  await Promise.all(Object.values(gateways ?? {}).map((g) => g.stop()));
   for (const s of backendSockets) s.destroy();
   await new Promise<void>((resolve) => backend.close(() => resolve()));
   rmSync(dir, { recursive: true, force: true });

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { getHeapSnapshot } from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
-import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { startBothFronts, type BothFronts } from '../support/in-process-gateway.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-tunnel-memory-'));
 const ANSWER_101 = Buffer.from('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n', 'latin1');
@@ -47,17 +47,15 @@ const backend = net.createServer((socket) => {
   socket.on('data', onData);
 });
 
-const gateways: Record<'lean' | 'node', Gateway> = {} as Record<'lean' | 'node', Gateway>;
+let gateways: BothFronts;
 
 beforeAll(async () => {
   await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
-  const start = (leanPages: boolean): Promise<Gateway> => startInProcessGateway(dir, url, { health: { path: null }, proxy: { leanPages, websocketPaths: ['/ws/'] } });
-  [gateways.lean, gateways.node] = await Promise.all([start(true), start(false)]);
+  gateways = await startBothFronts(dir, `http://127.0.0.1:${(backend.address() as AddressInfo).port}`);
 });
 
 afterAll(async () => {
-  await Promise.all(Object.values(gateways).map((g) => g?.stop()));
+  await Promise.all(Object.values(gateways ?? {}).map((g) => g.stop()));
   for (const s of sockets) s.destroy();
   await new Promise<void>((resolve) => backend.close(() => resolve()));
   rmSync(dir, { recursive: true, force: true });

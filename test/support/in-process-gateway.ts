@@ -28,3 +28,16 @@ export async function startInProcessGateway(dir: string, backendUrl: string, con
   await g.start();
   return g;
 }
+
+/** One gateway per HTTP/1.1 front: the byte-level one (`lean`) and node:http alone (`node`). */
+export type BothFronts = Record<'lean' | 'node', Gateway>;
+
+/**
+ * Both HTTP/1.1 fronts in front of one backend, for tests that hold a WebSocket path to both:
+ * health checks off (the backend need not answer them), WebSockets on /ws/.
+ */
+export async function startBothFronts(dir: string, backendUrl: string): Promise<BothFronts> {
+  const start = (leanPages: boolean): Promise<Gateway> => startInProcessGateway(dir, backendUrl, { health: { path: null }, proxy: { leanPages, websocketPaths: ['/ws/'] } });
+  const [lean, node] = await Promise.all([start(true), start(false)]);
+  return { lean, node };
+}
