@@ -16,9 +16,9 @@ import { MemoryPlacementStore } from '../../src/placement/memory-store.js';
 import { Router } from '../../src/proxy/router.js';
 import { createKeyExtractor } from '../../src/room/extract.js';
 import { createRoomValidator } from '../../src/room/validate.js';
-import { Placer } from '../../src/runtime/placer.js';
 import { BackendPool, type Backend } from '../../src/runtime/pool.js';
 import { TunnelRegistry } from '../../src/runtime/tunnels.js';
+import { testPlacer } from '../support/runtime-parts.js';
 
 const logger = createLogger('silent', { write: () => undefined });
 const closers: (() => Promise<void> | void)[] = [];
@@ -55,20 +55,12 @@ function runtime(backends: ResolvedBackend[]): { pool: BackendPool; router: Rout
   for (const b of backends) pool.setHealth(b.id, 'up', 'test');
   const tunnels = new TunnelRegistry(pool);
   const store = new MemoryPlacementStore('gw-test', { idleTtlMs: 30_000, gatewayTtlMs: 5_000 });
-  const placer = new Placer({
+  const placer = testPlacer({
     store,
     pool,
     tunnels,
     logger,
-    noRoom: 'least-loaded',
-    boundFactor: 0,
-    loadMetric: 'rooms',
-    retryAfterS: 2,
-    onDown: 'keep',
-    cacheTtlMs: 1_000,
-    idleTtlMs: 30_000,
     maxIdleRooms: 1_000,
-    recoveryRingMs: 5_000,
   });
   closers.push(async () => {
     placer.close();

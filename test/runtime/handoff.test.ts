@@ -19,12 +19,13 @@ import { HookClient } from '../../src/runtime/handoff-calls.js';
 import { HandoffDrains } from '../../src/runtime/handoff-drain.js';
 import { HandoffLog } from '../../src/runtime/handoff-log.js';
 import { Handoffs, type HandoffOutcome } from '../../src/runtime/handoff.js';
-import { Placer } from '../../src/runtime/placer.js';
 import { BackendPool } from '../../src/runtime/pool.js';
 import { TunnelRegistry, type Tunnel } from '../../src/runtime/tunnels.js';
 import { HandoffTestBackend } from '../support/handoff-test-backend.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
+import type { Placer } from '../../src/runtime/placer.js';
+import { testPlacer } from '../support/runtime-parts.js';
 
 const logger = createLogger('silent', { write: () => undefined });
 const TIMING = { idleTtlMs: 60_000, gatewayTtlMs: 5_000 };
@@ -56,19 +57,12 @@ function backendConfig(b: HandoffTestBackend): ResolvedBackend {
 function rig(store: PlacementStore, backends: readonly HandoffTestBackend[], o: { maxConcurrent?: number; signed?: boolean } = {}): Rig {
   const pool = new BackendPool(backends.map(backendConfig), 600_000);
   const tunnels = new TunnelRegistry(pool);
-  const placer = new Placer({
+  const placer = testPlacer({
     store,
     pool,
     tunnels,
     logger,
-    noRoom: 'least-loaded',
-    boundFactor: 0,
-    loadMetric: 'rooms',
-    retryAfterS: 2,
-    onDown: 'keep',
-    cacheTtlMs: 1_000,
     idleTtlMs: TIMING.idleTtlMs,
-    maxIdleRooms: 10_000,
     recoveryRingMs: TIMING.gatewayTtlMs,
   });
   const deadlines: (() => void)[] = [];

@@ -9,7 +9,6 @@ import type { ResolvedBackend } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { Decision } from '../../src/placement/decide.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../../src/placement/memory-store.js';
-import { Placer } from '../../src/runtime/placer.js';
 import type {
   BackendAdminState,
   LiveRoom,
@@ -20,6 +19,8 @@ import type {
   StoreEvent,
 } from '../../src/placement/store.js';
 import { TunnelRegistry, type Tunnel } from '../../src/runtime/tunnels.js';
+import type { Placer } from '../../src/runtime/placer.js';
+import { testPlacer } from '../support/runtime-parts.js';
 
 // --- fixtures ----------------------------------------------------------------------------------
 
@@ -183,15 +184,12 @@ function gateway(
   const store = new ProbeStore(new MemoryPlacementStore(id, TIMING, state, now));
   const placed: Placed[] = [];
   const degradedChanges: boolean[] = [];
-  const placer = new Placer({
+  const placer = testPlacer({
     store,
     pool,
     tunnels,
     logger,
-    noRoom: 'least-loaded',
     boundFactor: o.boundFactor ?? 0,
-    loadMetric: 'rooms',
-    retryAfterS: 2,
     onDown: o.onDown ?? 'keep',
     cacheTtlMs: CACHE_TTL_MS,
     idleTtlMs: TIMING.idleTtlMs,

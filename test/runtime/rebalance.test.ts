@@ -15,7 +15,6 @@ import { RedisPlacementStore } from '../../src/placement/redis-store.js';
 import type { PlacementStore } from '../../src/placement/store.js';
 import { EventLog } from '../../src/runtime/events.js';
 import { createHandoffRuntime, type HandoffRuntime } from '../../src/runtime/handoff-setup.js';
-import { Placer } from '../../src/runtime/placer.js';
 import { BackendPool } from '../../src/runtime/pool.js';
 import { Supervisor } from '../../src/runtime/supervisor.js';
 import { TunnelRegistry } from '../../src/runtime/tunnels.js';
@@ -23,6 +22,7 @@ import { MemorySharedDataState, MemorySharedDataStore } from '../../src/shared-d
 import { HandoffTestBackend } from '../support/handoff-test-backend.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
 import { startRedis, stopAllRedis } from '../support/redis.js';
+import { testPlacer } from '../support/runtime-parts.js';
 
 const logger = createLogger('silent', { write: () => undefined });
 const TIMING = { idleTtlMs: 600_000, gatewayTtlMs: 5_000 };
@@ -93,7 +93,7 @@ function gateway(
   const store = o.store ?? new MemoryPlacementStore(id, TIMING, shared.placement, clock.now);
   const sharedData = new MemorySharedDataStore(id, { presenceTtlMs: 10_000 }, shared.data, clock.now);
   const metrics = createMetrics(() => []);
-  const placer = new Placer({ store, pool, tunnels, logger, noRoom: 'least-loaded', boundFactor: 0, loadMetric: 'rooms', retryAfterS: 1, onDown: 'keep', cacheTtlMs: 1_000, idleTtlMs: TIMING.idleTtlMs, maxIdleRooms: 10_000, recoveryRingMs: TIMING.gatewayTtlMs });
+  const placer = testPlacer({ store, pool, tunnels, logger, retryAfterS: 1, idleTtlMs: TIMING.idleTtlMs, recoveryRingMs: TIMING.gatewayTtlMs });
   const health = { reportFailure: () => undefined, setTargets: () => undefined };
   supervisor = new Supervisor({ pool, tunnels, placer, sharedData, events: new EventLog(), health, metrics, logger, onDown: 'keep', heartbeatMs: 1_000, presenceTtlMs: 10_000 });
   store.subscribe((ev) => supervisor?.storeEvent(ev));

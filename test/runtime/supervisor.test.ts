@@ -7,13 +7,13 @@ import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../../src/placement/memory-store.js';
 import { EventLog } from '../../src/runtime/events.js';
-import { Placer } from '../../src/runtime/placer.js';
 import { setAdminState } from '../../src/runtime/runtime-view.js';
 import { BackendPool } from '../../src/runtime/pool.js';
 import { Supervisor } from '../../src/runtime/supervisor.js';
 import { TunnelRegistry, type Tunnel } from '../../src/runtime/tunnels.js';
 import { MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
 import type { RoomPresence, SharedDataStore } from '../../src/shared-data/store.js';
+import { testPlacer } from '../support/runtime-parts.js';
 
 const backend = (id: string): ResolvedBackend => ({ id, url: `http://10.0.0.1:${8000 + Number(id.slice(1))}`, host: '10.0.0.1', port: 8000, weight: 1 });
 
@@ -84,20 +84,16 @@ function rig(onDown: 'keep' | 'close', ids = ['b1', 'b2'], shared?: { state: Mem
   const tunnels = new TunnelRegistry(pool, clock.now);
   const store = new MemoryPlacementStore(shared?.gatewayId ?? 'gw-test', { idleTtlMs: 180_000, gatewayTtlMs: 5_000 }, shared?.state, clock.now);
   const sharedData = new RecordingSharedData('gw-test', { presenceTtlMs: 10_000 }, undefined, clock.now);
-  const placer = new Placer({
+  const placer = testPlacer({
     store,
     pool,
     tunnels,
     logger,
-    noRoom: 'least-loaded',
-    boundFactor: 0,
-    loadMetric: 'rooms',
     retryAfterS: 1,
     onDown,
     cacheTtlMs: 5_000,
     idleTtlMs: 180_000,
     maxIdleRooms: 20_000,
-    recoveryRingMs: 5_000,
     onPlaced: (room, from, to, forced, live) => sup().placed(room, from, to, forced, live),
     now: clock.now,
   });
