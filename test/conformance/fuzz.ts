@@ -321,7 +321,8 @@ function targetFrom(target: string, stream: string): boolean {
   // The gateway forwards the canonical form of a target (src/http/target.ts: escapes decoded, dot
   // segments resolved, slashes merged), perhaps with its per-tab prefix stripped: the target came
   // from the client when one of the client's own targets comes to it that way.
-  for (const m of stream.matchAll(/(?:https?:\/\/[^/\s?]*)?(\/[^\s]*)/g)) {
+  // The scheme in any case (RFC 3986 3.1), as the gateway reads it.
+  for (const m of stream.matchAll(/(?:https?:\/\/[^/\s?]*)?(\/[^\s]*)/gi)) {
     const c = canonicalTarget(m[1] as string);
     if (!c.ok) continue;
     if (c.url === target || c.url.replace(/^\/r\/[^/?]+(?=\/)/, '') === target) return true;

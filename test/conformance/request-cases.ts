@@ -232,6 +232,8 @@ export const REQUEST_CASES: readonly RequestCase[] = [
 
   // --- request targets ------------------------------------------------------------------------
   { name: 'absolute-form', cls: 'absolute-form', parts: [`GET http://x.example/a?b=1 HTTP/1.1\r\nHost: other.example\r\n\r\n`], expect: ok1(fwd('GET', '/a?b=1', { host: 'x.example' })) },
+  // RFC 3986 3.1: a scheme is case-insensitive (a fuzzer case, seed 77077 case 15994: the referee had read "htTP://" as a path).
+  { name: 'absolute-form-mixed-case-scheme-dot-segments', cls: 'absolute-form', parts: [`GET htTP://X.example/a/X.example/a/../b HTTP/1.1\r\nHost: a.example\r\n\r\n`], expect: ok1(fwd('GET', '/a/X.example/b', { host: 'X.example' })) },
   { name: 'absolute-form-no-path', cls: 'absolute-form', parts: [`GET http://x.example HTTP/1.1\r\nHost: x.example\r\n\r\n`], expect: ok1(fwd('GET', '/', { host: 'x.example' })) },
   // RFC 9112 3.2: an HTTP/1.1 request without Host gets 400, whatever its target's form.
   { name: 'absolute-form-no-host', cls: 'absolute-form', parts: [`GET http://x.example/a HTTP/1.1\r\n\r\n`], expect: refused() },
