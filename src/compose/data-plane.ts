@@ -1,6 +1,7 @@
 // The data plane's rules and forwarding paths (src/proxy/, src/cache/, src/static/), built from the
-// configuration: the router (room key, placement), the page cache, both page paths, the upgrade
-// path with its admission, the static mounts. The fronts that feed them are built in fronts.ts.
+// configuration: the router (room key, placement), the forwarding core, the page cache, both page
+// transports, the upgrade path with its admission, the static mounts. The request pipeline that
+// orders them and the fronts that feed it are built in fronts.ts.
 import { Forwarder } from '../forward/forwarder.js';
 import { randomBytes } from 'node:crypto';
 import type { BackendTls } from '../backends/backend-tls.js';
@@ -13,7 +14,7 @@ import { Admission } from '../proxy/admission.js';
 import { Forwarding } from '../forward/forwarded.js';
 import { HttpProxy } from '../proxy/http-proxy.js';
 import { LeanPages } from '../proxy/lean-pages.js';
-import type { RoomCookieSettings } from '../proxy/page-cookie.js';
+import { PageCookies, type RoomCookieSettings } from '../proxy/page-cookie.js';
 import { readErrorPages, Refuser } from '../proxy/refuser.js';
 import { Router } from '../proxy/router.js';
 import { UpgradeProxy } from '../proxy/upgrade-proxy.js';
@@ -26,6 +27,12 @@ import { StaticFiles } from '../static/serve.js';
 import type { Runtime } from './runtime.js';
 
 export interface DataPlane {
+  /** The room key and the placement decision (step 7 of the pipeline, and the forwarding core's placement). */
+  readonly router: Router;
+  /** The one forwarding core every path sends through (step 9). */
+  readonly forwarder: Forwarder;
+  /** The room cookie page answers set. */
+  readonly cookies: PageCookies;
   /** The page cache; null when cache.paths is empty. */
   readonly cache: PageCache | null;
   /** Which methods are proxied: the one rule every front's answers agree with (src/http/methods.ts). */
@@ -71,8 +78,8 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
   // roomgate's own answers, one catalogue for every path (src/http/refusals.ts).
   const refuser = new Refuser({ pages: readErrorPages(config.proxy.errorPages), logger, metrics });
   // What both page paths (node:http's and the byte-level one) are given alike.
+  const cookies = new PageCookies(roomCookieFor(config, signer), forwarding, logger);
   const pagePaths = {
-    router,
     forwarder,
     refuser,
     pool: runtime.pool,
@@ -82,23 +89,21 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
     maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
     backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
     clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
-    roomCookie: roomCookieFor(config, signer),
-    cache,
+    cookies,
     metrics,
     logger,
   };
   const httpProxy = new HttpProxy({
     ...pagePaths,
     backendTls: deps.backendTls,
-    methods,
     body: { bufferBytes: config.proxy.bufferBodyBytes, maxBytes: config.proxy.maxBodyBytes },
     bodyIdleTimeoutMs: config.proxy.bodyIdleTimeoutMs,
   });
-  const upgradeProxy = buildUpgradeProxy(config, deps, { router, forwarder, refuser, forwarding });
+  const upgradeProxy = buildUpgradeProxy(config, deps, { forwarder, refuser, forwarding });
   const leanPages = config.proxy.leanPages
     ? new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs, hsts: hstsValue(config) })
     : null;
-  return { cache, methods, httpProxy, upgradeProxy, statics: buildStatics(config, deps), leanPages };
+  return { router, forwarder, cookies, cache, methods, httpProxy, upgradeProxy, statics: buildStatics(config, deps), leanPages };
 }
 
 /**
@@ -127,7 +132,6 @@ function buildRouter(config: LoadedConfig, deps: DataPlaneDeps, signer: RoomSign
     }),
     placer: deps.runtime.placer,
     pool: deps.runtime.pool,
-    roomHeader: config.room.header.toLowerCase(),
     metrics: deps.metrics,
     logger: deps.logger,
   });
@@ -166,7 +170,7 @@ function roomCookieFor(config: LoadedConfig, signer: RoomSigner | null): RoomCoo
 function buildUpgradeProxy(
   config: LoadedConfig,
   deps: DataPlaneDeps,
-  shared: { readonly router: Router; readonly forwarder: Forwarder; readonly refuser: Refuser; readonly forwarding: Forwarding },
+  shared: { readonly forwarder: Forwarder; readonly refuser: Refuser; readonly forwarding: Forwarding },
 ): UpgradeProxy {
   const { runtime } = deps;
   const admission = new Admission({

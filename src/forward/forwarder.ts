@@ -34,6 +34,11 @@ export interface Exchange {
   readonly source: string | null;
   /** The client left, or has its answer: nothing more is sent for it. */
   gone(): boolean;
+  /**
+   * Admission (upgrades only): asked once the placement named `backend`, before anything is sent;
+   * a refusal is the client's answer, with nothing tried elsewhere (the limits are per backend).
+   */
+  admit?(backend: Backend): Refusal | null;
   /** Sends this attempt to `backend`; `owner` is the room and epoch the backend is told. */
   send(backend: Backend, owner: Owner | null, attempt: number): void;
   /**
@@ -83,12 +88,14 @@ export class Forwarder {
     );
   }
 
-  /** A decision made: the backend it names gets the attempt, or the client gets the refusal. */
+  /** A decision made: the backend it names gets the attempt once admitted, or the client gets the refusal. */
   dispatch(x: Exchange, decision: Decision, attempt: number): void {
     if (x.gone()) return;
     if ('reject' in decision) return x.refuse(this.o.placement.refusalFor(decision, Date.now()), false);
     const backend = this.o.pool.get(decision.route);
     if (!backend) return x.refuse(this.o.placement.noBackend(Date.now()), false);
+    const refused = x.admit?.(backend) ?? null;
+    if (refused !== null) return x.refuse(refused, false);
     x.send(backend, x.room === null ? null : { room: x.room, epoch: decision.epoch ?? 0 }, attempt);
   }
 

@@ -20,6 +20,8 @@ export interface LeanHead {
   readonly method: 'GET' | 'HEAD';
   /** The target as sent (origin form). */
   readonly url: string;
+  /** The one Host value. */
+  readonly host: string;
   /** [name, value, ...] as node:http's rawHeaders: names as sent, values without surrounding blanks. */
   readonly rawHeaders: string[];
   /** Every Cookie line joined with "; " (what node:http makes of several). */
@@ -199,7 +201,7 @@ export function parseLeanHead(buf: Buffer, from: number, limits: LeanLimits): Le
   if (hosts !== 1 || host === undefined || !isHostValue(host)) return other('host');
   // node:http joins repeated custom headers with ", "; one line keeps the two paths equal.
   if (roomHeaders > 1) return other('room-header');
-  const head: LeanHead = { method, url: buf.toString('latin1', targetStart, targetEnd), rawHeaders, cookie, roomHeader, close, end: i };
+  const head: LeanHead = { method, url: buf.toString('latin1', targetStart, targetEnd), host, rawHeaders, cookie, roomHeader, close, end: i };
   return handshake.upgrades === 0 ? { kind: 'head', head } : handshake.of(head);
 }
 

@@ -2,15 +2,14 @@
 // (src/server/lean-connection.ts implements it; src/proxy/lean-pages.ts and the page cache's
 // socket writer use it).
 import type { Socket } from 'node:net';
-import type { LeanHead } from '../http/lean-request-head.js';
 
 /** The client connection a request came on (src/server/lean-connection.ts). */
 export interface PageClient {
   readonly socket: Socket;
   readonly peer: string;
   readonly encrypted: boolean;
-  /** Whether the answer to this head may leave the connection open. */
-  keepAlive(head: LeanHead): boolean;
+  /** Whether the answer to the request being answered may leave the connection open. */
+  keepAlive(): boolean;
   /** The answer is out; open: the connection carries the next request, else it ends. */
   answered(open: boolean): void;
   /** Not for this path after all (nothing was written): node:http takes the connection, this request first. */
@@ -19,6 +18,4 @@ export interface PageClient {
   current: { clientGone(): void } | null;
   /** The connection closed: nothing more is written to it. */
   readonly closed: boolean;
-  /** The Cache-Status of the request being answered when the cache passed it on, else null. */
-  cacheStatus: string | null;
 }

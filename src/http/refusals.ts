@@ -75,6 +75,12 @@ export const CLIENT_REFUSALS = {
 
 export type ClientRefusalCode = keyof typeof CLIENT_REFUSALS;
 
+/** A client mistake's answer: its status and plain-text body. */
+export interface ClientRefusal {
+  readonly status: number;
+  readonly body: string;
+}
+
 /** A client mistake's status and body (`limit` fills `{limit}`). */
 export function clientRefusal<C extends ClientRefusalCode>(code: C, limit?: number): { readonly status: (typeof CLIENT_REFUSALS)[C]['status']; readonly body: string } {
   const entry = CLIENT_REFUSALS[code];

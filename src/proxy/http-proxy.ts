@@ -1,6 +1,9 @@
-// Proxies plain HTTP requests (pages, assets, API calls of the app) to the room's backend.
-// Bodies are streamed both ways; backend connections are kept alive per backend.
-import type { MethodPolicy } from '../http/methods.js';
+// Proxies plain HTTP requests (pages, assets, API calls of the app) to the room's backend on
+// node:http's client, for requests that came on node:http (HTTP/1.1, TLS) or HTTP/2: the
+// transport of steps 6 and 9 of the request pipeline (src/pipeline/pipeline.ts), which decided
+// everything before. Bodies are streamed both ways; backend connections are kept alive per backend.
+import type { AnswerWriter } from '../cache/contract.js';
+import type { ClientRequest } from '../http/client-request.js';
 import { hasBody, readBody, type BodyLimits, type BodyPlan } from './request-body.js';
 import { REFUSALS, type Refusal } from '../http/refusals.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
@@ -8,11 +11,9 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
-import { peerAddress } from '../http/peer.js';
 import type { Backend } from '../runtime/pool.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Owner } from '../http/ownership.js';
-import { roomCookieFor } from './page-cookie.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import { endToEndFields } from '../http/hop-by-hop.js';
 import { BackendAgents } from '../forward/backend-agents.js';
@@ -29,20 +30,7 @@ export interface HttpProxyOptions extends PagePathOptions {
   readonly bodyIdleTimeoutMs: number;
   /** TLS toward https:// backends. */
   readonly backendTls: BackendTls;
-  /** Which methods are forwarded (src/http/methods.ts); the byte-level path takes only GET and HEAD. */
-  readonly methods: MethodPolicy;
 }
-
-/** What is known of the client when its request arrives (an h2 socket cannot be read later). */
-interface Client {
-  readonly peer: string;
-  readonly encrypted: boolean;
-  /** An HTTP/2 stream (src/server/h2-front.ts): its response takes no reason phrase. */
-  readonly h2: boolean;
-}
-
-// The Cache-Status of answers to requests the page cache passed on (their answer is made here).
-const passedCacheStatus = new WeakMap<ServerResponse, string>();
 
 // RFC 9110 9.2.2: a request of these methods may be sent again when a reused keep-alive
 // connection was closed under it (the backend may or may not have seen it).
@@ -61,6 +49,8 @@ interface Replay {
   readonly body: BodyPlan;
 }
 
+// The node:http and HTTP/2 page transport of the request pipeline (src/pipeline/pipeline.ts: its
+// PageTransport, structurally: a path never imports the pipeline).
 export class HttpProxy {
   private readonly agents: BackendAgents;
   /** Placement, passive health and retries of every attempt (src/forward/forwarder.ts). */
@@ -71,76 +61,46 @@ export class HttpProxy {
     this.agents = new BackendAgents(o.maxIdleSocketsPerBackend, o.backendIdleTimeoutMs);
   }
 
-  handle(req: IncomingMessage, res: ServerResponse): void {
-    const method = this.o.methods.verdict(req.method ?? '');
-    if (method !== 'forward') {
-      // The body is not read: the connection ends after the answer (node:http closes it).
-      const code = method === 'unknown' ? 'method-unknown' : 'method-not-allowed';
-      return this.refuse(req, res, { code, headers: { Allow: this.o.methods.allow }, detail: req.method });
-    }
-    // Read now: an h2 request's socket is a view of its connection that throws once that is gone.
-    const peer = peerAddress(req.socket);
-    // The client reset its connection before its address could be read: nobody will get the
-    // answer, and a request from an unknown sender is not sent on as one.
-    if (peer === undefined) {
-      res.destroy();
-      return;
-    }
-    const client: Client = { peer, encrypted: (req.socket as { encrypted?: boolean }).encrypted === true, h2: req.httpVersionMajor === 2 };
-    // The body first (up to proxy.bufferBodyBytes): no backend request is open while it arrives.
-    readBody(req, this.o.body, (body) => {
-      if (body.kind === 'too-large') return this.refuse(req, res, { code: 'body-too-large', detail: req.headers['content-length'] ?? 'chunked' });
-      this.start(req, res, client, body);
-    });
-  }
-
-  private start(req: IncomingMessage, res: ServerResponse, client: Client, body: BodyPlan): void {
-    if (isGone(res)) return;
-    const peer = client.peer;
-    const now = Date.now();
-    const key = this.o.router.key(req, now);
-    const cache = this.o.cache;
-    if (cache === null) return this.route(req, res, client, key, now, body);
-    const ctx = { peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
-    const setCookie = (): string | null => roomCookieFor(this.o.roomCookie, req.method ?? '', key, this.o.forwarding.proto(req.rawHeaders, ctx) === 'https', this.o.logger);
-    const writer = new ResponseAnswer(res, req.method === 'HEAD', client.h2, (refusal, extra) => this.reply(req, res, { ...refusal, headers: { ...refusal.headers, ...extra } }));
-    const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
-    cache.handle({ method: req.method ?? '', url: req.url ?? '/', rawHeaders: req.rawHeaders, hasBody, key, ctx, setCookie }, writer, (cacheStatus) => {
-      passedCacheStatus.set(res, cacheStatus);
-      this.route(req, res, client, key, Date.now(), body);
-    });
-  }
-
-  private route(req: IncomingMessage, res: ServerResponse, client: Client, key: KeyResult, now: number, body: BodyPlan): void {
-    const bodyless = req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined;
-    const replay: Replay = { resendable: bodyless || body.kind === 'buffered', afterReset: bodyless && IDEMPOTENT.has(req.method ?? ''), body };
-    this.forwarder.route(new HttpExchange(this, req, res, client, key, replay), now);
-  }
-
   /** An answer made by roomgate itself, counted under the status it sends. */
-  private refuse(req: IncomingMessage, res: ServerResponse, refusal: Refusal): void {
+  refuse(_r: ClientRequest, res: ServerResponse, refusal: Refusal, cacheStatus: string | null = null): void {
     this.o.metrics.httpRequests.inc({ backend: refusal.backend ?? 'none', status: String(REFUSALS[refusal.code].status) });
-    this.reply(req, res, refusal);
+    this.reply(res.req, res, refusal, cacheStatus);
+  }
+
+  /** The body first (up to proxy.bufferBodyBytes): no backend request is open while it arrives. */
+  readBody(_r: ClientRequest, res: ServerResponse, then: (body: BodyPlan) => void): void {
+    readBody(res.req, this.o.body, (body) => {
+      if (!isGone(res)) then(body);
+    });
+  }
+
+  cacheWriter(r: ClientRequest, res: ServerResponse): AnswerWriter {
+    return new ResponseAnswer(res, r.method === 'HEAD', r.transport === 'h2', (refusal, extra) => this.reply(res.req, res, { ...refusal, headers: { ...refusal.headers, ...extra } }, null));
+  }
+
+  exchange(r: ClientRequest, res: ServerResponse, key: KeyResult, body: BodyPlan, cacheStatus: string | null): Exchange {
+    const replay: Replay = { resendable: r.body === 'none' || body.kind === 'buffered', afterReset: r.body === 'none' && IDEMPOTENT.has(r.method), body };
+    return new HttpExchange(this, r, res.req, res, key, replay, cacheStatus);
   }
 
   /** roomgate's answer for an exchange: counted here unless its attempt's accounting did. */
   answer(x: HttpExchange, refusal: Refusal, counted: boolean): void {
-    if (counted) this.reply(x.req, x.res, refusal);
-    else this.refuse(x.req, x.res, refusal);
+    if (counted) this.reply(x.req, x.res, refusal, x.cacheStatus);
+    else this.refuse(x.r, x.res, refusal, x.cacheStatus);
   }
 
   /** An attempt routed to `backend` (src/forward/forwarder.ts): the request goes out on node:http's client. */
   send(x: HttpExchange, backend: Backend, owner: Owner | null, attempt: number): void {
     const { o } = this;
-    const { req, res, client, key, replay } = x;
-    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix, owner };
+    const { r, req, res, key, replay } = x;
+    const ctx = { peer: r.peer, encrypted: r.encrypted, strippedPrefix: key.strippedPrefix, owner };
     const done = startRequest(o.pool, o.metrics, backend.id);
     const proxyReq = (backend.config.tls ? https : http).request({
       host: backend.config.host,
       port: backend.config.port,
-      method: req.method,
+      method: r.method,
       path: key.forwardUrl,
-      headers: framed(o.forwarding.headers(req.rawHeaders, ctx, false), req, replay.body),
+      headers: framed(o.forwarding.headers(r.rawHeaders, ctx, false), req, replay.body),
       agent: this.agents.for(backend),
       timeout: o.responseTimeoutMs,
       // https://: the CA list, client certificate, verification and SNI of `backendTls`.
@@ -164,7 +124,7 @@ export class HttpProxy {
       upSocket.destroy();
       this.forwarder.badAnswer(x, backend, 'a 101 to a request without Upgrade', done);
     });
-    proxyReq.on('response', (proxyRes: IncomingMessage) => this.relayAnswer(x, attemptOf, proxyRes, ctx));
+    proxyReq.on('response', (proxyRes: IncomingMessage) => this.relayAnswer(x, attemptOf, proxyRes));
     proxyReq.on('error', (err: NodeJS.ErrnoException) => this.attemptFailed(x, attemptOf, err));
     // The client went away before the backend answered, or its body never arrived in full (it
     // was refused with 408, or its connection died): stop the backend work too.
@@ -177,14 +137,14 @@ export class HttpProxy {
     });
     sendBody(req, res, proxyReq, replay.body, { idleMs: o.bodyIdleTimeoutMs, maxBytes: o.body.maxBytes }, (code) => {
       done(REFUSALS[code].status);
-      this.reply(req, res, { code, backend: backend.id });
+      this.reply(req, res, { code, backend: backend.id }, x.cacheStatus);
     });
   }
 
   /** The backend's answer head arrived: checked, then relayed with its body. */
-  private relayAnswer(x: HttpExchange, a: AttemptState, proxyRes: IncomingMessage, ctx: { peer: string; encrypted: boolean; strippedPrefix: string | null }): void {
+  private relayAnswer(x: HttpExchange, a: AttemptState, proxyRes: IncomingMessage): void {
     const { o } = this;
-    const { req, res, client, key } = x;
+    const { r, res, key } = x;
     const { backend, done } = a;
     a.upstream = proxyRes;
     if (a.connectTimer) clearTimeout(a.connectTimer);
@@ -199,14 +159,13 @@ export class HttpProxy {
     // Hop-by-hop fields (and those its Connection header names) belong to the backend
     // connection; Node writes its own framing.
     const headers = endToEndFields(proxyRes.rawHeaders);
-    const cookie = roomCookieFor(o.roomCookie, req.method ?? '', key, o.forwarding.proto(req.rawHeaders, ctx) === 'https', o.logger);
+    const cookie = o.cookies.for(r, key);
     if (cookie) headers.push('Set-Cookie', cookie);
-    const cacheStatus = passedCacheStatus.get(res);
-    if (cacheStatus !== undefined) headers.push('Cache-Status', cacheStatus);
+    if (x.cacheStatus !== null) headers.push('Cache-Status', x.cacheStatus);
     const status = proxyRes.statusCode ?? 502;
     try {
       // h2 has no reason phrase (Node warns when given one).
-      if (client.h2) res.writeHead(status, headers);
+      if (r.transport === 'h2') res.writeHead(status, headers);
       else res.writeHead(status, proxyRes.statusMessage, headers);
     } catch (err) {
       // Whatever Node's own checks refuse beyond the rules above: a 502, not a dead process.
@@ -241,7 +200,7 @@ export class HttpProxy {
     // (never reused); the complete response still reaches the client as it was framed.
     if (a.upstream !== null && a.upstream.complete) {
       o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
-      o.logger.warn({ room: key.room, backend: backend.id, method: x.req.method, err: err.code ?? err.message }, 'backend sent bytes after a complete response; its connection was closed');
+      o.logger.warn({ room: key.room, backend: backend.id, method: x.r.method, err: err.code ?? err.message }, 'backend sent bytes after a complete response; its connection was closed');
       return;
     }
     if (res.headersSent || res.destroyed) {
@@ -256,11 +215,10 @@ export class HttpProxy {
     this.forwarder.failed(x, { backend, attempt: a.attempt, err, resendable: replay.resendable, afterReset: a.proxyReq.reusedSocket && replay.afterReset, done });
   }
 
-  private reply(req: IncomingMessage, res: ServerResponse, refusal: Refusal): void {
+  private reply(req: IncomingMessage, res: ServerResponse, refusal: Refusal, cacheStatus: string | null): void {
     if (res.headersSent || isGone(res)) return;
     const r = this.o.refuser.render(refusal, req.headers.accept);
-    const cacheStatus = passedCacheStatus.get(res);
-    if (cacheStatus !== undefined) r.headers['Cache-Status'] = cacheStatus;
+    if (cacheStatus !== null) r.headers['Cache-Status'] = cacheStatus;
     // A body not read to its end (a refused method, a body too large, one that stopped) would be
     // read as the next request's bytes or trickle into a second answer: the connection ends here.
     if (req.httpVersionMajor === 1 && hasBody(req) && !req.complete) r.headers.Connection = 'close';
@@ -279,11 +237,13 @@ class HttpExchange implements Exchange {
   readonly path = 'page';
   constructor(
     private readonly proxy: HttpProxy,
+    readonly r: ClientRequest,
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
-    readonly client: Client,
     readonly key: KeyResult,
     readonly replay: Replay,
+    /** The Cache-Status of a request the page cache passed on (its answer is made here), else null. */
+    readonly cacheStatus: string | null,
   ) {}
 
   get room(): string | null {

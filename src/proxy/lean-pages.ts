@@ -1,18 +1,19 @@
-// Routing, retries and accounting for the byte-level page path: the same decisions as the
-// node:http path (src/proxy/http-proxy.ts) for the requests it takes (GET and HEAD without a
-// body, see src/http/lean-request-head.ts): room key, placement, forwarding headers, the room
-// cookie, a retry on another backend when a connection is refused or a reused one was closed
-// under the request, 502/503/504 with the same bodies, the same metrics and log lines. The bytes
-// themselves are moved by PageRelay (src/proxy/page-relay.ts).
+// The byte-level page transport: what the request pipeline (src/pipeline/pipeline.ts) decided,
+// carried for the requests the byte-level front takes (GET and HEAD without a body, see
+// src/http/lean-request-head.ts) as the node:http transport (src/proxy/http-proxy.ts) carries the
+// rest: forwarding headers, the room cookie, the forwarding core's retries, roomgate's own answers
+// framed as node:http frames them, the same metrics and log lines. The bytes themselves are moved
+// by PageRelay (src/proxy/page-relay.ts).
 import { STATUS_CODES } from 'node:http';
-import type { LeanHead } from '../http/lean-request-head.js';
+import type { AnswerWriter } from '../cache/contract.js';
+import type { ClientRequest } from '../http/client-request.js';
 import type { PageClient } from '../http/page-client.js';
 import { REFUSALS, type Refusal } from '../http/refusals.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Backend } from '../runtime/pool.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import type { Owner } from '../http/ownership.js';
-import { roomCookieFor } from './page-cookie.js';
+import type { BodyPlan } from './request-body.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
 import { Deadlines } from './deadlines.js';
 import { RawBackendPool } from './raw-backend-pool.js';
@@ -28,7 +29,10 @@ export interface LeanPagesOptions extends PagePathOptions {
 }
 
 const CRLF = '\r\n';
+const NO_BODY: BodyPlan = { kind: 'none' };
 
+// The byte-level page transport of the request pipeline (src/pipeline/pipeline.ts: its
+// PageTransport, structurally: a path never imports the pipeline).
 export class LeanPages {
   private readonly raw: RawBackendPool;
   private readonly deadlines: Deadlines;
@@ -44,24 +48,24 @@ export class LeanPages {
     this.keepAliveHeader = s > 0 ? `Keep-Alive: timeout=${s}${CRLF}` : null;
   }
 
-  handle(head: LeanHead, client: PageClient): void {
-    const now = Date.now();
-    const key = this.o.router.keyOf(head.method, head.url, head.cookie, head.roomHeader, now);
-    client.cacheStatus = null;
-    const cache = this.o.cache;
-    if (cache === null) return this.route(head, client, key, now);
-    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix };
-    const setCookie = (): string | null => roomCookieFor(this.o.roomCookie, head.method, key, this.o.forwarding.proto(head.rawHeaders, ctx) === 'https', this.o.logger);
-    const own = (refusal: Refusal, extra: Record<string, string>): void => this.answer(head, client, { ...refusal, headers: { ...refusal.headers, ...extra } });
-    const writer = new SocketAnswer(client, head.method === 'HEAD', client.keepAlive(head), this.keepAliveHeader, client.encrypted ? this.o.hsts : null, own);
-    cache.handle({ method: head.method, url: head.url, rawHeaders: head.rawHeaders, hasBody: false, key, ctx, setCookie }, writer, (cacheStatus) => {
-      client.cacheStatus = cacheStatus;
-      this.route(head, client, key, Date.now());
-    });
+  /** An answer made by roomgate itself, counted under the status it sends. */
+  refuse(r: ClientRequest, client: PageClient, refusal: Refusal, cacheStatus: string | null = null): void {
+    this.o.metrics.httpRequests.inc({ backend: refusal.backend ?? 'none', status: String(REFUSALS[refusal.code].status) });
+    this.answer(r, client, refusal, cacheStatus);
   }
 
-  private route(head: LeanHead, client: PageClient, key: KeyResult, now: number): void {
-    this.forwarder.route(new LeanExchange(this, head, client, key), now);
+  /** The byte-level front takes only requests without a body (src/http/lean-request-head.ts). */
+  readBody(_r: ClientRequest, _client: PageClient, then: (body: BodyPlan) => void): void {
+    then(NO_BODY);
+  }
+
+  cacheWriter(r: ClientRequest, client: PageClient): AnswerWriter {
+    const own = (refusal: Refusal, extra: Record<string, string>): void => this.answer(r, client, { ...refusal, headers: { ...refusal.headers, ...extra } }, null);
+    return new SocketAnswer(client, r.method === 'HEAD', client.keepAlive(), this.keepAliveHeader, client.encrypted ? this.o.hsts : null, own);
+  }
+
+  exchange(r: ClientRequest, client: PageClient, key: KeyResult, _body: BodyPlan, cacheStatus: string | null): Exchange {
+    return new LeanExchange(this, r, client, key, cacheStatus);
   }
 
   /** An attempt routed to `backend` (src/forward/forwarder.ts). */
@@ -74,17 +78,17 @@ export class LeanPages {
 
   private forward(x: LeanExchange, backend: Backend, attempt: number, owner: Owner | null): void {
     const { o } = this;
-    const { head, client, key } = x;
-    const ctx = { peer: client.peer, encrypted: client.encrypted, strippedPrefix: key.strippedPrefix, owner };
+    const { r, client, key } = x;
+    const ctx = { peer: r.peer, encrypted: r.encrypted, strippedPrefix: key.strippedPrefix, owner };
     const done = startRequest(o.pool, o.metrics, backend.id);
-    const headers = o.forwarding.headers(head.rawHeaders, ctx, false);
-    let text = `${head.method} ${key.forwardUrl} HTTP/1.1${CRLF}`;
+    const headers = o.forwarding.headers(r.rawHeaders, ctx, false);
+    let text = `${r.method} ${key.forwardUrl} HTTP/1.1${CRLF}`;
     for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i] as string}: ${headers[i + 1] as string}${CRLF}`;
     text += `Connection: keep-alive${CRLF}${CRLF}`;
-    const keepAlive = client.keepAlive(head);
-    const setCookie = roomCookieFor(o.roomCookie, head.method, key, o.forwarding.proto(head.rawHeaders, ctx) === 'https', o.logger);
+    const keepAlive = client.keepAlive();
+    const setCookie = o.cookies.for(r, key);
     let extra = setCookie === null ? '' : `Set-Cookie: ${setCookie}${CRLF}`;
-    if (client.cacheStatus !== null) extra += `Cache-Status: ${client.cacheStatus}${CRLF}`;
+    if (x.cacheStatus !== null) extra += `Cache-Status: ${x.cacheStatus}${CRLF}`;
 
     const relay: PageRelay = new PageRelay(
       client.socket,
@@ -92,7 +96,7 @@ export class LeanPages {
       this.deadlines,
       { id: backend.id, host: backend.config.host, port: backend.config.port },
       {
-        head: head.method === 'HEAD',
+        head: r.method === 'HEAD',
         text,
         keepAlive,
         keepAliveHeader: this.keepAliveHeader,
@@ -107,7 +111,7 @@ export class LeanPages {
         headSent: () => undefined,
         extraBytes: () => {
           o.metrics.proxyErrors.inc({ backend: backend.id, kind: 'bad-response' });
-          o.logger.warn({ room: key.room, backend: backend.id, method: head.method }, 'backend sent bytes after a complete response; its connection was closed');
+          o.logger.warn({ room: key.room, backend: backend.id, method: r.method }, 'backend sent bytes after a complete response; its connection was closed');
         },
         clientStalled: () => clientStalled(o, key.room, backend.id),
         done: (outcome) => {
@@ -144,27 +148,21 @@ export class LeanPages {
     }
   }
 
-  /** An answer made by roomgate itself, counted under the status it sends. */
-  refuse(head: LeanHead, client: PageClient, refusal: Refusal): void {
-    this.o.metrics.httpRequests.inc({ backend: refusal.backend ?? 'none', status: String(REFUSALS[refusal.code].status) });
-    this.answer(head, client, refusal);
-  }
-
   /** roomgate's own answer (src/http/refusals.ts), framed as node:http frames the same answer on the other path. */
-  answer(head: LeanHead, client: PageClient, refusal: Refusal): void {
+  answer(r: ClientRequest, client: PageClient, refusal: Refusal, cacheStatus: string | null): void {
     if (client.closed) return;
-    const keepAlive = client.keepAlive(head);
-    const r = this.o.refuser.render(refusal, fieldOf(head.rawHeaders, 'accept'));
-    const status = r.status;
+    const keepAlive = client.keepAlive();
+    const rendered = this.o.refuser.render(refusal, fieldOf(r.rawHeaders, 'accept'));
+    const status = rendered.status;
     let out = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}${CRLF}`;
-    for (const [name, value] of Object.entries(r.headers)) out += `${name}: ${value}${CRLF}`;
-    if (client.cacheStatus !== null) out += `Cache-Status: ${client.cacheStatus}${CRLF}`;
+    for (const [name, value] of Object.entries(rendered.headers)) out += `${name}: ${value}${CRLF}`;
+    if (cacheStatus !== null) out += `Cache-Status: ${cacheStatus}${CRLF}`;
     if (client.encrypted && this.o.hsts !== null) out += `Strict-Transport-Security: ${this.o.hsts}${CRLF}`;
     out += `Date: ${httpDate()}${CRLF}`;
     out += keepAlive ? `Connection: keep-alive${CRLF}${this.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;
     out += CRLF;
     // A HEAD answer has the headers of the GET answer and no body.
-    if (head.method !== 'HEAD') out += r.body;
+    if (r.method !== 'HEAD') out += rendered.body;
     client.socket.write(out);
     client.answered(keepAlive);
   }
@@ -180,9 +178,11 @@ class LeanExchange implements Exchange {
   readonly path = 'page';
   constructor(
     private readonly pages: LeanPages,
-    readonly head: LeanHead,
+    readonly r: ClientRequest,
     readonly client: PageClient,
     readonly key: KeyResult,
+    /** The Cache-Status of a request the page cache passed on, else null. */
+    readonly cacheStatus: string | null,
   ) {}
 
   get room(): string | null {
@@ -202,8 +202,8 @@ class LeanExchange implements Exchange {
   }
 
   refuse(refusal: Refusal, counted: boolean): void {
-    if (counted) this.pages.answer(this.head, this.client, refusal);
-    else this.pages.refuse(this.head, this.client, refusal);
+    if (counted) this.pages.answer(this.r, this.client, refusal, this.cacheStatus);
+    else this.pages.refuse(this.r, this.client, refusal, this.cacheStatus);
   }
 }
 

@@ -6,13 +6,10 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { BackendPool } from '../runtime/pool.js';
 import type { Forwarding } from '../forward/forwarded.js';
-import type { RoomCookieSettings } from './page-cookie.js';
-import type { Router } from './router.js';
-import type { PageCacheFront } from '../cache/contract.js';
+import type { PageCookies } from './page-cookie.js';
 import type { Refuser } from './refuser.js';
 
 export interface PagePathOptions {
-  readonly router: Router;
   /** The forwarding core every attempt goes through (placement, passive health, retries). */
   readonly forwarder: Forwarder;
   readonly pool: BackendPool;
@@ -24,10 +21,8 @@ export interface PagePathOptions {
   readonly backendIdleTimeoutMs: number;
   /** An answer the client takes nothing of for this long is cut, with its backend connection; 0 = never. */
   readonly clientWriteTimeoutMs: number;
-  /** Sets the room cookie on page responses; null when disabled. encode signs (or not) the room. */
-  readonly roomCookie: RoomCookieSettings | null;
-  /** The page cache, asked first for every request once its room is known; null when off. */
-  readonly cache: PageCacheFront | null;
+  /** The room cookie page answers set (cookie.setOnPages). */
+  readonly cookies: PageCookies;
   /** roomgate's own answers (src/http/refusals.ts): rendered, logged and counted. */
   readonly refuser: Refuser;
   readonly metrics: Metrics;

@@ -1,7 +1,7 @@
-// Turns a request into a routing decision: the room key (pure extractor), then the Placer
-// (placement lookup, pure decide(), compare-and-set). Counts and logs refused keys. Shared by the
-// HTTP and the upgrade proxy.
-import type { IncomingMessage } from 'node:http';
+// Turns a request into a routing decision: the room key (pure extractor; step 7 of the request
+// pipeline), then the Placer (placement lookup, pure decide(), compare-and-set: the forwarding
+// core's placement). Counts and logs refused keys.
+import type { ClientRequest } from '../http/client-request.js';
 import type { Decision } from '../placement/decide.js';
 import type { Refusal } from '../http/refusals.js';
 import type { Placer } from '../runtime/placer.js';
@@ -14,15 +14,8 @@ export interface RouterOptions {
   readonly extractKey: KeyExtractor;
   readonly placer: Placer;
   readonly pool: BackendPool;
-  /** Lower-case name of the room header. */
-  readonly roomHeader: string;
   readonly metrics: Metrics;
   readonly logger: Logger;
-}
-
-export interface Routed {
-  readonly key: KeyResult;
-  readonly decision: Decision;
 }
 
 // The "no backend" warning is logged when its reason changes, else at most this often: a 503
@@ -57,24 +50,15 @@ export class Router {
     return this.noBackend(nowMs, decision.retryAfterS);
   }
 
-  key(req: IncomingMessage, nowMs: number): KeyResult {
-    return this.keyOf(req.method ?? '', req.url ?? '/', req.headers.cookie, req.headers[this.o.roomHeader], nowMs);
-  }
-
-  /** The same from a head read without node:http (the byte-level page path). */
-  keyOf(method: string, url: string, cookieHeader: string | undefined, roomHeader: string | string[] | undefined, nowMs: number): KeyResult {
-    const key = this.o.extractKey({ url, cookieHeader, roomHeader }, nowMs);
+  /** The room key of a request (step 7 of the pipeline); refused values are counted and logged. */
+  keyFor(r: ClientRequest, nowMs: number): KeyResult {
+    const key = this.o.extractKey({ url: r.target, cookieHeader: r.cookie, roomHeader: r.roomHeader }, nowMs);
     if (key.rejected.length > 0) {
-      for (const r of key.rejected) this.o.metrics.badRoomKeys.inc({ source: r.source, reason: r.reason });
+      for (const x of key.rejected) this.o.metrics.badRoomKeys.inc({ source: x.source, reason: x.reason });
       // Nothing of the URL or the value is logged: it may be 10 KB of garbage or a forged cookie.
-      this.o.logger.debug({ rejected: key.rejected, method, urlLength: url.length }, 'room key refused');
+      this.o.logger.debug({ rejected: key.rejected, method: r.method, urlLength: r.target.length }, 'room key refused');
     }
     return key;
-  }
-
-  async route(req: IncomingMessage, nowMs: number): Promise<Routed> {
-    const key = this.key(req, nowMs);
-    return { key, decision: await this.decide(key.room, nowMs) };
   }
 
   /** Decide (again, e.g. after the chosen backend refused the connection and was marked down). */

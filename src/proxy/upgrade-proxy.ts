@@ -1,4 +1,6 @@
-// Proxies WebSocket upgrades: picks the room's backend, replays the handshake on a fresh TCP
+// Proxies WebSocket upgrades: the upgrade path of the request pipeline (src/pipeline/pipeline.ts,
+// its UpgradePath, structurally): the handshake rules, admission per backend (asked by the
+// forwarding core once the placement named one), then the handshake replayed on a fresh TCP
 // connection, reads the backend's answer head itself (strict, bounded), and only a complete 101
 // with `Upgrade: websocket` opens a tunnel that from then on only moves bytes (no frame is
 // parsed). Any other answer is relayed as one HTTP response and both connections are closed, so a
@@ -10,11 +12,10 @@
 // listeners are module functions that reach their tunnel through a symbol: no closure per
 // socket keeps the request (or anything else of the handshake) alive for the socket's life.
 import { clientRefusal } from '../http/refusals.js';
-import type { Refusal } from '../http/refusals.js';
+import type { ClientRefusal, Refusal } from '../http/refusals.js';
+import type { ClientRequest } from '../http/client-request.js';
 import type { Refuser } from './refuser.js';
 import type { Socket } from 'node:net';
-import type { IncomingMessage } from 'node:http';
-import type { LeanHandshake } from '../http/lean-request-head.js';
 import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -28,7 +29,6 @@ import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import type { Forwarding } from '../forward/forwarded.js';
 import { ownerFields, type Owner } from '../http/ownership.js';
 import type { Admission } from './admission.js';
-import type { Router } from './router.js';
 import type { BackendTls } from '../backends/backend-tls.js';
 import { connectBackend } from './backend-connect.js';
 import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
@@ -36,7 +36,6 @@ import { SilenceSweep, type Listened } from './client-silence.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 
 export interface UpgradeProxyOptions {
-  readonly router: Router;
   /** The forwarding core every attempt goes through (placement, passive health, retries). */
   readonly forwarder: Forwarder;
   /** roomgate's own answers (src/http/refusals.ts): rendered, logged and counted. */
@@ -76,18 +75,6 @@ const MAX_INTERIM_ANSWERS = 8;
 // Response headers a refusal must not pass on: its connection is closed after it.
 const REFUSAL_HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'te']);
 
-/** What the handshake checks read: an IncomingMessage, or the same fields from a byte-level head. */
-interface HandshakeFields {
-  readonly method?: string | undefined;
-  readonly headers: {
-    readonly upgrade?: string | undefined;
-    readonly 'sec-websocket-key'?: string | undefined;
-    readonly 'sec-websocket-version'?: string | undefined;
-    readonly 'content-length'?: string | undefined;
-    readonly 'transfer-encoding'?: string | undefined;
-  };
-}
-
 /** Where an attempt is. Every transition goes through UpgradeTunnel's methods. */
 export type TunnelState =
   | 'connecting' // TCP connect to the backend in progress
@@ -116,37 +103,8 @@ export class UpgradeProxy {
     this.stalls?.close();
   }
 
-  /** A handshake node:http (or the HTTP/2 front) parsed; `head`: the bytes that came behind it. */
-  handle(req: IncomingMessage, client: Socket, head: Buffer): void {
-    if (!this.take(client)) return;
-    const now = Date.now();
-    const key = this.o.router.key(req, now);
-    const refusal = this.refusal(req, key);
-    if (refusal) return this.refuseHandshake(client, refusal.status, refusal.body);
-    // Built now: after this line nothing needs the request object (memory per socket).
-    const encrypted = (req.socket as { encrypted?: boolean }).encrypted === true;
-    this.forward(key, this.handshake(req.rawHeaders, req.socket, encrypted, key), head, client, now);
-  }
-
-  /**
-   * A handshake the byte-level front read (src/server/lean-connection.ts): the same checks, room
-   * key and handshake text as handle(), from the parsed head; no IncomingMessage is made.
-   * `rest`: the bytes that came behind the head; `encrypted`: the connection is TLS.
-   */
-  handleLean(h: LeanHandshake, client: Socket, rest: Buffer | null, encrypted: boolean): void {
-    if (!this.take(client)) return;
-    const now = Date.now();
-    const head = h.head;
-    const key = this.o.router.keyOf(head.method, head.url, head.cookie, head.roomHeader, now);
-    // The fields handle() checks, as node:http would have given them for these bytes.
-    const fields: HandshakeFields = { method: head.method, headers: { upgrade: h.upgrade, 'sec-websocket-key': h.key, 'sec-websocket-version': h.version } };
-    const refusal = this.refusal(fields, key);
-    if (refusal) return this.refuseHandshake(client, refusal.status, refusal.body);
-    this.forward(key, this.handshake(head.rawHeaders, client, encrypted, key), rest, client, now);
-  }
-
   /** The client socket becomes this path's; false when it is already gone. */
-  private take(client: Socket): boolean {
+  take(client: Socket): boolean {
     // Hold client bytes (if any arrive early) until the backend's 101.
     client.pause();
     client.on('error', destroySelf);
@@ -163,23 +121,30 @@ export class UpgradeProxy {
     return true;
   }
 
-  private forward(key: KeyResult, handshake: string, rest: Buffer | null, client: Socket, now: number): void {
+  /**
+   * The handshake as the forwarding core carries it (built now: after this nothing needs the
+   * request). `rest`: the bytes that came behind the head.
+   */
+  exchange(r: ClientRequest, key: KeyResult, client: Socket, rest: Buffer | null): Exchange {
     // A copy: the bytes may be a view of a bigger read buffer, which must not live as long as the socket.
     const pending = rest !== null && rest.length > 0 ? Buffer.from(rest) : null;
-    this.forwarder.route(new Attempt(this, key.room, key.source, handshake, pending, client, now), now);
+    return new Attempt(this, key.room, key.source, this.handshake(r, key), pending, client, Date.now());
   }
 
   /**
-   * An attempt routed to `backend` (src/forward/forwarder.ts): admitted, then a tunnel. Admission:
-   * a reconnect wave after a failover queues at the clients (they back off on 503) instead of
-   * melting the survivor.
+   * Admission, asked by the forwarding core once the placement named `backend`: a reconnect wave
+   * after a failover queues at the clients (they back off on 503) instead of melting the
+   * survivor. Null: admitted (released when the attempt's tunnel ends).
    */
+  admit(a: Attempt, backend: Backend): Refusal | null {
+    if (this.o.admission.tryAcquire(backend.id, Date.now())) return null;
+    this.o.logger.warn({ room: a.room, backend: backend.id, source: a.source }, 'upgrade refused by admission limits');
+    this.o.metrics.admissionRefusals.inc({ backend: backend.id });
+    return { code: 'backend-busy', retryAfterS: this.o.admission.retryAfterS, backend: backend.id };
+  }
+
+  /** An admitted attempt routed to `backend` (src/forward/forwarder.ts): its tunnel. */
   start(a: Attempt, backend: Backend, owner: Owner | null, attempt: number): void {
-    if (!this.o.admission.tryAcquire(backend.id, Date.now())) {
-      this.o.logger.warn({ room: a.room, backend: backend.id, source: a.source }, 'upgrade refused by admission limits');
-      this.o.metrics.admissionRefusals.inc({ backend: backend.id });
-      return this.refuse(a.client, { code: 'backend-busy', retryAfterS: this.o.admission.retryAfterS, backend: backend.id });
-    }
     new UpgradeTunnel(this, a, backend, attempt, owner);
   }
 
@@ -191,24 +156,20 @@ export class UpgradeProxy {
   }
 
   /** A handshake roomgate will not carry: the client's own mistake, told as it is. */
-  private refuseHandshake(client: Socket, status: number, body: string): void {
-    this.o.metrics.upgrades.inc({ backend: 'none', result: String(status) });
-    endWith(client, rawResponse(status, body));
+  refuseHandshake(client: Socket, refusal: ClientRefusal): void {
+    this.o.metrics.upgrades.inc({ backend: 'none', result: String(refusal.status) });
+    endWith(client, rawResponse(refusal.status, refusal.body));
   }
 
-  /** Requests that are not WebSocket handshakes roomgate will carry. */
-  private refusal(req: HandshakeFields, key: KeyResult): { status: number; body: string } | null {
-    if (req.method !== 'GET') return clientRefusal('websocket-method');
-    if ((req.headers.upgrade ?? '').toLowerCase() !== 'websocket') return clientRefusal('websocket-only');
-    if (!req.headers['sec-websocket-key'] || !req.headers['sec-websocket-version']) {
-      return clientRefusal('websocket-key');
-    }
+  /** The rules of a WebSocket handshake roomgate carries (step 5 of the request pipeline), or the one it breaks. */
+  refusal(r: ClientRequest, key: KeyResult): ClientRefusal | null {
+    const ws = r.upgrade;
+    if (r.method !== 'GET') return clientRefusal('websocket-method');
+    if ((ws?.upgrade ?? '').toLowerCase() !== 'websocket') return clientRefusal('websocket-only');
+    if (!ws?.key || !ws.version) return clientRefusal('websocket-key');
     // A handshake has no body (RFC 6455 4.1); bytes after its head are WebSocket frames, which a
     // body's framing would otherwise hide from the checks above.
-    const cl = req.headers['content-length'];
-    if (req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0')) {
-      return clientRefusal('websocket-body');
-    }
+    if (r.body === 'bytes') return clientRefusal('websocket-body');
     // Matched on what the backend will see: after the room prefix is stripped, on the canonical
     // target every front made (src/http/target.ts: dot segments resolved, escapes decoded).
     const q = key.forwardUrl.indexOf('?');
@@ -221,8 +182,8 @@ export class UpgradeProxy {
    * The client's handshake as the backend must see it: target rewritten, X-Forwarded-* set; the
    * ownership fields and the blank line are added per attempt (each attempt's placement).
    */
-  private handshake(rawHeaders: readonly string[], socket: Socket, encrypted: boolean, key: KeyResult): string {
-    const headers = this.o.forwarding.headers(rawHeaders, { peer: peerAddress(socket), encrypted, strippedPrefix: key.strippedPrefix }, true);
+  private handshake(r: ClientRequest, key: KeyResult): string {
+    const headers = this.o.forwarding.headers(r.rawHeaders, { peer: r.peer, encrypted: r.encrypted, strippedPrefix: key.strippedPrefix }, true);
     let text = `GET ${key.forwardUrl} HTTP/1.1\r\n`;
     for (let i = 0; i + 1 < headers.length; i += 2) text += `${headers[i]}: ${headers[i + 1]}\r\n`;
     return text;
@@ -258,6 +219,10 @@ class Attempt implements Exchange {
 
   gone(): boolean {
     return this.client.destroyed;
+  }
+
+  admit(backend: Backend): Refusal | null {
+    return this.proxy.admit(this, backend);
   }
 
   send(backend: Backend, owner: Owner | null, attempt: number): void {

@@ -19,6 +19,7 @@ import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import { checkH2RequestHead, type H2HeadLimits } from '../http/h2-request-head.js';
 import type { RequestPipeline } from '../pipeline/pipeline.js';
+import { requestOf } from '../http/client-request.js';
 import { plainResponse } from '../http/replies.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -41,12 +42,14 @@ export interface H2FrontOptions {
   /** Time for a request's body to arrive; 0 = no limit. */
   readonly requestTimeoutMs: number;
   readonly hsts: string | null;
+  /** Lower-case name of the room header (room.header), read into the canonical request. */
+  readonly roomHeader: string;
   /**
-   * Where every checked stream goes. An h2 request and response are handed over as they are:
-   * after checkH2RequestHead they read like an IncomingMessage (url, method, headers, rawHeaders,
-   * socket, streaming body) and the response takes writeHead/write/end/pipe the same way. A
-   * WebSocket is handed over like an HTTP/1.1 upgrade: the request in its HTTP/1.1 handshake
-   * form, an H2WebSocketClient as the client socket.
+   * Where every checked stream goes, as its canonical request (src/http/client-request.ts). The
+   * h2 request and response travel beside it for the bytes: after checkH2RequestHead they read
+   * like an IncomingMessage (streaming body, socket) and the response takes
+   * writeHead/write/end/pipe the same way. A WebSocket is handed over like an HTTP/1.1 upgrade:
+   * the request in its HTTP/1.1 handshake form, an H2WebSocketClient as the client socket.
    */
   readonly pipeline: Pick<RequestPipeline, 'request' | 'upgrade'>;
   /** Offer WebSockets over h2 (RFC 8441, extended CONNECT). */
@@ -192,7 +195,10 @@ export class H2Front {
     }
     if (verdict.asterisk) return reply(res, 200, '', { Allow: this.o.allow });
     if (o.requestTimeoutMs > 0 && !req.stream.endAfterHeaders) bodyDeadline(req, res, o.requestTimeoutMs);
-    o.pipeline.request(req as unknown as IncomingMessage, res as unknown as ServerResponse);
+    const r = requestOf(req as unknown as IncomingMessage, o.roomHeader, false);
+    // The session is gone before the stream's address could be read: nobody will read an answer.
+    if (r === null) return void res.destroy();
+    o.pipeline.request(r, req as unknown as IncomingMessage, res as unknown as ServerResponse);
   }
 
   /** Extended CONNECT for a WebSocket; plain CONNECT (a forward-proxy tunnel) is not offered, as on HTTP/1.1. */
@@ -215,11 +221,11 @@ export class H2Front {
     asUpgradeRequest(req);
     o.metrics.h2WebSockets.inc();
     const client = new H2WebSocketClient(req, (req.stream.session as Tracked | undefined)?.[PEER]);
-    o.pipeline.upgrade(req as unknown as IncomingMessage, client as unknown as Socket, EMPTY);
+    const r = requestOf(req as unknown as IncomingMessage, o.roomHeader, true);
+    if (r === null) return void client.destroy();
+    o.pipeline.upgrade(r, client as unknown as Socket, null);
   }
 }
-
-const EMPTY = Buffer.alloc(0);
 
 /**
  * A body that has not fully arrived in time: 408 if no answer started, and the stream ends there

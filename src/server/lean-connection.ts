@@ -14,7 +14,8 @@ import { CLIENT_REFUSALS, refusalText, type ClientRefusalCode } from '../http/re
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import type { TLSSocket } from 'node:tls';
-import { mayBeLean, parseLeanHead, type LeanHandshake, type LeanHead, type LeanLimits } from '../http/lean-request-head.js';
+import { leanRequestOf } from '../http/client-request.js';
+import { mayBeLean, parseLeanHead, type LeanHandshake, type LeanLimits } from '../http/lean-request-head.js';
 import { rememberPeer } from '../http/peer.js';
 import type { TargetRule } from '../http/target.js';
 import { resetConnection } from '../http/reset.js';
@@ -34,9 +35,9 @@ export interface LeanFrontOptions {
   /**
    * Where requests go (src/pipeline/pipeline.ts): only those that go to the app are answered here;
    * roomgate's own paths (health, control plane, static mounts) are handed to node:http. A
-   * WebSocket handshake is always the app's (as on node:http): it goes to leanUpgrade.
+   * WebSocket handshake is always the app's (as on node:http): it goes to upgrade().
    */
-  readonly pipeline: Pick<RequestPipeline, 'goesToTheApp' | 'page' | 'leanUpgrade'>;
+  readonly pipeline: Pick<RequestPipeline, 'goesToTheApp' | 'page' | 'upgrade'>;
   /**
    * The target's canonical form and the reserved paths (src/http/target.ts). A target not already
    * canonical, or refused, goes to node:http, whose head check rewrites or refuses it: one place
@@ -103,8 +104,9 @@ export class LeanFront {
 
 class LeanConnection implements PageClient {
   current: { clientGone(): void } | null = null;
-  cacheStatus: string | null = null;
   readonly peer: string;
+  /** The request being answered asked for the connection to end after its answer (Connection: close). */
+  private closeAsked = false;
   private buf: Buffer | null = null;
   /** The head of the request being answered (put back if it is handed over). */
   private headBytes: Buffer | null = null;
@@ -154,8 +156,8 @@ class LeanConnection implements PageClient {
     return this.gone;
   }
 
-  keepAlive(head: LeanHead): boolean {
-    return !head.close && !this.ended && !this.front.stopping;
+  keepAlive(): boolean {
+    return !this.closeAsked && !this.ended && !this.front.stopping;
   }
 
   answered(open: boolean): void {
@@ -261,7 +263,8 @@ class LeanConnection implements PageClient {
     this.headBytes = buf.subarray(0, head.end);
     this.buf = head.end === buf.length ? null : buf.subarray(head.end);
     this.busy = true;
-    this.front.o.pipeline.page(head, this);
+    this.closeAsked = head.close;
+    this.front.o.pipeline.page(leanRequestOf(head, null, this.peer, this.encrypted), this);
   }
 
   /**
@@ -276,7 +279,7 @@ class LeanConnection implements PageClient {
     this.detach();
     this.buf = null;
     const rest = head.end === buf.length ? null : buf.subarray(head.end);
-    this.front.o.pipeline.leanUpgrade(handshake, this.socket, rest, this.encrypted);
+    this.front.o.pipeline.upgrade(leanRequestOf(head, handshake, this.peer, this.encrypted), this.socket, rest);
   }
 
   /**

@@ -11,6 +11,7 @@ import type { TLSSocket } from 'node:tls';
 import type { TlsCertificates } from './tls.js';
 import type { Socket } from 'node:net';
 import type { RequestPipeline } from '../pipeline/pipeline.js';
+import { requestOf } from '../http/client-request.js';
 import { rememberPeer } from '../http/peer.js';
 import { checkRequestHead, type HeadRefusal } from '../http/request-head.js';
 import type { TargetRule } from '../http/target.js';
@@ -33,6 +34,8 @@ export interface PublicServerOptions {
   /** Time for a whole request (head and body) to arrive; 0 = no limit. */
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /** Lower-case name of the room header (room.header), read into the canonical request. */
+  readonly roomHeader: string;
   /** Where every checked request and upgrade goes (src/pipeline/pipeline.ts). */
   readonly pipeline: Pick<RequestPipeline, 'request' | 'upgrade'>;
   readonly metrics: Metrics;
@@ -75,7 +78,10 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
       return reply(res, verdict.refusal.status, verdict.refusal.body, { ...verdict.refusal.headers, Connection: 'close' });
     }
     if (verdict.asterisk) return reply(res, 200, '', { Allow: o.allow });
-    o.pipeline.request(req, res);
+    const r = requestOf(req, o.roomHeader, false);
+    // Reset before its address could be read: nobody will read an answer.
+    if (r === null) return void res.destroy();
+    o.pipeline.request(r, req, res);
   });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     clearHeadDeadline(socket);
@@ -85,7 +91,9 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
       endSocket(socket, rawResponse(verdict.refusal.status, verdict.refusal.body, verdict.refusal.headers));
       return;
     }
-    o.pipeline.upgrade(req, socket, head);
+    const r = requestOf(req, o.roomHeader, true);
+    if (r === null) return void socket.destroy();
+    o.pipeline.upgrade(r, socket, head);
   });
   // roomgate is no forward proxy: CONNECT gets a plain answer instead of a silently closed socket.
   server.on('connect', (_req: IncomingMessage, socket: Socket) => {

@@ -70,7 +70,6 @@ function runtime(backends: ResolvedBackend[]): { pool: BackendPool; router: Rout
     extractKey: createKeyExtractor({ sources: ['query'], validate: createRoomValidator('^[a-z0-9-]{1,64}$'), queryParam: 'room', pathPrefix: '/r/', pagePaths: [], cookieName: 'rg', signer: null }),
     placer,
     pool,
-    roomHeader: 'x-room',
     metrics,
     logger,
   });

@@ -6,7 +6,13 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RequestPipeline, type OwnPaths } from '../../src/pipeline/pipeline.js';
+import { RequestPipeline, type OwnPaths, type PipelineOptions } from '../../src/pipeline/pipeline.js';
+import { requestOf } from '../../src/http/client-request.js';
+import { createMethodPolicy } from '../../src/http/methods.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { Forwarding } from '../../src/forward/forwarded.js';
+import { PageCookies } from '../../src/proxy/page-cookie.js';
+import type { KeyResult } from '../../src/room/extract.js';
 
 /** A part that claims the paths starting with `prefix` and answers with its name. */
 function part(name: string, prefix: string): OwnPaths {
@@ -21,24 +27,63 @@ function part(name: string, prefix: string): OwnPaths {
 
 let ready = true;
 const upgrades: string[] = [];
+const NO_KEY = { room: null, source: null } as unknown as KeyResult;
+
+/**
+ * The app's steps (5 to 9) as small recording parts: a page the forwarding core is given answers
+ * "app" itself; an upgrade records its target and closes the socket.
+ */
+function appParts(): Pick<PipelineOptions, 'methods' | 'roomKey' | 'cache' | 'cookies' | 'forward' | 'pages' | 'leanPages' | 'upgrades'> {
+  return {
+    methods: createMethodPolicy([]),
+    roomKey: { keyFor: () => NO_KEY },
+    cache: null,
+    cookies: new PageCookies(null, new Forwarding([]), createLogger('silent')),
+    forward: { route: (x) => x.send(null as never, null, 1) },
+    pages: {
+      refuse: () => undefined,
+      readBody: (_r, _res, then) => then({ kind: 'none' }),
+      cacheWriter: () => {
+        throw new Error('no cache here');
+      },
+      exchange: (_r, res) => ({
+        path: 'page',
+        room: null,
+        source: null,
+        gone: () => false,
+        send: () => {
+          res.writeHead(200, { 'X-Answered-By': 'app' });
+          res.end('app');
+        },
+        refuse: () => undefined,
+      }),
+    },
+    leanPages: null,
+    upgrades: {
+      take: () => true,
+      refusal: () => null,
+      refuseHandshake: () => undefined,
+      exchange: (r, _key, socket) => ({
+        path: 'upgrade',
+        room: null,
+        source: null,
+        gone: () => false,
+        send: () => void (upgrades.push(r.target), socket.destroy()),
+        refuse: () => undefined,
+      }),
+    },
+  };
+}
+
 const pipeline = new RequestPipeline({
   isReady: () => ready,
   // The control plane claims /_roomgate/ and, to test the order, also /healthz-like and static-like paths.
   control: part('control', '/_roomgate/'),
   statics: part('static', '/static/'),
-  pages: {
-    handle: (_req, res) => {
-      res.writeHead(200, { 'X-Answered-By': 'app' });
-      res.end('app');
-    },
-  },
-  leanPages: null,
-  upgrades: {
-    handle: (req, socket) => void (upgrades.push(req.url ?? ''), socket.destroy()),
-    handleLean: (h, socket) => void (upgrades.push(h.head.url), socket.destroy()),
-  },
+  ...appParts(),
 });
-const server = http.createServer((req, res) => pipeline.request(req, res));
+const request = (p: RequestPipeline) => (req: http.IncomingMessage, res: http.ServerResponse) => p.request(requestOf(req, 'x-room', false) as NonNullable<ReturnType<typeof requestOf>>, req, res);
+const server = http.createServer(request(pipeline));
 let base = '';
 
 beforeAll(async () => {
@@ -87,13 +132,11 @@ describe('the request pipeline', () => {
       isReady: () => true,
       control: part('control', '/'),
       statics: null,
-      pages: { handle: () => undefined },
-      leanPages: null,
-      upgrades: { handle: () => undefined, handleLean: () => undefined },
+      ...appParts(),
     });
     expect(greedy.goesToTheApp('/healthz')).toBe(false);
     expect(greedy.goesToTheApp('/anything')).toBe(false);
-    const s = http.createServer((req, res) => greedy.request(req, res));
+    const s = http.createServer(request(greedy));
     await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
     try {
       const port = (s.address() as AddressInfo).port;
@@ -121,7 +164,7 @@ describe('the request pipeline', () => {
 
   it('an upgrade always goes to the app', async () => {
     const server2 = http.createServer();
-    server2.on('upgrade', (req, socket, head) => pipeline.upgrade(req, socket as import('node:net').Socket, head));
+    server2.on('upgrade', (req, socket, head) => pipeline.upgrade(requestOf(req, 'x-room', true) as NonNullable<ReturnType<typeof requestOf>>, socket as import('node:net').Socket, head));
     await new Promise<void>((resolve) => server2.listen(0, '127.0.0.1', resolve));
     try {
       const port = (server2.address() as AddressInfo).port;
