@@ -51,13 +51,16 @@ export interface ClientRequest {
   readonly body: BodyDeclared;
 }
 
+const ZEROS = /^0+$/;
+
 /** The body a node:http (or HTTP/2 compatibility) request's head declares. */
 export function bodyDeclared(req: IncomingMessage): BodyDeclared {
   // An HTTP/2 request with DATA and no length is marked chunked by its head check.
   if (req.headers['transfer-encoding'] !== undefined) return 'bytes';
   const cl = req.headers['content-length'];
   if (cl === undefined) return 'none';
-  return cl === '0' ? 'empty' : 'bytes';
+  // The head check let only digits through; "00" is a length of 0 too.
+  return ZEROS.test(cl) ? 'empty' : 'bytes';
 }
 
 /**

@@ -6,6 +6,7 @@
 // larger body streams after the bytes read so far, and must keep moving: no byte for
 // `proxy.bodyIdleTimeoutMs` ends the request. A body over `proxy.maxBodyBytes` gets 413.
 import type { IncomingMessage } from 'node:http';
+import { bodyDeclared } from '../http/client-request.js';
 
 export interface BodyLimits {
   /** Bodies up to this size are read whole before the backend request opens; 0: every body streams. */
@@ -29,8 +30,7 @@ const NONE: BodyPlan = { kind: 'none' };
 
 /** Whether a request carries a body by its framing (h2: DATA without a length is marked chunked by its head check). */
 export function hasBody(req: IncomingMessage): boolean {
-  const cl = req.headers['content-length'];
-  return req.headers['transfer-encoding'] !== undefined || (cl !== undefined && cl !== '0');
+  return bodyDeclared(req) === 'bytes';
 }
 
 /**

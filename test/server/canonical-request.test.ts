@@ -448,6 +448,9 @@ describe('bodyDeclared', () => {
   it('none without Content-Length or Transfer-Encoding; empty for Content-Length: 0; bytes for a length over 0 or chunked', () => {
     expect(body([])).toBe('none');
     expect(body(['Content-Length', '0'])).toBe('empty');
+    // The head check lets only digits through: leading zeros are still a length of 0.
+    expect(body(['Content-Length', '00'])).toBe('empty');
+    expect(body(['Content-Length', '010'])).toBe('bytes');
     expect(body(['Content-Length', '1'])).toBe('bytes');
     expect(body(['Content-Length', '5'])).toBe('bytes');
     expect(body(['Transfer-Encoding', 'chunked'])).toBe('bytes');
