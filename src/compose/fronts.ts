@@ -16,7 +16,7 @@ import { LeanFront } from '../server/lean-connection.js';
 import { createPublicServer } from '../server/public-server.js';
 import { createRedirectServer } from '../server/redirect-server.js';
 import { hstsValue, loadTls, TlsReloader } from '../server/tls-config.js';
-import { RequestPipeline } from '../pipeline/pipeline.js';
+import { RequestPipeline, type OwnPaths } from '../pipeline/pipeline.js';
 import type { DataPlane } from './data-plane.js';
 
 export interface Fronts {
@@ -47,12 +47,11 @@ export interface FrontDeps {
   readonly ticketKeys: Buffer;
 }
 
-/** The one order every front hands its checked requests by (src/pipeline/pipeline.ts). */
-function pipelineOf(deps: FrontDeps): RequestPipeline {
-  const { data } = deps;
+/** The one order every front hands its canonical requests by (src/pipeline/pipeline.ts), with its parts. */
+export function pipelineOf(data: DataPlane, control: OwnPaths, isReady: () => boolean): RequestPipeline {
   return new RequestPipeline({
-    isReady: deps.isReady,
-    control: deps.control,
+    isReady,
+    control,
     statics: data.statics,
     methods: data.methods,
     roomKey: data.router,
@@ -74,7 +73,7 @@ export function buildFronts(config: LoadedConfig, deps: FrontDeps): Fronts {
     certificates && config.tls.redirectPort !== null
       ? createRedirectServer({ httpsPort: deps.port, isReady, maxHeaderBytes: config.listen.maxHeaderBytes, headersTimeoutMs: config.listen.headersTimeoutMs })
       : null;
-  const pipeline = pipelineOf(deps);
+  const pipeline = pipelineOf(data, deps.control, isReady);
   const h2 = certificates && config.http2.enabled ? buildH2(config, deps, target, pipeline) : null;
   const server = createPublicServer({
     tls: certificates,

@@ -3,11 +3,11 @@
 // DNS server that stops answering for a moment must delay no page, tunnel, health check or call.
 // A file that opens connections (net/tls connect, http(s).request, an Agent) names that lookup,
 // or is listed here with the reason it connects to no backend.
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ROOT, sourceFiles } from '../support/source-files.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const NO_BACKEND: Record<string, string> = {
   // The cluster primary's admin port forwards to a worker on 127.0.0.1: an address, no name.
   'src/cluster/admin.ts': 'connects to its own workers on 127.0.0.1',
@@ -15,13 +15,6 @@ const NO_BACKEND: Record<string, string> = {
 const OPENS = /netConnect\(|tlsConnect\(|net\.connect\(|tls\.connect\(|[^.\w]connect\(\{|\.request\(\{|new https?\.Agent\(/;
 // The request of these files goes through a BackendAgents agent, which carries the lookup.
 const THROUGH_AGENTS = /agent:\s*(this\.)?(o\.)?agents\.for\(/;
-
-function sources(dir: string): string[] {
-  return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
-    const rel = `${dir}/${e.name}`;
-    return e.isDirectory() ? sources(rel) : e.name.endsWith('.ts') ? [rel] : [];
-  });
-}
 
 /** Files that open connections without the kept-address lookup (or an agent that has it). */
 export function unkeptConnectors(files: readonly { name: string; text: string }[]): string[] {
@@ -33,7 +26,7 @@ export function unkeptConnectors(files: readonly { name: string; text: string }[
 
 describe('backend connections', () => {
   it('look backend host names up in the kept answers', () => {
-    const files = sources('src').map((name) => ({ name, text: readFileSync(path.join(ROOT, name), 'utf8') }));
+    const files = sourceFiles('src');
     expect(unkeptConnectors(files)).toEqual([]);
     // The agents carry it for the paths that use them.
     expect(readFileSync(path.join(ROOT, 'src/forward/backend-agents.ts'), 'utf8')).toContain('lookup: backendHosts.lookup');

@@ -1,21 +1,12 @@
 // Passive health has one writer: the forwarding core (src/forward/forwarder.ts) is the only module
 // that marks a backend down after a failed connection or up after a made one, so every path (pages,
 // upgrades, cache fills) applies the same rule and the pool's events tell the Supervisor of each.
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sourceFiles } from '../support/source-files.js';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const OWNER = 'src/forward/forwarder.ts';
 // The pool defines the marks; the forwarding core calls them.
 const ALLOWED = new Set([OWNER, 'src/runtime/pool.ts']);
-
-function sources(dir: string): string[] {
-  return readdirSync(path.join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
-    const rel = `${dir}/${e.name}`;
-    return e.isDirectory() ? sources(rel) : e.name.endsWith('.ts') ? [rel] : [];
-  });
-}
 
 /** Files of `files` that call a backend mark. */
 export function markWriters(files: readonly { name: string; text: string }[]): string[] {
@@ -24,7 +15,7 @@ export function markWriters(files: readonly { name: string; text: string }[]): s
 
 describe('backend marks', () => {
   it('are written by the forwarding core only', () => {
-    const files = sources('src').map((name) => ({ name, text: readFileSync(path.join(ROOT, name), 'utf8') }));
+    const files = sourceFiles('src');
     expect(markWriters(files).filter((f) => !ALLOWED.has(f))).toEqual([]);
     expect(markWriters(files)).toContain(OWNER);
   });

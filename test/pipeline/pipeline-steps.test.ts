@@ -23,7 +23,8 @@ import { requestOf } from '../../src/http/client-request.js';
 import { clientRefusal, REFUSALS } from '../../src/http/refusals.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics, type Metrics } from '../../src/observability/metrics.js';
-import { RequestPipeline, type OwnPaths } from '../../src/pipeline/pipeline.js';
+import type { OwnPaths } from '../../src/pipeline/pipeline.js';
+import { pipelineOf } from '../../src/compose/fronts.js';
 import { MemoryPlacementStore } from '../../src/placement/memory-store.js';
 import { BackendPool } from '../../src/runtime/pool.js';
 import { TunnelRegistry } from '../../src/runtime/tunnels.js';
@@ -176,9 +177,8 @@ async function gateway(backends: readonly ResolvedBackend[], settings: { room?: 
   // Of the runtime, the data plane reads the pool, the tunnels and the placer (src/compose/data-plane.ts).
   const runtime = { pool, tunnels, placer } as Partial<Runtime> as Runtime;
   const data = buildDataPlane(loaded, { logger, metrics, backendTls, runtime });
-  // The parts as src/compose/fronts.ts hands them to the pipeline (its pipelineOf is not exported).
-  const { statics, methods, router: roomKey, cache, cookies, forwarder: forward, httpProxy: pages, leanPages, upgradeProxy: upgrades } = data;
-  const pipeline = new RequestPipeline({ isReady: () => true, control: OWNS_NOTHING, statics, methods, roomKey, cache, cookies, forward, pages, leanPages, upgrades });
+  // The parts wired as the gateway wires them (src/compose/fronts.ts).
+  const pipeline = pipelineOf(data, OWNS_NOTHING, () => true);
   const roomHeader = loaded.room.header.toLowerCase();
   const server = http.createServer((req, res) => {
     const r = requestOf(req, roomHeader, false);
