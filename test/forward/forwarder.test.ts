@@ -10,21 +10,16 @@ import type { ResolvedBackend } from '../../src/config/load.js';
 import { Forwarder, type Exchange } from '../../src/forward/forwarder.js';
 import type { Owner } from '../../src/http/ownership.js';
 import type { Refusal } from '../../src/http/refusals.js';
-import { createLogger } from '../../src/observability/logger.js';
-import { createMetrics } from '../../src/observability/metrics.js';
-import { MemoryPlacementStore } from '../../src/placement/memory-store.js';
-import { Router } from '../../src/proxy/router.js';
-import { createKeyExtractor } from '../../src/room/extract.js';
-import { createRoomValidator } from '../../src/room/validate.js';
-import { BackendPool, type Backend } from '../../src/runtime/pool.js';
-import { TunnelRegistry } from '../../src/runtime/tunnels.js';
-import { testPlacer } from '../support/runtime-parts.js';
+import type { Backend } from '../../src/runtime/pool.js';
+import { backendAt, Cleanup, pageRuntime, refusedPort, roomOn, type PageRuntime } from '../support/page-transports.js';
 
-const logger = createLogger('silent', { write: () => undefined });
 const closers: (() => Promise<void> | void)[] = [];
+
+const cleanup = new Cleanup();
 
 afterEach(async () => {
   for (const c of closers.splice(0).reverse()) await c();
+  await cleanup.run();
 });
 
 /** A backend that accepts connections (and closes them: only the connection matters here). */
@@ -35,45 +30,9 @@ async function listening(): Promise<number> {
   return (server.address() as net.AddressInfo).port;
 }
 
-/** A port nothing listens on: a connection to it is refused. */
-async function refusing(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-function backend(id: string, port: number): ResolvedBackend {
-  return { id, url: `http://127.0.0.1:${port}`, host: '127.0.0.1', port, weight: 1 };
-}
-
-/** The runtime parts a gateway wires, with every backend healthy by its checks. */
-function runtime(backends: ResolvedBackend[]): { pool: BackendPool; router: Router; forwarder: Forwarder; metrics: ReturnType<typeof createMetrics> } {
-  const metrics = createMetrics(() => []);
-  const pool = new BackendPool(backends, 600_000);
-  for (const b of backends) pool.setHealth(b.id, 'up', 'test');
-  const tunnels = new TunnelRegistry(pool);
-  const store = new MemoryPlacementStore('gw-test', { idleTtlMs: 30_000, gatewayTtlMs: 5_000 });
-  const placer = testPlacer({
-    store,
-    pool,
-    tunnels,
-    logger,
-    maxIdleRooms: 1_000,
-  });
-  closers.push(async () => {
-    placer.close();
-    await store.close();
-  });
-  const router = new Router({
-    extractKey: createKeyExtractor({ sources: ['query'], validate: createRoomValidator('^[a-z0-9-]{1,64}$'), queryParam: 'room', pathPrefix: '/r/', pagePaths: [], cookieName: 'rg', signer: null }),
-    placer,
-    pool,
-    metrics,
-    logger,
-  });
-  return { pool, router, metrics, forwarder: new Forwarder({ placement: router, pool, metrics, logger }) };
+/** The runtime parts a gateway wires (test/support/page-transports.ts), every backend healthy by its checks. */
+function runtime(backends: ResolvedBackend[]): PageRuntime {
+  return pageRuntime(backends, cleanup);
 }
 
 interface Outcome {
@@ -139,23 +98,13 @@ function within<T>(p: Promise<T>, ms = 5_000): Promise<T> {
   return Promise.race([p, new Promise<T>((_, reject) => setTimeout(() => reject(new Error(`no outcome within ${ms} ms`)), ms).unref())]);
 }
 
-/** A room whose first placement is on `id` (the ring decides; rooms are tried until one lands there). */
-async function roomPlacedOn(router: Router, id: string): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const room = `room-${i}`;
-    const d = await router.decide(room, Date.now());
-    if ('route' in d && d.route === id) return room;
-  }
-  throw new Error(`no room lands on ${id}`);
-}
-
 const errorCode = (code: string): NodeJS.ErrnoException => Object.assign(new Error(code), { code });
 
 describe('the forwarding core', () => {
   it('a refused connection marks its backend down and the attempt goes to the next decision', async () => {
-    const [dead, live] = [await refusing(), await listening()];
-    const rt = runtime([backend('dead', dead), backend('live', live)]);
-    const room = await roomPlacedOn(rt.router, 'dead');
+    const [dead, live] = [await refusedPort(), await listening()];
+    const rt = runtime([backendAt('dead', dead), backendAt('live', live)]);
+    const room = await roomOn(rt.router, 'dead');
     const x = new TestExchange(rt.forwarder, room);
     rt.forwarder.route(x);
     const out = await within(x.done);
@@ -169,7 +118,7 @@ describe('the forwarding core', () => {
   });
 
   it('when every backend refuses: each tried once, then 502 with Retry-After, counted by the last attempt', async () => {
-    const rt = runtime([backend('a', await refusing()), backend('b', await refusing())]);
+    const rt = runtime([backendAt('a', await refusedPort()), backendAt('b', await refusedPort())]);
     const x = new TestExchange(rt.forwarder, 'room-1');
     rt.forwarder.route(x);
     const out = await within(x.done);
@@ -181,9 +130,9 @@ describe('the forwarding core', () => {
   });
 
   it('a body that cannot be sent again is not retried after a refused connection: 502, the backend still marked down', async () => {
-    const [dead, live] = [await refusing(), await listening()];
-    const rt = runtime([backend('dead', dead), backend('live', live)]);
-    const room = await roomPlacedOn(rt.router, 'dead');
+    const [dead, live] = [await refusedPort(), await listening()];
+    const rt = runtime([backendAt('dead', dead), backendAt('live', live)]);
+    const room = await roomOn(rt.router, 'dead');
     const x = new TestExchange(rt.forwarder, room, { resendable: false });
     rt.forwarder.route(x);
     const out = await within(x.done);
@@ -197,7 +146,7 @@ describe('the forwarding core', () => {
   it('a reset of a reused connection is retried only when the request may be sent twice, and marks nothing down', async () => {
     const live = await listening();
     for (const afterReset of [true, false]) {
-      const rt = runtime([backend('live', live)]);
+      const rt = runtime([backendAt('live', live)]);
       const x = new TestExchange(rt.forwarder, 'room-1', { afterReset, failWith: (n) => (n === 1 ? errorCode('ECONNRESET') : null) });
       rt.forwarder.route(x);
       const out = await within(x.done);
@@ -209,7 +158,7 @@ describe('the forwarding core', () => {
   });
 
   it('a backend that does not answer in time: 504, nothing retried', async () => {
-    const rt = runtime([backend('live', await listening())]);
+    const rt = runtime([backendAt('live', await listening())]);
     const x = new TestExchange(rt.forwarder, 'room-1', { failWith: () => errorCode('ERESPONSETIMEOUT') });
     rt.forwarder.route(x);
     const out = await within(x.done);
@@ -219,9 +168,9 @@ describe('the forwarding core', () => {
   });
 
   it('a client that left is not answered nor retried; its attempt is settled without a status', async () => {
-    const [dead, live] = [await refusing(), await listening()];
-    const rt = runtime([backend('dead', dead), backend('live', live)]);
-    const room = await roomPlacedOn(rt.router, 'dead');
+    const [dead, live] = [await refusedPort(), await listening()];
+    const rt = runtime([backendAt('dead', dead), backendAt('live', live)]);
+    const room = await roomOn(rt.router, 'dead');
     const x = new TestExchange(rt.forwarder, room);
     x.client = false;
     // The exchange is gone before the first attempt: dispatch sends nothing at all.
@@ -243,7 +192,7 @@ describe('the forwarding core', () => {
   });
 
   it('a connection made marks a passively-down backend up again', async () => {
-    const rt = runtime([backend('live', await listening())]);
+    const rt = runtime([backendAt('live', await listening())]);
     rt.pool.markDown('live', Date.now(), 'refused');
     expect(rt.pool.get('live')?.routable(Date.now())).toBe(false);
     rt.forwarder.connected(rt.pool.get('live') as Backend);
@@ -251,7 +200,7 @@ describe('the forwarding core', () => {
   });
 
   it('an answer that cannot be relayed: 502 counted by the attempt, the backend stays routable', async () => {
-    const rt = runtime([backend('live', await listening())]);
+    const rt = runtime([backendAt('live', await listening())]);
     const x = new TestExchange(rt.forwarder, 'room-1');
     const settled: number[] = [];
     rt.forwarder.badAnswer(x, rt.pool.get('live') as Backend, 'a 101 to a request without Upgrade', (s) => settled.push(s));
