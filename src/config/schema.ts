@@ -163,7 +163,7 @@ export const configSchema = z.strictObject({
       unit: 'bytes',
     }),
     maxHeaders: doc(z.number().int().min(16).max(10_000).default(100), {
-      text: "More request header lines than this get 431 (Apache's LimitRequestFields is 100 too).",
+      text: "More request header lines than this get 431 (Apache's LimitRequestFields is 100 too). Host counts; on HTTP/2 the Host made from :authority counts the same, so one limit holds on both protocols.",
     }),
     headersTimeoutMs: doc(positiveMs.default(20_000), { text: 'Time a client has to send a complete request head (slowloris guard).' }),
     requestTimeoutMs: doc(optionalMs.default(300_000), {

@@ -62,6 +62,9 @@ export function checkH2RequestHead(req: Http2ServerRequest, limits: H2HeadLimits
       } else cookie += `; ${value}`;
     } else out.push(name, value);
   }
+  // The Host line the backend gets from :authority counts as HTTP/1.1's Host line does: the same
+  // fields are over listen.maxHeaders on both protocols.
+  if (host === undefined && typeof headers[':authority'] === 'string') lines++;
   if (lines > limits.maxHeaders) return refuse('too-many-header-lines', limits.maxHeaders);
   if (bytes > limits.maxHeaderBytes) return refuse('headers-too-large');
   if (hosts > 1) return refuse('host-twice');
