@@ -9,12 +9,12 @@ export const CHAOS_ONLY = ['test/chaos/placement.test.ts', 'test/chaos/soak.test
 // The files that take longest (about 15 s and more each on this 2-core machine), longest first.
 // Started first, they overlap the many short files; started last (vitest's order from a clean
 // clone, with no timings cached, is by file size), one of them runs on alone at the end.
+// The CLI tests (integration/cli, cli/admin-commands, where, check-config, help-examples) read what
+// a command prints in the test's own process (test/cli/in-process.ts) and spawn the binary only to
+// test the process itself: cli is no longer among the longest and the other four are short.
 export const LONG_FILES = [
-  'test/integration/cli.test.ts',
   'test/cli/demo.test.ts',
   'test/integration/failure.test.ts',
-  'test/cli/help-examples.test.ts',
-  'test/cli/admin-commands.test.ts',
   'test/conformance/fuzz.test.ts',
   'test/browser/phone.test.ts',
   'test/integration/page-path.test.ts',
@@ -27,9 +27,8 @@ export const LONG_FILES = [
   'test/pages/failover.test.ts',
   'test/integration/shutdown.test.ts',
   'test/integration/hardening.test.ts',
-  'test/cli/where.test.ts',
-  'test/cli/check-config.test.ts',
   'test/browser/pages.test.ts',
+  'test/integration/cli.test.ts',
   'test/integration/backend-tls.test.ts',
   'test/integration/tls.test.ts',
   'test/placement/store-contract.test.ts',

@@ -1,6 +1,7 @@
 // check-config (and start) name every problem of a configuration in one run: the schema's, the
 // rules across keys, and those of the files it names (certificates and keys), all in one path
-// notation (tls.certs.0, static.mounts.0.dir), so fixing one never uncovers the next.
+// notation (tls.certs.0, static.mounts.0.dir), so fixing one never uncovers the next. check-config
+// runs in this process (runCliHere: the CLI's run(), as the binary calls it); start is the binary.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TlsCertificates } from '../../src/server/tls.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { runCli, stopAll, writeConfig } from '../support/processes.js';
+import { runCliHere } from './in-process.js';
 
 let dir: string;
 let file: string;
@@ -39,7 +41,7 @@ const problems = (stderr: string): string[] => stderr.split('\n').filter((l) => 
 
 describe('check-config names every problem at once', () => {
   it('schema, rules across keys and files together, in one notation', async () => {
-    const r = await runCli(['check-config', '--config', file]);
+    const r = await runCliHere(['check-config', '--config', file]);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     const p = problems(r.stderr);
@@ -54,13 +56,13 @@ describe('check-config names every problem at once', () => {
   });
 
   it('a file named by an environment variable says so', async () => {
-    const r = await runCli(['check-config'], { ROOMGATE_TLS_CERTS: `${join(dir, 'a.crt')}:${join(dir, 'b.key')}` });
+    const r = await runCliHere(['check-config'], { ROOMGATE_TLS_CERTS: `${join(dir, 'a.crt')}:${join(dir, 'b.key')}` });
     expect(r.code).toBe(2);
     expect(problems(r.stderr)).toEqual([expect.stringMatching(/^tls\.certs\.0: the key in .*b\.key does not belong to the certificate in .*a\.crt.* \(from ROOMGATE_TLS_CERTS\)$/)]);
   });
 
   it('start refuses with the same list before starting anything', async () => {
-    const check = await runCli(['check-config', '--config', file]);
+    const check = await runCliHere(['check-config', '--config', file]);
     const start = await runCli(['start', '--config', file, '--port', '0']);
     expect(start.code).toBe(2);
     expect(problems(start.stderr)).toEqual(problems(check.stderr));
@@ -73,7 +75,7 @@ describe('check-config names every problem at once', () => {
   });
 
   it('an environment variable out of range gets no hint about quotes', async () => {
-    const r = await runCli(['check-config'], { ROOMGATE_PORT: '-1' });
+    const r = await runCliHere(['check-config'], { ROOMGATE_PORT: '-1' });
     expect(r.code).toBe(2);
     expect(problems(r.stderr)).toEqual(['listen.port: got "-1" (from ROOMGATE_PORT); expected a whole number from 0 to 65535']);
   });
@@ -90,7 +92,7 @@ describe('check-config prints a valid configuration', () => {
       ROOMGATE_COOKIE_SECRETS: 'cookie-secret-0123456789',
       REDIS_URL: 'redis://:redis-secret-0123@127.0.0.1:6379',
     };
-    const r = await runCli(['check-config', '--json', '--backend', 'http://127.0.0.1:8001'], secrets);
+    const r = await runCliHere(['check-config', '--json', '--backend', 'http://127.0.0.1:8001'], secrets);
     expect(r.code).toBe(0);
     for (const s of [...Object.values(secrets).flatMap((v) => v.split(',')), 'redis-secret-0123']) expect(r.stdout).not.toContain(s);
     const c = JSON.parse(r.stdout).config;

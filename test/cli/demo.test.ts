@@ -3,9 +3,12 @@
 // secret, admin token and API token it needs when none is in the environment, prints them once in
 // the banner with a command that uses each, and those commands work as printed; every page the
 // banner links answers. With a configuration file, or outside demo mode, nothing is generated.
+// The commands the banner prints run as printed (sh, the binary); the other commands this file runs
+// against a demo run in this process (runCliHere: the CLI's run(), as the binary calls it).
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { httpRequest, runCli, startBackend, startGateway, stop, stopAll, waitFor, writeConfig, type GatewayProc } from '../support/processes.js';
+import { httpRequest, startBackend, startGateway, stop, stopAll, waitFor, writeConfig, type GatewayProc } from '../support/processes.js';
+import { runCliHere } from './in-process.js';
 import { freePortRange, runPrinted } from './support.js';
 
 const started: GatewayProc[] = [];
@@ -38,6 +41,14 @@ async function startDemo(o: { env?: Record<string, string>; config?: Record<stri
   started.push(gw);
   demoPids.push(...gw.logs().filter((l) => l.msg === 'demo backend started').map((l) => Number(l.backendPid)));
   return gw;
+}
+
+let plainDemo: Promise<GatewayProc> | undefined;
+
+/** One demo as startDemo() starts it, for the tests that only read from it (its address, banner and pages). */
+function sharedDemo(): Promise<GatewayProc> {
+  plainDemo ??= startDemo();
+  return plainDemo;
 }
 
 async function banner(gw: GatewayProc): Promise<string> {
@@ -73,7 +84,7 @@ function line(text: string, label: string): string {
 
 describe('the demo', () => {
   it('listens on 127.0.0.1 only, and says so', async () => {
-    const gw = await startDemo();
+    const gw = await sharedDemo();
     expect(listening(gw).host).toBe('127.0.0.1');
     expect(await reachableBeyond127001(gw.port)).toBe(false);
     expect(await banner(gw)).toContain(`roomgate demo: http://localhost:${gw.port} in front of 3 demo backends (this machine only)`);
@@ -103,12 +114,12 @@ describe('the demo', () => {
       expect(gw.lines.join('\n')).not.toContain(s);
     }
 
+    // The two command lines are independent (sign reads no gateway): run at once.
+    const [d, cookie] = await Promise.all([runPrinted(drain), runPrinted(sign)]);
     // The admin token drains a backend.
-    const d = await runPrinted(drain);
     expect(d.stderr).toBe('');
     expect(d.stdout).toMatch(/^demo-2\tdraining\t\S+\n$/);
     // The signed cookie alone takes a request to the room's backend.
-    const cookie = await runPrinted(sign);
     expect(cookie.code, cookie.stderr).toBe(0);
     const page = await httpRequest(gw.port, '/game/chess/');
     const withCookie = await httpRequest(gw.port, '/anything', { headers: { cookie: `roomgate_room=${cookie.stdout.trim()}` } });
@@ -122,7 +133,7 @@ describe('the demo', () => {
   });
 
   it('every page the banner links answers 200; GET / is an index page linking the game rooms and the lobby', async () => {
-    const gw = await startDemo();
+    const gw = await sharedDemo();
     const text = await banner(gw);
     // Every URL in the banner but the curl line's (a PUT, run as printed above).
     const urls = text
@@ -176,19 +187,22 @@ describe('the demo', () => {
     expect((j.backends as unknown[]).length).toBe(3);
     expect(JSON.stringify(j)).not.toContain('configured-admin-token-0123');
     expect(gw.stderr.join('\n')).not.toContain('roomgate demo:');
-    const ok = await runCli(['drain', 'demo-1', '--admin', `http://127.0.0.1:${gw.adminPort}`, '--token', 'configured-admin-token-0123']);
+    const ok = await runCliHere(['drain', 'demo-1', '--admin', `http://127.0.0.1:${gw.adminPort}`, '--token', 'configured-admin-token-0123']);
     expect(ok.code, ok.stderr).toBe(0);
   });
 
   it('listens where --host, ROOMGATE_HOST or listen.host says, when given', async () => {
-    const fromEnv = await startDemo({ env: { ROOMGATE_HOST: '0.0.0.0' } });
+    // Three demos, independent: started at once.
+    const [fromEnv, fromFlag, fromFile] = await Promise.all([
+      startDemo({ env: { ROOMGATE_HOST: '0.0.0.0' } }),
+      startDemo({ args: ['--host', '0.0.0.0'] }),
+      startDemo({ config: { listen: { port: 0, host: '0.0.0.0' } } }),
+    ]);
     expect(listening(fromEnv).host).toBe('0.0.0.0');
     expect(await reachableBeyond127001(fromEnv.port)).toBe(true);
     expect(await banner(fromEnv)).toContain('(listening on 0.0.0.0)');
-    const fromFlag = await startDemo({ args: ['--host', '0.0.0.0'] });
     expect(listening(fromFlag).host).toBe('0.0.0.0');
     expect(await reachableBeyond127001(fromFlag.port)).toBe(true);
-    const fromFile = await startDemo({ config: { listen: { port: 0, host: '0.0.0.0' } } });
     expect(listening(fromFile).host).toBe('0.0.0.0');
   });
 
@@ -201,7 +215,7 @@ describe('the demo', () => {
     expect(text).toContain('<your cookie secret>');
     expect(text).not.toContain('configured-api-token-0123456789');
     // No admin token: admin writes stay refused.
-    const drain = await runCli(['drain', 'demo-1', '--admin', `http://127.0.0.1:${gw.adminPort}`, '--token', 'x'.repeat(30)]);
+    const drain = await runCliHere(['drain', 'demo-1', '--admin', `http://127.0.0.1:${gw.adminPort}`, '--token', 'x'.repeat(30)]);
     expect(drain.code).not.toBe(0);
     expect(drain.stderr).toContain('admin writes are disabled');
   });
@@ -221,12 +235,12 @@ describe('outside demo mode', () => {
   });
 
   it('check-config says what the demo will generate: nothing with a configuration file', async () => {
-    const r = await runCli(['check-config']);
+    const r = await runCliHere(['check-config']);
     expect(r.stdout).toContain('note: no backends configured; start will run 3 demo backends, on 127.0.0.1 unless a host is given (--host, ROOMGATE_HOST, listen.host)');
     expect(r.stdout).toContain('note: no cookie secret, admin token, API token or push token configured; start will generate them for the demo and print them in its banner');
-    const withToken = await runCli(['check-config'], { ROOMGATE_ADMIN_TOKEN: 'configured-admin-token-0123' });
+    const withToken = await runCliHere(['check-config'], { ROOMGATE_ADMIN_TOKEN: 'configured-admin-token-0123' });
     expect(withToken.stdout).toContain('note: no cookie secret, API token or push token configured;');
-    const withFile = await runCli(['check-config', '--config', writeConfig({})]);
+    const withFile = await runCliHere(['check-config', '--config', writeConfig({})]);
     expect(withFile.stdout).toContain('note: no backends configured;');
     expect(withFile.stdout).not.toContain('generate');
   });

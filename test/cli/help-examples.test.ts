@@ -1,10 +1,13 @@
 // Every command's --help tells the truth: its example is run, as printed, against the demo
 // (`roomgate start` with no configuration) on a terminal, and must match what the command really
 // prints (any number where the example has a number, anything where it has <placeholder>, "..."
-// for lines left out); its help lists the environment variables it reads.
+// for lines left out); its help lists the environment variables it reads. The commands run in this
+// process (runCliHere: the CLI's run(), as the binary calls it, here with stdout a terminal); the
+// demo is the binary (test/cli/admin-commands and where run the binary itself on a terminal).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startGateway, stop, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
-import { freePortRange, runCliTty } from './support.js';
+import { startGateway, stop, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { runCliHere } from './in-process.js';
+import { freePortRange } from './support.js';
 
 interface HelpJson {
   commands: { name: string; env: string[]; example: { line: string; output: string } }[];
@@ -19,7 +22,7 @@ let env: Record<string, string>;
 const demoPids: number[] = [];
 
 beforeAll(async () => {
-  help = JSON.parse((await runCli(['help', '--json'])).stdout) as HelpJson;
+  help = JSON.parse((await runCliHere(['help', '--json'])).stdout) as HelpJson;
   const basePort = await freePortRange(3);
   demo = await startGateway({
     config: false,
@@ -88,8 +91,8 @@ describe('each command --help', () => {
 
   it('runs its example as printed, and the command prints what the example shows', async () => {
     expect(help.commands.map((c) => c.name).sort()).toEqual([...ORDER].sort());
-    // The help texts change nothing: read all at once (a node process each); the examples run in order.
-    const texts = await Promise.all(ORDER.map(async (name) => (await runCli([name, '--help'])).stdout));
+    // The help texts change nothing: read first; the examples run in order.
+    const texts = await Promise.all(ORDER.map(async (name) => (await runCliHere([name, '--help'])).stdout));
     for (const [i, name] of ORDER.entries()) {
       const c = help.commands.find((x) => x.name === name)!;
       const text = texts[i] as string;
@@ -101,7 +104,7 @@ describe('each command --help', () => {
         real = await waitFor('the demo banner', 10_000, () => (demo.stderr.some((l) => l.startsWith('Kill a backend')) ? demo.stderr.join('\n') : undefined));
       } else {
         const { env: vars, args } = parseLine(c.example.line);
-        real = (await runCliTty(args, { ...env, ...vars })).stdout;
+        real = (await runCliHere(args, { ...env, ...vars }, { tty: true })).stdout;
       }
       expect(tidy(real), `roomgate ${c.example.line}: the example in its --help is\n${c.example.output}`).toMatch(examplePattern(c.example.output));
     }
@@ -119,7 +122,7 @@ describe('each command --help', () => {
       maintenance: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
       move: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
     };
-    const texts = await Promise.all(help.commands.map(async (c) => (await runCli(['help', c.name])).stdout));
+    const texts = await Promise.all(help.commands.map(async (c) => (await runCliHere(['help', c.name])).stdout));
     for (const [i, c] of help.commands.entries()) {
       const text = texts[i] as string;
       const section = text.slice(text.indexOf('\nEnvironment'), text.indexOf('\nExample'));

@@ -1,11 +1,13 @@
 // `roomgate where` asks the running gateway where a room IS and why; with no gateway answering (or
 // --offline) it says plainly that its answer is the ring owner a NEW room would get. The room
 // here was placed while its ring owner was in maintenance, so the two answers differ, as they do
-// in a live system after bounded loads, moves and failovers.
+// in a live system after bounded loads, moves and failovers. What it prints is read in this
+// process (runCliHere: the CLI's run(), as the binary calls it); the binary in a pipe and on a terminal.
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
 import { Client, httpRequest, runCli, startBackends, startGateway, stopAll, writeConfig, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { runCliHere } from './in-process.js';
 import { runCliTty } from './support.js';
 
 const TOKEN = 'where-admin-token-0123456789';
@@ -28,11 +30,11 @@ beforeAll(async () => {
   const ring = buildRing(backends.map((b) => ({ id: b.id, weight: 1 })));
   const ofB1 = Array.from({ length: 200 }, (_, i) => `w-${i}`).filter((r) => ring.first(r) === 'b1');
   [moved, fresh] = ofB1 as [string, string];
-  expect((await runCli(['maintenance', 'b1'], env)).code).toBe(0);
+  expect((await runCliHere(['maintenance', 'b1'], env)).code).toBe(0);
   const page = await httpRequest(gw.port, `/game/${moved}/`);
   placedOn = String(page.headers['x-backend-id']);
   expect(['b2', 'b3']).toContain(placedOn);
-  expect((await runCli(['undrain', 'b1'], env)).code).toBe(0);
+  expect((await runCliHere(['undrain', 'b1'], env)).code).toBe(0);
 });
 
 afterAll(stopAll);
@@ -52,7 +54,7 @@ const urlOf = (id: string): string => backends.find((b) => b.id === id)!.url;
 
 describe('where asks the running gateway', () => {
   it('says where the room IS (not its ring owner), why, its placement epoch and the sockets here', async () => {
-    const r = await runCli(['where', moved, fresh, '--json'], env);
+    const r = await runCliHere(['where', moved, fresh, '--json'], env);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const [m, f] = JSON.parse(r.stdout) as Row[];
@@ -91,7 +93,7 @@ describe('where asks the running gateway', () => {
     const api = JSON.parse((await httpRequest(gw.adminPort, '/rooms/a%20b')).body) as { error: string | { message: string } };
     const words = typeof api.error === 'string' ? api.error : api.error.message;
     expect(words).toMatch(/^invalid room key/);
-    const r = await runCli(['where', moved, 'a b', ''], env);
+    const r = await runCliHere(['where', moved, 'a b', ''], env);
     expect(r.code).toBe(2);
     expect(r.stdout.split('\n').slice(1)).toEqual([`a b\terror: ${words}`, '\terror: invalid room key: it is empty', '']);
   });
@@ -101,7 +103,7 @@ describe('where without a gateway: the ring owner of a NEW room, said as such', 
   const config = (): string => writeConfig({ backends: backends.map((b) => ({ id: b.id, url: b.url })) });
 
   it('--offline', async () => {
-    const r = await runCli(['where', moved, '--offline', '--json', '--config', config()], env);
+    const r = await runCliHere(['where', moved, '--offline', '--json', '--config', config()], env);
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toEqual([{ room: moved, backend: 'b1', url: urlOf('b1'), reason: 'ring', placement: null, wouldPlace: true, socketsHere: null, source: 'ring' }]);
     expect(r.stderr).toBe('note: --offline: the ring owner a NEW room would get (every backend up); a live room may be elsewhere\n');
@@ -109,13 +111,13 @@ describe('where without a gateway: the ring owner of a NEW room, said as such', 
 
   it('no gateway answering at the admin URL', async () => {
     const deadAdmin = await closedPort();
-    const r = await runCli(['where', moved, '--config', config(), '--admin', deadAdmin]);
+    const r = await runCliHere(['where', moved, '--config', config(), '--admin', deadAdmin]);
     expect(r).toEqual({
       code: 0,
       stdout: `${moved}\tb1\t${urlOf('b1')}\tring\t-\t-\n`,
       stderr: `note: no gateway answered at ${deadAdmin} (ECONNREFUSED): this is the ring owner a NEW room would get; a live room may be elsewhere (--admin URL asks a gateway)\n`,
     });
-    const t = await runCliTty(['where', moved, '--config', config()], { ROOMGATE_ADMIN_URL: deadAdmin });
+    const t = await runCliHere(['where', moved, '--config', config()], { ROOMGATE_ADMIN_URL: deadAdmin }, { tty: true });
     expect(t.stdout).toMatch(new RegExp(`^ROOM +BACKEND +URL +WHY\\n${moved} +b1 +${urlOf('b1').replace(/\./g, '\\.')} +a NEW room goes here \\(the ring owner\\)\\n`, 'm'));
     expect(t.stdout).toContain('note: no gateway answered');
   });
