@@ -1,8 +1,10 @@
 // Hop-by-hop header fields: they describe one connection and are never forwarded, in either
 // direction (the HTTP proxy, X-Forwarded handling, the --workers primary's admin forwarding).
 // RFC 9110 section 7.6.1 names Connection, Proxy-Connection, Keep-Alive, TE, Transfer-Encoding and
-// Upgrade; Trailer (RFC 2616's list) is dropped too, as the proxies always have.
-export const HOP_BY_HOP: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade']);
+// Upgrade; Trailer (RFC 2616's list) is dropped too, as the proxies always have, and HTTP2-Settings
+// (RFC 9113 8.2.2: connection-specific; node's HTTP/2 layer refuses to send it, so an answer
+// carrying it could not reach an h2 client).
+export const HOP_BY_HOP: ReadonlySet<string> = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'http2-settings']);
 
 /**
  * The field names the Connection values of a message name (RFC 9110 7.6.1: hop-by-hop too, to be

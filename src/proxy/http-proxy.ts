@@ -168,7 +168,10 @@ export class HttpProxy {
       if (r.transport === 'h2') res.writeHead(status, headers);
       else res.writeHead(status, proxyRes.statusMessage, headers);
     } catch (err) {
-      // Whatever Node's own checks refuse beyond the rules above: a 502, not a dead process.
+      // Whatever Node's own checks refuse beyond the rules above (on HTTP/2: a field that may
+      // appear once, twice): a 502, not a dead process. The fields the failed writeHead set stay
+      // on an h2 response and would fail the 502 too: they go first.
+      if (!res.headersSent) for (const name of res.getHeaderNames()) res.removeHeader(name);
       proxyRes.socket.destroy();
       return this.forwarder.badAnswer(x, backend, (err as Error).message, done);
     }
@@ -222,7 +225,14 @@ export class HttpProxy {
     // A body not read to its end (a refused method, a body too large, one that stopped) would be
     // read as the next request's bytes or trickle into a second answer: the connection ends here.
     if (req.httpVersionMajor === 1 && hasBody(req) && !req.complete) r.headers.Connection = 'close';
-    res.writeHead(r.status, r.headers);
+    try {
+      res.writeHead(r.status, r.headers);
+    } catch {
+      // Node refused our own answer on this response (fields left on it by a failed write): the
+      // client's request (an h2 stream, or the HTTP/1.1 connection) is cut, the process lives on.
+      res.destroy();
+      return;
+    }
     // A HEAD answer has the GET answer's fields and no body.
     res.end(req.method === 'HEAD' ? undefined : r.body);
   }

@@ -46,6 +46,11 @@ export const RESPONSE_CASES: readonly ResponseCase[] = [
   { name: 'chunked-trailers', cls: 'valid', answer: { bytes: 'HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=y\r\nhello\r\n0\r\nT: 1\r\n\r\n' }, expect: { statuses: [200], body: 'hello', closed: false } },
   { name: 'close-delimited', cls: 'valid', answer: { bytes: 'HTTP/1.1 200 OK\r\n\r\nhello until close', close: true }, expect: { statuses: [200], body: 'hello until close' } },
   { name: 'http10', cls: 'valid', answer: { bytes: 'HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\nhello' }, expect: { statuses: [200], body: 'hello' } },
+  // Connection-specific (RFC 9113 8.2.2): dropped like every hop-by-hop field; an h2 client could
+  // not be sent it at all (test/proxy/http-proxy-h2.test.ts, where it once stopped the process).
+  { name: 'http2-settings-field', cls: 'valid', answer: { bytes: ok('x', 'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nX-Kept: 1\r\n') }, expect: { statuses: [200], body: 'x', contains: ['\r\nX-Kept: 1\r\n'], lacks: ['HTTP2-Settings'] } },
+  // A field meant once, twice: HTTP/1.1 relays it as sent (on h2 it is a 502, test/proxy/http-proxy-h2.test.ts).
+  { name: 'etag-twice', cls: 'valid', answer: { bytes: ok('x', 'ETag: "a"\r\nETag: "b"\r\n') }, expect: { statuses: [200], body: 'x', contains: ['ETag: "a"\r\n', 'ETag: "b"\r\n'] } },
   { name: 'http10-close-delimited', cls: 'valid', answer: { bytes: 'HTTP/1.0 200 OK\r\n\r\nhello', close: true }, expect: { statuses: [200], body: 'hello' } },
 
   // --- interim answers -----------------------------------------------------------------------

@@ -22,6 +22,7 @@ import { defaultBackendTls } from '../../src/backends/backend-tls.js';
 import type { ResolvedBackend } from '../../src/config/load.js';
 import { requestOf } from '../../src/http/client-request.js';
 import { checkH2RequestHead, type H2HeadLimits } from '../../src/http/h2-request-head.js';
+import { REFUSALS } from '../../src/http/refusals.js';
 import { createTargetRule } from '../../src/http/target.js';
 import { HttpProxy } from '../../src/proxy/http-proxy.js';
 import { fieldValues } from '../conformance/strict-parser.js';
@@ -157,6 +158,34 @@ describe('HttpProxy on HTTP/2', () => {
     // Node drops a reason phrase on h2 with a warning: none was given.
     expect(warnings.map((w) => w.message)).toEqual([]);
     expect(await counted(rt.metrics.httpRequests, { backend: 'b1', status: '200' })).toBe(1);
+  });
+
+  // Fields an HTTP/1.1 answer may carry but node's HTTP/2 layer refuses to send: its writeHead
+  // throws, and the fields it had set before throwing stayed on the response, so the 502 written
+  // in their place threw too, out of every handler: a backend could stop the gateway.
+  it('an answer with HTTP2-Settings (connection-specific, RFC 9113 8.2.2) reaches the h2 client without it', async () => {
+    const bytes = 'HTTP/1.1 200 OK\r\nX-From: backend\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nContent-Length: 4\r\n\r\npage';
+    const be = await ScriptedBackend.start((_req, conn) => void conn.socket.write(bytes), cleanup);
+    const { session } = await front([backendAt('b1', be.port)]);
+    const got = await exchange(session, { ':method': 'GET', ':path': '/r/room-1/page' });
+    expect(got.headers[':status']).toBe(200);
+    expect(got.body.toString()).toBe('page');
+    expect(got.headers['x-from']).toBe('backend');
+    expect(got.headers['http2-settings']).toBeUndefined();
+  });
+
+  it('an answer node cannot send on HTTP/2 (a field that may appear once, twice) is a 502 from the catalogue, and the connection serves on', async () => {
+    const bad = 'HTTP/1.1 200 OK\r\nX-From: backend\r\nETag: "a"\r\nETag: "b"\r\nContent-Length: 4\r\n\r\npage';
+    const be = await ScriptedBackend.start((_req, conn, i) => void conn.socket.write(i === 0 ? bad : answer(200, 'again')), cleanup);
+    const { session, rt } = await front([backendAt('b1', be.port)]);
+    const got = await exchange(session, { ':method': 'GET', ':path': '/r/room-1/page' });
+    expect(got.headers[':status']).toBe(REFUSALS['bad-backend-answer'].status);
+    expect(got.headers['x-from'], 'nothing of the refused answer').toBeUndefined();
+    expect(got.headers.etag).toBeUndefined();
+    expect(await counted(rt.metrics.proxyErrors, { backend: 'b1', kind: 'bad-response' })).toBe(1);
+    const next = await exchange(session, { ':method': 'GET', ':path': '/r/room-1/page' });
+    expect(next.headers[':status']).toBe(200);
+    expect(next.body.toString()).toBe('again');
   });
 
   it('a POST stream with a body reaches the backend whole, with its Content-Length', async () => {
