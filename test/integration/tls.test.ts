@@ -6,7 +6,7 @@
 // field; plain HTTP on the TLS port is refused without harm.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, renameSync, rmSync } from 'node:fs';
 import https from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import type { LookupFunction } from 'node:net';
@@ -210,18 +210,27 @@ describe('TLS on the public port', () => {
     copyFileSync(c.key, files.key);
     const watched = await startGateway({ backends: [backend], config: { tls: { certs: [files], reloadCheckMs: 100 } } });
     expect(await servedFingerprint(watched.port, 'c.test')).toBe(fingerprintOf(c.cert));
+    // Each file replaced whole (a rename), as deploy tools and cert-manager do: a check never
+    // reads half a file, which would be a failure of its own with its own message.
+    const put = (from: string, to: string): void => {
+      copyFileSync(from, `${to}.tmp`);
+      renameSync(`${to}.tmp`, to);
+    };
     const c2 = makeCert('c2', ['c.test']);
-    copyFileSync(c2.key, files.key);
-    copyFileSync(c2.cert, files.cert);
+    put(c2.key, files.key);
+    put(c2.cert, files.cert);
     await waitFor('the new certificate served', 10_000, async () => (await servedFingerprint(watched.port, 'c.test')) === fingerprintOf(c2.cert));
     // A broken pair on disk: retried at every check, said at error level once, the old one served.
-    copyFileSync(b.key, files.key);
-    const failures = (): Record<string, unknown>[] => watched.logs().filter((l) => l.msg === 'TLS certificates not reloaded: the ones in use stay');
+    // Counted from here: a check that ran between the two copies above saw c2's key with c1's
+    // certificate, a failure of its own (said at error level too) that ended when c2 was served.
+    const from = watched.logs().length;
+    put(b.key, files.key);
+    const failures = (): Record<string, unknown>[] => watched.logs().slice(from).filter((l) => l.msg === 'TLS certificates not reloaded: the ones in use stay');
     await waitFor('several failed checks', 10_000, () => failures().length >= 4);
     expect(failures().filter((l) => l.level === 'error')).toHaveLength(1);
     expect(failures().filter((l) => l.level === 'debug').length).toBeGreaterThanOrEqual(3);
     expect(await servedFingerprint(watched.port, 'c.test')).toBe(fingerprintOf(c2.cert));
-    copyFileSync(c2.key, files.key);
+    put(c2.key, files.key);
     await waitFor('reloaded once the pair is whole again', 10_000, () => watched.logs().filter((l) => l.msg === 'TLS certificates reloaded').length >= 2);
     expect(await stop(watched)).toBe(0);
   });
