@@ -3,18 +3,36 @@
 // framed as PageRelay frames a relayed answer (Content-Length when known, else chunked; Date,
 // HSTS on TLS, Connection and Keep-Alive for the client's connection).
 import type { ServerResponse } from 'node:http';
+import { constants } from 'node:http2';
 import type { AnswerWriter } from '../cache/contract.js';
 import { hasBody, type WireAnswer } from '../cache/wire-answer.js';
 import type { Refusal } from '../http/refusals.js';
 import type { PageClient } from '../http/page-client.js';
 import { httpDate } from './page-relay.js';
 
+const { NGHTTP2_INTERNAL_ERROR } = constants;
+
 /** The client's side is closed: an HTTP/1.1 response is destroyed, or an h2 response's stream. */
 export function isGone(res: ServerResponse): boolean {
   return res.destroyed || (res as { stream?: { destroyed: boolean } }).stream?.destroyed === true;
 }
 
+/**
+ * Cuts an answer that cannot be finished (its backend broke off, its client stopped reading, Node
+ * refused it): HTTP/1.1 loses its connection, so the client sees the body end early; an h2
+ * stream is reset with INTERNAL_ERROR (destroying it without an error would reset it with
+ * NO_ERROR, which clients take for a complete answer, however short the body).
+ */
+export function cutAnswer(res: ServerResponse): void {
+  const stream = (res as { stream?: { destroyed: boolean; close(code: number): void } }).stream;
+  if (stream === undefined) return void res.destroy();
+  if (!stream.destroyed) stream.close(NGHTTP2_INTERNAL_ERROR);
+}
+
 export class ResponseAnswer implements AnswerWriter {
+  /** Node refused the stored answer's head: roomgate answered in its place, and nothing more is written. */
+  private refused = false;
+
   constructor(
     private readonly res: ServerResponse,
     readonly head: boolean,
@@ -24,7 +42,7 @@ export class ResponseAnswer implements AnswerWriter {
   ) {}
 
   get gone(): boolean {
-    return isGone(this.res);
+    return this.refused || isGone(this.res);
   }
 
   start(status: number, reason: string, headers: readonly string[], length: number | null): void {
@@ -32,9 +50,14 @@ export class ResponseAnswer implements AnswerWriter {
     try {
       if (this.h2) this.res.writeHead(status, fields);
       else this.res.writeHead(status, reason, fields);
-    } catch {
-      // Fields Node refuses (they passed the answer checks when received): the client is cut.
-      this.res.destroy();
+    } catch (err) {
+      // Fields Node refuses though they passed the answer checks when received (on h2: a field
+      // meant once, twice): a 502 in its place, as the relayed path answers, once the fields the
+      // failed writeHead set are gone; the body that follows is not written.
+      this.refused = true;
+      if (this.res.headersSent) return cutAnswer(this.res);
+      for (const name of this.res.getHeaderNames()) this.res.removeHeader(name);
+      this.own({ code: 'bad-backend-answer', detail: (err as Error).message }, {});
     }
   }
 
@@ -59,7 +82,7 @@ export class ResponseAnswer implements AnswerWriter {
   }
 
   cut(): void {
-    this.res.destroy();
+    cutAnswer(this.res);
   }
 }
 

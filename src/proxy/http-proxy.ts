@@ -17,7 +17,7 @@ import type { Owner } from '../http/ownership.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import { endToEndFields } from '../http/hop-by-hop.js';
 import { BackendAgents } from '../forward/backend-agents.js';
-import { isGone, ResponseAnswer } from './cache-answers.js';
+import { cutAnswer, isGone, ResponseAnswer } from './cache-answers.js';
 import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import { clientStalled, type PagePathOptions } from './request-count.js';
@@ -157,12 +157,13 @@ export class HttpProxy {
       return this.forwarder.badAnswer(x, backend, problem, done);
     }
     // Hop-by-hop fields (and those its Connection header names) belong to the backend
-    // connection; Node writes its own framing.
-    const headers = endToEndFields(proxyRes.rawHeaders);
+    // connection; Node writes its own framing. A 204 has no body to frame (RFC 9110 8.6: no
+    // Content-Length on it; HTTP/2 clients reset a stream that has one).
+    const status = proxyRes.statusCode ?? 502;
+    const headers = status === 204 ? withoutLength(endToEndFields(proxyRes.rawHeaders)) : endToEndFields(proxyRes.rawHeaders);
     const cookie = o.cookies.for(r, key);
     if (cookie) headers.push('Set-Cookie', cookie);
     if (x.cacheStatus !== null) headers.push('Cache-Status', x.cacheStatus);
-    const status = proxyRes.statusCode ?? 502;
     try {
       // h2 has no reason phrase (Node warns when given one).
       if (r.transport === 'h2') res.writeHead(status, headers);
@@ -177,8 +178,9 @@ export class HttpProxy {
     }
     proxyRes.pipe(res);
     if (o.clientWriteTimeoutMs > 0) cutWhenStalled(proxyRes, res, o.clientWriteTimeoutMs, () => clientStalled(o, key.room, backend.id));
-    proxyRes.on('error', () => res.destroy());
-    proxyRes.on('aborted', () => res.destroy());
+    // The backend broke off mid-answer: the client must not take what it got for the whole answer.
+    proxyRes.on('error', () => cutAnswer(res));
+    proxyRes.on('aborted', () => cutAnswer(res));
     res.on('close', () => {
       done(status);
       if (!proxyRes.complete) proxyRes.destroy();
@@ -210,7 +212,7 @@ export class HttpProxy {
       // Mid-response: the status line is gone, all we can do is cut the client off.
       this.forwarder.lost(x, backend, err);
       done(res.headersSent ? res.statusCode : null);
-      res.destroy();
+      cutAnswer(res);
       return;
     }
     // Nothing reached the backend (connect failed), or a reused keep-alive socket was closed
@@ -230,7 +232,7 @@ export class HttpProxy {
     } catch {
       // Node refused our own answer on this response (fields left on it by a failed write): the
       // client's request (an h2 stream, or the HTTP/1.1 connection) is cut, the process lives on.
-      res.destroy();
+      cutAnswer(res);
       return;
     }
     // A HEAD answer has the GET answer's fields and no body.
@@ -306,11 +308,20 @@ function cutWhenStalled(source: IncomingMessage, res: ServerResponse, ms: number
       onCut();
       // HTTP/1.1: the client's connection; h2: the stream (the session serves on).
       if (res.socket !== null && !('stream' in res)) resetConnection(res.socket);
-      res.destroy();
+      cutAnswer(res);
     }, ms);
   });
   source.on('resume', disarm);
   res.once('close', disarm);
+}
+
+/** A field list without Content-Length. */
+function withoutLength(fields: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if ((fields[i] as string).toLowerCase() !== 'content-length') out.push(fields[i] as string, fields[i + 1] as string);
+  }
+  return out;
 }
 
 /**
@@ -321,14 +332,7 @@ function cutWhenStalled(source: IncomingMessage, res: ServerResponse, ms: number
  * request (smuggling).
  */
 function framed(headers: string[], req: IncomingMessage, body: BodyPlan): string[] {
-  if (body.kind === 'buffered') {
-    const out: string[] = [];
-    for (let i = 0; i + 1 < headers.length; i += 2) {
-      if ((headers[i] as string).toLowerCase() !== 'content-length') out.push(headers[i] as string, headers[i + 1] as string);
-    }
-    out.push('Content-Length', String(body.body.length));
-    return out;
-  }
+  if (body.kind === 'buffered') return [...withoutLength(headers), 'Content-Length', String(body.body.length)];
   if (req.headers['transfer-encoding'] !== undefined) headers.push('Transfer-Encoding', 'chunked');
   return headers;
 }
@@ -357,7 +361,7 @@ function sendBody(
     req.unpipe(proxyReq);
     proxyReq.destroy();
     if (!res.headersSent) refuse(code);
-    else res.destroy();
+    else cutAnswer(res);
   };
   const disarm = (): void => {
     if (timer !== null) clearTimeout(timer);

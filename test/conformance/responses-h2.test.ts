@@ -38,26 +38,10 @@ const NO_ERROR = http2.constants.NGHTTP2_NO_ERROR;
  * pinned (the process lives on and every other check still runs), so a fix, or any other change,
  * fails the pin and its entry goes. Each says what is wrong.
  */
-const KNOWN: readonly { cases: readonly string[]; variants: readonly string[]; problem: string; holds: (o: H2Outcome) => boolean }[] = [
-  {
-    cases: ['cut-length', 'cut-chunk', 'cut-before-last-chunk', 'bad-chunk-size'],
-    variants: ['relayed', 'page cache fetches'],
-    problem: "a cut body ends the stream with RST_STREAM NO_ERROR (res.destroy() without an error): node's h2 client takes that for a complete response, even 50 bytes of a Content-Length 100",
-    holds: (o) => !o.ended && o.rst === NO_ERROR && o.error === null,
-  },
-  {
-    cases: ['204-with-body'],
-    variants: ['relayed'],
-    problem: "the backend's Content-Length rides on the relayed 204 (RFC 9110 8.6: never on a 204), and nghttp2 clients reset such a stream (PROTOCOL_ERROR): the client never gets its 204 (the page cache's path drops the field)",
-    holds: (o) => o.status === null && /PROTOCOL_ERROR/.test(o.error ?? ''),
-  },
-  {
-    cases: ['etag-twice'],
-    variants: ['page cache fetches'],
-    problem: "the page cache's writeHead throws and its catch destroys the stream (RST_STREAM NO_ERROR, no :status), where the relayed path answers 502",
-    holds: (o) => o.status === null && !o.ended && o.rst === NO_ERROR,
-  },
-];
+// Empty: the three problems this file found when it was written (a cut body reset with NO_ERROR,
+// so clients took it for complete; a 204 relayed with the backend's Content-Length, which h2
+// clients reset; a stored answer h2 cannot carry cutting the stream instead of a 502) are fixed.
+const KNOWN: readonly { cases: readonly string[]; variants: readonly string[]; problem: string; holds: (o: H2Outcome) => boolean }[] = [];
 
 /** `contains` strings that are HTTP/1.1 wire text with no h2 counterpart. */
 const NOT_ON_H2 = /^HTTP\/1\.1 /; // a status line: h2 has no reason phrase
