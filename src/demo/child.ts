@@ -74,11 +74,20 @@ export function spawnReady<T>(o: SpawnOptions<T>): Promise<{ child: Child; value
       }
       if (value !== undefined) settle(undefined, value);
     };
+    // What a child says on stderr before it is ready: its error, when it has one. Its log lines
+    // (stdout) go on while it shuts down and would push the error out of the few lines shown.
+    const earlyErrors: string[] = [];
     if (proc.stdout) createInterface({ input: proc.stdout }).on('line', onLine);
-    if (proc.stderr) createInterface({ input: proc.stderr }).on('line', onLine);
+    if (proc.stderr) {
+      createInterface({ input: proc.stderr }).on('line', (line) => {
+        if (!settled) earlyErrors.push(line);
+        onLine(line);
+      });
+    }
     proc.once('error', (err: NodeJS.ErrnoException) => settle(new ChildStartError(`${o.name}: cannot run ${o.command} (${err.code ?? err.message})`)));
-    void exited.then((code) => {
-      if (!settled) settle(new ChildStartError(`${o.name} exited before it was ready (${code}):\n${tail(child.early)}`));
+    // 'close', not 'exit': only then has everything it wrote been read.
+    proc.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      if (!settled) settle(new ChildStartError(`${o.name} exited before it was ready (${code ?? signal ?? 'unknown'}):\n${tail(earlyErrors.length > 0 ? earlyErrors : child.early)}`));
     });
     const timer = setTimeout(
       () => settle(new ChildStartError(`${o.name} was not ready within ${o.timeoutMs} ms:\n${tail(child.early)}`)),
