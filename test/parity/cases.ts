@@ -368,6 +368,8 @@ export const rows: readonly Row[] = [
   { name: 'POST every byte value', method: 'POST', target: '/b', body: ALL_BYTES, headers: [['Content-Type', 'application/octet-stream']], expect: 'backend', backend: {} },
   { name: 'GET with a chunked body', method: 'GET', target: '/b', body: 'get-body', framing: 'chunked', expect: 'backend', backend: {} },
   { name: 'HEAD with Content-Length 0', method: 'HEAD', target: '/b', body: '', framing: 'length', expect: 'backend', backend: {} },
+  // Leading zeros are a length of 0 (bodyDeclared, src/http/client-request.ts), as node:http's parser reads them.
+  { name: 'GET with Content-Length 00', method: 'GET', target: '/b', raw: 'GET /b HTTP/1.1\r\nHost: a.example\r\nContent-Length: 00\r\n\r\n', headers: [['content-length', '00']], expect: 'backend', backend: {} },
   { name: 'PUT chunked', method: 'PUT', target: '/b', body: 'chunky', framing: 'chunked', expect: 'backend', backend: {} },
   { name: 'Content-Length and chunked together', method: 'POST', target: '/b', raw: 'POST /b HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n', expect: 400, backend: 'nothing', notOn: h1Only(H2_NO_TE) },
   { name: 'two different Content-Lengths', method: 'POST', target: '/b', raw: 'POST /b HTTP/1.1\r\nHost: a.example\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!', expect: 400, backend: 'nothing', notOn: h1Only(H2_SINGLE) },
@@ -400,6 +402,16 @@ export const rows: readonly Row[] = [
     expect: 'upgraded',
     backend: { room: '42' },
     notOn: h1Only('the Connection list is HTTP/1.1 syntax: an h2 WebSocket is an extended CONNECT without one'),
+  },
+  {
+    name: 'WebSocket with Content-Length 00 (no body: a handshake)',
+    method: 'GET',
+    target: '/ws/live/?room=42',
+    upgrade: true,
+    raw: 'GET /ws/live/?room=42 HTTP/1.1\r\nHost: a.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nContent-Length: 00\r\n\r\n',
+    expect: 'upgraded',
+    backend: { room: '42' },
+    notOn: h1Only('an h2 WebSocket is an extended CONNECT stream, which has no Content-Length'),
   },
   { name: 'WebSocket outside websocketPaths', method: 'GET', target: '/other/', upgrade: true, expect: 404, backend: 'nothing' },
   // Already 404 today (the push path is outside proxy.websocketPaths); kept with the push rows' meaning.
