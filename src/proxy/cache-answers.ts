@@ -29,6 +29,14 @@ export function cutAnswer(res: ServerResponse): void {
   if (!stream.destroyed) stream.close(NGHTTP2_INTERNAL_ERROR);
 }
 
+/**
+ * Takes back the fields a writeHead that threw had set: node's HTTP/2 response keeps them, and
+ * they would make the answer written in its place throw too.
+ */
+export function dropUnsentFields(res: ServerResponse): void {
+  if (!res.headersSent) for (const name of res.getHeaderNames()) res.removeHeader(name);
+}
+
 export class ResponseAnswer implements AnswerWriter {
   /** Node refused the stored answer's head: roomgate answered in its place, and nothing more is written. */
   private refused = false;
@@ -56,7 +64,7 @@ export class ResponseAnswer implements AnswerWriter {
       // failed writeHead set are gone; the body that follows is not written.
       this.refused = true;
       if (this.res.headersSent) return cutAnswer(this.res);
-      for (const name of this.res.getHeaderNames()) this.res.removeHeader(name);
+      dropUnsentFields(this.res);
       this.own({ code: 'bad-backend-answer', detail: (err as Error).message }, {});
     }
   }

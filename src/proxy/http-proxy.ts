@@ -17,7 +17,7 @@ import type { Owner } from '../http/ownership.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import { endToEndFields } from '../http/hop-by-hop.js';
 import { BackendAgents } from '../forward/backend-agents.js';
-import { cutAnswer, isGone, ResponseAnswer } from './cache-answers.js';
+import { cutAnswer, dropUnsentFields, isGone, ResponseAnswer } from './cache-answers.js';
 import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import { clientStalled, type PagePathOptions } from './request-count.js';
@@ -170,9 +170,8 @@ export class HttpProxy {
       else res.writeHead(status, proxyRes.statusMessage, headers);
     } catch (err) {
       // Whatever Node's own checks refuse beyond the rules above (on HTTP/2: a field that may
-      // appear once, twice): a 502, not a dead process. The fields the failed writeHead set stay
-      // on an h2 response and would fail the 502 too: they go first.
-      if (!res.headersSent) for (const name of res.getHeaderNames()) res.removeHeader(name);
+      // appear once, twice): a 502, not a dead process.
+      dropUnsentFields(res);
       proxyRes.socket.destroy();
       return this.forwarder.badAnswer(x, backend, (err as Error).message, done);
     }
