@@ -9,16 +9,12 @@
 // backend that keeps its side open after a FIN (allowHalfOpen), so only the gateway can end what
 // the test waits for. The defaults stay (response timeout 60 s, client silence 90 s): none of
 // them may be what ends these tunnels.
-import net, { type AddressInfo, type Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
-import { startBothFronts, type BothFronts } from '../support/in-process-gateway.js';
+import { bothFrontsFor } from '../support/in-process-gateway.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-tunnel-ends-'));
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 // The demo backend's first frame ({"type":"connect"}), here in the same write as the 101.
 const CONNECT_FRAME = '\x81\x10{"type":"connect"}';
@@ -71,19 +67,7 @@ function backendFor(path: string, then: (s: Socket) => void = () => undefined): 
   );
 }
 
-let gateways: BothFronts;
-
-beforeAll(async () => {
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  gateways = await startBothFronts(dir, `http://127.0.0.1:${(backend.address() as AddressInfo).port}`);
-});
-
-afterAll(async () => {
-  await Promise.all(Object.values(gateways ?? {}).map((g) => g.stop()));
-  for (const s of backendSockets) s.destroy();
-  await new Promise<void>((resolve) => backend.close(() => resolve()));
-  rmSync(dir, { recursive: true, force: true });
-});
+const gateways = bothFrontsFor(backend, backendSockets);
 
 /** Tunnels the gateway counts live (roomgate_live_sockets, every backend). */
 async function live(gw: Gateway): Promise<number> {

@@ -7,18 +7,14 @@
 // answers 101 and keeps nothing of what it read. The client's handshake carries a header value
 // found nowhere else; after the tunnel opened, a heap snapshot of this process (V8 collects
 // garbage first) must hold no string containing it.
-import net, { type AddressInfo, type Socket } from 'node:net';
+import net, { type Socket } from 'node:net';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { getHeapSnapshot } from 'node:v8';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
-import { startBothFronts, type BothFronts } from '../support/in-process-gateway.js';
+import { bothFrontsFor } from '../support/in-process-gateway.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-tunnel-memory-'));
 const ANSWER_101 = Buffer.from('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n', 'latin1');
 const WAIT_MS = 10_000;
 const sockets = new Set<Socket>();
@@ -47,19 +43,7 @@ const backend = net.createServer((socket) => {
   socket.on('data', onData);
 });
 
-let gateways: BothFronts;
-
-beforeAll(async () => {
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  gateways = await startBothFronts(dir, `http://127.0.0.1:${(backend.address() as AddressInfo).port}`);
-});
-
-afterAll(async () => {
-  await Promise.all(Object.values(gateways ?? {}).map((g) => g.stop()));
-  for (const s of sockets) s.destroy();
-  await new Promise<void>((resolve) => backend.close(() => resolve()));
-  rmSync(dir, { recursive: true, force: true });
-});
+const gateways = bothFrontsFor(backend, sockets);
 
 /** Opens a tunnel whose handshake carries `marker` (hex) as bytes only; resolves at its 101. */
 async function openTunnel(gw: Gateway, marker: Buffer): Promise<Socket> {

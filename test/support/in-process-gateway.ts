@@ -1,8 +1,11 @@
 // A real Gateway in the test's own process (not a child), for tests that read its state or give
 // it a clock: one backend, the admin port off unless asked, logs silent. The config file is
 // written into the test's temp directory (removed by the test).
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo, Server, Socket } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import { loadConfig } from '../../src/config/load.js';
 import { Gateway, type GatewayOptions } from '../../src/gateway.js';
 import { createLogger } from '../../src/observability/logger.js';
@@ -33,11 +36,25 @@ export async function startInProcessGateway(dir: string, backendUrl: string, con
 export type BothFronts = Record<'lean' | 'node', Gateway>;
 
 /**
- * Both HTTP/1.1 fronts in front of one backend, for tests that hold a WebSocket path to both:
- * health checks off (the backend need not answer them), WebSockets on /ws/.
+ * Both HTTP/1.1 fronts in front of one backend, for a test file that holds a WebSocket path to
+ * both: health checks off (the backend need not answer them), WebSockets on /ws/. Before the
+ * file's tests `backend` listens and both start (the returned object is filled then); after them
+ * both stop, `backendSockets` are destroyed, the backend closes and the temp directory goes.
  */
-export async function startBothFronts(dir: string, backendUrl: string): Promise<BothFronts> {
-  const start = (leanPages: boolean): Promise<Gateway> => startInProcessGateway(dir, backendUrl, { health: { path: null }, proxy: { leanPages, websocketPaths: ['/ws/'] } });
-  const [lean, node] = await Promise.all([start(true), start(false)]);
-  return { lean, node };
+export function bothFrontsFor(backend: Server, backendSockets: Iterable<Socket>): BothFronts {
+  const dir = mkdtempSync(join(tmpdir(), 'roomgate-both-fronts-'));
+  const fronts = {} as { lean: Gateway; node: Gateway };
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
+    const start = (leanPages: boolean): Promise<Gateway> => startInProcessGateway(dir, url, { health: { path: null }, proxy: { leanPages, websocketPaths: ['/ws/'] } });
+    [fronts.lean, fronts.node] = await Promise.all([start(true), start(false)]);
+  });
+  afterAll(async () => {
+    await Promise.all(Object.values(fronts).map((g) => g.stop()));
+    for (const s of backendSockets) s.destroy();
+    await new Promise<void>((resolve) => backend.close(() => resolve()));
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return fronts;
 }
