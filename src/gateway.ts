@@ -137,6 +137,11 @@ export class Gateway {
       this.config = { ...this.config, handoff: { ...this.config.handoff, rebalance: next.handoff.rebalance } };
       applied.push('handoff.rebalance');
     }
+    if (plan.backendCalls) {
+      this.parts.runtime.backendCalls.setSecrets(next.backendCalls.secrets);
+      this.config = { ...this.config, backendCalls: next.backendCalls };
+      applied.push('backendCalls');
+    }
     // A failed certificate reload is logged by the reloader (the ones in use stay); a restart would
     // fail on the same files, so it is not listed as needing one.
     if (plan.certificates && tls?.reload(nextTls, 'reload')) {

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { callHook, HANDOFF_GUARANTEES, joinRoom, move, type HandoffContract } from './support/handoff-receiver.js';
 import { startBackend, stopAll, type BackendProc } from './support/processes.js';
 
-const backend = (b: BackendProc): { url: string; wsUrl: string } => ({ url: b.url, wsUrl: `ws://127.0.0.1:${b.port}/ws/live/` });
+const backend = (b: BackendProc): { id: string; url: string; wsUrl: string } => ({ id: b.id, url: b.url, wsUrl: `ws://127.0.0.1:${b.port}/ws/live/` });
 let k: HandoffContract;
 let a: BackendProc;
 

@@ -2,7 +2,7 @@
  * The demo backend is the witness in roomgate's integration tests, so it is
  * tested here as a real child process, exactly as roomgate runs it.
  */
-import { CALL_SECRET } from './support/processes.js';
+import { backendEnv } from './support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedFanoutHeaders, signedPushHeaders, signedRoomlessPushHeaders } from './support/push-receiver.js';
 import { describe, it, expect, beforeAll, afterAll } from 'vitest';
 import { spawn, execFileSync } from 'node:child_process';
@@ -278,7 +278,7 @@ let b1: Backend;
 
 beforeAll(async () => {
   ensureBuilt();
-  b1 = await startBackend(['--port', '0', '--id', 'b1'], { ROOMGATE_CALL_SECRETS: CALL_SECRET });
+  b1 = await startBackend(['--port', '0', '--id', 'b1'], backendEnv('b1'));
 });
 
 afterAll(async () => {
@@ -411,7 +411,7 @@ describe('demo backend: djust-style WebSocket', () => {
     const post = (epoch: number, body: string) =>
       request(b1.port, '/_roomgate/push', {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', ...signedPushHeaders('pushed', epoch, n++ === 0 ? 'm1' : `m${n}`, body, 'job:t') },
+        headers: { 'Content-Type': 'application/json', ...signedPushHeaders('b1', 'pushed', epoch, n++ === 0 ? 'm1' : `m${n}`, body, 'job:t') },
         body: Buffer.from(body),
       });
     const first = await post(3, '{"n":1}');
@@ -430,7 +430,7 @@ describe('demo backend: djust-style WebSocket', () => {
     expect(a.c.ws.readyState).toBe(WebSocket.OPEN);
     await a.c.close();
     // No room named: refused.
-    const noRoom = signedRoomlessPushHeaders('m-none', '{}');
+    const noRoom = signedRoomlessPushHeaders('b1', 'm-none', '{}');
     expect((await request(b1.port, '/_roomgate/push', { method: 'POST', headers: noRoom, body: Buffer.from('{}') })).status).toBe(409);
   });
 
@@ -443,7 +443,7 @@ describe('demo backend: djust-style WebSocket', () => {
     moved.c.send({ type: 'mount', room: 'elsewhere' });
     await moved.c.nextOf('mounted');
     const body = '{"text":"hello"}';
-    const r = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('plain', 1, 'p-1', body) }, body: Buffer.from(body) });
+    const r = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('b1', 'plain', 1, 'p-1', body) }, body: Buffer.from(body) });
     expect(r.status).toBe(204);
     expect(r.headers['x-roomgate-sockets']).toBe('2');
     expect(await plain.c.nextOf('push')).toMatchObject({ room: 'plain', id: 'p-1', message: { text: 'hello' } });
@@ -457,7 +457,7 @@ describe('demo backend: djust-style WebSocket', () => {
     await mounted.c.close();
     await moved.c.close();
     await expectRooms(b1.port, {}, 0);
-    const again = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('plain', 1, 'p-2', body) }, body: Buffer.from(body) });
+    const again = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('b1', 'plain', 1, 'p-2', body) }, body: Buffer.from(body) });
     expect([again.status, again.headers['x-roomgate-sockets']]).toEqual([204, '0']);
   });
 
@@ -465,7 +465,7 @@ describe('demo backend: djust-style WebSocket', () => {
     const a = await mount(b1.port, { room: 'fan-a' });
     const b = await connect(b1.port, '/ws/live/', { 'X-Roomgate-Room': 'fan-b', 'X-Roomgate-Epoch': '1' });
     const body = JSON.stringify({ rooms: [null, 7, 'x', { room: 'fan-a', epoch: 1 }, { room: 'fan-b', epoch: 1 }, { room: 'fan-none', epoch: 1 }], message: { n: 1 } });
-    const r = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedFanoutHeaders('f-1', body) }, body: Buffer.from(body) });
+    const r = await request(b1.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedFanoutHeaders('b1', 'f-1', body) }, body: Buffer.from(body) });
     expect([r.status, r.headers['x-roomgate-sockets']]).toEqual([204, '2']);
     expect(await a.c.nextOf('push')).toMatchObject({ room: 'fan-a', message: { n: 1 } });
     expect(await b.c.nextOf('push')).toMatchObject({ room: 'fan-b', message: { n: 1 } });
@@ -476,7 +476,7 @@ describe('demo backend: djust-style WebSocket', () => {
 
   it('push receiver: refuses every push without a valid proof (unsigned, forged, stale, replayed, moved to another room, epoch, body or purpose)', async () => {
     const a = await mount(b1.port, { room: 'forged' });
-    expect(await forgedPushes(`http://127.0.0.1:${b1.port}/_roomgate/push`, 'forged', 1)).toEqual(EXPECTED_RECEIVER_ANSWERS);
+    expect(await forgedPushes(`http://127.0.0.1:${b1.port}/_roomgate/push`, 'b1', 'forged', 1)).toEqual(EXPECTED_RECEIVER_ANSWERS);
     // Only the genuine one reached the room's socket.
     expect(await a.c.nextOf('push')).toMatchObject({ message: { genuine: true } });
     // Nothing else arrives before the answer to a ping sent after all of them.
@@ -487,10 +487,10 @@ describe('demo backend: djust-style WebSocket', () => {
     await a.c.close();
   });
 
-  it('push receiver: without a secret (ROOMGATE_CALL_SECRETS unset) every push is refused', async () => {
-    const bare = await startBackend(['--port', '0', '--id', 'bare'], { ROOMGATE_CALL_SECRETS: '' });
+  it('push receiver: without a key (ROOMGATE_BACKEND_KEYS unset) every push is refused', async () => {
+    const bare = await startBackend(['--port', '0', '--id', 'bare'], { ...backendEnv('bare'), ROOMGATE_BACKEND_KEYS: '' });
     const body = '{}';
-    const r = await request(bare.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('r', 1, 'x', body) }, body: Buffer.from(body) });
+    const r = await request(bare.port, '/_roomgate/push', { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('bare', 'r', 1, 'x', body) }, body: Buffer.from(body) });
     expect(r.status).toBe(403);
   });
 

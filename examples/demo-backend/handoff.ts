@@ -179,6 +179,9 @@ export function createHandoff(path: string, host: HandoffHost): Handoff {
     const f = freezes.get(c.room);
     if (f !== undefined && f.id !== c.id) return { status: 409, body: 'another handoff holds this room\n' };
     if (f === undefined && outcomes.get(key(c)) === 'resumed') host.log(`handoff ${c.id}: release of room ${c.room} after its lease expired`);
+    // A release no export announced here: roomgate's /events and roomgate_backend_calls_total say
+    // whether roomgate made it (a retry after this process restarted, or a call to look into).
+    if (f === undefined && !outcomes.has(key(c))) host.log(`handoff ${c.id}: release of room ${c.room}, a handoff this process never exported (check roomgate's /events backendCalls)`);
     unfreeze(c.room);
     // The fence first, so a socket that arrives while the others close is refused too.
     remember(fences, c.room, Math.max(c.epoch, fences.get(c.room) ?? 0), REMEMBERED_MAX);
@@ -192,6 +195,7 @@ export function createHandoff(path: string, host: HandoffHost): Handoff {
     const f = freezes.get(c.room);
     if (f !== undefined && f.id !== c.id) return { status: 409, body: 'another handoff holds this room\n' };
     if (outcomes.get(key(c)) === 'released') return { status: 409, body: 'this room was released\n' };
+    if (f === undefined && !outcomes.has(key(c))) host.log(`handoff ${c.id}: resume of room ${c.room}, a handoff this process never exported (check roomgate's /events backendCalls)`);
     unfreeze(c.room);
     // Nothing frozen (already resumed, the lease ran out, or never exported): the same end state.
     if (outcomes.has(key(c))) remember(outcomes, key(c), 'resumed', REMEMBERED_MAX);

@@ -18,8 +18,11 @@
  *         port) is not listed gets 400. Default: any Host.
  *       --handoff-path: where the room handoff's hooks are served (roomgate's handoff.path,
  *         default /_roomgate/handoff; docs/handoff.md). They verify roomgate's proof like pushes.
- *       env ROOMGATE_CALL_SECRETS: comma-separated secrets a push must be signed with (roomgate's
- *         backendCalls.secrets); without one every push is refused (403).
+ *       env ROOMGATE_BACKEND_KEYS: this backend's own keys, comma-separated, as
+ *         `roomgate backend-key ID` prints them (ROOMGATE_BACKEND_KEYS_FILE: a file holding them,
+ *         read again on SIGHUP, so keys rotate without a restart); without one every push and
+ *         handoff call is refused (403). ROOMGATE_BACKEND_ID: this backend's id in roomgate's
+ *         configuration, the destination every call's proof must name (default: --id).
  *       SIGUSR2 toggles GET /healthz between its status and 503 (health checks fail while the
  *       process keeps serving everything else).
  *       These make it behave like the apps roomgate's health checks must cope with; each is
@@ -29,13 +32,14 @@
  * Everything else goes to stderr so a parent process can parse stdout safely.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { realpathSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import http from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer, WebSocket } from 'ws';
 import type { RawData } from 'ws';
+import { keyProblem } from '../../src/http/call-proof.js';
 import { createCallCheck } from './call-check.js';
 import { CLOSE_SERVICE_RESTART, createHandoff, DEFAULT_HANDOFF_PATH } from './handoff.js';
 import { createMoveStore } from './room-moves.js';
@@ -50,8 +54,10 @@ export interface DemoBackendOptions {
   healthzStatus?: number;
   /** Like Django's ALLOWED_HOSTS: other Host names (port ignored) get 400. Default: any. */
   allowedHosts?: readonly string[];
-  /** Secrets a push's proof is verified with (roomgate's backendCalls.secrets); none: every push refused. */
-  callSecrets?: readonly string[];
+  /** This backend's own keys (`roomgate backend-key ID`); none: every push and handoff call refused. */
+  callKeys?: readonly string[];
+  /** This backend's id in roomgate's configuration, which every call's proof names; default `id`. */
+  callerId?: string;
   /** Where the room handoff's hooks are served (roomgate's handoff.path); default /_roomgate/handoff. */
   handoffPath?: string;
   /** Rooms whose moves are kept without a socket here; past it the oldest such room is forgotten. */
@@ -64,6 +70,8 @@ export interface DemoBackend {
   /** Makes GET /healthz answer 503 (true) or its configured status again (false); SIGUSR2 in the CLI. */
   failHealth(fail: boolean): void;
   readonly healthFailing: boolean;
+  /** Replaces the keys calls are verified with (a rotation: the new set overlaps the old). */
+  setCallKeys(keys: readonly string[]): void;
   close(): Promise<void>;
 }
 
@@ -344,7 +352,8 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
   const tickMs = opts.tickMs ?? 0;
   const healthzStatus = opts.healthzStatus ?? 200;
   const allowedHosts = opts.allowedHosts === undefined ? null : new Set(opts.allowedHosts.map((h) => h.toLowerCase()));
-  const checkCall = createCallCheck(opts.callSecrets ?? []);
+  let callKeys = opts.callKeys ?? [];
+  const checkCall = createCallCheck(opts.callerId ?? id, () => callKeys);
   let healthFailing = false;
 
   /** Django's rule: the Host without its port must be listed (when a list is given). */
@@ -820,6 +829,9 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
         get healthFailing() {
           return healthFailing;
         },
+        setCallKeys: (keys) => {
+          callKeys = keys;
+        },
       });
     });
   });
@@ -862,6 +874,20 @@ function handoffPathArg(value: string): string {
   return value;
 }
 
+/**
+ * This backend's keys: ROOMGATE_BACKEND_KEYS, or the file ROOMGATE_BACKEND_KEYS_FILE names (keys
+ * separated by commas or new lines). A text that is not a key stops the start with the reason.
+ */
+function callKeysOf(env: NodeJS.ProcessEnv): string[] {
+  const text = env.ROOMGATE_BACKEND_KEYS_FILE ? readFileSync(env.ROOMGATE_BACKEND_KEYS_FILE, 'utf8') : (env.ROOMGATE_BACKEND_KEYS ?? '');
+  const keys = text.split(/[,\n]/).map((s) => s.trim()).filter(Boolean);
+  for (const k of keys) {
+    const problem = keyProblem(k);
+    if (problem) throw new Error(`ROOMGATE_BACKEND_KEYS: ${problem}`);
+  }
+  return keys;
+}
+
 async function main(): Promise<void> {
   let backend: DemoBackend;
   try {
@@ -875,7 +901,8 @@ async function main(): Promise<void> {
       healthzStatus: healthzStatusArg(args['healthz-status']),
       ...(args['allowed-hosts'] === undefined ? {} : { allowedHosts: args['allowed-hosts'].split(',').map((h) => h.trim()).filter(Boolean) }),
       ...(args['handoff-path'] === undefined ? {} : { handoffPath: handoffPathArg(args['handoff-path']) }),
-      callSecrets: (process.env.ROOMGATE_CALL_SECRETS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+      callKeys: callKeysOf(process.env),
+      ...(process.env.ROOMGATE_BACKEND_ID ? { callerId: process.env.ROOMGATE_BACKEND_ID } : {}),
     });
   } catch (err) {
     process.stderr.write(`demo-backend: ${err instanceof Error ? err.message : String(err)}\n`);
@@ -893,6 +920,15 @@ async function main(): Promise<void> {
       () => process.exit(0),
     );
   };
+  // A rotation: the keys file is read again, and the new set replaces the old.
+  process.on('SIGHUP', () => {
+    try {
+      backend.setCallKeys(callKeysOf(process.env));
+      process.stderr.write(`demo-backend ${backend.id}: SIGHUP, call keys read again\n`);
+    } catch (err) {
+      process.stderr.write(`demo-backend ${backend.id}: SIGHUP, the call keys stay as they were: ${err instanceof Error ? err.message : String(err)}\n`);
+    }
+  });
   process.on('SIGUSR2', () => {
     backend.failHealth(!backend.healthFailing);
     process.stderr.write(`demo-backend ${backend.id}: SIGUSR2, /healthz ${backend.healthFailing ? 'fails (503)' : 'answers again'}\n`);

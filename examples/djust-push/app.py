@@ -8,8 +8,8 @@ What it shows:
   a larger epoch for a room with no live sockets here means the room may have moved away and
   back, so the in-memory copy is dropped; with live sockets it was placed again in place (kept).
 - push_receiver is push.path: it first checks roomgate's proof (verify_push: an HMAC under the
-  secret shared with roomgate's backendCalls.secrets, read here from ROOMGATE_CALL_SECRETS; an
-  unsigned, stale, badly signed or replayed push gets 403), then hands the message to the room's
+  backend's own key, ROOMGATE_BACKEND_KEYS as `roomgate backend-key ID` prints it; an unsigned,
+  stale, badly signed, replayed or another backend's push gets 403), then hands the message to the room's
   in-memory state (here an inbox), refused with 409 under an epoch older than the one the room is
   held under; a fan-out (X-Roomgate-Fanout: 1) carries several rooms at once.
 - send() is a sender: a background job or another room reaching a room through the gateway.
@@ -90,27 +90,31 @@ def game(request, room):
     return HttpResponse(f"<h1>room {room}</h1><p>epoch {state.epoch if state else 0}</p>", content_type="text/html")
 
 
-# roomgate's backendCalls.secrets, shared with this app: any of them verifies a push.
-CALL_SECRETS = [s.strip() for s in os.environ.get("ROOMGATE_CALL_SECRETS", "").split(",") if s.strip()]
+# This backend's own keys (`roomgate backend-key ID`; never roomgate's call secrets): any of them
+# verifies a push made for this backend, whose id in roomgate's backends list is ROOMGATE_BACKEND_ID.
+BACKEND_KEYS = [s.strip() for s in os.environ.get("ROOMGATE_BACKEND_KEYS", "").split(",") if s.strip()]
+BACKEND_ID = os.environ.get("ROOMGATE_BACKEND_ID", "")
 REPLAY_WINDOW_S = 60
 SEEN_PROOFS = {}  # signature -> time it may be forgotten (past the replay window)
 
 
 def verify_push(request, purpose):
-    """None when the push carries roomgate's proof, else why not (docs/push.md, "Verifying a push")."""
+    """None when the push carries roomgate's proof, else why not (docs/push.md, "Verifying a call")."""
     h = request.headers
     timestamp, signature = h.get("X-Roomgate-Timestamp"), h.get("X-Roomgate-Signature")
-    if not CALL_SECRETS or not timestamp or not signature:
+    if not BACKEND_KEYS or not timestamp or not signature:
         return "unsigned"
+    if h.get("X-Roomgate-Destination") != BACKEND_ID:
+        return "wrong-destination"  # made for another backend: never taken here
     if not re.fullmatch(r"[0-9]{1,12}", timestamp) or abs(time.time() - int(timestamp)) > REPLAY_WINDOW_S:
         return "stale"
     text = "\n".join([
-        "roomgate-call-v1", purpose, h.get("X-Roomgate-Message-Id", ""), h.get("X-Roomgate-Room", ""),
+        "roomgate-call-v2", purpose, BACKEND_ID, h.get("X-Roomgate-Message-Id", ""), h.get("X-Roomgate-Room", ""),
         h.get("X-Roomgate-Epoch", ""), h.get("X-Roomgate-Sender", ""), timestamp, hashlib.sha256(request.body).hexdigest(),
     ])
     # Bytes on both sides: compare_digest refuses str with non-ASCII characters (a 500, not a 403).
-    offered = [s.strip()[3:].encode("utf-8", "replace") for s in signature.split(",") if s.strip().startswith("v1=")]
-    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest().encode() for k in CALL_SECRETS]
+    offered = [s.strip().partition(":")[2].encode("utf-8", "replace") for s in signature.split(",") if s.strip().startswith("v2=")]
+    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest().encode() for k in BACKEND_KEYS]
     matched = next((w for w in wanted for o in offered if hmac.compare_digest(o, w)), None)
     if matched is None:
         return "bad-signature"

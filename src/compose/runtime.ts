@@ -11,6 +11,7 @@ import type { BackendGaugeReading, Metrics } from '../observability/metrics.js';
 import { EventLog } from '../runtime/events.js';
 import { Placer } from '../runtime/placer.js';
 import { BackendPool } from '../runtime/pool.js';
+import { BackendCalls } from '../runtime/backend-calls.js';
 import { PushLog } from '../runtime/push-log.js';
 import { Supervisor } from '../runtime/supervisor.js';
 import { TunnelRegistry } from '../runtime/tunnels.js';
@@ -24,6 +25,8 @@ export interface Runtime {
   readonly supervisor: Supervisor;
   readonly events: EventLog;
   readonly pushLog: PushLog;
+  /** Signs and records every call to a backend's own endpoints (pushes, handoff hooks). */
+  readonly backendCalls: BackendCalls;
 }
 
 export interface RuntimeDeps {
@@ -89,7 +92,7 @@ export function buildRuntime(config: LoadedConfig, deps: RuntimeDeps): Runtime {
     presenceTtlMs: config.presence.ttlMs,
   });
   stores.store.subscribe((ev) => supervisor.storeEvent(ev));
-  return { health, pool, tunnels, placer, supervisor, events, pushLog: new PushLog() };
+  return { health, pool, tunnels, placer, supervisor, events, pushLog: new PushLog(), backendCalls: new BackendCalls(config.backendCalls.secrets, metrics.backendCalls) };
 }
 
 /** discovery.dns: the backend list from DNS, replacing the pool's on every change; null when not configured. */

@@ -481,7 +481,7 @@ export const configSchema = z.strictObject({
     "Calls roomgate makes to a backend's own endpoints (the push receiver, `push.path`, and the handoff hooks, `handoff.path`): each carries a proof no client can make (docs/push.md).",
     {
       secrets: doc(z.array(z.string().min(32, 'a secret of at least 32 characters, e.g. from `openssl rand -base64 32`')).max(4).default([]), {
-        text: "HMAC-SHA256 secrets shared with the app's receivers. Each call is signed with every one of them (X-Roomgate-Signature: v1=..., one per secret), so a receiver holding any of them accepts it: rotate by adding the new secret here, then to the apps, then removing the old one here. Needed when pushes are on (`push.tokens`); the demo generates one for its backends. Prefer the environment variable to the file.",
+        text: "Secrets that sign roomgate's calls to backends (pushes, handoff hooks). They never leave the gateways: each backend is given only its own keys, derived from them and its id (`roomgate backend-key ID`), so a backend can check calls made for it and sign none for another. Each call is signed once per secret (X-Roomgate-Signature: v2=<key id>:..., one per secret), so a backend holding either key accepts it: rotate by adding the new secret here (a reload applies it), handing each backend its new keys, then removing the old one. Needed when pushes are on (`push.tokens`) or handoffs are used; the demo generates one and hands its backends their keys. Prefer the environment variable to the file.",
         secret: 'value',
       }),
     },

@@ -96,7 +96,7 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
     if (!b) throw noBackend(req.params.id);
     return backendJson(b);
   });
-  app.get('/events', { config: read }, async () => ({ events: v.events(), pushes: v.pushes(), handoffs: v.handoffs() }));
+  app.get('/events', { config: read }, async () => ({ events: v.events(), pushes: v.pushes(), handoffs: v.handoffs(), backendCalls: v.backendCalls() }));
   app.get('/rooms/:room', { config: read, schema: { params: z.object({ room: z.string() }) } }, async (req) => {
     const room = req.params.room;
     // The same check as routing: a key the gateway would never route is not looked up (nor sent to the store).

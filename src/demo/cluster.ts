@@ -3,6 +3,7 @@
 // redis-server, three demo backends (b1-b3), two gateways (A and B) sharing placements, presence
 // and the lobby through that Redis. Prints the URLs; SIGINT/SIGTERM/SIGHUP stops everything
 // (gateways first, then backends, then Redis) and exits 0; a second signal kills at once.
+import { backendKeys } from '../http/call-proof.js';
 import { onStopSignals } from '../lifecycle/signals.js';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
@@ -155,7 +156,10 @@ async function startAll(o: Options, isStopping: () => boolean): Promise<Started>
     ROOMGATE_COOKIE_SECRETS: process.env.ROOMGATE_COOKIE_SECRETS || token(),
     ROOMGATE_ADMIN_TOKEN: process.env.ROOMGATE_ADMIN_TOKEN || token(),
     ROOMGATE_API_TOKENS: process.env.ROOMGATE_API_TOKENS || token(),
+    // Signs pushes and handoff calls on both gateways; each backend gets only its own key.
+    ROOMGATE_CALL_SECRETS: process.env.ROOMGATE_CALL_SECRETS || randomBytes(32).toString('base64url'),
   };
+  const callSecrets = secrets.ROOMGATE_CALL_SECRETS.split(',').map((s) => s.trim()).filter(Boolean);
 
   let redis: Started['redis'];
   if (o.redisUrl) redis = { url: o.redisUrl, pid: null };
@@ -172,6 +176,7 @@ async function startAll(o: Options, isStopping: () => boolean): Promise<Started>
         name: id,
         command: process.execPath,
         args: [DEMO_BACKEND_SCRIPT, '--host', '127.0.0.1', '--port', String(port), '--id', id],
+        env: { ...process.env, ROOMGATE_CALL_SECRETS: '', ROOMGATE_BACKEND_KEYS: backendKeys(callSecrets, id).join(',') },
         ready: (line) => (line.includes('"listening"') ? (JSON.parse(line) as { port: number }).port : undefined),
         timeoutMs: START_TIMEOUT_MS,
         output,

@@ -3,6 +3,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { backendKeys } from '../http/call-proof.js';
 import type { Logger } from '../observability/logger.js';
 
 export const DEMO_BACKEND_SCRIPT = fileURLToPath(new URL('../../examples/demo-backend/server.js', import.meta.url));
@@ -23,8 +24,8 @@ export function demoBackendSpecs(count: number, basePort: number): { id: string;
 }
 
 /**
- * `callSecrets`: what the backends verify pushes and handoff calls with (ROOMGATE_CALL_SECRETS in
- * their environment); `handoffPath`: where they serve the handoff hooks (the gateway's handoff.path).
+ * `callSecrets`: the gateway's call secrets; each backend is given only its own keys, derived from
+ * them (ROOMGATE_BACKEND_KEYS in its environment, src/http/call-proof.ts); `handoffPath`: where they serve the handoff hooks (the gateway's handoff.path).
  */
 export async function startDemoBackends(
   count: number,
@@ -39,7 +40,7 @@ export async function startDemoBackends(
     for (const spec of demoBackendSpecs(count, basePort)) {
       const child = spawn(process.execPath, [DEMO_BACKEND_SCRIPT, '--port', String(spec.port), '--id', spec.id, '--host', '127.0.0.1', '--handoff-path', handoffPath], {
         stdio: ['ignore', 'pipe', 'inherit'],
-        env: { ...process.env, ROOMGATE_CALL_SECRETS: callSecrets.join(',') },
+        env: { ...process.env, ROOMGATE_CALL_SECRETS: '', ROOMGATE_BACKEND_KEYS: backendKeys(callSecrets, spec.id).join(',') },
       });
       started.push({ id: spec.id, url: spec.url, process: child });
       await waitListening(child, spec.id, timeoutMs);

@@ -27,6 +27,7 @@ export interface Metrics {
   readonly handoffs: Counter<'result'>;
   readonly handoffSeconds: Histogram<'result'>;
   readonly rebalanceMoves: Counter<'result'>;
+  readonly backendCalls: Counter<'backend' | 'call' | 'result'>;
 }
 
 /** One backend as the state gauges report it (read when Prometheus scrapes, never per request). */
@@ -135,7 +136,7 @@ function trafficMetrics(registry: Registry, liveSocketsByBackend: () => Iterable
 
 type ServiceMetrics = Pick<
   Metrics,
-  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'rebalanceMoves' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
+  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
 >;
 
 /** What roomgate does besides relaying: placements, static files, pushes, the limits it enforces, the placement store's health. */
@@ -183,6 +184,12 @@ function serviceMetrics(registry: Registry): ServiceMetrics {
       name: 'roomgate_rebalance_moves_total',
       help: 'Room handoffs started by rebalancing (handoff.rebalance), by result as in roomgate_handoffs_total',
       labelNames: ['result'],
+      registers: [registry],
+    }),
+    backendCalls: new Counter({
+      name: 'roomgate_backend_calls_total',
+      help: "Signed calls roomgate made to a backend's own endpoints (pushes and the handoff hooks), by backend, call (push, push-fanout, handoff-hello, -export, -import, -release, -resume) and result (the answer's status class 2xx/4xx/5xx, timeout, unreachable, too-large): a call a backend did not expect shows here and in /events",
+      labelNames: ['backend', 'call', 'result'],
       registers: [registry],
     }),
     admissionRefusals: new Counter({

@@ -1,11 +1,13 @@
 // One call to a backend's room handoff hooks (docs/handoff.md): POST {handoff.path}/{step} on the
 // backend's own address, with the handoff id, the room, the epoch and the sender, signed for the
-// step's own purpose (src/http/call-proof.ts), so no call passes as another and none as a push.
+// step's own purpose and for that backend alone (src/http/call-proof.ts), so no call passes as
+// another, none as a push, and none at another backend; each call is recorded (backend-calls.ts).
 // The answer's body is read (an export's is the room's state) up to a cap; one deadline covers
 // the connect and the whole answer.
 import type { BackendTls } from '../backends/backend-tls.js';
 import { backendPost, maybeSent } from './backend-call.js';
-import { signCall, type CallPurpose } from '../http/call-proof.js';
+import type { CallPurpose } from '../http/call-proof.js';
+import type { BackendCalls } from './backend-calls.js';
 import type { Backend } from './pool.js';
 
 export type HookStep = 'hello' | 'export' | 'import' | 'release' | 'resume';
@@ -32,7 +34,8 @@ export type HookAnswer =
 
 export interface HookClientOptions {
   readonly path: string;
-  readonly secrets: readonly string[];
+  /** Signs each call for its backend and records it (/events, roomgate_backend_calls_total). */
+  readonly calls: BackendCalls;
   /** X-Roomgate-Sender: this gateway's id. */
   readonly sender: string;
   readonly timeoutMs: number;
@@ -56,11 +59,16 @@ const PURPOSE: Readonly<Record<HookStep, CallPurpose>> = {
 };
 
 /** The call's own fields, [name, value, ...], after Host and the body's: the ids and the proof. */
-function fields(o: HookClientOptions, call: HookCall): string[] {
+function fields(o: HookClientOptions, backend: Backend, call: HookCall): string[] {
   const out = ['X-Roomgate-Message-Id', call.id, 'X-Roomgate-Sender', o.sender];
   if (call.room !== '') out.push('X-Roomgate-Room', call.room, 'X-Roomgate-Epoch', call.epoch);
-  const claims = { purpose: PURPOSE[call.step], id: call.id, room: call.room, epoch: call.epoch, sender: o.sender, body: call.body };
-  return [...out, ...signCall(o.secrets, claims, Date.now())];
+  const claims = { purpose: PURPOSE[call.step], destination: backend.id, id: call.id, room: call.room, epoch: call.epoch, sender: o.sender, body: call.body };
+  return [...out, ...o.calls.sign(claims)];
+}
+
+/** What the call record says of an answer: its status, or why there was none. */
+function resultOf(a: HookAnswer): number | 'timeout' | 'unreachable' | 'too-large' {
+  return a.kind === 'answer' ? a.status : a.kind;
 }
 
 export class HookClient {
@@ -68,6 +76,7 @@ export class HookClient {
 
   call(backend: Backend, call: HookCall): Promise<HookAnswer> {
     const { o } = this;
+    const startedMs = Date.now();
     return new Promise((resolve) => {
       let settled = false;
       const done = (out: HookAnswer): void => {
@@ -75,12 +84,13 @@ export class HookClient {
         settled = true;
         cancel();
         req.destroy();
+        o.calls.record({ backend: backend.id, call: PURPOSE[call.step], id: call.id, room: call.room, result: resultOf(out), startedMs });
         resolve(out);
       };
       // One connection per call: an export or import retried is a second call the receiver must
       // recognise as the first (src/runtime/backend-call.ts).
       const type = call.step === 'import' ? 'application/octet-stream' : 'application/json';
-      const req = backendPost(backend, `${o.path}/${call.step}`, type, call.body.length, fields(o, call), o.backendTls);
+      const req = backendPost(backend, `${o.path}/${call.step}`, type, call.body.length, fields(o, backend, call), o.backendTls);
       const cancel = (o.deadline ?? timeout)(() => done({ kind: 'timeout' }), o.timeoutMs);
       req.on('response', (res) => {
         const chunks: Buffer[] = [];

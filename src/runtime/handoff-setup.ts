@@ -7,6 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { PlacementStore } from '../placement/store.js';
 import type { SharedDataStore } from '../shared-data/store.js';
+import type { BackendCalls } from './backend-calls.js';
 import { HookClient } from './handoff-calls.js';
 import { HandoffDrains, type DrainProgress } from './handoff-drain.js';
 import type { HookSupport } from './handoff-hello.js';
@@ -36,6 +37,8 @@ export interface HandoffParts {
   readonly sharedData: Pick<SharedDataStore, 'lobby' | 'claimIdempotency'>;
   readonly backendTls: BackendTls;
   readonly gatewayId: string;
+  /** Signs each hook call for its backend and records it (shared with pushes). */
+  readonly calls: BackendCalls;
   readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'rebalanceMoves'>;
   readonly logger: Logger;
   /** Rebalancing's timer (RebalancerOptions.after): tests fire it themselves. */
@@ -61,11 +64,11 @@ const PAGE = 500;
 /** The shared data store key of the rebalancing turn (one move per interval for all gateways). */
 const REBALANCE_TURN = 'rebalance\nturn';
 
-export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff' | 'backendCalls'>, p: HandoffParts): HandoffRuntime {
+export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: HandoffParts): HandoffRuntime {
   const c = config.handoff;
   const client = new HookClient({
     path: c.path,
-    secrets: config.backendCalls.secrets,
+    calls: p.calls,
     sender: p.gatewayId,
     timeoutMs: c.timeoutMs,
     maxBodyBytes: c.maxStateBytes,
@@ -83,7 +86,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff' | 'bac
     logger: p.logger,
     leaseMs: c.leaseMs,
     maxConcurrentPerBackend: c.maxConcurrentPerBackend,
-    signed: config.backendCalls.secrets.length > 0,
+    signed: () => p.calls.signed,
   });
   // Every gateway's live rooms on the backend (presence), and this one's at once (presence lags).
   const liveRoomsOn = async (backend: string): Promise<string[]> => {

@@ -58,8 +58,8 @@ export interface HandoffOptions {
   readonly logger: Logger;
   readonly leaseMs: number;
   readonly maxConcurrentPerBackend: number;
-  /** backendCalls.secrets is not empty: the hook calls carry a proof. */
-  readonly signed: boolean;
+  /** backendCalls.secrets is not empty now: the hook calls carry a proof (a reload may change it). */
+  readonly signed: () => boolean;
   readonly now?: () => number;
 }
 
@@ -89,7 +89,7 @@ export class Handoffs {
   /** Whether the backend serves the hooks, as known now (asked in the background when unknown or old). */
   support(backendId: string): HookSupport {
     // Unsigned calls would all be refused: nothing to learn by asking.
-    if (!this.o.signed) return 'unknown';
+    if (!this.o.signed()) return 'unknown';
     const b = this.o.pool.get(backendId);
     return b ? this.hello.peek(b) : 'unknown';
   }
@@ -97,7 +97,7 @@ export class Handoffs {
   /** Whether the backend serves the hooks, asked now unless a fresh answer is known ('unknown' unsigned). */
   async hooks(backendId: string): Promise<HookSupport> {
     const b = this.o.pool.get(backendId);
-    return this.o.signed && b ? this.hello.get(b) : 'unknown';
+    return this.o.signed() && b ? this.hello.get(b) : 'unknown';
   }
 
   /** Handoffs running through this gateway that involve the backend. */
@@ -147,7 +147,7 @@ export class Handoffs {
   private async run(r: Run, expectedFrom: string | undefined): Promise<HandoffOutcome> {
     const { o } = this;
     const { room, to } = r.ev;
-    if (!o.signed) return this.refuse(r, 'unsigned', 'backendCalls.secrets is empty: the hook calls cannot be signed');
+    if (!o.signed()) return this.refuse(r, 'unsigned', 'backendCalls.secrets is empty: the hook calls cannot be signed');
     if (!o.store.available || o.placer.isDegraded) return this.refuse(r, 'store-unavailable', 'the placement store is unavailable: a handoff is never half done');
     const target = o.pool.get(to as string);
     if (!target) return this.refuse(r, 'unknown-backend', `no backend "${to}"`);

@@ -6,11 +6,12 @@
 import { randomUUID } from 'node:crypto';
 import type { BackendTls } from '../backends/backend-tls.js';
 import { backendPost, maybeSent } from './backend-call.js';
-import { signCall } from '../http/call-proof.js';
+import type { CallClaims } from '../http/call-proof.js';
 import { ownerFields } from '../http/ownership.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { PlacementRecord } from '../placement/store.js';
+import type { BackendCalls } from './backend-calls.js';
 import type { Placer } from './placer.js';
 import type { PushLog } from './push-log.js';
 import type { Backend, BackendPool } from './pool.js';
@@ -21,8 +22,8 @@ export interface PushOptions {
   readonly backendTls: BackendTls;
   /** Backend path messages are POSTed to. */
   readonly path: string;
-  /** backendCalls.secrets: every call carries their proof (src/http/call-proof.ts). */
-  readonly secrets: readonly string[];
+  /** Signs every call for its backend (src/http/call-proof.ts) and records it. */
+  readonly calls: BackendCalls;
   readonly timeoutMs: number;
   /** Retry-After (s) of a 503. */
   readonly retryAfterS: number;
@@ -180,8 +181,8 @@ export class PushDelivery {
     await Promise.all(
       [...byBackend].map(async ([backendId, list]) => {
         const body = Buffer.from(`{"rooms":${JSON.stringify(list)},"message":${message}}`);
-        const proof = signCall(o.secrets, { purpose: 'push-fanout', id, room: '', epoch: '', sender, body }, Date.now());
-        const out = await this.send(o.pool.get(backendId) as Backend, body, ['X-Roomgate-Fanout', '1', 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...proof]);
+        const call = { purpose: 'push-fanout', destination: backendId, id, room: '', epoch: '', sender, body } as const;
+        const out = await this.send(o.pool.get(backendId) as Backend, call, ['X-Roomgate-Fanout', '1', 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...o.calls.sign(call)]);
         o.metrics.pushes.inc({ result: out.result });
         backends[backendId] = { rooms: list.length, ...out };
       }),
@@ -246,8 +247,8 @@ export class PushDelivery {
   }
 
   private async post(backend: Backend, room: string, epoch: number, id: string, body: Buffer, sender: string): Promise<PushOutcome> {
-    const proof = signCall(this.o.secrets, { purpose: 'push', id, room, epoch: String(epoch), sender, body }, Date.now());
-    const out = await this.send(backend, body, [...ownerFields({ room, epoch }), 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...proof]);
+    const call = { purpose: 'push', destination: backend.id, id, room, epoch: String(epoch), sender, body } as const;
+    const out = await this.send(backend, call, [...ownerFields({ room, epoch }), 'X-Roomgate-Message-Id', id, 'X-Roomgate-Sender', sender, ...this.o.calls.sign(call)]);
     switch (out.result) {
       case 'delivered':
         return { kind: 'delivered', id, backend: backend.id, epoch, ...withCount(out.sockets) };
@@ -260,15 +261,19 @@ export class PushDelivery {
     }
   }
 
-  /** One POST of `body` to the backend's push path with these extra fields. */
-  private send(backend: Backend, body: Buffer, extra: readonly string[]): Promise<Sent> {
+  /** One POST of the call's body to the backend's push path with these extra fields, recorded. */
+  private send(backend: Backend, call: CallClaims, extra: readonly string[]): Promise<Sent> {
     const { o } = this;
+    const { body } = call;
+    const startedMs = Date.now();
     return new Promise((resolve) => {
       let settled = false;
       const done = (out: Sent): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        const result = out.status ?? (out.result === 'timeout' ? 'timeout' : 'unreachable');
+        o.calls.record({ backend: backend.id, call: call.purpose, id: call.id, room: call.room, result, startedMs });
         resolve(out);
       };
       // One connection per message: pushes are rare next to pages (src/runtime/backend-call.ts).

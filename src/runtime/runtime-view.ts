@@ -5,6 +5,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { CachePurge } from '../shared-data/store.js';
 import type { BackendAdminState, PlacementStore } from '../placement/store.js';
 import type { EventLog } from './events.js';
+import type { BackendCalls } from './backend-calls.js';
 import type { PushLog } from './push-log.js';
 import type { Placer } from './placer.js';
 import type { PushDelivery } from './push.js';
@@ -26,6 +27,7 @@ export interface RuntimeViewParts {
   readonly placer: Placer;
   readonly events: EventLog;
   readonly pushes: PushLog;
+  readonly backendCalls: BackendCalls;
   readonly store: PlacementStore;
   readonly health: { history(id: string): readonly HealthCheckResult[] };
   readonly metrics: Pick<Metrics, 'registry'>;
@@ -81,6 +83,7 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
     backend: snapshot,
     events: () => p.events.list(),
     pushes: () => p.pushes.list(),
+    backendCalls: () => p.backendCalls.recent(),
     explainRoom: async (room, now) => {
       const e = await p.placer.explain(room, now, false);
       const d = e.decision;

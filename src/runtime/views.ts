@@ -1,6 +1,7 @@
 // What the control plane (admin API, public API, pages) may see of the running gateway and the
 // few things it may ask of it. The control plane takes a RuntimeView, never the Gateway or the
 // live objects behind it: snapshots are plain data made on each call, commands are named.
+import type { BackendCallRecord } from './backend-calls.js';
 import type { BackendAdminState, PlacementRecord } from '../placement/store.js';
 import type { CachePurge } from '../shared-data/store.js';
 import type { FanoutOutcome, PushOutcome } from './push.js';
@@ -114,6 +115,8 @@ export interface RuntimeView {
   events(): readonly BackendEventView[];
   /** The most recent pushes and fan-outs through this gateway, oldest first. */
   pushes(): readonly PushEvent[];
+  /** The latest signed calls this gateway made to backends (pushes, handoff hooks), oldest first. */
+  backendCalls(): readonly BackendCallRecord[];
   explainRoom(room: string, nowMs: number): Promise<RoomExplanation>;
   /** Drain, maintenance or back to active, for every gateway sharing the store. Rejects when the store is unreachable. */
   setAdminState(id: string, state: BackendAdminState | null): Promise<void>;

@@ -37,7 +37,7 @@ describe('the demo game page: moves', () => {
     await expect.poll(() => page.locator('#status').textContent(), { timeout: 10_000 }).toMatch(/^Live in room moves/);
     expect(await moves.textContent()).toBe('3');
 
-    const be = { url: backend.url, wsUrl: `ws://127.0.0.1:${backend.port}/ws/live/` };
+    const be = { id: backend.id, url: backend.url, wsUrl: `ws://127.0.0.1:${backend.port}/ws/live/` };
     expect((await callHook(be, '/_roomgate/handoff', 'export', { id: 'h-page', room: 'moves', epoch: 1 })).status).toBe(200);
     await page.locator('#move').click();
     await expect.poll(() => page.locator('#move-note').textContent(), { timeout: 5_000 }).toMatch(/moving to another backend/);

@@ -87,7 +87,7 @@ describe('each command --help', () => {
   });
 
   // In this order: status before drain changes a state, move while demo-2 takes rooms; start's banner is the demo's own.
-  const ORDER = ['start', 'check-config', 'sign', 'where', 'status', 'move', 'drain', 'undrain', 'maintenance'];
+  const ORDER = ['start', 'check-config', 'sign', 'backend-key', 'where', 'status', 'move', 'drain', 'undrain', 'maintenance'];
 
   it('runs its example as printed, and the command prints what the example shows', async () => {
     expect(help.commands.map((c) => c.name).sort()).toEqual([...ORDER].sort());
@@ -115,6 +115,7 @@ describe('each command --help', () => {
       start: ['ROOMGATE_PORT', 'ROOMGATE_ADMIN_PORT', 'ROOMGATE_DEMO_BASE_PORT', 'ROOMGATE_WORKERS', 'ROOMGATE_BALANCE', 'ROOMGATE_CONFIG'],
       'check-config': ['ROOMGATE_CONFIG', 'ROOMGATE_PORT', 'ROOMGATE_ADMIN_PORT', 'ROOMGATE_TLS_CERTS'],
       sign: ['ROOMGATE_CONFIG', 'ROOMGATE_COOKIE_SECRETS'],
+      'backend-key': ['ROOMGATE_CONFIG', 'ROOMGATE_CALL_SECRETS'],
       where: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_CONFIG', 'ROOMGATE_BACKENDS'],
       status: ['ROOMGATE_ADMIN_URL'],
       drain: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],

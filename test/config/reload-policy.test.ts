@@ -12,16 +12,16 @@ const plain: ReloadContext = { backendsFromDiscovery: false, tlsRunning: false, 
 
 describe('planReload', () => {
   it('changes nothing for the same configuration', () => {
-    expect(planReload(base, withBackends('http://127.0.0.1:9001'), plain)).toEqual({ backends: false, certificates: false, rebalance: false, needsRestart: [] });
+    expect(planReload(base, withBackends('http://127.0.0.1:9001'), plain)).toEqual({ backends: false, certificates: false, rebalance: false, backendCalls: false, needsRestart: [] });
   });
 
   it('applies a changed static backend list live', () => {
-    expect(planReload(base, withBackends('http://127.0.0.1:9001', 'http://127.0.0.1:9002'), plain)).toEqual({ backends: true, certificates: false, rebalance: false, needsRestart: [] });
+    expect(planReload(base, withBackends('http://127.0.0.1:9001', 'http://127.0.0.1:9002'), plain)).toEqual({ backends: true, certificates: false, rebalance: false, backendCalls: false, needsRestart: [] });
   });
 
   it('leaves a changed backend list to a restart when DNS discovery owns the list', () => {
     const plan = planReload(base, withBackends('http://127.0.0.1:9002'), { ...plain, backendsFromDiscovery: true });
-    expect(plan).toEqual({ backends: false, certificates: false, rebalance: false, needsRestart: ['backends'] });
+    expect(plan).toEqual({ backends: false, certificates: false, rebalance: false, backendCalls: false, needsRestart: ['backends'] });
   });
 
   it('lists every other changed section for a restart, in the configuration order', () => {
@@ -41,24 +41,30 @@ describe('planReload', () => {
     expect(planReload(base, { ...changed, proxy: base.proxy }, plain).needsRestart).toEqual([]);
   });
 
+  it('applies backendCalls live: its secrets rotate without a restart', () => {
+    const rotated: LoadedConfig = { ...base, backendCalls: { ...base.backendCalls, secrets: ['n'.repeat(32), 'o'.repeat(32)] } };
+    expect(planReload(base, rotated, plain)).toEqual({ backends: false, certificates: false, rebalance: false, backendCalls: true, needsRestart: [] });
+    expect(planReload(rotated, rotated, plain).backendCalls).toBe(false);
+  });
+
   it('applies handoff.rebalance live; the rest of the handoff section waits for a restart', () => {
     const on: LoadedConfig = { ...base, handoff: { ...base.handoff, rebalance: { ...base.handoff.rebalance, enabled: true } } };
-    expect(planReload(base, on, plain)).toEqual({ backends: false, certificates: false, rebalance: true, needsRestart: [] });
-    expect(planReload(on, base, plain)).toEqual({ backends: false, certificates: false, rebalance: true, needsRestart: [] });
+    expect(planReload(base, on, plain)).toEqual({ backends: false, certificates: false, rebalance: true, backendCalls: false, needsRestart: [] });
+    expect(planReload(on, base, plain)).toEqual({ backends: false, certificates: false, rebalance: true, backendCalls: false, needsRestart: [] });
     const both: LoadedConfig = { ...on, handoff: { ...on.handoff, drainBatch: on.handoff.drainBatch + 1 } };
-    expect(planReload(base, both, plain)).toEqual({ backends: false, certificates: false, rebalance: true, needsRestart: ['handoff'] });
+    expect(planReload(base, both, plain)).toEqual({ backends: false, certificates: false, rebalance: true, backendCalls: false, needsRestart: ['handoff'] });
   });
 
   it('never compares the tls section: certificates are read again whenever TLS stays on', () => {
     const next: LoadedConfig = { ...base, tls: { ...base.tls, reloadCheckMs: base.tls.reloadCheckMs + 1 } };
-    expect(planReload(base, next, plain)).toEqual({ backends: false, certificates: false, rebalance: false, needsRestart: [] });
-    expect(planReload(base, base, { ...plain, tlsRunning: true, tlsNext: true })).toEqual({ backends: false, certificates: true, rebalance: false, needsRestart: [] });
+    expect(planReload(base, next, plain)).toEqual({ backends: false, certificates: false, rebalance: false, backendCalls: false, needsRestart: [] });
+    expect(planReload(base, base, { ...plain, tlsRunning: true, tlsNext: true })).toEqual({ backends: false, certificates: true, rebalance: false, backendCalls: false, needsRestart: [] });
   });
 
   it('leaves TLS switched on or off to a restart, listed last', () => {
     const next: LoadedConfig = { ...base, proxy: { ...base.proxy, connectTimeoutMs: base.proxy.connectTimeoutMs + 1 } };
-    expect(planReload(base, next, { ...plain, tlsNext: true })).toEqual({ backends: false, certificates: false, rebalance: false, needsRestart: ['proxy', 'tls'] });
-    expect(planReload(base, base, { ...plain, tlsRunning: true })).toEqual({ backends: false, certificates: false, rebalance: false, needsRestart: ['tls'] });
+    expect(planReload(base, next, { ...plain, tlsNext: true })).toEqual({ backends: false, certificates: false, rebalance: false, backendCalls: false, needsRestart: ['proxy', 'tls'] });
+    expect(planReload(base, base, { ...plain, tlsRunning: true })).toEqual({ backends: false, certificates: false, rebalance: false, backendCalls: false, needsRestart: ['tls'] });
   });
 });
 

@@ -102,7 +102,7 @@ describe('admin app: reads', () => {
   });
 
   it('GET /events, GET /metrics (the view\'s text and content type; a failure is 500 with its message)', async () => {
-    expect((await admin('GET', '/events')).json()).toEqual({ events: view.eventList, pushes: [], handoffs: view.handoffData });
+    expect((await admin('GET', '/events')).json()).toEqual({ events: view.eventList, pushes: [], handoffs: view.handoffData, backendCalls: [] });
     const m = await admin('GET', '/metrics');
     expect(m.statusCode).toBe(200);
     expect(m.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');

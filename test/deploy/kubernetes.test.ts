@@ -103,6 +103,26 @@ function containerEnv(docs: readonly K8sDoc[], c: Container, problems: string[],
   return env;
 }
 
+/**
+ * The pod's own call keys: the app holds no call secret, names its id as roomgate does
+ * ("$(POD_NAME):port"), and reads its keys from a volume an init container fills with
+ * `roomgate backend-key "$POD_NAME:port"`, run with call secrets the gateways sign with.
+ */
+function callKeyProblems(docs: readonly K8sDoc[], sts: Workload, app: Container, env: Record<string, string>, gatewaySecrets: readonly string[], port: string | undefined, where: string): string[] {
+  const problems: string[] = [];
+  if ('ROOMGATE_CALL_SECRETS' in env) problems.push(`${where}: holds ROOMGATE_CALL_SECRETS; a backend gets only its own keys (roomgate backend-key)`);
+  if (env.ROOMGATE_BACKEND_ID !== `$(POD_NAME):${port}`) problems.push(`${where}: ROOMGATE_BACKEND_ID is not this pod's backend id ($(POD_NAME):${port}): every call would be refused as made for another backend`);
+  const file = env.ROOMGATE_BACKEND_KEYS_FILE ?? '';
+  const appMount = ((app.volumeMounts ?? []) as Obj[]).find((m) => file.startsWith(`${m.mountPath}/`));
+  const init = ((sts.pod.initContainers ?? []) as Container[]).find((c) => ((c.volumeMounts ?? []) as Obj[]).some((m) => appMount && m.name === appMount.name));
+  if (!appMount || !init) return [...problems, `${where}: ROOMGATE_BACKEND_KEYS_FILE ${file || '(unset)'} is not on a volume an init container writes: the app would have no key`];
+  const script = ((init.command ?? []) as string[]).join(' ');
+  if (!script.includes(`backend-key "$POD_NAME:${port}"`) || !script.includes(`> ${file}`)) problems.push(`${sts.name}/${init.name}: does not write roomgate backend-key "$POD_NAME:${port}" to ${file}`);
+  const secrets = (containerEnv(docs, init, problems, `${sts.name}/${init.name}`).ROOMGATE_CALL_SECRETS ?? '').split(',').map((x) => x.trim());
+  if (!gatewaySecrets.some((x) => secrets.includes(x))) problems.push(`${sts.name}/${init.name}: ROOMGATE_CALL_SECRETS shares no secret with the gateways' backendCalls.secrets: every call would be refused`);
+  return problems;
+}
+
 /** roomgate.yaml from the ConfigMap mounted where ROOMGATE_CONFIG points, loaded for real. */
 function gatewayConfig(docs: readonly K8sDoc[], w: Workload, c: Container, env: Record<string, string>, problems: string[]): LoadedConfig | undefined {
   const where = `${w.name}/${c.name}`;
@@ -384,8 +404,7 @@ function drainHookProblems(base: KustomizeBase, checked: Checked): string[] {
   if ('ROOMGATE_ADMIN_TOKEN' in env) problems.push(`${where}: holds ROOMGATE_ADMIN_TOKEN; the app pods get a drain token only`);
   const token = (env.ROOMGATE_DRAIN_TOKENS ?? '').split(',')[0]?.trim() ?? '';
   if (!gw.config.admin.drainTokens.includes(token)) problems.push(`${where}: ROOMGATE_DRAIN_TOKENS's first token is not one of the gateways' admin.drainTokens`);
-  const secrets = (env.ROOMGATE_CALL_SECRETS ?? '').split(',').map((x) => x.trim());
-  if (!gw.config.backendCalls.secrets.some((x) => secrets.includes(x))) problems.push(`${where}: ROOMGATE_CALL_SECRETS shares no secret with the gateways' backendCalls.secrets: every handoff call would be refused`);
+  problems.push(...callKeyProblems(base.docs, sts, app, env, gw.config.backendCalls.secrets, port, where));
   const url = new URL(env.ROOMGATE_ADMIN_URL ?? 'http://127.0.0.1:9090');
   const svc = find(base.docs, 'Service', url.hostname.split('.')[0] as string);
   const svcPort = ((svc?.spec?.ports ?? []) as Obj[]).find((p) => p.port === Number(url.port || 80));
@@ -469,10 +488,14 @@ describe('deploy/kubernetes (base)', () => {
 
   const app = (b: KustomizeBase): Obj => find(b.docs, 'StatefulSet', 'demo-backend')!.spec.template.spec.containers[0];
   const appEnv = (b: KustomizeBase, name: string): Obj => app(b).env.find((e: Obj) => e.name === name);
+  const initEnv = (b: KustomizeBase, name: string): Obj => find(b.docs, 'StatefulSet', 'demo-backend')!.spec.template.spec.initContainers[0].env.find((e: Obj) => e.name === name);
   const brokenDrain: [string, (b: KustomizeBase) => void, RegExp][] = [
     ['the admin token in the app pods', (b) => app(b).env.push({ name: 'ROOMGATE_ADMIN_TOKEN', valueFrom: { secretKeyRef: { name: 'roomgate-secrets', key: 'admin-token' } } }), /holds ROOMGATE_ADMIN_TOKEN/],
     ['the admin token as the drain token', (b) => (appEnv(b, 'ROOMGATE_DRAIN_TOKENS').valueFrom.secretKeyRef.key = 'admin-token'), /first token is not one of the gateways' admin\.drainTokens/],
-    ['other call secrets in the app', (b) => (appEnv(b, 'ROOMGATE_CALL_SECRETS').valueFrom.secretKeyRef.key = 'cookie-secrets'), /shares no secret/],
+    ['other call secrets in the key init container', (b) => (initEnv(b, 'ROOMGATE_CALL_SECRETS').valueFrom.secretKeyRef.key = 'cookie-secrets'), /shares no secret/],
+    ['the call secrets in the app', (b) => app(b).env.push({ name: 'ROOMGATE_CALL_SECRETS', valueFrom: { secretKeyRef: { name: 'roomgate-secrets', key: 'call-secrets' } } }), /holds ROOMGATE_CALL_SECRETS/],
+    ['another backend id in the app', (b) => (appEnv(b, 'ROOMGATE_BACKEND_ID').value = '$(POD_NAME)'), /is not this pod's backend id/],
+    ['no key init container', (b) => delete find(b.docs, 'StatefulSet', 'demo-backend')!.spec.template.spec.initContainers, /not on a volume an init container writes/],
     ['the public Service as the admin URL', (b) => (appEnv(b, 'ROOMGATE_ADMIN_URL').value = 'http://roomgate:80'), /does not reach the admin port 9090/],
     [
       'the admin Service not in allowedHosts',

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { closeBrowsers, launchBrowser, watchErrors } from '../support/browser.js';
 import { DJANGO_APP as APP, startDaphne, stopDaphnes, type DaphneApp as App } from '../support/daphne.js';
-import { CALL_SECRET, Client, ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { backendEnv, Client, ROOT, startGateway, stopAll, type GatewayProc, waitFor } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -48,7 +48,7 @@ const appEnv = (id: string, cookie: 'roomgate' | 'django'): Record<string, strin
   DJANGO_STATIC_ROOT: staticRoot,
   DJANGO_ALLOWED_HOSTS: 'localhost,127.0.0.1',
   DJUST_TRUSTED_PROXY_COUNT: '1',
-  ROOMGATE_CALL_SECRETS: CALL_SECRET,
+  ...backendEnv(id),
   ROOMGATE_ROOM_COOKIE: cookie,
   BACKEND_ID: id,
 });
@@ -189,10 +189,10 @@ describe('docs/django.md against the Channels example under daphne', () => {
   });
 
   it("the receiver checks roomgate's proof: forged, stale, replayed and re-purposed pushes get 403; an older epoch 409; no client reaches it through roomgate", async () => {
-    expect(await forgedPushes(`${roomgateSigns.url}/_roomgate/push`, 'dj-forged', 1)).toEqual(EXPECTED_RECEIVER_ANSWERS);
+    expect(await forgedPushes(`${roomgateSigns.url}/_roomgate/push`, 'dj-a', 'dj-forged', 1)).toEqual(EXPECTED_RECEIVER_ANSWERS);
     expect((await stateOf(roomgateSigns, 'dj-forged')).inbox.map((m) => m.message)).toEqual([{ genuine: true }]);
     const signed = async (epoch: number, id: string): Promise<number> =>
-      (await fetch(`${roomgateSigns.url}/_roomgate/push`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('dj-forged', epoch, id, '{}') }, body: '{}', signal: AbortSignal.timeout(5_000) })).status;
+      (await fetch(`${roomgateSigns.url}/_roomgate/push`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...signedPushHeaders('dj-a', 'dj-forged', epoch, id, '{}') }, body: '{}', signal: AbortSignal.timeout(5_000) })).status;
     expect(await signed(5, 'm-newer')).toBe(204); // a newer epoch is noted
     expect(await signed(4, 'm-older')).toBe(409); // an older one is for a copy that is gone
     const through = await fetch(`${gw.url}/_roomgate/push`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Roomgate-Room': 'dj-forged' }, body: '{}', signal: AbortSignal.timeout(5_000) });

@@ -7,17 +7,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DJANGO_APP, startDaphne, stopDaphnes, type DaphneApp } from '../support/daphne.js';
 import { HANDOFF_GUARANTEES, type HandoffContract } from '../support/handoff-receiver.js';
-import { CALL_SECRET, ROOT, stopAll } from '../support/processes.js';
+import { backendEnv, ROOT, stopAll } from '../support/processes.js';
 
-const env = (id: string): Record<string, string> => ({ DJANGO_ALLOWED_HOSTS: 'localhost,127.0.0.1', ROOMGATE_CALL_SECRETS: CALL_SECRET, BACKEND_ID: id });
-const backend = (app: DaphneApp): { url: string; wsUrl: string } => ({ url: app.url, wsUrl: `ws://127.0.0.1:${app.port}/ws/live/` });
+const env = (id: string): Record<string, string> => ({ DJANGO_ALLOWED_HOSTS: 'localhost,127.0.0.1', ...backendEnv(id), BACKEND_ID: id });
+const backend = (app: DaphneApp, id: string): { id: string; url: string; wsUrl: string } => ({ id, url: app.url, wsUrl: `ws://127.0.0.1:${app.port}/ws/live/` });
 let k: HandoffContract;
 
 beforeAll(async () => {
   const [a, b] = await Promise.all([startDaphne(env('dj-ho-a')), startDaphne(env('dj-ho-b'))]);
   k = {
-    a: backend(a as DaphneApp),
-    b: backend(b as DaphneApp),
+    a: backend(a as DaphneApp, 'dj-ho-a'),
+    b: backend(b as DaphneApp, 'dj-ho-b'),
     path: '/_roomgate/handoff',
     pushPath: '/_roomgate/push',
     prefix: 'dj',

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CALL_SECRET, ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { backendEnv, ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -32,7 +32,7 @@ function run(args: string[]): Promise<{ code: number | null; out: string }> {
 }
 
 beforeAll(async () => {
-  django = spawn(PYTHON, [APP, 'serve', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ROOMGATE_CALL_SECRETS: CALL_SECRET } });
+  django = spawn(PYTHON, [APP, 'serve', '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...backendEnv('dj') } });
   let lines = '';
   django.stdout?.on('data', (c: Buffer) => (lines += c.toString('utf8')));
   let errors = '';
@@ -85,7 +85,7 @@ describe('the Django example behind roomgate', () => {
     // Straight to the receiver, signed but under an older epoch: refused, the state unchanged.
     const stale = await fetch(`${backendUrl}/_roomgate/push`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', ...signedPushHeaders('dj-1', epoch - 1, 'old-1', '{}') },
+      headers: { 'Content-Type': 'application/json', ...signedPushHeaders('dj', 'dj-1', epoch - 1, 'old-1', '{}') },
       body: '{}',
       signal: AbortSignal.timeout(5_000),
     });
@@ -99,7 +99,7 @@ describe('the Django example behind roomgate', () => {
   });
 
   it('refuses every push without a valid proof, and a client reaches no receiver through the gateway', async () => {
-    expect(await forgedPushes(`${backendUrl}/_roomgate/push`, 'dj-forged', 1)).toEqual(EXPECTED_RECEIVER_ANSWERS);
+    expect(await forgedPushes(`${backendUrl}/_roomgate/push`, 'dj', 'dj-forged', 1)).toEqual(EXPECTED_RECEIVER_ANSWERS);
     const inbox = (await state('dj-forged')).inbox;
     expect(inbox.map((m) => m.message)).toEqual([{ genuine: true }]);
     for (const target of ['/_roomgate/push?room=dj-forged', '/r/dj-forged/_roomgate/push']) {

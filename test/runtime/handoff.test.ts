@@ -6,6 +6,7 @@
 // dying before the move, the old owner dying mid-export, the store down, the release not
 // answering, idempotency, the bound per backend, an app without hooks. Deadlines are fired by the
 // test when the hanging call has arrived (events, no sleeps).
+import { BackendCalls } from '../../src/runtime/backend-calls.js';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ResolvedBackend } from '../../src/config/load.js';
 import { defaultBackendTls } from '../../src/backends/backend-tls.js';
@@ -68,7 +69,7 @@ function rig(store: PlacementStore, backends: readonly HandoffTestBackend[], o: 
   const deadlines: (() => void)[] = [];
   const calls = new HookClient({
     path: '/_roomgate/handoff',
-    secrets: SECRETS,
+    calls: new BackendCalls(SECRETS),
     sender: 'gw-test',
     timeoutMs: 5_000,
     maxBodyBytes: 1_000_000,
@@ -94,7 +95,7 @@ function rig(store: PlacementStore, backends: readonly HandoffTestBackend[], o: 
     logger,
     leaseMs: 30_000,
     maxConcurrentPerBackend: o.maxConcurrent ?? 4,
-    signed: o.signed ?? true,
+    signed: () => o.signed ?? true,
   });
   const tunnel = (room: string, backend: string): TestTunnel => {
     const t: TestTunnel = {
@@ -357,8 +358,8 @@ describe('the test backend verifies every hook call', () => {
         (await fetch(`${b.url}/_roomgate/handoff/export`, { method: 'POST', headers, body: '{"leaseMs":1000}', signal: AbortSignal.timeout(5_000) })).status;
       const fields = { 'X-Roomgate-Message-Id': 'h', 'X-Roomgate-Room': 'r', 'X-Roomgate-Epoch': '1', 'X-Roomgate-Sender': 'gw' };
       const proof = (purpose: 'handoff-export' | 'handoff-import' | 'push'): Record<string, string> => {
-        const l = signCall(SECRETS, { purpose, id: 'h', room: 'r', epoch: '1', sender: 'gw', body: Buffer.from('{"leaseMs":1000}') }, Date.now());
-        return { [l[0]!]: l[1]!, [l[2]!]: l[3]! };
+        const l = signCall(SECRETS, { purpose, destination: 'b1', id: 'h', room: 'r', epoch: '1', sender: 'gw', body: Buffer.from('{"leaseMs":1000}') }, Date.now());
+        return { [l[0]!]: l[1]!, [l[2]!]: l[3]!, [l[4]!]: l[5]! };
       };
       expect(await post(fields)).toBe(403);
       expect(await post({ ...fields, ...proof('handoff-import') })).toBe(403);

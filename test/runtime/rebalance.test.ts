@@ -4,6 +4,7 @@
 // handoff-test-backend.ts), each room's state seeded there. Its timer is the test's: each
 // interval is fired by hand (the delay it asked for is the configured rate), the stores' clock is
 // moved by that interval, so nothing sleeps.
+import { BackendCalls } from '../../src/runtime/backend-calls.js';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { defaultBackendTls } from '../../src/backends/backend-tls.js';
 import type { LoadedConfig, ResolvedBackend } from '../../src/config/load.js';
@@ -105,7 +106,7 @@ function gateway(
       t.cancelled = true;
     };
   };
-  const handoff = createHandoffRuntime(config(rebalance, o.handoff), { placer, pool, store, tunnels, sharedData, backendTls: defaultBackendTls(), gatewayId: id, metrics, logger, after });
+  const handoff = createHandoffRuntime(config(rebalance, o.handoff), { placer, pool, store, tunnels, sharedData, backendTls: defaultBackendTls(), gatewayId: id, calls: new BackendCalls([CALL_SECRET]), metrics, logger, after });
   supervisor.onBackendBack((b) => handoff.backendBack(b));
   closers.push(() => {
     handoff.stop();

@@ -2,6 +2,7 @@
 // data and recorded commands) and whatever shared-data store the test gives, with the
 // configuration's defaults for every key a test does not set. For inject() tests and for tests
 // that hand a real node:http server's requests to it.
+import type { BackendCallRecord } from '../../src/runtime/backend-calls.js';
 import type { HistorySnapshot } from '../../src/observability/history.js';
 import { emptyHistory } from './history.js';
 import { Writable } from 'node:stream';
@@ -102,6 +103,10 @@ export class FakeView implements RuntimeView {
     return this.list.find((b) => b.id === id) ?? null;
   }
   pushes(): readonly PushEvent[] {
+    return [];
+  }
+
+  backendCalls(): readonly BackendCallRecord[] {
     return [];
   }
 

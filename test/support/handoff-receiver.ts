@@ -10,6 +10,8 @@ import { signCall, type CallPurpose } from '../../src/http/call-proof.js';
 import { CALL_SECRET, Client, waitFor, withTimeout } from './processes.js';
 
 export interface HandoffBackend {
+  /** Its id as roomgate names it: every call's proof is made for it (its own key). */
+  readonly id: string;
   /** http://host:port of the backend itself. */
   readonly url: string;
   /** ws://host:port/ws/live/ */
@@ -50,6 +52,10 @@ interface CallOptions {
   readonly secret?: string;
   /** The room the proof is made for, when it is not the one the call names. */
   readonly proofRoom?: string;
+  /** The backend the proof is made for (default: the one called), and the destination it names. */
+  readonly proofFor?: string;
+  /** X-Roomgate-Destination as sent, when it differs from the backend the proof was made for. */
+  readonly destinationField?: string;
   /** Replaces the proof fields: a replay sends the very headers of an earlier call. */
   readonly headers?: Record<string, string>;
 }
@@ -71,8 +77,11 @@ export async function callHook(be: HandoffBackend, path: string, step: Step, o: 
   const fields: Record<string, string> = { 'X-Roomgate-Message-Id': id, 'X-Roomgate-Sender': 'gw-test' };
   if (room !== '') fields['X-Roomgate-Room'] = room;
   if (epoch !== '') fields['X-Roomgate-Epoch'] = epoch;
-  const proof = signCall([o.secret ?? CALL_SECRET], { purpose: o.purpose ?? `handoff-${step}`, id, room: o.proofRoom ?? room, epoch, sender: 'gw-test', body }, o.nowMs ?? Date.now());
-  const sent = o.headers ?? { ...fields, [proof[0] as string]: proof[1] as string, [proof[2] as string]: proof[3] as string };
+  const destination = o.proofFor ?? be.id;
+  const proof = signCall([o.secret ?? CALL_SECRET], { purpose: o.purpose ?? `handoff-${step}`, destination, id, room: o.proofRoom ?? room, epoch, sender: 'gw-test', body }, o.nowMs ?? Date.now());
+  const signed: Record<string, string> = Object.fromEntries([0, 2, 4].map((i) => [proof[i] as string, proof[i + 1] as string]));
+  if (o.destinationField !== undefined) signed['X-Roomgate-Destination'] = o.destinationField;
+  const sent = o.headers ?? { ...fields, ...signed };
   const res = await fetch(`${be.url}${path}/${step}`, { method: 'POST', headers: sent, body, signal: AbortSignal.timeout(5_000) });
   return { status: res.status, type: res.headers.get('content-type'), body: Buffer.from(await res.arrayBuffer()), sent };
 }
@@ -199,10 +208,10 @@ export const HANDOFF_GUARANTEES: readonly Guarantee[] = [
       const late = new Client(k.a.wsUrl, { headers: { 'X-Roomgate-Room': room, 'X-Roomgate-Epoch': '1', Origin: k.a.url } });
       expect(await withTimeout(late.closed, 5_000, 'a late socket closed')).toBe(k.releaseCloseCode);
       const body = '{"late":true}';
-      const p = signCall([CALL_SECRET], { purpose: 'push', id: `p-${room}`, room, epoch: '1', sender: 'api', body: Buffer.from(body) }, Date.now());
+      const p = signCall([CALL_SECRET], { purpose: 'push', destination: k.a.id, id: `p-${room}`, room, epoch: '1', sender: 'api', body: Buffer.from(body) }, Date.now());
       const pushed = await fetch(`${k.a.url}${k.pushPath}`, {
         method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-Roomgate-Room': room, 'X-Roomgate-Epoch': '1', 'X-Roomgate-Message-Id': `p-${room}`, 'X-Roomgate-Sender': 'api', [p[0] as string]: p[1] as string, [p[2] as string]: p[3] as string },
+        headers: { 'Content-Type': 'application/json', 'X-Roomgate-Room': room, 'X-Roomgate-Epoch': '1', 'X-Roomgate-Message-Id': `p-${room}`, 'X-Roomgate-Sender': 'api', ...Object.fromEntries([0, 2, 4].map((i) => [p[i] as string, p[i + 1] as string])) },
         body,
         signal: AbortSignal.timeout(5_000),
       });
@@ -245,7 +254,7 @@ export const HANDOFF_GUARANTEES: readonly Guarantee[] = [
     },
   },
   {
-    name: 'a call without a valid proof is refused with 403 and changes nothing: unsigned, another secret, stale, another purpose, another room, replayed',
+    name: 'a call without a valid proof is refused with 403 and changes nothing: unsigned, another secret, stale, another purpose, another room, another backend, replayed',
     async check(k) {
       const { room, c } = await roomWithMoves(k, 'forged', 1);
       const id = `h-${room}`;
@@ -257,6 +266,9 @@ export const HANDOFF_GUARANTEES: readonly Guarantee[] = [
         'made for import': await exp({ purpose: 'handoff-import' }),
         'made for a push': await exp({ purpose: 'push' }),
         'made for another room': await exp({ proofRoom: `${room}-other` }),
+        // Hardening: one pod can neither replay another's calls nor sign one for another.
+        'made for another backend (a replay)': await exp({ proofFor: k.b.id }),
+        "another backend's key naming this backend": await exp({ proofFor: k.b.id, destinationField: k.a.id }),
         'hello signed as export': (await callHook(k.a, k.path, 'hello', { purpose: 'handoff-export' })).status,
       };
       expect(attempts).toEqual(Object.fromEntries(Object.keys(attempts).map((name) => [name, 403])));

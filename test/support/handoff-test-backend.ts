@@ -9,7 +9,7 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
-import { verifyCall, type CallPurpose } from '../../src/http/call-proof.js';
+import { backendKeys, verifyCall, type CallPurpose } from '../../src/http/call-proof.js';
 
 export type Step = 'hello' | 'export' | 'import' | 'release' | 'resume';
 export type Behaviour = { readonly refuse: number } | 'hang' | 'die';
@@ -137,8 +137,10 @@ export class HandoffTestBackend {
     if (!this.hooks) return answer(404, 'not found');
     // The purpose is the endpoint's, never read from the request.
     const purpose = `handoff-${step}` as CallPurpose;
-    const claims = { purpose, id, room, epoch, sender: header(req, 'x-roomgate-sender') ?? '', body };
-    const v = verifyCall(this.secrets, claims, { timestamp: header(req, 'x-roomgate-timestamp'), signature: header(req, 'x-roomgate-signature') }, Date.now());
+    // Its own keys only, as `roomgate backend-key` gives them (the secrets never reach a backend).
+    const claims = { purpose, destination: this.id, id, room, epoch, sender: header(req, 'x-roomgate-sender') ?? '', body };
+    const proofFields = { timestamp: header(req, 'x-roomgate-timestamp'), signature: header(req, 'x-roomgate-signature'), destination: header(req, 'x-roomgate-destination') };
+    const v = verifyCall(backendKeys(this.secrets, this.id), claims, proofFields, Date.now());
     if (!v.ok || this.proofs.has(v.proof)) return answer(403, 'forbidden');
     this.proofs.add(v.proof);
     if (step === 'hello') return answer(200, '{"version":1}', 'application/json');

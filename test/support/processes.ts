@@ -1,6 +1,7 @@
 // Real processes for integration tests: demo backends and gateways as child processes, CLI runs,
 // WebSocket clients. Everything started here is tracked and torn down by stopAll(); every wait
 // has a timeout.
+import { backendKeys } from '../../src/http/call-proof.js';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -96,13 +97,19 @@ function failOnExit(proc: Proc, what: string): Promise<never> {
 }
 
 /**
- * The secret every test gateway signs its pushes with (backendCalls.secrets) and every test backend
- * verifies them with (ROOMGATE_CALL_SECRETS), so pushes work as in a configured deployment.
+ * The secret every test gateway signs its calls with (backendCalls.secrets); every test backend
+ * verifies them with its own key derived from it (`backendEnv`), so pushes and handoffs work as in
+ * a configured deployment.
  */
 export const CALL_SECRET = 'test-call-secret-0123456789abcdef0123';
 
+/** The environment that gives backend `id` its own call key (as `roomgate backend-key` prints it). */
+export function backendEnv(id: string, secrets: readonly string[] = [CALL_SECRET]): Record<string, string> {
+  return { ROOMGATE_BACKEND_ID: id, ROOMGATE_BACKEND_KEYS: backendKeys(secrets, id).join(','), ROOMGATE_CALL_SECRETS: '' };
+}
+
 export async function startBackend(id: string, extraArgs: string[] = []): Promise<BackendProc> {
-  const child = spawn(process.execPath, [BACKEND, '--port', '0', '--id', id, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ROOMGATE_CALL_SECRETS: CALL_SECRET } });
+  const child = spawn(process.execPath, [BACKEND, '--port', '0', '--id', id, ...extraArgs], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...backendEnv(id) } });
   const proc = track(child);
   child.stderr?.resume();
   const line = await Promise.race([

@@ -59,9 +59,12 @@ if django.VERSION >= (4, 2):
 else:  # Django 3.2 to 4.1 (STORAGES came in 4.2; STATICFILES_STORAGE is gone in 5.1)
     STATICFILES_STORAGE = "django.contrib.staticfiles.storage.ManifestStaticFilesStorage"
 
-# ROOMGATE: roomgate's backendCalls.secrets (the same ROOMGATE_CALL_SECRETS): any of them verifies
-# a push (docs/push.md, "Verifying a push").
-ROOMGATE_CALL_SECRETS = env_list("ROOMGATE_CALL_SECRETS", "")
+# ROOMGATE: this backend's own keys, as `roomgate backend-key ID` prints them (never roomgate's call
+# secrets): any of them verifies a push or a handoff call made for this backend (docs/push.md,
+# "Verifying a call"); ROOMGATE_BACKEND_ID is its id in roomgate's backends list, the destination
+# every call names.
+ROOMGATE_BACKEND_KEYS = env_list("ROOMGATE_BACKEND_KEYS", "")
+ROOMGATE_BACKEND_ID = os.environ.get("ROOMGATE_BACKEND_ID") or os.environ.get("BACKEND_ID", "django-1")
 # ROOMGATE: who signs the room cookie. "roomgate" (roomgate's cookie.format: roomgate, the
 # default): this app sets nothing. "django": this app sets it with set_signed_cookie(salt=...),
 # and roomgate (cookie.format: django-cookie, cookie.setOnPages: false, this SECRET_KEY in

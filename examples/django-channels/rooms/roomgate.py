@@ -6,7 +6,7 @@
   (X-Roomgate-Room, X-Roomgate-Epoch; docs/ownership.md), and room_owner_middleware, which notes
   the epoch of every page request;
 - client_address: the client's address as djust reads it (DJUST_TRUSTED_PROXY_COUNT);
-- verify_push: roomgate's proof on a push (docs/push.md, "Verifying a push").
+- verify_push: roomgate's proof on a push or a handoff call (docs/push.md, "Verifying a call").
 """
 import asyncio
 import hashlib
@@ -103,20 +103,22 @@ _seen_lock = threading.Lock()
 
 
 def verify_push(headers, body, purpose):
-    """None when the push carries roomgate's proof made with one of ROOMGATE_CALL_SECRETS, else why not."""
-    secrets = settings.ROOMGATE_CALL_SECRETS
+    """None when the call carries roomgate's proof made for this backend with one of its keys, else why not."""
+    keys, me = settings.ROOMGATE_BACKEND_KEYS, settings.ROOMGATE_BACKEND_ID
     timestamp, signature = headers.get("X-Roomgate-Timestamp"), headers.get("X-Roomgate-Signature")
-    if not secrets or not timestamp or not signature:
+    if not keys or not timestamp or not signature:
         return "unsigned"
+    if headers.get("X-Roomgate-Destination") != me:
+        return "wrong-destination"  # made for another backend: never taken here
     if not re.fullmatch(r"[0-9]{1,12}", timestamp) or abs(time.time() - int(timestamp)) > REPLAY_WINDOW_S:
         return "stale"
     text = "\n".join([
-        "roomgate-call-v1", purpose, headers.get("X-Roomgate-Message-Id", ""), headers.get("X-Roomgate-Room", ""),
+        "roomgate-call-v2", purpose, me, headers.get("X-Roomgate-Message-Id", ""), headers.get("X-Roomgate-Room", ""),
         headers.get("X-Roomgate-Epoch", ""), headers.get("X-Roomgate-Sender", ""), timestamp, hashlib.sha256(body).hexdigest(),
     ])
     # Bytes on both sides: compare_digest refuses str with non-ASCII characters.
-    offered = [s.strip()[3:].encode("utf-8", "replace") for s in signature.split(",") if s.strip().startswith("v1=")]
-    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest().encode() for k in secrets]
+    offered = [s.strip().partition(":")[2].encode("utf-8", "replace") for s in signature.split(",") if s.strip().startswith("v2=")]
+    wanted = [hmac.new(k.encode(), text.encode(), hashlib.sha256).hexdigest().encode() for k in keys]
     matched = next((w for w in wanted for o in offered if hmac.compare_digest(o, w)), None)
     if matched is None:
         return "bad-signature"
