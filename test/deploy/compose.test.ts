@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ENV_VARS, loadConfig, type LoadedConfig } from '../../src/config/load.js';
+import { backendKeys } from '../../src/http/call-proof.js';
 import { clone, composeEnv, durationMs, parseDockerfile, readText, ROOT, yamlDocs, type Obj } from '../support/deploy-files.js';
 
 const IMAGE = 'roomgate:local';
@@ -162,6 +163,14 @@ function composeProblems(file: string, doc: Obj): string[] {
         problems.push(`${name}: backend ${b.id} ${b.url}: no backend service listens there`);
         continue;
       }
+      // Its own call key, for the id this gateway gives it; never the call secrets.
+      const benv = composeEnv(match[1].environment);
+      if ('ROOMGATE_CALL_SECRETS' in benv) problems.push(`${match[0]}: holds ROOMGATE_CALL_SECRETS; a backend gets only its own keys (roomgate backend-key ${b.id})`);
+      const secrets = config.backendCalls.secrets;
+      if (secrets.length === 0) problems.push(`${name}: no ROOMGATE_CALL_SECRETS: pushes and handoffs cannot be signed`);
+      else if (benv.ROOMGATE_BACKEND_ID !== b.id || !(benv.ROOMGATE_BACKEND_KEYS ?? '').split(',').some((k) => backendKeys(secrets, b.id).includes(k.trim()))) {
+        problems.push(`${match[0]}: ROOMGATE_BACKEND_ID/ROOMGATE_BACKEND_KEYS are not backend ${b.id}'s (roomgate backend-key ${b.id}): every push and handoff call would be refused`);
+      }
       // The HTTP check (health.path), when on, asks for a route the backend's own healthcheck proves it answers.
       const backendCheck = healthUrl(match[1])?.pathname;
       if (config.health.path !== null && backendCheck !== config.health.path) {
@@ -282,6 +291,9 @@ describe('deploy/docker-compose.yml', () => {
     ['start order without health', (d) => (d.services['roomgate-a'].depends_on.redis.condition = 'service_started'), /depends_on redis with condition service_started/],
     ['a backend without healthcheck', (d) => delete d.services['backend-3'].healthcheck, /backend-3: healthcheck undefined|depends_on backend-3/],
     ['an env name roomgate does not read', (d) => (d.services['roomgate-b'].environment.ROOMGATE_COOKIE_SECRET = 'x'.repeat(20)), /ROOMGATE_COOKIE_SECRET is not a variable/],
+    ['no call secret', (d) => delete d.services['roomgate-a'].environment.ROOMGATE_CALL_SECRETS, /no ROOMGATE_CALL_SECRETS/],
+    ['another backend key', (d) => (d.services['backend-2'].environment.ROOMGATE_BACKEND_KEYS = d.services['backend-1'].environment.ROOMGATE_BACKEND_KEYS), /not backend b2's/],
+    ['the call secrets in a backend', (d) => (d.services['backend-1'].environment.ROOMGATE_CALL_SECRETS = 'x'.repeat(40)), /holds ROOMGATE_CALL_SECRETS/],
     ['two cookie secrets', (d) => (d.services['roomgate-b'].environment.ROOMGATE_COOKIE_SECRETS = 'another-secret-0123456789'), /different cookie secrets/],
     ['a short stop_grace_period', (d) => (d.services['roomgate-a'].stop_grace_period = '5s'), /stop_grace_period 5000 ms/],
     ['a published backend', (d) => (d.services['backend-1'].ports = ['8000:8000']), /backend-1: publishes 8000:8000 but is not a gateway/],
