@@ -9,7 +9,8 @@ import { execFile } from 'node:child_process';
 import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readText, yamlDocs, type Obj } from '../support/deploy-files.js';
-import { backendRooms, Client, ROOT, startBackends, startGateway, stopAll, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { freePortRange } from '../support/ports.js';
+import { backendRooms, Client, ROOT, startBackend, startGateway, stopAll, type BackendProc, type GatewayProc } from '../support/processes.js';
 
 const app = (yamlDocs('deploy/kubernetes/backends.yaml').find((d) => d.kind === 'StatefulSet') as Obj).spec.template.spec.containers[0] as Obj;
 const script = (hook: 'preStop' | 'postStart'): string => (app.lifecycle[hook].exec.command as string[])[2] as string;
@@ -20,9 +21,11 @@ let backends: BackendProc[];
 let gw: GatewayProc;
 
 beforeAll(async () => {
-  const started = await startBackends(['demo-0', 'demo-1']);
-  // The ids roomgate gives StatefulSet pods found by SRV: pod name and port.
-  backends = started.map((b, i) => ({ ...b, id: `demo-backend-${i}:${b.port}` }));
+  // The ids roomgate gives StatefulSet pods found by SRV: pod name and port. Each backend is
+  // started under that id (its key is derived from it, and every call roomgate signs names it), so
+  // the ports are chosen first.
+  const base = await freePortRange(2);
+  backends = await Promise.all([0, 1].map((i) => startBackend(`demo-backend-${i}:${base + i}`, ['--port', String(base + i)])));
   gw = await startGateway({
     env: { ROOMGATE_DRAIN_TOKENS: DRAIN_TOKENS },
     config: { backends: backends.map((b) => ({ id: b.id, url: b.url })), placement: { heartbeatMs: 200 }, presence: { ttlMs: 1_000 } },
@@ -64,9 +67,9 @@ describe('deploy/kubernetes/backends.yaml hooks', () => {
       on.set(owner, [...(on.get(owner) ?? []), room]);
     }
     // The backend with the most rooms is the pod being stopped.
-    const index = (on.get('demo-1')?.length ?? 0) > (on.get('demo-0')?.length ?? 0) ? 1 : 0;
+    const index = (on.get(backends[1]!.id)?.length ?? 0) > (on.get(backends[0]!.id)?.length ?? 0) ? 1 : 0;
     const target = backends[index] as BackendProc;
-    const rooms = (on.get(index === 1 ? 'demo-1' : 'demo-0') ?? []).sort();
+    const rooms = (on.get(target.id) ?? []).sort();
     expect(rooms.length).toBeGreaterThan(0);
 
     const stop = await runHook('preStop', target, index);
