@@ -351,6 +351,9 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
         if (problem !== null) return this.badAnswer(problem);
       }
       if (head.status === 101) return this.open(head);
+      // On an h2 extended CONNECT any 2xx opens the WebSocket (RFC 8441 5): a backend's 200 to a
+      // handshake is no WebSocket, and relayed it would be taken for one.
+      if (this.a.h2 && head.status >= 200 && head.status < 300) return this.badAnswer(`a ${head.status} to an h2 WebSocket (no 101)`);
       if (head.status >= 200) return this.refuseWith(head);
       // 100, 102, 103: interim, not for the client (it asked for an upgrade, not a resource).
       if (++this.interims > MAX_INTERIM_ANSWERS) return this.badAnswer('too many interim answers');
