@@ -7,7 +7,7 @@ import https from 'node:https';
 import type { Socket } from 'node:net';
 import { TLSSocket } from 'node:tls';
 import { tlsOptions, type BackendTls } from '../backends/backend-tls.js';
-import { endToEndFields } from '../http/hop-by-hop.js';
+import { endToEndFields, withoutLength } from '../http/hop-by-hop.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
 import type { BackendAgents } from '../forward/backend-agents.js';
 import type { Backend } from '../runtime/pool.js';
@@ -92,7 +92,7 @@ export function fetchFromBackend(backend: Backend, path: string, headers: string
     const cl = res.headers['content-length'];
     const length = cl !== undefined && /^[0-9]{1,15}$/.test(cl) ? Number(cl) : null;
     // The length travels apart: each writer frames the body itself (Content-Length or chunked).
-    const fields = endToEndFields(res.rawHeaders).filter((_v, i, all) => (all[i - (i % 2)] as string).toLowerCase() !== 'content-length');
+    const fields = withoutLength(endToEndFields(res.rawHeaders));
     ev.head({ status: res.statusCode ?? 502, reason: res.statusMessage ?? '', headers: fields, length });
     if (settled) return;
     res.on('data', (chunk: Buffer) => {

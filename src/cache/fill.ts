@@ -37,7 +37,7 @@ interface Waiter {
 const SHAREABLE = new Set(['too-large']);
 // Reasons after which requests for the key stop waiting on each other for a while (the answer
 // will not be stored next time either); a failing backend's 5xx is not one of them.
-const REMEMBERED = new Set(['set-cookie', 'not-storable', 'no-cache', 'vary-star', 'no-freshness', 'too-large']);
+const REMEMBERED = new Set(['set-cookie', 'not-storable', 'no-cache', 'vary-star', 'no-freshness', 'too-large', 'field-twice']);
 
 export class Fill implements FillHandle, Exchange {
   private readonly waiters: Waiter[] = [];
@@ -174,7 +174,7 @@ export class Fill implements FillHandle, Exchange {
     this.head = h;
     this.record = record;
     this.policy = new cx.Policy(spec.policyRequest, { status: h.status, headers: record }, { shared: true });
-    const why = unstorable(this.policy, h.status, record, cx.config, h.length);
+    const why = unstorable(this.policy, h.status, h.headers, record, cx.config, h.length);
     this.storing = why === null;
     const stored = this.storing ? '; stored' : `; detail=${why ?? ''}`;
     this.cacheStatus = `fwd-status=${h.status}${stored}`;

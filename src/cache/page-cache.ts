@@ -273,7 +273,7 @@ export class PageCache implements FillContext, PageCacheFront {
       failedStatus: null,
     };
     // The 304 may make the copy one user's (private, no-store...): then it is no longer kept.
-    if (unstorable(policy, stale.status, record, this.config, null) === null) this.answers.put(spec.key, spec.fields, record, updated);
+    if (unstorable(policy, stale.status, headers, record, this.config, null) === null) this.answers.put(spec.key, spec.fields, record, updated);
     else this.answers.delete(spec.key, spec.fields);
     return updated;
   }

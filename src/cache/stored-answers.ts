@@ -5,6 +5,7 @@
 // freshness and grace boundaries are tested without waiting.
 import CachePolicy from 'http-cache-semantics';
 import { LRUCache } from 'lru-cache';
+import { rawNames, repeatedSingleField } from '../http/response-rules.js';
 import { keyParts, type CacheConfig } from './request-rules.js';
 import type { WireAnswer } from './wire-answer.js';
 
@@ -53,9 +54,16 @@ export interface StoredAnswer {
   failedStatus: number | null;
 }
 
-/** Why an answer is not stored; null when it is. The `detail` of its Cache-Status. */
-export function unstorable(policy: Policy, status: number, resHeaders: Record<string, string>, c: CacheConfig, bodyBytes: number | null): string | null {
+/**
+ * Why an answer is not stored; null when it is. The `detail` of its Cache-Status. `fields`: the
+ * answer's end-to-end fields as received ([name, value, ...]), `resHeaders` the same by name.
+ */
+export function unstorable(policy: Policy, status: number, fields: readonly string[], resHeaders: Record<string, string>, c: CacheConfig, bodyBytes: number | null): string | null {
   if (!STORED_STATUSES.has(status)) return 'status';
+  // A field meant once, twice (two ETags): relayed to an HTTP/1.1 client as sent, but no copy for
+  // everybody: which value would it validate with, and an h2 client could not be given it at all
+  // (src/http/response-rules.ts).
+  if (repeatedSingleField(rawNames(fields)) !== null) return 'field-twice';
   if (resHeaders['set-cookie'] !== undefined) return 'set-cookie';
   if (!policy.storable()) return 'not-storable';
   const cc = directives(resHeaders['cache-control']);

@@ -26,19 +26,36 @@ export function connectionNamed(values: readonly string[], keep: ReadonlySet<str
 export const ANSWER_KEEPS: ReadonlySet<string> = new Set(['content-length']);
 
 /**
- * An answer's fields as node:http's client gives them (rawHeaders), without the hop-by-hop ones
- * and those its Connection header names: what a proxy passes on (Node writes its own framing).
+ * Which of an answer's fields ([name, value, ...]) a proxy drops, by lower-case name: the
+ * hop-by-hop ones and those its Connection header names.
  */
-export function endToEndFields(raw: readonly string[]): string[] {
+export function answerDrops(raw: readonly string[]): (lowerName: string) => boolean {
   let values: string[] | null = null;
   for (let i = 0; i + 1 < raw.length; i += 2) {
     if ((raw[i] as string).length === 10 && (raw[i] as string).toLowerCase() === 'connection') (values ??= []).push(raw[i + 1] as string);
   }
   const named = values === null ? null : connectionNamed(values, ANSWER_KEEPS);
+  return (lower) => HOP_BY_HOP.has(lower) || named?.has(lower) === true;
+}
+
+/**
+ * An answer's fields as node:http's client gives them (rawHeaders), without the hop-by-hop ones
+ * and those its Connection header names: what a proxy passes on (Node writes its own framing).
+ */
+export function endToEndFields(raw: readonly string[]): string[] {
+  const drops = answerDrops(raw);
   const out: string[] = [];
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const lower = (raw[i] as string).toLowerCase();
-    if (!HOP_BY_HOP.has(lower) && named?.has(lower) !== true) out.push(raw[i] as string, raw[i + 1] as string);
+    if (!drops((raw[i] as string).toLowerCase())) out.push(raw[i] as string, raw[i + 1] as string);
+  }
+  return out;
+}
+
+/** Fields ([name, value, ...]) without Content-Length: for an answer that has no body to frame, or whose writer frames it. */
+export function withoutLength(fields: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    if ((fields[i] as string).toLowerCase() !== 'content-length') out.push(fields[i] as string, fields[i + 1] as string);
   }
   return out;
 }

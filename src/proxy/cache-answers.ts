@@ -7,6 +7,7 @@ import { constants } from 'node:http2';
 import type { AnswerWriter } from '../cache/contract.js';
 import { hasBody, type WireAnswer } from '../cache/wire-answer.js';
 import type { Refusal } from '../http/refusals.js';
+import { h2FieldsProblem, rawNames } from '../http/response-rules.js';
 import type { PageClient } from '../http/page-client.js';
 import { httpDate } from './page-relay.js';
 
@@ -55,6 +56,10 @@ export class ResponseAnswer implements AnswerWriter {
 
   start(status: number, reason: string, headers: readonly string[], length: number | null): void {
     const fields = length === null || !hasBody(status) ? [...headers] : [...headers, 'Content-Length', String(length)];
+    // What HTTP/2 cannot carry (a field meant once, twice: never stored, but a fill's answer is
+    // relayed to its waiting clients too) is the rule of every answer (src/http/response-rules.ts).
+    const problem = this.h2 ? h2FieldsProblem(rawNames(fields)) : null;
+    if (problem !== null) return this.refuse(problem);
     try {
       if (this.h2) this.res.writeHead(status, fields);
       else this.res.writeHead(status, reason, fields);
@@ -62,11 +67,16 @@ export class ResponseAnswer implements AnswerWriter {
       // Fields Node refuses though they passed the answer checks when received (on h2: a field
       // meant once, twice): a 502 in its place, as the relayed path answers, once the fields the
       // failed writeHead set are gone; the body that follows is not written.
-      this.refused = true;
-      if (this.res.headersSent) return cutAnswer(this.res);
-      dropUnsentFields(this.res);
-      this.own({ code: 'bad-backend-answer', detail: (err as Error).message }, {});
+      this.refuse((err as Error).message);
     }
+  }
+
+  /** A 502 in place of an answer that cannot be written; nothing of it follows. */
+  private refuse(detail: string): void {
+    this.refused = true;
+    if (this.res.headersSent) return cutAnswer(this.res);
+    dropUnsentFields(this.res);
+    this.own({ code: 'bad-backend-answer', detail }, {});
   }
 
   write(chunk: Buffer): boolean {

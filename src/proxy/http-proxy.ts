@@ -15,7 +15,7 @@ import type { Backend } from '../runtime/pool.js';
 import type { KeyResult } from '../room/extract.js';
 import type { Owner } from '../http/ownership.js';
 import { MAX_RESPONSE_HEADERS, responseHeadProblem } from '../http/response-rules.js';
-import { endToEndFields } from '../http/hop-by-hop.js';
+import { endToEndFields, withoutLength } from '../http/hop-by-hop.js';
 import { BackendAgents } from '../forward/backend-agents.js';
 import { cutAnswer, dropUnsentFields, isGone, ResponseAnswer } from './cache-answers.js';
 import { resetConnection } from '../http/reset.js';
@@ -150,7 +150,8 @@ export class HttpProxy {
     if (a.connectTimer) clearTimeout(a.connectTimer);
     // The head arrived: a slow or long-lived body (downloads, server-sent events) is not cut.
     a.proxyReq.setTimeout(0);
-    const problem = responseHeadProblem(proxyRes);
+    // The rules of every answer; toward an h2 client, also what HTTP/2 cannot carry.
+    const problem = responseHeadProblem(proxyRes, r.transport === 'h2');
     if (problem !== null) {
       // Never back into the keep-alive pool: the rest of that stream cannot be trusted.
       proxyRes.socket.destroy();
@@ -312,15 +313,6 @@ function cutWhenStalled(source: IncomingMessage, res: ServerResponse, ms: number
   });
   source.on('resume', disarm);
   res.once('close', disarm);
-}
-
-/** A field list without Content-Length. */
-function withoutLength(fields: string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    if ((fields[i] as string).toLowerCase() !== 'content-length') out.push(fields[i] as string, fields[i + 1] as string);
-  }
-  return out;
 }
 
 /**

@@ -8,13 +8,12 @@
 //
 // What happens on failure is the node:http path's (src/proxy/http-proxy.ts), decided by the
 // caller (src/proxy/lean-pages.ts) from the outcome reported here.
-import { maxHeaderSize } from 'node:http';
 import type { Socket } from 'node:net';
 import { BodyEnd } from '../http/body-end.js';
 import { resetConnection } from '../http/reset.js';
 import { ANSWER_KEEPS, connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { parseResponseHead, type ResponseHead } from '../http/response-head.js';
-import { MAX_RESPONSE_HEADERS } from '../http/response-rules.js';
+import { answerFieldsProblem, MAX_RESPONSE_HEAD_BYTES, pairNames } from '../http/response-rules.js';
 import type { Deadlines, Expiring } from './deadlines.js';
 import type { RawBackendConn, RawBackendPool, RawBackendUser } from './raw-backend-pool.js';
 
@@ -139,7 +138,7 @@ export class PageRelay implements RawBackendUser, Expiring {
     if (this.state !== 'waiting') return;
     let buf = this.headBuf === null ? chunk : Buffer.concat([this.headBuf, chunk]);
     for (;;) {
-      const parsed = parseResponseHead(buf, maxHeaderSize);
+      const parsed = parseResponseHead(buf, MAX_RESPONSE_HEAD_BYTES);
       if (parsed === null) {
         this.headBuf = buf;
         return;
@@ -155,7 +154,9 @@ export class PageRelay implements RawBackendUser, Expiring {
         buf = buf.subarray(head.end);
         continue;
       }
-      if (head.headers.length > MAX_RESPONSE_HEADERS) return this.finish({ kind: 'bad-answer', problem: `more than ${MAX_RESPONSE_HEADERS} header lines` }, false);
+      // The field rules of every answer (src/http/response-rules.ts); this path's clients are HTTP/1.1.
+      const problem = answerFieldsProblem(pairNames(head.headers), false);
+      if (problem !== null) return this.finish({ kind: 'bad-answer', problem }, false);
       this.headBuf = null;
       return this.start(head, buf);
     }

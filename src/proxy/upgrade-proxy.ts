@@ -5,6 +5,9 @@
 // with `Upgrade: websocket` opens a tunnel that from then on only moves bytes (no frame is
 // parsed). Any other answer is relayed as one HTTP response and both connections are closed, so a
 // backend that keeps its connection after a 200 or 404 never receives what the client sends next.
+// Every answer, the 101 included, keeps the rules of every answer a backend gives (src/http/
+// response-rules.ts: header lines, head bytes, what HTTP/2 cannot carry) or is a 502 before any
+// byte of it is relayed, and passes on end-to-end fields only (src/http/hop-by-hop.ts).
 // Until the tunnel opens roomgate may still answer 502/503/504 itself; after it, a failure only
 // closes the socket (never an HTTP response inside a live WebSocket stream).
 //
@@ -23,6 +26,8 @@ import type { KeyResult } from '../room/extract.js';
 import { peerAddress } from '../http/peer.js';
 import { BodyEnd } from '../http/body-end.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
+import { answerFieldsProblem, MAX_RESPONSE_HEAD_BYTES, pairNames } from '../http/response-rules.js';
+import { answerDrops, endToEndFields } from '../http/hop-by-hop.js';
 import { rawResponse } from '../http/replies.js';
 import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
@@ -68,12 +73,8 @@ const HALF_CLOSE_LINGER_MS = 5_000;
 // a bigger message simply takes several reads. Memory per socket is a target (10 KB), and the
 // buffer is held for the socket's whole life: 16 KB would be 160 MB at 10,000 sockets.
 const RELAY_BUFFER_BYTES = 1_024;
-// The backend's answer head is read whole before anything reaches the client.
-const MAX_ANSWER_HEAD_BYTES = 16_384;
 // 1xx interim answers (100, 102, 103) before the final one, skipped; more is a broken backend.
 const MAX_INTERIM_ANSWERS = 8;
-// Response headers a refusal must not pass on: its connection is closed after it.
-const REFUSAL_HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'upgrade', 'te']);
 
 /** Where an attempt is. Every transition goes through UpgradeTunnel's methods. */
 export type TunnelState =
@@ -128,7 +129,7 @@ export class UpgradeProxy {
   exchange(r: ClientRequest, key: KeyResult, client: Socket, rest: Buffer | null): Exchange {
     // A copy: the bytes may be a view of a bigger read buffer, which must not live as long as the socket.
     const pending = rest !== null && rest.length > 0 ? Buffer.from(rest) : null;
-    return new Attempt(this, key.room, key.source, this.handshake(r, key), pending, client, Date.now());
+    return new Attempt(this, key.room, key.source, this.handshake(r, key), pending, client, r.transport === 'h2', Date.now());
   }
 
   /**
@@ -208,6 +209,8 @@ class Attempt implements Exchange {
     /** Client bytes that came right behind the handshake: sent to the backend only after its 101. */
     public pending: Buffer | null,
     readonly client: Socket,
+    /** The client is an h2 extended CONNECT stream: the answer must be one HTTP/2 can carry. */
+    readonly h2: boolean,
     readonly startedAt: number,
   ) {}
 
@@ -335,11 +338,22 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
   private readAnswer(): boolean {
     for (;;) {
       const answer = this.answer as Buffer;
-      const parsed = parseResponseHead(answer, MAX_ANSWER_HEAD_BYTES);
+      // The backend's answer head is read whole, within the head limit of every answer, before
+      // anything reaches the client.
+      const parsed = parseResponseHead(answer, MAX_RESPONSE_HEAD_BYTES);
       if (parsed === null) return true;
       if (!parsed.ok) return this.badAnswer(parsed.error);
       const head = parsed.head;
+      if (head.status >= 200 || head.status === 101) {
+        // The rules of every answer. An h2 client is given none of a 101's fields but the two it
+        // negotiates (src/server/h2-websocket.ts): only a refusal reaches it field by field.
+        const problem = answerFieldsProblem(pairNames(head.headers), this.a.h2 && head.status !== 101);
+        if (problem !== null) return this.badAnswer(problem);
+      }
       if (head.status === 101) return this.open(head);
+      // On an h2 extended CONNECT any 2xx opens the WebSocket (RFC 8441 5): a backend's 200 to a
+      // handshake is no WebSocket, and relayed it would be taken for one.
+      if (this.a.h2 && head.status >= 200 && head.status < 300) return this.badAnswer(`a ${head.status} to an h2 WebSocket (no 101)`);
       if (head.status >= 200) return this.refuseWith(head);
       // 100, 102, 103: interim, not for the client (it asked for an upgrade, not a resource).
       if (++this.interims > MAX_INTERIM_ANSWERS) return this.badAnswer('too many interim answers');
@@ -368,8 +382,10 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     this.state = 'open';
     const answer = this.answer as Buffer;
     this.answer = null;
-    // The 101 head and whatever frames came behind it; a copy, so no back-pressure wait is needed.
-    this.client.write(answer);
+    // The 101 head as roomgate writes it, then whatever frames came behind it; copies, so no
+    // back-pressure wait is needed.
+    this.client.write(switchingHead(head));
+    if (answer.length > head.end) this.client.write(answer.subarray(head.end));
     if (a.pending !== null) this.upstream.write(a.pending);
     a.opened();
     this.client.on('data', onClientData);
@@ -390,10 +406,9 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     this.state = 'refusing';
     // The backend has responseTimeoutMs of silence to finish the body.
     this.setTimer(this.o.responseTimeoutMs);
-    let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
-    for (const [name, value] of head.headers) {
-      if (!REFUSAL_HOP_BY_HOP.has(name.toLowerCase())) text += `${name}: ${value}\r\n`;
-    }
+    // The end-to-end fields; the body is relayed in the backend's framing, its connection closed after it.
+    let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n${fieldLines(endToEndFields(head.headers.flat()))}`;
+    if (head.body.kind === 'chunked') text += 'Transfer-Encoding: chunked\r\n';
     this.client.write(Buffer.from(`${text}Connection: close\r\n\r\n`, 'latin1'));
     const answer = this.answer as Buffer;
     this.answer = null;
@@ -673,6 +688,38 @@ function destroySelf(this: Socket): void {
 
 function destroySocket(s: Socket): void {
   s.destroy();
+}
+
+/** [name, value, ...] as header lines, each CRLF-terminated. */
+function fieldLines(fields: readonly string[]): string {
+  let text = '';
+  for (let i = 0; i + 1 < fields.length; i += 2) text += `${fields[i] as string}: ${fields[i + 1] as string}\r\n`;
+  return text;
+}
+
+/**
+ * The 101 for the client: the backend's fields as it sent them (a plain 101 passes byte for byte)
+ * but for what may not pass: hop-by-hop fields and those its Connection names, Content-Length (RFC
+ * 9110 8.6: a 1xx has none). Of the upgrade's own two, the first Upgrade (checked: websocket) and
+ * one Connection: Upgrade.
+ */
+function switchingHead(head: ResponseHead): Buffer {
+  const drops = answerDrops(head.headers.flat());
+  let text = `HTTP/1.1 101 ${head.reason}\r\n`;
+  let upgrade = false;
+  let connection = false;
+  for (const [name, value] of head.headers) {
+    const lower = name.toLowerCase();
+    if (lower === 'upgrade' && !upgrade) {
+      upgrade = true;
+      text += `${name}: ${value}\r\n`;
+    } else if (lower === 'connection' && !connection) {
+      connection = true;
+      text += `${name}: ${value.toLowerCase() === 'upgrade' ? value : 'Upgrade'}\r\n`;
+    } else if (!drops(lower) && lower !== 'content-length') text += `${name}: ${value}\r\n`;
+  }
+  if (!connection) text += 'Connection: Upgrade\r\n';
+  return Buffer.from(`${text}\r\n`, 'latin1');
 }
 
 /** Ends a socket (with a last response, or after what was written) and destroys it soon after. */

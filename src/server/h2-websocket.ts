@@ -12,14 +12,15 @@
 import { randomBytes } from 'node:crypto';
 import http2, { type Http2ServerRequest, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import { Duplex } from 'node:stream';
+import { HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { headerValue, parseResponseHead, type ResponseHead } from '../http/response-head.js';
+import { MAX_RESPONSE_HEAD_BYTES } from '../http/response-rules.js';
 
 const { NGHTTP2_CANCEL } = http2.constants;
 
-// The backend's answer head is read whole before the stream is answered (as the tunnel does).
-const MAX_ANSWER_HEAD_BYTES = 16_384;
-// What an h2 answer must not carry: the HTTP/1.1 connection's and the upgrade's own fields.
-const NOT_ON_H2 = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'sec-websocket-accept']);
+// What an h2 answer must not carry: the HTTP/1.1 connection's fields (the tunnel has dropped the
+// backend's; these are its own) and the upgrade's.
+const NOT_ON_H2 = new Set([...HOP_BY_HOP, 'sec-websocket-accept']);
 // On a 200 to an extended CONNECT only these travel (RFC 8441 5: what the handshake negotiated).
 const ON_OPEN = ['sec-websocket-protocol', 'sec-websocket-extensions'];
 
@@ -97,7 +98,8 @@ export class H2WebSocketClient extends Duplex {
       return;
     }
     const head = Buffer.concat([this.head, chunk]);
-    const parsed = parseResponseHead(head, MAX_ANSWER_HEAD_BYTES);
+    // The answer head is read whole before the stream is answered, within the tunnel's own limit.
+    const parsed = parseResponseHead(head, MAX_RESPONSE_HEAD_BYTES);
     if (parsed === null) {
       this.head = head;
       return done();

@@ -64,10 +64,12 @@ describe('what is stored, and for how long', () => {
   const clock = { t: 1_000_000 };
   const Policy = policyClass(() => clock.t);
   const c = cacheConfig({ graceMs: 5_000 });
-  const judge = (status: number, headers: Record<string, string>, bytes: number | null = 10, config = c) => {
-    const rec = headerRecord(Object.entries(headers).flat());
+  /** headers: by name, or [name, value, ...] as received (a name may come twice). */
+  const judge = (status: number, headers: Record<string, string> | string[], bytes: number | null = 10, config = c) => {
+    const fields = Array.isArray(headers) ? headers : Object.entries(headers).flat();
+    const rec = headerRecord(fields);
     const policy = new Policy(policyRequest('/x', 'h', {}), { status, headers: rec }, { shared: true });
-    return { why: unstorable(policy, status, rec, config, bytes), life: lifetimes(policy, rec, config, clock.t) };
+    return { why: unstorable(policy, status, fields, rec, config, bytes), life: lifetimes(policy, rec, config, clock.t) };
   };
 
   it('stores 200/203/301/404/410 with explicit freshness and nothing personal', () => {
@@ -84,6 +86,17 @@ describe('what is stored, and for how long', () => {
     expect(judge(200, {}, 10, cacheConfig({ defaultTtlMs: 5_000 })).why).toBeNull();
     expect(judge(200, { 'cache-control': 'max-age=5' }, c.maxObjectBytes + 1).why).toBe('too-large');
     expect(judge(200, { expires: new Date(clock.t + 60_000).toUTCString() }).why).toBeNull();
+  });
+
+  it('an answer with a field meant once, twice, is never stored (relayed as sent on HTTP/1.1, but no copy for everybody)', () => {
+    const fresh = ['Cache-Control', 'max-age=60'];
+    expect(judge(200, [...fresh, 'ETag', '"a"', 'ETag', '"b"']).why).toBe('field-twice');
+    // Any spelling of the name, and any field HTTP/2 carries once (src/http/response-rules.ts).
+    expect(judge(200, [...fresh, 'etag', '"a"', 'ETAG', '"a"']).why).toBe('field-twice');
+    expect(judge(200, [...fresh, 'Content-Type', 'text/html', 'Content-Type', 'text/plain']).why).toBe('field-twice');
+    expect(judge(200, [...fresh, 'Last-Modified', 'Mon, 01 Jan 2024 00:00:00 GMT', 'Location', '/a', 'Location', '/b']).why).toBe('field-twice');
+    // Fields that may come more than once are stored as they came; one of each single-value one too.
+    expect(judge(200, [...fresh, 'Link', '</a.css>', 'Link', '</b.css>', 'Vary', 'Accept', 'Vary', 'Accept-Language', 'ETag', '"a"']).why).toBeNull();
   });
 
   it('s-maxage wins over max-age (a shared cache); grace and the answer\'s own windows add up as the larger', () => {

@@ -37,6 +37,8 @@ export interface ResponseCase {
 
 const ok = (body: string, extra = ''): string => `HTTP/1.1 200 OK\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`;
 const bad = { statuses: [502], logged: true } as const;
+/** n header lines X-Many-0: v ... */
+const many = (n: number): string => Array.from({ length: n }, (_v, i) => `X-Many-${i}: v\r\n`).join('');
 
 export const RESPONSE_CASES: readonly ResponseCase[] = [
   // --- valid answers, relayed ----------------------------------------------------------------
@@ -112,4 +114,30 @@ export const RESPONSE_CASES: readonly ResponseCase[] = [
   { name: 'upgrade-103-then-101', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n' }, expect: { statuses: [101], closed: false } },
   { name: 'upgrade-garbage', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'XYZZY garbage\r\n\r\n' }, expect: { ...bad, closed: true } },
   { name: 'upgrade-cl-te', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n' }, expect: { ...bad, closed: true } },
+
+  // --- Hardening 3, item 2: the response rules of every answer on the upgrade path -----------
+  // An answer to a handshake, the 101 included, keeps the rules of a page's answer
+  // (src/http/response-rules.ts): at most 200 header lines and a head within the limit, or a 502
+  // before any of it is relayed; hop-by-hop fields (HTTP2-Settings among them) and those its
+  // Connection names are dropped; a field meant once, twice, is relayed as sent on HTTP/1.1.
+  { name: 'upgrade-refusal-300-fields', cls: 'upgrade answer rules', request: 'upgrade', answer: { bytes: `HTTP/1.1 403 Forbidden\r\n${many(300)}Content-Length: 2\r\n\r\nno` }, expect: { ...bad, closed: true, lacks: ['X-Many-'] } },
+  { name: 'upgrade-refusal-200-fields', cls: 'upgrade answer rules', request: 'upgrade', answer: { bytes: `HTTP/1.1 403 Forbidden\r\n${many(199)}Content-Length: 2\r\n\r\nno` }, expect: { statuses: [403], body: 'no', closed: true, contains: ['\r\nX-Many-198: v\r\n'] } },
+  { name: 'upgrade-refusal-head-huge', cls: 'upgrade answer rules', request: 'upgrade', answer: { bytes: `HTTP/1.1 403 Forbidden\r\nX-Big: ${'b'.repeat(20_000)}\r\nContent-Length: 2\r\n\r\nno` }, expect: { ...bad, closed: true, lacks: ['X-Big'] } },
+  { name: 'upgrade-refusal-etag-twice', cls: 'upgrade answer rules', request: 'upgrade', answer: { bytes: 'HTTP/1.1 403 Forbidden\r\nETag: "a"\r\nETag: "b"\r\nContent-Length: 2\r\n\r\nno' }, expect: { statuses: [403], body: 'no', closed: true, contains: ['\r\nETag: "a"\r\n', '\r\nETag: "b"\r\n'] } },
+  {
+    name: 'upgrade-refusal-hop-fields',
+    cls: 'upgrade answer rules',
+    request: 'upgrade',
+    answer: { bytes: 'HTTP/1.1 403 Forbidden\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: X-Secret\r\nX-Secret: 1\r\nTrailer: X-T\r\nX-Kept: 1\r\nContent-Length: 2\r\n\r\nno' },
+    expect: { statuses: [403], body: 'no', closed: true, contains: ['\r\nX-Kept: 1\r\n', '\r\nConnection: close\r\n'], lacks: ['HTTP2-Settings', 'X-Secret', 'Trailer'] },
+  },
+  { name: 'upgrade-101-300-fields', cls: 'upgrade answer rules', request: 'upgrade', answer: { bytes: `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n${many(300)}\r\n` }, expect: { ...bad, closed: true, lacks: ['X-Many-'] } },
+  { name: 'upgrade-101-head-huge', cls: 'upgrade answer rules', request: 'upgrade', answer: { bytes: `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n` }, expect: { ...bad, closed: true, lacks: ['X-Big'] } },
+  {
+    name: 'upgrade-101-hop-fields',
+    cls: 'upgrade answer rules',
+    request: 'upgrade',
+    answer: { bytes: 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade, X-Secret\r\nX-Secret: 1\r\nHTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nKeep-Alive: timeout=5\r\nContent-Length: 5\r\nX-Kept: 1\r\n\r\n' },
+    expect: { statuses: [101], closed: false, contains: ['\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Kept: 1\r\n\r\n'], lacks: ['HTTP2-Settings', 'X-Secret', 'Keep-Alive', 'Content-Length'] },
+  },
 ];

@@ -75,6 +75,14 @@ export interface Row extends Expected {
   readonly notOn?: Partial<Record<Front, string>>;
   /** Fronts that disagree with the row today: their current behaviour and why (DISAGREES). */
   readonly differs?: Partial<Record<Front, Expected & { readonly why: string }>>;
+  /**
+   * The backend's answer to this row's request, as raw bytes, in place of the suite's tagged 200
+   * (or 101): played for the row's target at the backend, which must be unique among such rows.
+   * `expect: 'backend'` then means this answer's status, relayed with its X-Parity-Backend tag.
+   */
+  readonly answer?: string;
+  /** Field names (lower case) the client's final answer must not carry. */
+  readonly answerLacks?: readonly string[];
 }
 
 const signer = createRoomSigner({ secrets: [PARITY_SECRET], format: 'roomgate', cookieName: 'roomgate_room', salt: '', maxAgeS: 86_400 });
@@ -94,6 +102,17 @@ const HUGE = 'x'.repeat(20_000);
 const manyHeaders = (n: number): [string, string][] => Array.from({ length: n }, (_v, i) => [`X-Many-${i}`, 'v'] as [string, string]);
 const ALL_BYTES = Array.from({ length: 256 }, (_v, i) => String.fromCharCode(i)).join('');
 const BIG_BODY = 'abcdefghij'.repeat(6_554); // 65,540 bytes: more than one h2 window's default DATA
+
+// The backend answers of the response-rule rows (Row.answer), each tagged as the backend's.
+const TAGGED = 'X-Parity-Backend: b1\r\n';
+const manyLines = (n: number): string => Array.from({ length: n }, (_v, i) => `X-Many-${i}: v\r\n`).join('');
+const pageAnswer = (fields: string): string => `HTTP/1.1 200 OK\r\n${TAGGED}${fields}Content-Length: 2\r\n\r\nok`;
+const refusalAnswer = (fields: string): string => `HTTP/1.1 403 Forbidden\r\n${TAGGED}${fields}Content-Length: 2\r\n\r\nno`;
+/** A 101 for the suite's handshake key, then the backend's first frame (clients.ts FIRST_FRAME). */
+const switchingAnswer = (fields: string): string =>
+  `HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n${fields}\r\n\x81\x02hi`;
+const HOP_FIELDS = 'HTTP2-Settings: AAMAAABkAARAAAAAAAIAAAAA\r\nConnection: X-Secret\r\nX-Secret: 1\r\nTrailer: X-T\r\n';
+const H2_ONCE = 'HTTP/2 carries ETag once and node:http2 cannot send it twice: roomgate answers 502 in its place (src/http/response-rules.ts)';
 
 /** The backend's push receiver (config push.path, default /_roomgate/push). */
 const PUSH = '/_roomgate/push';
@@ -462,4 +481,51 @@ export const rows: readonly Row[] = [
   { name: 'encoded NUL', method: 'GET', target: '/a%00b', expect: 400, backend: 'nothing' },
   { name: 'encoded slash behind a per-tab prefix', method: 'GET', target: '/r/42/a%2Fb', expect: 400, backend: 'nothing' },
   { name: 'encoded slash on a WebSocket', method: 'GET', target: '/ws/live/%2F?room=42', upgrade: true, expect: 400, backend: 'nothing' },
+
+  // --- Hardening 3, item 2: one set of rules for every answer a backend gives ------------------
+  // The backend plays each row's own answer (Row.answer). A page's answer and a handshake's (a
+  // refusal or the 101) keep the same rules (src/http/response-rules.ts) on every front: more
+  // than 200 header lines or a head over the limit is roomgate's 502 before any of it is relayed;
+  // HTTP2-Settings, the other hop-by-hop fields and those a Connection names never reach the
+  // client; a field meant once, twice (two ETags) is relayed as sent on HTTP/1.1, and is a 502 on
+  // h2 (by design: HTTP/2 carries it once, and node:http2 cannot send it twice).
+  { name: 'a page answer with 300 header lines', method: 'GET', target: '/answer/300-lines', answer: pageAnswer(manyLines(300)), expect: 502, backend: {} },
+  { name: 'a page answer with a head over the limit', method: 'GET', target: '/answer/huge-head', answer: pageAnswer(`X-Big: ${HUGE}\r\n`), expect: 502, backend: {} },
+  {
+    name: 'a page answer with two ETags',
+    method: 'GET',
+    target: '/answer/etag-twice',
+    answer: pageAnswer('ETag: "a"\r\nETag: "b"\r\n'),
+    expect: 'backend',
+    backend: {},
+    // DISAGREES (by design): HTTP/1.1 fronts relay both ETags as sent; h2 cannot carry them.
+    differs: { h2: { expect: 502, backend: {}, why: H2_ONCE } },
+  },
+  { name: 'a page answer with HTTP2-Settings and a Connection-named field', method: 'GET', target: '/answer/hop-fields', answer: pageAnswer(HOP_FIELDS), expect: 'backend', backend: {}, answerLacks: ['http2-settings', 'x-secret', 'trailer'] },
+  { name: 'a handshake refused with 300 header lines', method: 'GET', target: '/ws/live/answer/refusal-300-lines', upgrade: true, answer: refusalAnswer(manyLines(300)), expect: 502, backend: {} },
+  { name: 'a handshake refused with a head over the limit', method: 'GET', target: '/ws/live/answer/refusal-huge-head', upgrade: true, answer: refusalAnswer(`X-Big: ${HUGE}\r\n`), expect: 502, backend: {} },
+  {
+    name: 'a handshake refused with two ETags',
+    method: 'GET',
+    target: '/ws/live/answer/refusal-etag-twice',
+    upgrade: true,
+    answer: refusalAnswer('ETag: "a"\r\nETag: "b"\r\n'),
+    expect: 'backend',
+    backend: {},
+    // DISAGREES (by design): HTTP/1.1 fronts relay both ETags as sent; h2 cannot carry them.
+    differs: { 'h2-connect': { expect: 502, backend: {}, why: H2_ONCE } },
+  },
+  { name: 'a handshake refused with HTTP2-Settings and a Connection-named field', method: 'GET', target: '/ws/live/answer/refusal-hop-fields', upgrade: true, answer: refusalAnswer(HOP_FIELDS), expect: 'backend', backend: {}, answerLacks: ['http2-settings', 'x-secret', 'trailer'] },
+  { name: 'a 101 with 300 header lines', method: 'GET', target: '/ws/live/answer/101-300-lines', upgrade: true, answer: switchingAnswer(manyLines(300)), expect: 502, backend: {} },
+  { name: 'a 101 with a head over the limit', method: 'GET', target: '/ws/live/answer/101-huge-head', upgrade: true, answer: switchingAnswer(`X-Big: ${HUGE}\r\n`), expect: 502, backend: {} },
+  {
+    name: 'a 101 with hop-by-hop fields and a Content-Length',
+    method: 'GET',
+    target: '/ws/live/answer/101-hop-fields',
+    upgrade: true,
+    answer: switchingAnswer(`${HOP_FIELDS}Keep-Alive: timeout=5\r\nContent-Length: 5\r\n`),
+    expect: 'upgraded',
+    backend: {},
+    answerLacks: ['http2-settings', 'x-secret', 'trailer', 'keep-alive', 'content-length'],
+  },
 ];

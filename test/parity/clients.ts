@@ -20,6 +20,8 @@ export interface Answer {
   readonly tag: string | null;
   /** After a 101 (or an extended CONNECT's 200): the backend's first frame came through. */
   readonly tunnel: boolean;
+  /** The final answer's field names, lower case (h2: without pseudo-headers). */
+  readonly fields: readonly string[];
   /** A short account for failure messages. */
   readonly note: string;
 }
@@ -55,7 +57,7 @@ export function h1Exchange(to: H1Target, bytes: Buffer, method: string, address:
       finished = true;
       clearTimeout(timer);
       socket.destroy();
-      resolve(a ?? { status: null, tag: null, tunnel: false, note: `no complete answer (${eof ? 'closed' : 'timeout'}): ${JSON.stringify(buf.toString('latin1').slice(0, 300))}` });
+      resolve(a ?? { status: null, tag: null, tunnel: false, fields: [], note: `no complete answer (${eof ? 'closed' : 'timeout'}): ${JSON.stringify(buf.toString('latin1').slice(0, 300))}` });
     };
     const timer = setTimeout(() => finish(true), TIMEOUT_MS);
     socket.on('data', (d: Buffer) => {
@@ -75,15 +77,16 @@ function readAnswer(buf: Buffer, method: string, eof: boolean): Answer | null {
     if (at >= buf.length) return null;
     const step = parseResponse(buf, method, at, eof);
     if (step.kind === 'incomplete') return null;
-    if (step.kind === 'error') return { status: null, tag: null, tunnel: false, note: `unparseable answer (${step.reason}): ${JSON.stringify(buf.toString('latin1').slice(0, 300))}` };
+    if (step.kind === 'error') return { status: null, tag: null, tunnel: false, fields: [], note: `unparseable answer (${step.reason}): ${JSON.stringify(buf.toString('latin1').slice(0, 300))}` };
     const m = step.message;
     const tag = m.headers.find(([n]) => n.toLowerCase() === 'x-parity-backend')?.[1] ?? null;
+    const fields = m.headers.map(([n]) => n.toLowerCase());
     if (m.status === 101) {
       const tunnel = buf.subarray(m.end).includes(FIRST_FRAME);
       if (!tunnel && !eof) return null;
-      return { status: 101, tag, tunnel, note: '101' };
+      return { status: 101, tag, tunnel, fields, note: '101' };
     }
-    if (m.status >= 200) return { status: m.status, tag, tunnel: false, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}` };
+    if (m.status >= 200) return { status: m.status, tag, tunnel: false, fields, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}` };
     at = m.end;
   }
 }
@@ -116,11 +119,12 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         stream = s.request(headers, { endStream: r.body === null && !r.connect });
       } catch (err) {
         // node's client refused to send it: a row that says it can be sent on h2 is wrong.
-        resolve({ status: null, tag: null, tunnel: false, note: `node:http2 refused to send the request: ${(err as Error).message}` });
+        resolve({ status: null, tag: null, tunnel: false, fields: [], note: `node:http2 refused to send the request: ${(err as Error).message}` });
         return;
       }
       let status: number | null = null;
       let tag: string | null = null;
+      let fields: string[] = [];
       let data = Buffer.alloc(0);
       let done = false;
       const finish = (note: string): void => {
@@ -128,7 +132,7 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         done = true;
         clearTimeout(timer);
         const tunnel = r.connect && status === 200 && data.includes(FIRST_FRAME);
-        resolve({ status, tag, tunnel, note });
+        resolve({ status, tag, tunnel, fields, note });
         stream.close();
       };
       const timer = setTimeout(() => finish('timeout'), TIMEOUT_MS);
@@ -136,6 +140,7 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         status = Number(h[':status']);
         const t = h['x-parity-backend'];
         tag = typeof t === 'string' ? t : null;
+        fields = Object.keys(h).filter((n) => !n.startsWith(':'));
       });
       stream.on('data', (c: Buffer) => {
         data = Buffer.concat([data, c]);

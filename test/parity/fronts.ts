@@ -21,7 +21,7 @@ import { accept101, startRawBackend, type BackendRequest, type RawBackend } from
 import { makeCa, makeSigned } from '../support/certs.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { startGateway, stopAll } from '../support/processes.js';
-import { PARITY_SECRET, type Front, type Row } from './cases.js';
+import { PARITY_SECRET, rows, type Front, type Row } from './cases.js';
 import { h1Exchange, h2Exchange, type Answer } from './clients.js';
 
 /** Whether a front runs a row, or why not. */
@@ -77,6 +77,18 @@ export function h2Request(row: Row): { headers: [string, string][]; body: Buffer
   return { headers, body: body !== null && body.length === 0 && framing !== 'length' ? null : body, connect: row.upgrade === true };
 }
 
+/** The rows' own backend answers (Row.answer) by the target the backend gets; each target once. */
+function scriptedAnswers(): Map<string, { bytes: string }> {
+  const out = new Map<string, { bytes: string }>();
+  for (const row of rows) {
+    if (row.answer === undefined) continue;
+    const target = (row.backend === 'nothing' ? undefined : row.backend.target) ?? row.target;
+    if (out.has(target)) throw new Error(`parity rows: two scripted answers for ${target}`);
+    out.set(target, { bytes: row.answer });
+  }
+  return out;
+}
+
 /** Settings every gateway of the suite shares (the worker's as YAML, the others' as JSON). */
 function suiteConfig(staticDir: string): Record<string, unknown> {
   return {
@@ -110,13 +122,16 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
     writeFileSync(join(dir, 'hello.txt'), 'hello from a static mount\n');
     const ca = makeCa(dir, 'ca');
     const cert = makeSigned(dir, 'a', ca, ['a.example', '127.0.0.1']);
+    const scripted = scriptedAnswers();
     backend = await startRawBackend({
       answer: (req: BackendRequest) => {
+        const own = scripted.get(req.target);
+        if (own !== undefined) return own;
         const body = `${req.method} ${req.target}\n`;
         const len = Buffer.byteLength(body, 'latin1');
         return { bytes: `HTTP/1.1 200 OK\r\nX-Parity-Backend: b1\r\nContent-Type: text/plain\r\nContent-Length: ${len}\r\n\r\n${req.method === 'HEAD' ? '' : body}` };
       },
-      upgrade: accept101,
+      upgrade: (req: BackendRequest) => scripted.get(req.target) ?? accept101(req),
     });
     const base = suiteConfig(dir);
     const url = backend.url;

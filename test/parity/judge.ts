@@ -19,9 +19,16 @@ export function expectedOn(row: Row, front: Front): Expected {
   return row.differs?.[front] ?? row;
 }
 
-function answerProblems(want: Outcome, front: Front, a: Answer): string[] {
+/** The status of a row's scripted backend answer (Row.answer), or null when it has none. */
+export function scriptedStatus(row: Row): number | null {
+  const m = row.answer === undefined ? null : /^HTTP\/1\.[01] ([0-9]{3})/.exec(row.answer);
+  return m === null ? null : Number(m[1]);
+}
+
+function answerProblems(want: Outcome, front: Front, a: Answer, scripted: number | null): string[] {
   if (want === 'backend') {
-    if (a.status === null || a.status < 200 || a.status > 299 || a.tag !== 'b1') return [`answer ${a.status ?? 'none'} (tag ${a.tag ?? 'none'}), expected the backend's 2xx: ${a.note}`];
+    const ok = scripted === null ? a.status !== null && a.status >= 200 && a.status <= 299 : a.status === scripted;
+    if (!ok || a.tag !== 'b1') return [`answer ${a.status ?? 'none'} (tag ${a.tag ?? 'none'}), expected the backend's ${scripted ?? '2xx'}: ${a.note}`];
     return [];
   }
   if (want === 'reset') {
@@ -95,7 +102,8 @@ function requestProblems(row: Row, want: AtBackend, front: Front, address: strin
 /** The row's expectation (or the front's recorded disagreement) against what happened. */
 export function expectationProblems(row: Row, run: FrontRun): string[] {
   const e = expectedOn(row, run.front);
-  const p = answerProblems(e.expect, run.front, run.answer);
+  const p = answerProblems(e.expect, run.front, run.answer, scriptedStatus(row));
+  for (const n of row.answerLacks ?? []) if (run.answer.fields.includes(n)) p.push(`the answer carries ${n}`);
   if (e.backend === 'nothing') {
     if (run.forwarded.length > 0) p.push(`reached the backend, expected nothing: ${run.forwarded.map((r) => `${r.method} ${r.target}`).join('; ')}`);
   } else if (run.forwarded.length !== 1) p.push(`the backend parsed ${run.forwarded.length} requests for it, expected 1${run.forwarded.map((r) => `: ${r.method} ${r.target}`).join('')}`);

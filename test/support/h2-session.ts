@@ -5,9 +5,9 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 
 /** A session to `authority` over the connection `createConnection` makes. */
-export function openH2(authority: string, createConnection: () => Duplex, timeoutMs = 5_000): Promise<ClientHttp2Session> {
+export function openH2(authority: string, createConnection: () => Duplex, timeoutMs = 5_000, options: http2.ClientSessionOptions = {}): Promise<ClientHttp2Session> {
   return new Promise((resolve, reject) => {
-    const s = http2.connect(authority, { createConnection });
+    const s = http2.connect(authority, { ...options, createConnection });
     const t = setTimeout(() => {
       s.destroy();
       reject(new Error('h2 connect timed out'));
