@@ -1,21 +1,30 @@
 // The one canonical form of a request target, and the paths no client may reach through roomgate.
 //
 // Servers disagree on what a target names: one decodes `%2F` into a path separator and another
-// does not, one reads `\` as `/`, one resolves `/a/../b` and another passes it on. A rule judged on
+// does not, one reads `\` as `/`, one resolves `/a/../b` and another passes it on, one trims white
+// space or matches `$` before a trailing newline, one folds `ſ` (U+017F) to `s`. A rule judged on
 // one reading and a backend acting on another is how reserved paths leak. So every front brings a
 // target to one form before anything reads it, and that form is what the backend receives:
-// - unreserved characters percent-decoded (`%61` -> `a`, RFC 3986 2.3), other escapes upper-cased;
+// - unreserved characters percent-decoded (`%61` -> `a`, RFC 3986 2.3), other escapes upper-cased
+//   (`%3b` -> `%3B`: a `;` or `%` stays encoded, as sent);
 // - repeated slashes merged, dot segments resolved (RFC 3986 5.2.4; never above the root);
-// - refused (400): an encoded `/` or `\` (`%2F`, `%5C`), a backslash, an encoded NUL (`%00`), a
-//   malformed escape, a `#` (a fragment is never sent; frameworks that parse the target as a URL
-//   drop it): targets that different servers read as different paths.
+// - refused (400): an encoded `/` or `\` (`%2F`, `%5C`), a backslash, an encoded control byte,
+//   space or DEL (`%00`-`%20`, `%7F`), escapes that are not UTF-8 (overlong `%C0%AF`, a lone
+//   `%FF`, a surrogate, a truncated sequence), a malformed escape, a `#` (a fragment is never
+//   sent; frameworks that parse the target as a URL drop it): targets that different servers read
+//   as different paths.
 // The query is left as sent (only the path names a resource in routing).
 //
-// Reserved paths (the backend's push receiver, `push.path`) are then refused with 404, as if
-// nothing were there, for any method, with or without a trailing slash, below them, in any letter
-// case, and behind a per-tab prefix (`/r/{room}/...`, which roomgate strips before forwarding).
+// Reserved paths (the backend's push receiver `push.path`, the handoff hooks `handoff.path`) are
+// then refused with 404, as if nothing were there, for any method, with or without a trailing
+// slash, below them, and in every reading a forgiving server may make of the canonical path
+// (forgiving() below: escapes decoded again, Unicode case folded, `;parameters`, trailing dots and
+// white space dropped). Behind a per-tab prefix (`/r/{room}/...`, which roomgate strips before
+// forwarding) roomgate's own paths are refused the same way: the reserved ones, `/_roomgate` and
+// everything below it, `/healthz` and `/readyz`; they are roomgate's, never the app's.
 
 /** What a target comes to: its canonical form, or roomgate's refusal. */
+import { HEALTH_PATHS } from './health-answer.js';
 import { clientRefusal, type ClientRefusalCode } from './refusals.js';
 
 export type TargetVerdict = { readonly ok: true; readonly url: string } | { readonly ok: false; readonly status: 400 | 404; readonly body: string };
@@ -63,24 +72,65 @@ function isPlain(path: string): boolean {
   return true;
 }
 
+/**
+ * What an escaped byte may follow in UTF-8 (RFC 3629 4): after a lead byte, how many continuation
+ * bytes it needs and the range of the first (which rules out overlong forms, surrogates and code
+ * points above U+10FFFF); null for a byte that cannot start one (`%80`-`%C1`, `%F5`-`%FF`).
+ */
+function utf8Lead(byte: number): { readonly more: number; readonly lo: number; readonly hi: number } | null {
+  if (byte >= 0xc2 && byte <= 0xdf) return { more: 1, lo: 0x80, hi: 0xbf };
+  if (byte === 0xe0) return { more: 2, lo: 0xa0, hi: 0xbf };
+  if (byte === 0xed) return { more: 2, lo: 0x80, hi: 0x9f };
+  if (byte >= 0xe1 && byte <= 0xef) return { more: 2, lo: 0x80, hi: 0xbf };
+  if (byte === 0xf0) return { more: 3, lo: 0x90, hi: 0xbf };
+  if (byte === 0xf4) return { more: 3, lo: 0x80, hi: 0x8f };
+  if (byte >= 0xf1 && byte <= 0xf3) return { more: 3, lo: 0x80, hi: 0xbf };
+  return null;
+}
+
+type PathRefusal = 'path-backslash' | 'path-bad-escape' | 'path-encoded-slash' | 'path-encoded-control' | 'path-bad-utf8';
+
+/** A byte no path may carry even escaped: a control byte, a space or DEL (a router may trim it, or match `$` before it). */
+function isControlOrSpace(byte: number): boolean {
+  return byte <= 0x20 || byte === 0x7f;
+}
+
 /** Decodes the unreserved escapes of a path; a string naming the refusal when it holds a forbidden one. */
-function decodePath(path: string): { path: string } | { refusal: 'path-backslash' | 'path-bad-escape' | 'path-encoded-slash' | 'path-encoded-nul' } {
+function decodePath(path: string): { path: string } | { refusal: PathRefusal } {
   let out = '';
   let from = 0;
+  // UTF-8 continuation bytes still owed by the last lead escape, and the range of the next one.
+  let more = 0;
+  let lo = 0x80;
+  let hi = 0xbf;
   for (let i = 0; i < path.length; i++) {
     const c = path.charCodeAt(i);
     if (c === 0x5c) return { refusal: 'path-backslash' };
-    if (c !== 0x25) continue;
-    const hi = hexValue(path.charCodeAt(i + 1));
-    const lo = hexValue(path.charCodeAt(i + 2));
-    if (hi < 0 || lo < 0) return { refusal: 'path-bad-escape' };
-    const byte = hi * 16 + lo;
+    if (c !== 0x25) {
+      if (more > 0) return { refusal: 'path-bad-utf8' };
+      continue;
+    }
+    const h = hexValue(path.charCodeAt(i + 1));
+    const l = hexValue(path.charCodeAt(i + 2));
+    if (h < 0 || l < 0) return { refusal: 'path-bad-escape' };
+    const byte = h * 16 + l;
+    if (more > 0) {
+      if (byte < lo || byte > hi) return { refusal: 'path-bad-utf8' };
+      more--;
+      lo = 0x80;
+      hi = 0xbf;
+    } else if (byte >= 0x80) {
+      const lead = utf8Lead(byte);
+      if (lead === null) return { refusal: 'path-bad-utf8' };
+      ({ more, lo, hi } = lead);
+    }
     if (byte === 0x2f || byte === 0x5c) return { refusal: 'path-encoded-slash' };
-    if (byte === 0) return { refusal: 'path-encoded-nul' };
+    if (isControlOrSpace(byte)) return { refusal: 'path-encoded-control' };
     out += path.slice(from, i) + (isUnreserved(byte) ? String.fromCharCode(byte) : `%${path.slice(i + 1, i + 3).toUpperCase()}`);
     from = i + 3;
     i += 2;
   }
+  if (more > 0) return { refusal: 'path-bad-utf8' };
   return { path: from === 0 ? path : out + path.slice(from) };
 }
 
@@ -120,50 +170,91 @@ function comparable(path: string): string {
   return lower.length > 1 && lower.endsWith('/') ? lower.slice(0, -1) : lower;
 }
 
+/** How many rounds of percent-decoding the forgiving reading sees through (`%25252F` is three). */
+const DECODE_ROUNDS = 4;
+
+/** `%XX` escapes decoded once, at the byte level; a malformed one is left as it is. */
+function percentDecoded(bytes: Buffer): Buffer {
+  const out = Buffer.allocUnsafe(bytes.length);
+  let n = 0;
+  for (let i = 0; i < bytes.length; i++) {
+    const h = bytes[i] === 0x25 ? hexValue(bytes[i + 1] ?? 0) : -1;
+    const l = h < 0 ? -1 : hexValue(bytes[i + 2] ?? 0);
+    if (l < 0) out[n++] = bytes[i] as number;
+    else {
+      out[n++] = h * 16 + l;
+      i += 2;
+    }
+  }
+  return out.subarray(0, n);
+}
+
+/** One segment as the forgiving servers read it: before its `;parameters` (Tomcat, Spring) and a NUL, without surrounding white space and control or format characters, and without trailing dots (IIS) unless it is a dot segment. */
+function forgivingSegment(seg: string): string {
+  const semi = seg.search(/[;\0]/);
+  const trimmed = (semi === -1 ? seg : seg.slice(0, semi)).replace(/^[\s\p{Cc}\p{Cf}]+|[\s\p{Cc}\p{Cf}]+$/gu, '');
+  return trimmed === '.' || trimmed === '..' ? trimmed : trimmed.replace(/\.+$/, '');
+}
+
 /**
- * The path as the most forgiving servers read it: each segment without its `;parameters` (Tomcat,
- * Spring) and without trailing dots (IIS), so `/_roomgate/push;x` and `/_roomgate/push.` are the
- * reserved path too. Used only to refuse, never forwarded.
+ * The canonical path as the most forgiving servers read it: escapes decoded again (double
+ * encoding: `%252F` is `/` to a server that decodes twice, `%3B` is `;`), as UTF-8, NFKC-normalised
+ * and case-folded (`ſ` U+017F and `ｐ` U+FF50 are `s` and `p`, `／` U+FF0F is `/`), a backslash as
+ * `/`, each segment as forgivingSegment() reads it, dot segments resolved again. Used only to
+ * refuse, never forwarded: `/_roomgate/push;x`, `/_roomgate/push%3B`, `/_roomgate/pu%C5%BFh` and
+ * `/_roomgate%252Fpush` are the reserved path too.
  */
-function loose(path: string): string {
-  return comparable(
-    path
-      .split('/')
-      .map((seg) => {
-        const semi = seg.indexOf(';');
-        return (semi === -1 ? seg : seg.slice(0, semi)).replace(/\.+$/, '');
-      })
-      .join('/'),
-  );
+function forgiving(path: string): string {
+  let bytes: Buffer = Buffer.from(path, 'utf8');
+  for (let round = 0; round < DECODE_ROUNDS && bytes.includes(0x25); round++) {
+    const next = percentDecoded(bytes);
+    if (next.length === bytes.length) break;
+    bytes = next;
+  }
+  const text = bytes.toString('utf8').normalize('NFKC').toUpperCase().toLowerCase().replaceAll('\\', '/');
+  return comparable(resolveSegments(`/${text.split('/').map(forgivingSegment).join('/')}`));
+}
+
+/** roomgate's own paths: never the app's from behind the per-tab prefix (its API and pages, the health checks). */
+export const ROOMGATE_PATHS: readonly string[] = ['/_roomgate', ...HEALTH_PATHS];
+
+/** True when `path` (compared form) is one of `paths` or below one. */
+function under(path: string, paths: readonly string[]): boolean {
+  for (const r of paths) if (path === r || path.startsWith(`${r}/`)) return true;
+  return false;
+}
+
+/** A test that a path names the first segment of one of `paths` as a segment: none of them can be reached without one. */
+function mentionOf(paths: readonly string[]): RegExp | null {
+  const firsts = paths.map((r) => r.split('/')[1] ?? '');
+  if (firsts.includes('')) return null;
+  return new RegExp(`/(?:${firsts.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?:[/;.]|$)`, 'i');
 }
 
 export function createTargetRule(o: TargetRuleOptions): TargetRule {
   const reserved = o.reserved.map(comparable);
   const prefix = o.pathPrefix?.toLowerCase() ?? null;
-  // Every spelling of a reserved path (exact, loose, behind the prefix) holds its first segment as
-  // a segment: a path without one is let through with one regular expression test, no copy (the
-  // byte-level path asks for every request).
-  const firsts = reserved.map((r) => r.split('/')[1] ?? '');
-  const mention = firsts.includes('') ? null : new RegExp(`/(?:${firsts.map((f) => f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|')})(?:[/;.]|$)`, 'i');
-  const isReserved = (exact: string): boolean => {
-    for (const path of exact.includes(';') || exact.includes('.') ? [exact, loose(exact)] : [exact]) {
-      for (const r of reserved) if (path === r || path.startsWith(`${r}/`)) return true;
-    }
-    return false;
+  // Behind the per-tab prefix ("/r/{anything}/rest" is forwarded as "/rest" when {anything} is a
+  // valid room key) the reserved paths and roomgate's own. Judged for any segment, valid key or
+  // not: the cheaper and stricter reading.
+  const behind = prefix === null ? [] : [...reserved, ...ROOMGATE_PATHS];
+  // Every plain spelling of these paths holds its first segment as a segment: a path without one,
+  // and without an escape or a non-ASCII character that a forgiving reading could turn into one,
+  // is let through with two regular expression tests, no copy (the byte-level path asks for every
+  // request).
+  const mention = mentionOf([...reserved, ...behind]);
+  const refused = (reading: string): boolean => {
+    if (under(reading, reserved)) return true;
+    if (prefix === null || !reading.startsWith(prefix)) return false;
+    const slash = reading.indexOf('/', prefix.length);
+    return slash !== -1 && under(reading.slice(slash), behind);
   };
   return (url) => {
     const verdict = canonicalTarget(url);
-    if (!verdict.ok || reserved.length === 0) return verdict;
+    if (!verdict.ok || behind.length + reserved.length === 0) return verdict;
     const q = verdict.url.indexOf('?');
-    if (mention !== null && !mention.test(verdict.url)) return verdict;
-    const path = comparable(q === -1 ? verdict.url : verdict.url.slice(0, q));
-    if (isReserved(path)) return NOT_FOUND;
-    // Behind the per-tab prefix: "/r/{anything}/rest" is forwarded as "/rest" when {anything} is a
-    // valid room key. Judged for any segment, valid key or not: the cheaper and stricter reading.
-    if (prefix !== null && path.startsWith(prefix)) {
-      const slash = path.indexOf('/', prefix.length);
-      if (slash !== -1 && isReserved(path.slice(slash))) return NOT_FOUND;
-    }
-    return verdict;
+    const path = q === -1 ? verdict.url : verdict.url.slice(0, q);
+    if (mention !== null && !mention.test(path) && !/[%\u0080-\uffff]/.test(path)) return verdict;
+    return refused(comparable(path)) || refused(forgiving(path)) ? NOT_FOUND : verdict;
   };
 }

@@ -69,6 +69,9 @@ export function createPublicServer(o: PublicServerOptions): http.Server {
     conn.last = req;
     conn.lastAnswer = res;
     res.once('close', () => answered(req.socket, conn));
+    // A request pipelined behind a refused head (node:http parses the whole chunk before the
+    // refusal's answer is out): never routed, never answered; the connection ends after the refusal.
+    if (conn.closing) return void req.resume();
     const verdict = checkRequestHead(req, limits);
     if (!verdict.ok) {
       refused(verdict.refusal, req);

@@ -289,6 +289,53 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   { name: 'handoff-absolute', cls: 'reserved path', parts: [`POST http://x.example/_roomgate/handoff/export HTTP/1.1\r\n${H}Content-Length: 2\r\n\r\n{}`], expect: refused(404) },
   { name: 'handoff-matrix', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/handoff;x/import')], expect: refused(404) },
 
+  // --- Hardening 3, items 3 and 5 (branch escapes): escapes that are not canonical, and roomgate's
+  // own paths behind the per-tab prefix (src/http/target.ts). -----------------------------------
+  { name: 'target-encoded-lf', cls: 'canonical target', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/push%0A')], expect: refused() },
+  { name: 'target-encoded-space', cls: 'canonical target', parts: [get('/_roomgate/push%20')], expect: refused() },
+  { name: 'target-encoded-tab', cls: 'canonical target', parts: [get('/_roomgate/push%09')], expect: refused() },
+  { name: 'target-encoded-cr-lower', cls: 'canonical target', parts: [get('/a%0db')], expect: refused() },
+  { name: 'target-encoded-del', cls: 'canonical target', parts: [get('/a%7Fb')], expect: refused() },
+  { name: 'target-encoded-unit-separator', cls: 'canonical target', parts: [get('/a%1Fb')], expect: refused() },
+  { name: 'target-overlong-slash', cls: 'canonical target', parts: [get('/_roomgate/push%C0%AF')], expect: refused() },
+  { name: 'target-overlong-three-bytes', cls: 'canonical target', parts: [get('/a%E0%80%AF')], expect: refused() },
+  { name: 'target-utf8-surrogate', cls: 'canonical target', parts: [get('/a%ED%A0%80')], expect: refused() },
+  { name: 'target-utf8-above-max', cls: 'canonical target', parts: [get('/a%F4%90%80%80')], expect: refused() },
+  { name: 'target-utf8-lone-continuation', cls: 'canonical target', parts: [get('/a%80')], expect: refused() },
+  { name: 'target-utf8-truncated', cls: 'canonical target', parts: [get('/a%E2%98/b')], expect: refused() },
+  { name: 'target-latin1', cls: 'canonical target', parts: [get('/caf%E9')], expect: refused() },
+  // node:http parses a pipelined chunk whole: the request behind a refused head must not be routed
+  // (src/server/public-server.ts, conn.closing; without it the backend got GET /after), nor a
+  // handshake behind one (its client socket is ended with the refusal before a backend is asked).
+  { name: 'target-encoded-space-then-get', cls: 'canonical target', parts: [get('/a%20b') + get('/after')], expect: refused() },
+  { name: 'target-encoded-space-then-handshake', cls: 'canonical target', parts: [get('/a%20b') + HANDSHAKE('/ws/live/')], expect: refused() },
+  { name: 'target-utf8-kept', cls: 'canonical target', parts: [get('/%f0%9f%8e%b2/%E2%98%83')], expect: ok1(fwd('GET', '/%F0%9F%8E%B2/%E2%98%83')) },
+  { name: 'target-semicolon-kept', cls: 'canonical target', parts: [get('/a%3bb')], expect: ok1(fwd('GET', '/a%3Bb')) },
+  { name: 'target-double-encoded-kept', cls: 'canonical target', parts: [get('/files/a%252Fb')], expect: ok1(fwd('GET', '/files/a%252Fb')) },
+  { name: 'push-path-encoded-semicolon', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/push%3B')], expect: refused(404) },
+  { name: 'push-path-encoded-semicolon-case', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/Push%3b')], expect: refused(404) },
+  { name: 'push-path-long-s', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate/pu%C5%BFh')], expect: refused(404) },
+  { name: 'push-path-fullwidth', cls: 'reserved path', parts: [get('/_roomgate/%EF%BD%90ush')], expect: refused(404) },
+  { name: 'push-path-double-encoded-slash', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate%252Fpush')], expect: refused(404) },
+  { name: 'push-path-triple-encoded-slash', cls: 'reserved path', parts: [get('/_roomgate%25252Fpush')], expect: refused(404) },
+  { name: 'push-path-double-encoded-dots', cls: 'reserved path', parts: [get('/x/%252E%252E/_roomgate/push')], expect: refused(404) },
+  { name: 'push-path-tomcat-dots', cls: 'reserved path', parts: [get('/x/..;/_roomgate/push')], expect: refused(404) },
+  { name: 'push-path-nbsp', cls: 'reserved path', parts: [get('/_roomgate/push%C2%A0')], expect: refused(404) },
+  { name: 'handoff-double-encoded', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate%252Fhandoff/export')], expect: refused(404) },
+  { name: 'prefixed-api', cls: 'reserved path', parts: [get('/r/victim/_roomgate/api/online')], expect: refused(404) },
+  { name: 'prefixed-api-post', cls: 'reserved path', parts: [post('Content-Type: application/json\r\nContent-Length: 2\r\n', '{}', '/r/victim/_roomgate/api/rooms/victim/messages')], expect: refused(404) },
+  { name: 'prefixed-roomgate-root', cls: 'reserved path', parts: [get('/r/victim/_roomgate')], expect: refused(404) },
+  { name: 'prefixed-lobby-case', cls: 'reserved path', parts: [get('/r/victim/_ROOMGATE/lobby')], expect: refused(404) },
+  { name: 'prefixed-healthz', cls: 'reserved path', parts: [get('/r/victim/healthz')], expect: refused(404) },
+  { name: 'prefixed-healthz-query', cls: 'reserved path', parts: [get('/r/victim/healthz?probe=1')], expect: refused(404) },
+  { name: 'prefixed-readyz-slash', cls: 'reserved path', parts: [get('/r/victim/readyz/')], expect: refused(404) },
+  { name: 'prefixed-healthz-invalid-key', cls: 'reserved path', parts: [get('/r/not!a!key/healthz')], expect: refused(404) },
+  { name: 'prefixed-api-double-encoded', cls: 'reserved path', parts: [get('/r/victim/_roomgate%252Fapi/online')], expect: refused(404) },
+  { name: 'prefixed-healthzz-forwarded', cls: 'reserved path', parts: [get('/r/victim/healthzz')], expect: ok1(fwd('GET', '/healthzz', { headers: [['X-Forwarded-Prefix', '/r/victim']] })) },
+  { name: 'ws-encoded-space', cls: 'canonical target', parts: [HANDSHAKE('/ws/live/%20')], expect: refused() },
+  { name: 'ws-overlong-slash', cls: 'canonical target', parts: [HANDSHAKE('/ws/live/%C0%AF')], expect: refused() },
+  // --- end of Hardening 3, items 3 and 5 -----------------------------------------------------------
+
   // --- versions and Host ----------------------------------------------------------------------
   { name: 'http10-host', cls: 'HTTP/1.0', parts: [get('/a', '', 'HTTP/1.0')], expect: { statuses: [200], closed: true, forwarded: [fwd('GET', '/a')] } },
   {

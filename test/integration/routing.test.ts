@@ -433,7 +433,7 @@ describe('routing: path-prefix strip', () => {
   it('leaves an invalid prefix room in place', async () => {
     const before = await metricValue(gw, 'roomgate_bad_room_keys_total', { source: 'path-prefix', reason: 'invalid' });
     // Default prefix /r/: the backend gets the path unchanged, so its /_backend/echo route does not match.
-    const res = await httpGet(`${gw.url}/r/bad%20key/_backend/echo/x?y=1`);
+    const res = await httpGet(`${gw.url}/r/bad%21key/_backend/echo/x?y=1`);
     expect(res.status).toBe(404);
     expect(res.headers['x-backend-id']).toMatch(/^b[123]$/);
     expect(roomCookies(res)).toEqual([]);
@@ -441,8 +441,8 @@ describe('routing: path-prefix strip', () => {
 
     // With the prefix set to /_backend/echo/ the unstripped request is visible in the echo.
     const q = 'strip-room';
-    const kept = JSON.parse((await httpGet(`${gwAlt.url}/_backend/echo/bad%20key/x?y=1&room=${q}`)).body) as Echo;
-    expect(kept.url).toBe(`/_backend/echo/bad%20key/x?y=1&room=${q}`);
+    const kept = JSON.parse((await httpGet(`${gwAlt.url}/_backend/echo/bad%21key/x?y=1&room=${q}`)).body) as Echo;
+    expect(kept.url).toBe(`/_backend/echo/bad%21key/x?y=1&room=${q}`);
     expect(kept.headers['x-forwarded-prefix']).toBeUndefined();
     expect(kept.id).toBe(placement(q)); // routed by the query instead
     // ...while a valid one on the same gateway is stripped, even though path-prefix is its last

@@ -1004,7 +1004,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
       expectError(await call(gwB, 'POST', '/leaderboards/bad-batch/scores', { raw, token: TOKEN }), 400, 'bad_request');
     }
     expectError(await call(gwA, 'GET', '/leaderboards/bad-batch'), 404, 'not_found');
-    expectError(await call(gwA, 'POST', '/leaderboards/bad%20board/scores', { json: { member: 'a', score: 1 }, token: TOKEN }), 400, 'bad_request');
+    expectError(await call(gwA, 'POST', '/leaderboards/bad%21board/scores', { json: { member: 'a', score: 1 }, token: TOKEN }), 400, 'bad_request');
     expectError(await call(gwA, 'GET', `/leaderboards/${'b'.repeat(65)}`), 400, 'bad_request');
 
     // Room keys: the gateway's rules (room.pattern, 1..128 characters by default). 10 KB: 400, not 431.
@@ -1013,10 +1013,10 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
       expectError(await call(gw, 'GET', `/rooms/${tenKb}`), 400, 'bad_request');
       expectError(await call(gw, 'PUT', `/rooms/${tenKb}/meta`, { json: { status: 'x' }, token: TOKEN }), 400, 'bad_request');
       expectError(await call(gw, 'DELETE', `/rooms/${tenKb}/meta`, { token: TOKEN }), 400, 'bad_request');
-      expectError(await call(gw, 'GET', '/rooms/bad%20key'), 400, 'bad_request');
-      // An encoded "/" and a malformed escape are refused at the edge for every path, before any
+      expectError(await call(gw, 'GET', '/rooms/bad%21key'), 400, 'bad_request');
+      // An encoded "/", a malformed escape, an encoded space and Latin-1 (not UTF-8) are refused at the edge for every path, before any
       // route (the canonical target, src/http/target.ts): 400 in the head checks' plain text.
-      for (const path of ['/rooms/bad%2Fkey', '/rooms/%ZZ']) {
+      for (const path of ['/rooms/bad%2Fkey', '/rooms/%ZZ', '/rooms/bad%20key', '/rooms/caf%E9']) {
         const edge = await call(gw, 'GET', path);
         expect(edge.status, path).toBe(400);
         expect(edge.text).toMatch(/in the request path/);
