@@ -137,7 +137,8 @@ async function stuckSockets(n: number, closedAt: number, adminPort: number, port
   const at = Math.round((performance.now() - closedAt) / 1000);
   let rooms = '';
   try {
-    const lobby = (await (await fetch(`http://127.0.0.1:${port}/_roomgate/api/lobby?limit=500`, { signal: AbortSignal.timeout(5_000) })).json()) as { rooms: { room: string; sockets: number }[]; total: number };
+    // The admin port's lobby: every live room (the public one lists only listed rooms).
+    const lobby = (await (await fetch(`http://127.0.0.1:${adminPort}/lobby?limit=500`, { signal: AbortSignal.timeout(5_000) })).json()) as { rooms: { room: string; sockets: number }[]; total: number };
     const held = lobby.rooms.filter((r) => r.room.startsWith('h'));
     rooms = `; the lobby lists ${lobby.total} rooms with sockets (${held.length} held rooms, ${lobby.rooms.length - held.length} others${lobby.rooms.length ? `, e.g. ${lobby.rooms.slice(0, 3).map((r) => `${r.room}: ${r.sockets}`).join(', ')}` : ''})`;
   } catch (err) {

@@ -71,7 +71,7 @@ export function showDemoBanner(demo: DemoBackends, config: LoadedConfig, addr: A
     row('a per-tab room:', pages.perTab),
     row('the lobby:', pages.lobby),
     row('the status page:', pages.status),
-    row('the admin API:', pages.adminApi ? `${pages.adminApi}  (also /status, /rooms/ROOM, /events, /metrics)` : null),
+    row('the admin API:', pages.adminApi ? `${pages.adminApi}  (also /status, /rooms/ROOM, /lobby, /events, /metrics)` : null),
     row('where is a room:', commands.where),
     ...backends.map((b) => row(`backend ${b.id}:`, `${b.url} (pid ${b.pid})`)),
     anyGenerated ? 'Generated for this run because none is configured (set your own to keep them across restarts):' : 'Secrets: the configured ones:',

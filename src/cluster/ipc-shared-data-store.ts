@@ -63,8 +63,8 @@ export class IpcSharedDataStore implements SharedDataStore {
     return this.rpc.call('shared.room', [room]);
   }
 
-  async setMeta(room: string, meta: RoomMeta, pinned: boolean): Promise<void> {
-    await this.rpc.call('shared.setMeta', [room, meta, pinned]);
+  async setMeta(room: string, meta: RoomMeta, pinned: boolean, listed = true): Promise<void> {
+    await this.rpc.call('shared.setMeta', [room, meta, pinned, listed]);
   }
 
   deleteMeta(room: string): Promise<boolean> {

@@ -70,7 +70,7 @@ export class StoreHost {
     peer.handle('shared.online', () => s.online());
     peer.handle('shared.lobby', (q) => s.lobby(q as LobbyQuery));
     peer.handle('shared.room', (room) => s.room(str(room)));
-    peer.handle('shared.setMeta', (room, meta, pinned) => s.setMeta(str(room), meta as RoomMeta, pinned === true));
+    peer.handle('shared.setMeta', (room, meta, pinned, listed) => s.setMeta(str(room), meta as RoomMeta, pinned === true, listed !== false));
     peer.handle('shared.deleteMeta', (room) => s.deleteMeta(str(room)));
     peer.handle('shared.score', (board, member, value, mode) => s.score(str(board), str(member), num(value), mode as ScoreMode));
     peer.handle('shared.top', (board, offset, limit) => s.top(str(board), num(offset), num(limit)));

@@ -59,6 +59,7 @@ export const ENV_VARS: Readonly<Record<string, { readonly key?: string; readonly
   ROOMGATE_ADMIN_TOKEN: { key: 'admin.token', form: 'text', text: 'the admin token (the CLI sends it too)' },
   ROOMGATE_DRAIN_TOKENS: { key: 'admin.drainTokens', form: 'list', text: 'comma-separated tokens allowed only to drain and undrain a backend (drain and undrain send the first when no admin token is given)' },
   ROOMGATE_API_TOKENS: { key: 'api.tokens', form: 'list', text: 'comma-separated bearer tokens for API writes' },
+  ROOMGATE_API_LIST_ROOMS: { key: 'api.listRooms', form: 'list', text: 'comma-separated globs of room keys the public lobby may list (api.listRooms), e.g. public-*' },
   ROOMGATE_PUSH_TOKENS: { key: 'push.tokens', form: 'list', text: 'comma-separated bearer tokens with the push scope' },
   ROOMGATE_CALL_SECRETS: { key: 'backendCalls.secrets', form: 'list', text: "comma-separated secrets that sign roomgate's calls to backends (pushes, handoff hooks); each backend gets only its own keys (roomgate backend-key ID)" },
   ROOMGATE_TLS_CERTS: { key: 'tls.certs', form: 'certs', text: 'comma-separated CERT:KEY pairs of PEM file paths (the first is the default), e.g. a Kubernetes TLS Secret mounted at /etc/roomgate/tls: /etc/roomgate/tls/tls.crt:/etc/roomgate/tls/tls.key' },

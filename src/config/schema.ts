@@ -59,6 +59,24 @@ const regex = doc(
   { allowed: 'a regular expression (JavaScript syntax)' },
 );
 
+/** A glob of api.listRooms: `*` matches any characters, every other character itself; no regular expression. */
+const listGlob = doc(
+  z
+    .string()
+    .min(1, 'a glob such as "public-*" (an empty one lists nothing; leave the list empty instead)')
+    .max(256, 'a glob of at most 256 characters')
+    .superRefine((s, ctx) => {
+      const bad = /[\\^$()[\]{}|+?,]/.exec(s);
+      if (bad) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `a glob such as "public-*", where only * is special, not a regular expression: "${bad[0]}" is not allowed here (for ^public-.*$ write public-*)`,
+        });
+      }
+    }),
+  { allowed: 'a glob: * matches any characters, every other character itself (no \\ ^ $ ( ) [ ] { } | + ? or comma), e.g. "public-*"' },
+);
+
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$/;
 const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(\d{1,5})$/;
 
@@ -402,7 +420,16 @@ export const configSchema = z.strictObject({
     },
   ),
   api: section('The shared-data API under /_roomgate/api/ on the public port: lobby, presence, leaderboards.', {
-    enabled: doc(z.boolean().default(true), { text: 'Serve the API.' }),
+    enabled: doc(z.boolean().default(true), {
+      text: 'Serve the API: its reads, its writes and the pushes (push.tokens). Off: none of it, nor the lobby page; those paths go to the app. To keep writes and pushes but serve no read to anyone without a token, set `publicReads: false` instead.',
+    }),
+    publicReads: doc(z.boolean().default(true), {
+      text: 'Serve the reads that need no token: GET /online, /lobby, /lobby/stream, /rooms/{room}, the leaderboard pages, and the lobby page (/_roomgate/lobby). Off: those answer 404 (the lobby page\'s paths go to the app), while metadata and score writes and the pushes work as before. Even on, the reads name only listed rooms (`listRooms`, and rooms whose metadata lists them) and never a backend id.',
+    }),
+    listRooms: doc(z.array(listGlob).max(100).default([]), {
+      text: 'Room keys the public reads may name without the app listing them: globs where `*` matches any characters, e.g. ["public-*", "lobby.*"]; "*" lists every room. Any other room is listed only when the app sets its metadata (PUT /_roomgate/api/rooms/{room}/meta, unless ?listed=false): a per-tab or per-invite room key is never public by default.',
+      example: ['public-*'],
+    }),
     tokens: doc(z.array(z.string().min(16, 'a token of at least 16 characters')).default([]), {
       text: 'Bearer tokens allowed to write room metadata and scores (any of them passes, as bearer token or HTTP Basic password). Empty: writes are refused. Prefer the environment variable to the file.',
       secret: 'value',

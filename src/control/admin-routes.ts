@@ -1,4 +1,5 @@
-// The admin API (admin port, loopback by default): metrics, status, backends, where-is-room,
+// The admin API (admin port, loopback by default): metrics, status, backends, where-is-room, the
+// full lobby (every live room with its backend: the operator's view the public reads never give),
 // events, and the drain / maintenance controls (token). Never on the public port. Before any
 // route, the 404 and a malformed URL included, the Host check against DNS rebinding
 // (src/http/host-check.ts) and then /healthz and /readyz are answered (ControlAppOptions.front).
@@ -7,15 +8,20 @@ import { drainTokenRefusal, type AddressLookup, type DrainFrom } from './drain-s
 import type { AuthThrottle } from '../http/auth-throttle.js';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { Errors, type HttpError } from '../http/errors.js';
+import { Errors, errorMessage, type HttpError } from '../http/errors.js';
 import type { BackendAdminState } from '../placement/store.js';
 import { MAX_ROOM_KEY_LENGTH, type RoomValidator } from '../room/validate.js';
 import type { BackendSnapshot, RuntimeView } from '../runtime/views.js';
+import type { SharedDataStore } from '../shared-data/store.js';
+import { AdminLobbyQuery } from './api-schemas.js';
+import { lobbyQuery } from './routes/lobby.js';
 import type { ControlApp, RouteConfig } from './app.js';
 import { withDrainHandoff } from './routes/handoff.js';
 
 export interface AdminRoutesOptions {
   readonly view: RuntimeView;
+  /** The shared store: GET /lobby reads every live room from it. */
+  readonly sharedData: SharedDataStore;
   /** Token for writes (Bearer, or Basic password; see src/http/auth.ts); '' refuses every write. */
   readonly token: string;
   /** admin.drainTokens: allowed to drain and undrain only (src/control/drain-scope.ts). */
@@ -37,7 +43,7 @@ export interface AdminRoutesOptions {
 const MAX_BODY = 4096;
 const DEFAULT_DRAIN_DEADLINE_MS = 10 * 60_000;
 const BODY_TIMEOUT_MS = 10_000;
-export const ADMIN_ROUTES_HINT = 'not found: GET /metrics /status /backends /backends/ID /events /rooms/ROOM /cache; POST /backends/ID/{drain,undrain,maintenance} /cache/purge';
+export const ADMIN_ROUTES_HINT = 'not found: GET /metrics /status /backends /backends/ID /events /rooms/ROOM /lobby /cache; POST /backends/ID/{drain,undrain,maintenance} /cache/purge';
 
 const DEADLINE_MESSAGE = 'deadlineMs must be a number of milliseconds >= 0, or null for no deadline';
 const DrainBody = z.object({
@@ -106,6 +112,17 @@ export function registerAdminRoutes(app: ControlApp, o: AdminRoutesOptions): voi
       });
     }
     return v.explainRoom(room, Date.now());
+  });
+
+  // Every live room, listed or not, with its backend (the public GET /lobby shows listed rooms only, without backends).
+  app.get('/lobby', { config: read, schema: { querystring: AdminLobbyQuery } }, async (req) => {
+    const q = lobbyQuery(req.query, null);
+    try {
+      const [page, online] = await Promise.all([o.sharedData.lobby(q), o.sharedData.online()]);
+      return { ...page, online };
+    } catch (err) {
+      throw Errors.storeUnavailable(`shared store unavailable: ${errorMessage(err)}`);
+    }
   });
 
   app.get('/cache', { config: read }, async () => v.cache() ?? { enabled: false });

@@ -12,6 +12,7 @@ import { Errors, errorMessage, type HttpError } from '../http/errors.js';
 import { JSON_HEADERS } from '../http/replies.js';
 import type { StreamSlots } from '../http/stream-slots.js';
 import type { Logger } from '../observability/logger.js';
+import type { Listing } from '../shared-data/listing.js';
 import type { SharedDataStore } from '../shared-data/store.js';
 import type { RouteConfig } from './app.js';
 import { ERROR_RESPONSES, ErrorBody, LIMITS, roomParams } from './api-schemas.js';
@@ -26,6 +27,10 @@ export interface ApiRoutesOptions {
   readonly throttle?: AuthThrottle | null;
   /** The gateway's room key validator. */
   readonly validateRoom: (room: string) => boolean;
+  /** api.publicReads: serve the reads that need no token (presence, lobby, its stream, one room, leaderboards). */
+  readonly publicReads: boolean;
+  /** api.listRooms: the rooms those reads may name beside the ones listed by their metadata. */
+  readonly listing: Listing;
   /** Largest metadata body (bytes of JSON); 413 beyond. */
   readonly maxMetaBytes: number;
   /** SSE: changes are pushed at most this often. */
@@ -53,6 +58,10 @@ export interface ApiContext {
   readonly send: (reply: FastifyReply, value: unknown) => FastifyReply;
   /** The path parameter {room}, checked with the gateway's validator. */
   readonly RoomParams: ReturnType<typeof roomParams>;
+  /** Which rooms the public reads may name (src/shared-data/listing.ts). */
+  readonly listing: Listing;
+  /** api.publicReads: the reads that need no token are served. */
+  readonly publicReads: boolean;
 }
 
 /** Security requirements of a write: the token as Bearer or as Basic password. */
@@ -111,6 +120,8 @@ export function createApiContext(o: ApiRoutesOptions): ApiContext {
     write: (cap, what) => api({ authorize, body: { cap, what, timeoutMs: bodyTimeoutMs, excess: 'close', parse: jsonBody } }),
     send: (reply, value) => reply.code(200).headers(JSON_HEADERS).send(value),
     RoomParams: roomParams(o.validateRoom),
+    listing: o.listing,
+    publicReads: o.publicReads,
   };
 }
 

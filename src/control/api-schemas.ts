@@ -88,17 +88,29 @@ function boolQuery(name: string, description: string) {
   );
 }
 
-/** GET /lobby and /lobby/stream. */
-export const LobbyQuery = z.object({
+/** A query parameter no longer offered: a clear 400 rather than a filter silently ignored. */
+function refusedQuery(name: string, why: string) {
+  return queryParam<never>(name, () => ({ error: `query parameter "${name}" is not offered: ${why}` }), { type: 'string', deprecated: true, description: `Refused (400): ${why}.` });
+}
+
+const LOBBY_FILTERS = {
   status: stringQuery('status', 'Only rooms whose meta.status equals this.'),
-  backend: stringQuery('backend', 'Only rooms on this backend id.'),
   prefix: stringQuery('prefix', 'Only rooms whose key starts with this.'),
   minSockets: intQuery('minSockets', 0, LIMITS.maxMinSockets, 'Only rooms with at least this many live sockets.'),
   sort: enumQuery('sort', ['sockets', 'since', 'room'] as const, 'Sort key.', 'sockets'),
   order: enumQuery('order', ['asc', 'desc'] as const, 'Default: desc for sort=sockets, asc for since (oldest first) and room.'),
   offset: intQuery('offset', 0, LIMITS.maxOffset, '0-based.', 0),
   limit: intQuery('limit', 1, LIMITS.lobbyMaxLimit, 'Rooms per page.', LIMITS.lobbyDefaultLimit),
+};
+
+/** GET /lobby and /lobby/stream: listed rooms only, never a backend id (docs/security.md). */
+export const LobbyQuery = z.object({
+  ...LOBBY_FILTERS,
+  backend: refusedQuery('backend', "backend ids are not public; the admin port's GET /lobby takes it"),
 });
+
+/** The admin port's GET /lobby: every live room, with its backend. */
+export const AdminLobbyQuery = z.object({ ...LOBBY_FILTERS, backend: stringQuery('backend', 'Only rooms on this backend id.') });
 
 export const BoardQuery = z.object({
   offset: intQuery('offset', 0, LIMITS.maxOffset, '0-based.', 0),
@@ -109,8 +121,9 @@ export const MemberQuery = z.object({
   around: intQuery('around', 0, LIMITS.maxAround, 'Also return up to this many neighbours on each side (answer: MemberNeighbours).'),
 });
 
-export const PinnedQuery = z.object({
+export const MetaQuery = z.object({
   pinned: boolQuery('pinned', 'Keep the metadata after the room has no live sockets. Default false.'),
+  listed: boolQuery('listed', 'The public reads (GET /lobby, its stream, GET /rooms/{room}, the lobby page) may name the room. Default true; false keeps it private (a room matching `api.listRooms` is listed all the same).'),
 });
 
 // ---- path parameters ----
@@ -242,21 +255,22 @@ export const Online = component(
   'Online',
   z.object({
     total: z.number().int().min(0).meta({ description: 'Live sockets over every gateway.' }),
-    rooms: z.number().int().min(0).meta({ description: 'Rooms with at least one live socket.' }),
-    byBackend: z.record(z.string(), z.number().int().min(0)).meta({ description: 'Live sockets per backend id.' }),
+    rooms: z.number().int().min(0).meta({ description: 'Rooms with at least one live socket, listed or not (a count: no key).' }),
   }),
 );
 
 export const LobbyRoom = component(
   'LobbyRoom',
-  z.object({
-    room: z.string(),
-    backend: z.string().meta({ description: 'The backend holding the room\'s sockets ("" when it has none).' }),
-    sockets: z.number().int().min(0).meta({ description: 'Live sockets over every gateway (0: pinned metadata only).' }),
-    since: z.string().meta({ format: 'date-time', description: 'When the room first had a live socket (no live socket: when its metadata was set).' }),
-    meta: RoomMeta.nullable(),
-    pinned: z.boolean(),
-  }),
+  z
+    .object({
+      room: z.string(),
+      sockets: z.number().int().min(0).meta({ description: 'Live sockets over every gateway (0: pinned metadata only).' }),
+      since: z.string().meta({ format: 'date-time', description: 'When the room first had a live socket (no live socket: when its metadata was set).' }),
+      meta: RoomMeta.nullable(),
+      pinned: z.boolean(),
+      listed: z.boolean().meta({ description: 'Listed by its metadata (PUT /rooms/{room}/meta, ?listed); false: listed by `api.listRooms` only (or, in the answer of a PUT with listed=false, not listed).' }),
+    })
+    .meta({ description: 'A listed room (docs/security.md). No backend id: the admin port has those.' }),
 );
 
 export const LobbyPage = component(

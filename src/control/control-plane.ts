@@ -76,7 +76,7 @@ export class ControlPlane {
   constructor(private readonly o: ControlPlaneOptions) {
     const { config } = o;
     this.api = config.api.enabled;
-    this.pagePaths = new Set([...(config.api.enabled ? LOBBY_PATHS : []), ...(config.status.public !== 'off' ? STATUS_PATHS : [])]);
+    this.pagePaths = new Set([...(config.api.enabled && config.api.publicReads ? LOBBY_PATHS : []), ...(config.status.public !== 'off' ? STATUS_PATHS : [])]);
     this.handle = (req, res) => this.route(false, req, res);
     this.adminServer = config.admin.enabled ? http.createServer((req, res) => this.route(true, req, res)) : null;
     this.building = this.build();
@@ -182,6 +182,8 @@ export class ControlPlane {
             tokens: config.api.tokens,
             throttle,
             validateRoom,
+            publicReads: config.api.publicReads,
+            listing: { patterns: config.api.listRooms },
             maxMetaBytes: config.api.maxMetaBytes,
             streamIntervalMs: config.api.streamIntervalMs,
             streamSlots: publicSlots,
@@ -201,7 +203,9 @@ export class ControlPlane {
           },
         })
       ).stream;
-      registerLobbyRoutes(pub.app, { sharedData, validateRoom, roomPagePaths: config.room.pagePaths, roomPathPrefix: config.room.pathPrefix });
+      if (config.api.publicReads) {
+        registerLobbyRoutes(pub.app, { sharedData, listing: { patterns: config.api.listRooms }, validateRoom, roomPagePaths: config.room.pagePaths, roomPathPrefix: config.room.pathPrefix });
+      }
     }
     if (config.status.public !== 'off') {
       const token = config.status.public === 'token' ? new TokenCheck([config.admin.token]) : null;
@@ -226,7 +230,7 @@ export class ControlPlane {
         },
       });
       const tokens = { token: config.admin.token, drainTokens: config.admin.drainTokens };
-      registerAdminRoutes(adm.app, { view, ...tokens, drainFrom: config.admin.drainFrom, lookup: o.addressLookup, peerKey: o.adminPeerKey, throttle, validateRoom, roomPattern: config.room.pattern });
+      registerAdminRoutes(adm.app, { view, sharedData, ...tokens, drainFrom: config.admin.drainFrom, lookup: o.addressLookup, peerKey: o.adminPeerKey, throttle, validateRoom, roomPattern: config.room.pattern });
       registerHandoffRoutes(adm.app, { view, ...tokens, throttle, validateRoom, roomPattern: config.room.pattern });
       // The admin port has slots of its own: public clients can never take the operator's status page away.
       statusStreams.push(registerStatusRoutes(adm.app, { view, internal: true, slots: new StreamSlots(config.api.maxStreams), prettyJson: true, ...knobs }));

@@ -3,6 +3,10 @@
 // whose presence or metadata changed; they are gathered for one interval, read once, and pushed to
 // each client as one `rooms` event, filtered by the client's own lobby query.
 //
+// Only listed rooms are ever named (src/shared-data/listing.ts), without backend ids: a changed room
+// that is not listed is left out of every frame, and gets `gone` only if the stream had shown it
+// (it was listed, and then its metadata unlisted or deleted it), so a private key never appears.
+//
 // Frames, in order:
 //   retry: 2000
 //   event: snapshot     data: {rooms, total, nextOffset, online}   (the client's first lobby page)
@@ -14,12 +18,15 @@
 // also sent as a fresh `snapshot`. A client replaces its whole list on every `snapshot`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../observability/logger.js';
+import { isListed, publicOnline, publicPage, publicRoom, type Listing, type PublicRoom } from '../shared-data/listing.js';
 import type { LobbyPage, LobbyQuery, LobbyRoom, Online, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
 import { Errors, errorMessage } from '../http/errors.js';
 import { openEventStream } from './sse.js';
 
 export interface LobbyStreamOptions {
   readonly store: SharedDataStore;
+  /** Which rooms may be named (api.listRooms; the metadata's own listing is read with each room). */
+  readonly listing: Listing;
   /** Changes are pushed at most this often (and at most this long after they happen). */
   readonly intervalMs: number;
   /** A `: ping` comment this often. */
@@ -34,7 +41,10 @@ export interface LobbyStreamOptions {
 }
 
 /** A room in a `rooms` event: its current state, or gone from this client's view. */
-export type RoomChange = LobbyRoom | { readonly room: string; readonly gone: true };
+export type RoomChange = PublicRoom | { readonly room: string; readonly gone: true };
+
+/** Rooms remembered as shown (to send their `gone`); past it the oldest are forgotten. */
+const MAX_SHOWN = 100_000;
 
 interface Client {
   readonly res: ServerResponse;
@@ -56,6 +66,8 @@ interface Client {
 export class LobbyStream {
   private readonly clients = new Set<Client>();
   private readonly pending = new Set<string>();
+  /** Listed rooms this stream has named (in a snapshot or a `rooms` event), oldest first. */
+  private readonly shown = new Set<string>();
   private unsubscribe: (() => void) | null = null;
   private flushTimer: NodeJS.Timeout | null = null;
   private pingTimer: NodeJS.Timeout | null = null;
@@ -115,6 +127,7 @@ export class LobbyStream {
     for (const t of [this.flushTimer, this.pingTimer, this.resyncTimer]) if (t) clearTimeout(t);
     this.flushTimer = this.pingTimer = this.resyncTimer = null;
     this.pending.clear();
+    this.shown.clear();
   }
 
   private drop(c: Client): void {
@@ -173,18 +186,20 @@ export class LobbyStream {
         return;
       }
       if (this.closed) return;
-      const onlineJson = JSON.stringify(online);
+      const named = this.publicStates(rooms, states);
+      const pub = publicOnline(online);
+      const onlineJson = JSON.stringify(pub);
       for (const c of this.clients) {
         // A client whose snapshot read began after this flush's changes happened already has them.
         // One waiting for a retried snapshot (snapSeq 0) gets everything from that snapshot.
         if (c.snapSeq === 0 || c.snapSeq > seq) continue;
         const changes: RoomChange[] = [];
-        for (let i = 0; i < rooms.length; i++) {
-          const ch = viewOf(c.query, rooms[i] as string, states[i] ?? null);
+        for (const [room, r] of named) {
+          const ch = viewOf(c.query, room, r);
           if (ch) changes.push(ch);
         }
         if (changes.length === 0 && onlineJson === c.lastOnline) continue;
-        const frame = `event: rooms\ndata: ${JSON.stringify({ rooms: changes, online })}\n\n`;
+        const frame = `event: rooms\ndata: ${JSON.stringify({ rooms: changes, online: pub })}\n\n`;
         if (c.ready) {
           c.lastOnline = onlineJson;
           this.write(c, frame);
@@ -194,6 +209,28 @@ export class LobbyStream {
       this.flushing = false;
       this.scheduleFlush();
     }
+  }
+
+  /**
+   * The changed rooms the clients may hear of: each listed one with its state, and each shown
+   * before that is no longer listed (or gone) as null. Any other room is not named at all.
+   */
+  private publicStates(rooms: readonly string[], states: readonly (LobbyRoom | null)[]): Map<string, LobbyRoom | null> {
+    const named = new Map<string, LobbyRoom | null>();
+    rooms.forEach((room, i) => {
+      const r = states[i] ?? null;
+      if (r !== null && isListed(this.o.listing, room, r.listed)) {
+        named.set(room, r);
+        this.remember(room);
+      } else if (this.shown.delete(room)) named.set(room, null);
+    });
+    return named;
+  }
+
+  private remember(room: string): void {
+    this.shown.delete(room);
+    this.shown.add(room);
+    if (this.shown.size > MAX_SHOWN) this.shown.delete(this.shown.values().next().value as string);
   }
 
   /** Reads and sends a snapshot to each client (one lobby read per distinct query). */
@@ -221,11 +258,13 @@ export class LobbyStream {
       return;
     }
     if (this.closed) return;
-    const onlineJson = JSON.stringify(online);
+    const pub = publicOnline(online);
+    const onlineJson = JSON.stringify(pub);
     let i = 0;
     for (const g of groups.values()) {
       const page = pages[i++] as LobbyPage;
-      const frame = `event: snapshot\ndata: ${JSON.stringify({ rooms: page.rooms, total: page.total, nextOffset: page.nextOffset, online })}\n\n`;
+      for (const r of page.rooms) this.remember(r.room);
+      const frame = `event: snapshot\ndata: ${JSON.stringify({ ...publicPage(page), online: pub })}\n\n`;
       for (const c of g) {
         if (c.snapSeq !== seq || !this.clients.has(c)) continue;
         c.ready = true;
@@ -288,11 +327,11 @@ export class LobbyStream {
   }
 }
 
-/** A changed room as one client's query sees it; undefined when its key is outside the view. */
+/** A changed room (listed, or null: gone or no longer listed) as one client's query sees it; undefined when its key is outside the view. */
 export function viewOf(q: LobbyQuery, room: string, r: LobbyRoom | null): RoomChange | undefined {
   if (q.prefix !== undefined && !room.startsWith(q.prefix)) return undefined;
   if (!r || !matches(q, r)) return { room, gone: true };
-  return r;
+  return publicRoom(r);
 }
 
 function matches(q: LobbyQuery, r: LobbyRoom): boolean {

@@ -3,7 +3,8 @@
 // `status.public` says: 'off' (not served there: the path goes to the app like any other), 'token'
 // (the admin token, as HTTP Basic password, which a browser prompts for, or as a bearer token),
 // 'open'. The public port never shows backend URLs. The lobby page and "New room" are on the
-// public port while api.enabled. Read-only: GET and HEAD, anything else 405.
+// public port while api.enabled and api.publicReads; the page lists listed rooms only, without
+// backend ids (src/shared-data/listing.ts). Read-only: GET and HEAD, anything else 405.
 import { requestAddress, throttledVerdict, type AuthThrottle } from '../http/auth-throttle.js';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
@@ -14,6 +15,7 @@ import { streamsFull, type StreamSlots } from '../http/stream-slots.js';
 import type { RenderedPage } from '../pages/html.js';
 import { DEFAULT_BOARD, LOBBY_PATH, NEW_ROOM_PATH, loadLobby, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../pages/lobby-page.js';
 import { STATUS_PATH, STATUS_STREAM_PATH, collectStatus, renderStatusPage, type StatusView } from '../pages/status-page.js';
+import type { Listing } from '../shared-data/listing.js';
 import type { SharedDataStore } from '../shared-data/store.js';
 import { API_PREFIX } from './api-routes.js';
 import { BOARD_PATTERN } from './api-schemas.js';
@@ -83,6 +85,8 @@ export function registerStatusRoutes(app: ControlApp, o: StatusRoutesOptions): S
 
 export interface LobbyRoutesOptions {
   readonly sharedData: SharedDataStore;
+  /** Which rooms the page may name (api.listRooms; metadata lists the others). */
+  readonly listing: Listing;
   /** The gateway's room key validator (names made by "New room" must pass it). */
   readonly validateRoom: (room: string) => boolean;
   /** room.pagePaths and room.pathPrefix: the lobby links to a room's page through the first page path. */
@@ -104,7 +108,7 @@ export function registerLobbyRoutes(app: ControlApp, o: LobbyRoutesOptions): voi
       url,
       { config, schema: { querystring } },
       readOnly(async (req, reply) => {
-        const data = await loadLobby(o.sharedData, (req.query as z.output<typeof querystring>).board || DEFAULT_BOARD);
+        const data = await loadLobby(o.sharedData, o.listing, (req.query as z.output<typeof querystring>).board || DEFAULT_BOARD);
         sendPage(reply, renderLobbyPage(data, { roomPath, apiPrefix: API_PREFIX }));
       }),
     );

@@ -145,6 +145,8 @@ function gatewayEnv(o: Options, name: 'a' | 'b', backends: Started['backends'], 
     ROOMGATE_ADMIN_PORT: String(o.adminPorts[name]),
     ROOMGATE_BACKENDS: backends.map((b) => `${b.id}=${b.url}`).join(','),
     REDIS_URL: redisUrl,
+    // A demo's rooms are nobody's secret: the lobby lists every one (a deployment lists what it chooses).
+    ROOMGATE_API_LIST_ROOMS: '*',
     ROOMGATE_LOG_LEVEL: 'info', // the "listening" line is info; relay() hides info unless --verbose
   };
 }

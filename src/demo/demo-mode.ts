@@ -6,8 +6,10 @@
 //   file): the banner says localhost, and a demo is nothing to expose;
 // - with no configuration file (no --config, no $ROOMGATE_CONFIG), a cookie secret, an admin
 //   token, an API token and a push token are generated when none is in the environment (the CLI
-//   prints them once, in the banner), so sign, drain, API writes and pushes work. A configuration file is a
-//   deployment being tried: nothing is generated for it, its own secrets (or none) are used.
+//   prints them once, in the banner), so sign, drain, API writes and pushes work, and the lobby lists
+//   every room (api.listRooms ["*"] when none is configured: the demo's rooms, "New room"'s too, are
+//   nobody's secret). A configuration file is a deployment being tried: nothing is generated or
+//   listed for it, its own secrets (or none) and its own api.listRooms are used.
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
@@ -118,6 +120,8 @@ export class DemoBackends {
   /** Generated once: a reload (SIGHUP) keeps them. */
   readonly secrets: DemoSecrets;
   private readonly hostGiven: boolean;
+  /** No configuration file: the lobby lists every room unless api.listRooms says otherwise. */
+  private readonly listAll: boolean;
   private running: DemoBackend[] = [];
   private starting: Promise<DemoBackend[]> | null = null;
 
@@ -129,6 +133,7 @@ export class DemoBackends {
   ) {
     this.secrets = generateSecrets(config, source);
     this.hostGiven = listenHostGiven(source);
+    this.listAll = !configFileGiven(source);
   }
 
   get backends(): readonly DemoBackend[] {
@@ -151,7 +156,11 @@ export class DemoBackends {
       listen: this.hostGiven ? d.listen : { ...d.listen, host: '127.0.0.1' },
       cookie: s.cookieSecret !== null && d.cookie.secrets.length === 0 ? { ...d.cookie, secrets: [s.cookieSecret] } : d.cookie,
       admin: s.adminToken !== null && d.admin.token === '' ? { ...d.admin, token: s.adminToken } : d.admin,
-      api: s.apiToken !== null && d.api.tokens.length === 0 ? { ...d.api, tokens: [s.apiToken] } : d.api,
+      api: {
+        ...d.api,
+        tokens: s.apiToken !== null && d.api.tokens.length === 0 ? [s.apiToken] : d.api.tokens,
+        listRooms: this.listAll && d.api.listRooms.length === 0 ? ['*'] : d.api.listRooms,
+      },
       push: s.pushToken !== null && d.push.tokens.length === 0 ? { ...d.push, tokens: [s.pushToken] } : d.push,
       backendCalls: s.callSecret !== null && d.backendCalls.secrets.length === 0 ? { secrets: [s.callSecret] } : d.backendCalls,
     };

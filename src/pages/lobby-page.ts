@@ -1,11 +1,13 @@
-// The lobby page (/_roomgate/lobby on the public port, with api.enabled): live rooms with their
+// The lobby page (/_roomgate/lobby on the public port, with api.enabled and api.publicReads): live
+// listed rooms (src/shared-data/listing.ts: never a private room key, never a backend id) with their
 // player counts and metadata, the global online count, a leaderboard and a "New room" button. The
 // server-rendered page is complete without JavaScript (the button is a plain form: the server
 // names the room and redirects to its page); the constant script keeps it live from the lobby
 // stream (/_roomgate/api/lobby/stream) and the leaderboard API. Room names and metadata are user
 // data: escaped by the template here, set with textContent by the script.
 import { randomInt } from 'node:crypto';
-import type { LobbyRoom, Online, Ranked, SharedDataStore } from '../shared-data/store.js';
+import { publicOnline, publicPage, type Listing, type PublicOnline, type PublicRoom } from '../shared-data/listing.js';
+import type { Ranked, SharedDataStore } from '../shared-data/store.js';
 import { STREAM_CLIENT_JS, hiddenColumns, html, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const LOBBY_PATH = '/_roomgate/lobby';
@@ -18,24 +20,24 @@ const DETAILS_MAX = 160;
 
 export interface LobbyData {
   /** null: the shared store did not answer. */
-  readonly rooms: readonly LobbyRoom[] | null;
+  readonly rooms: readonly PublicRoom[] | null;
   readonly total: number;
-  readonly online: Online | null;
+  readonly online: PublicOnline | null;
   readonly board: string;
   /** null: unavailable; [] no scores yet. */
   readonly scores: readonly Ranked[] | null;
 }
 
-export async function loadLobby(store: SharedDataStore, board: string): Promise<LobbyData> {
+export async function loadLobby(store: SharedDataStore, listing: Listing, board: string): Promise<LobbyData> {
   const [page, online, scores] = await Promise.allSettled([
-    store.lobby({ sort: 'sockets', order: 'desc', offset: 0, limit: LOBBY_ROWS }),
+    store.lobby({ sort: 'sockets', order: 'desc', offset: 0, limit: LOBBY_ROWS, listing }).then(publicPage),
     store.online(),
     store.top(board, 0, BOARD_ROWS),
   ]);
   return {
     rooms: page.status === 'fulfilled' ? page.value.rooms : null,
     total: page.status === 'fulfilled' ? page.value.total : 0,
-    online: online.status === 'fulfilled' ? online.value : null,
+    online: online.status === 'fulfilled' ? publicOnline(online.value) : null,
     board,
     scores: scores.status === 'fulfilled' ? scores.value : null,
   };
@@ -72,7 +74,7 @@ export function newRoomName(valid: (room: string) => boolean): string | null {
 }
 
 /** Metadata as three strings: title, status and the other keys ("capacity: 4, mode: ffa"). */
-export function metaParts(meta: LobbyRoom['meta']): { title: string; status: string; details: string } {
+export function metaParts(meta: PublicRoom['meta']): { title: string; status: string; details: string } {
   if (!meta) return { title: '', status: '', details: '' };
   const show = (v: unknown): string => (typeof v === 'string' ? v : JSON.stringify(v) ?? '');
   const rest = Object.keys(meta)
@@ -86,7 +88,7 @@ export function metaParts(meta: LobbyRoom['meta']): { title: string; status: str
   };
 }
 
-function roomRow(r: LobbyRoom, template: string): SafeHtml {
+function roomRow(r: PublicRoom, template: string): SafeHtml {
   const m = metaParts(r.meta);
   const href = roomHref(template, r.room);
   return html`<tr data-room="${r.room}">
@@ -94,7 +96,6 @@ function roomRow(r: LobbyRoom, template: string): SafeHtml {
 <td data-col="title" data-label="Title">${m.title}</td>
 <td data-col="status" data-label="Status">${m.status}</td>
 <td class="num" data-col="sockets" data-label="Players">${r.sockets}</td>
-<td class="mono" data-col="backend" data-label="Backend">${r.backend}</td>
 <td class="muted" data-col="details" data-label="Details">${m.details}</td>
 </tr>`;
 }
@@ -120,7 +121,7 @@ export function renderLobbyPage(d: LobbyData, o: LobbyPageOptions, nowMs = Date.
 <div class="wrap">
 <header class="top">
 <h1>Lobby</h1>
-<p class="muted">Every room on every backend behind this roomgate. Rooms are listed while they have players.</p>
+<p class="muted">The rooms this app lists, while they have players. The counts take in every room, listed or not.</p>
 </header>
 <main id="lobby" data-stream="${o.apiPrefix}/lobby/stream" data-room-path="${o.roomPath}" data-board-url="${boardUrl}">
 <section aria-labelledby="online-h">
@@ -140,20 +141,19 @@ ${d.rooms === null || online === null ? html`<p id="unavailable" class="notice">
 <section aria-labelledby="rooms-h">
 <h2 id="rooms-h">Rooms</h2>
 <table id="rooms" class="stack" data-hide="${hide}">
-<caption>Live rooms, most players first (up to ${LOBBY_ROWS}). Follow a room's link to join it.</caption>
+<caption>Listed live rooms, most players first (up to ${LOBBY_ROWS}). Follow a room's link to join it.</caption>
 <thead><tr>
 <th scope="col">Room</th>
 <th scope="col" data-col="title">Title</th>
 <th scope="col" data-col="status">Status</th>
 <th scope="col" class="num" data-col="sockets">Players</th>
-<th scope="col" data-col="backend">Backend</th>
 <th scope="col" data-col="details">Details</th>
 </tr></thead>
 <tbody>
 ${rooms.map((r) => roomRow(r, o.roomPath))}
 </tbody>
 </table>
-<p id="no-rooms"${rooms.length > 0 ? html` hidden` : ''}>No live rooms yet: start one with “New room”.</p>
+<p id="no-rooms"${rooms.length > 0 ? html` hidden` : ''}>No listed live rooms yet: start one with “New room”.</p>
 </section>
 <section aria-labelledby="board-h">
 <h2 id="board-h">Leaderboard <code>${d.board}</code></h2>
@@ -190,7 +190,7 @@ export const LOBBY_SCRIPT = `
   var rooms = new Map();
   var rows = new Map();
   // The body cells after the room's: data-col, label (data-label), class.
-  var COLUMNS = [['title', 'Title', null], ['status', 'Status', null], ['sockets', 'Players', 'num'], ['backend', 'Backend', 'mono'], ['details', 'Details', 'muted']];
+  var COLUMNS = [['title', 'Title', null], ['status', 'Status', null], ['sockets', 'Players', 'num'], ['details', 'Details', 'muted']];
   var HIDEABLE = ['title', 'status', 'details'];
   var table = document.getElementById('rooms');
   function el(tag, cls, text) {
@@ -232,7 +232,7 @@ export const LOBBY_SCRIPT = `
         tr.appendChild(td);
       });
     }
-    var values = [null, m.title, m.status, String(r.sockets), r.backend, m.details];
+    var values = [null, m.title, m.status, String(r.sockets), m.details];
     for (var i = 1; i < values.length; i++) if (cells[i].textContent !== values[i]) cells[i].textContent = values[i];
   }
   function render() {

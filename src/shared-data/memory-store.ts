@@ -45,6 +45,8 @@ interface GatewayReport {
 interface MetaEntry {
   readonly meta: RoomMeta;
   readonly pinned: boolean;
+  /** The public reads may name the room (./listing.ts). */
+  readonly listed: boolean;
   readonly setAt: number;
   /** Unpinned: kept until then (or while the room is live). */
   expiresAt: number;
@@ -159,7 +161,7 @@ export class MemorySharedDataStore implements SharedDataStore {
     const entries: LobbyEntry[] = [];
     for (const p of live.values()) {
       const m = this.state.meta.get(p.room);
-      entries.push({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
+      entries.push({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false, listed: m?.listed ?? false });
     }
     return queryLobby(entries, q);
   }
@@ -175,9 +177,9 @@ export class MemorySharedDataStore implements SharedDataStore {
     }
     const p = agg.live().get(room);
     const m = this.liveMeta(room, now, p !== undefined);
-    if (p) return toLobbyRoom({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
+    if (p) return toLobbyRoom({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false, listed: m?.listed ?? false });
     if (!m) return null;
-    return toLobbyRoom({ room, backend: '', sockets: 0, since: m.setAt, meta: m.meta, pinned: m.pinned });
+    return toLobbyRoom({ room, backend: '', sockets: 0, since: m.setAt, meta: m.meta, pinned: m.pinned, listed: m.listed });
   }
 
   async claimIdempotency(key: string, ttlMs: number): Promise<string | null> {
@@ -210,14 +212,14 @@ export class MemorySharedDataStore implements SharedDataStore {
     this.state.emit({ type: 'cache-purge', purge: { ...purge } });
   }
 
-  async setMeta(room: string, meta: RoomMeta, pinned: boolean): Promise<void> {
+  async setMeta(room: string, meta: RoomMeta, pinned: boolean, listed = true): Promise<void> {
     this.ensureOpen();
     checkRoom(STORE, room);
     const copy = copyMeta(STORE, meta).meta;
     const now = this.now();
     const prev = this.state.meta.get(room);
     const keep = prev && !prev.pinned ? prev.expiresAt : 0;
-    this.state.meta.set(room, { meta: copy, pinned: pinned === true, setAt: now, expiresAt: Math.max(keep, now + this.timing.presenceTtlMs) });
+    this.state.meta.set(room, { meta: copy, pinned: pinned === true, listed: listed !== false, setAt: now, expiresAt: Math.max(keep, now + this.timing.presenceTtlMs) });
     this.state.emit({ type: 'lobby', rooms: [room] });
   }
 

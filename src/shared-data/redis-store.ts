@@ -16,8 +16,10 @@
 //                           10 s): reads stop counting it at ttlMs (its pres:gws score); the rest
 //                           only lets the next heartbeat of another gateway see which rooms it
 //                           took along (for the event), then it is deleted or expires.
-//   B meta:<room>     STRING JSON {pinned, at, meta}: the room's metadata, `at` = when it was set
-//                           (ms, Redis clock; the `since` of a room that is not live). No TTL.
+//   B meta:<room>     STRING JSON {pinned, listed, at, meta}: the room's metadata, `at` = when it was
+//                           set (ms, Redis clock; the `since` of a room that is not live), `listed`
+//                           whether the public reads may name the room (absent, as written before
+//                           it existed: true). No TTL.
 //   B meta-exp        ZSET  room -> expiry (ms) of UNPINNED metadata only. setMeta sets it to
 //                           now + presenceTtlMs (never lowering it); every heartbeat raises it to
 //                           the heartbeat's expiry for its live rooms (one `ZADD XX GT` for all
@@ -267,11 +269,13 @@ return out
 
 /**
  * setMeta(): replace and announce. KEYS: 1 meta:<room>, 2 meta-exp.
- * ARGV: 1 room, 2 metadata JSON (an object), 3 pinned '1'|'0', 4 presenceTtlMs, 5 channel, 6 event JSON.
+ * ARGV: 1 room, 2 metadata JSON (an object), 3 pinned '1'|'0', 4 presenceTtlMs, 5 channel, 6 event JSON,
+ * 7 listed '1'|'0'.
  */
 const SET_META = new LuaScript(`${NOW}
 local pinned = ARGV[3] == '1'
-redis.call('SET', KEYS[1], '{"pinned":' .. (pinned and 'true' or 'false') .. ',"at":' .. ms(now) .. ',"meta":' .. ARGV[2] .. '}')
+local listed = ARGV[7] == '1' and 'true' or 'false'
+redis.call('SET', KEYS[1], '{"pinned":' .. (pinned and 'true' or 'false') .. ',"listed":' .. listed .. ',"at":' .. ms(now) .. ',"meta":' .. ARGV[2] .. '}')
 if pinned then
   redis.call('ZREM', KEYS[2], ARGV[1])
 else
@@ -386,13 +390,16 @@ function parsePresence(room: string, json: unknown): RoomPresence | undefined {
 interface StoredMeta {
   readonly meta: RoomMeta;
   readonly pinned: boolean;
+  readonly listed: boolean;
   readonly at: number;
 }
 
 function parseStoredMeta(json: unknown): StoredMeta | undefined {
   const v = parseJson(json);
   if (!isRecord(v) || !isRecord(v.meta) || typeof v.pinned !== 'boolean' || typeof v.at !== 'number') return undefined;
-  return { meta: deepFreeze(v.meta), pinned: v.pinned, at: v.at };
+  // Metadata written before `listed` existed was set for the lobby, which then listed every room: listed.
+  if (v.listed !== undefined && typeof v.listed !== 'boolean') return undefined;
+  return { meta: deepFreeze(v.meta), pinned: v.pinned, listed: v.listed ?? true, at: v.at };
 }
 
 /** An event from the channel, or undefined if it is not one. */
@@ -535,7 +542,7 @@ export class RedisSharedDataStore implements SharedDataStore {
     const entries: LobbyEntry[] = [];
     for (const p of snap.live.values()) {
       const m = snap.meta.get(p.room);
-      entries.push({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
+      entries.push({ ...p, meta: m?.meta ?? null, pinned: m?.pinned ?? false, listed: m?.listed ?? false });
     }
     return queryLobby(entries, q);
   }
@@ -556,9 +563,9 @@ export class RedisSharedDataStore implements SharedDataStore {
     if (metaJson !== null && metaJson !== undefined && !m) this.link.log('warn', 'redis lobby store: ignoring malformed metadata', { room });
     // Unpinned metadata past its expiry counts only while the room is live (not yet collected).
     if (m && !m.pinned && !live && exp !== null && exp !== undefined && Number(exp) <= Number(now)) m = undefined;
-    if (live) return toLobbyRoom({ ...live, meta: m?.meta ?? null, pinned: m?.pinned ?? false });
+    if (live) return toLobbyRoom({ ...live, meta: m?.meta ?? null, pinned: m?.pinned ?? false, listed: m?.listed ?? false });
     if (!m) return null;
-    return toLobbyRoom({ room, backend: '', sockets: 0, since: m.at, meta: m.meta, pinned: m.pinned });
+    return toLobbyRoom({ room, backend: '', sockets: 0, since: m.at, meta: m.meta, pinned: m.pinned, listed: m.listed });
   }
 
   // --- metadata ---------------------------------------------------------------------------------
@@ -589,14 +596,14 @@ export class RedisSharedDataStore implements SharedDataStore {
     await this.link.commands().publish(this.channel, JSON.stringify({ type: 'cache-purge', purge }));
   }
 
-  async setMeta(room: string, meta: RoomMeta, pinned: boolean): Promise<void> {
+  async setMeta(room: string, meta: RoomMeta, pinned: boolean, listed = true): Promise<void> {
     checkRoom(STORE, room);
     const { json } = copyMeta(STORE, meta);
     try {
       await this.link.run(
         SET_META,
         [this.metaKey(room), this.keys.metaExp],
-        [room, json, pinned === true ? '1' : '0', String(this.opts.presenceTtlMs), this.channel, JSON.stringify({ type: 'lobby', rooms: [room] })],
+        [room, json, pinned === true ? '1' : '0', String(this.opts.presenceTtlMs), this.channel, JSON.stringify({ type: 'lobby', rooms: [room] }), listed === false ? '0' : '1'],
       );
     } finally {
       this.generation++;

@@ -18,6 +18,9 @@
 // - room(): a live room (sockets > 0 in some unexpired report), else a room with metadata (pinned,
 //   or unpinned and not yet expired) with sockets 0, backend '' (no backend holds it) and since =
 //   when the metadata was last set. Otherwise null. The lobby lists live rooms only.
+// - Listing: setMeta's `listed` (default true) is kept with the metadata and read back as
+//   LobbyRoom.listed (false without metadata). A lobby query with `listing` (the public view) keeps
+//   only rooms listed by it or by a key matching one of its globs (./listing.ts); without it, all.
 // - Events: {type:'lobby', rooms} from the gateway that changed something: publishPresence sends
 //   the rooms whose presence (appeared, gone, sockets, backend or since) differs from its previous
 //   report, plus the rooms of other gateways whose reports it found expired (at most one heartbeat
@@ -29,6 +32,7 @@
 // - Keys (rooms, boards, members, backends, gateway ids) are plain strings everywhere: Maps, never
 //   object lookups, so "__proto__" and "constructor" are ordinary names.
 import { errorMessage } from '../http/errors.js';
+import { isListed } from './listing.js';
 import type {
   LobbyPage,
   LobbyQuery,
@@ -184,10 +188,12 @@ export interface LobbyEntry {
   readonly since: number;
   readonly meta: RoomMeta | null;
   readonly pinned: boolean;
+  /** Listed by its metadata (false without metadata). */
+  readonly listed: boolean;
 }
 
 export function toLobbyRoom(e: LobbyEntry): LobbyRoom {
-  return { room: e.room, backend: e.backend, sockets: e.sockets, since: new Date(e.since).toISOString(), meta: e.meta, pinned: e.pinned };
+  return { room: e.room, backend: e.backend, sockets: e.sockets, since: new Date(e.since).toISOString(), meta: e.meta, pinned: e.pinned, listed: e.listed };
 }
 
 export function checkLobbyQuery(store: string, q: LobbyQuery): void {
@@ -198,6 +204,9 @@ export function checkLobbyQuery(store: string, q: LobbyQuery): void {
     fail(store, `lobby limit must be an integer 1..${MAX_LOBBY_LIMIT}, got ${String(q.limit)}`);
   }
   if (q.minSockets !== undefined && !Number.isFinite(q.minSockets)) fail(store, `lobby minSockets must be a finite number, got ${String(q.minSockets)}`);
+  if (q.listing !== undefined && (!Array.isArray(q.listing.patterns) || !q.listing.patterns.every((p) => typeof p === 'string'))) {
+    fail(store, 'lobby listing.patterns must be an array of strings (globs)');
+  }
 }
 
 /**
@@ -208,6 +217,7 @@ export function queryLobby(entries: Iterable<LobbyEntry>, q: LobbyQuery): LobbyP
   const matching: LobbyEntry[] = [];
   for (const e of entries) {
     if (!(e.sockets > 0)) continue;
+    if (q.listing !== undefined && !isListed(q.listing, e.room, e.listed)) continue;
     if (q.status !== undefined && (e.meta === null || e.meta.status !== q.status)) continue;
     if (q.backend !== undefined && e.backend !== q.backend) continue;
     if (q.prefix !== undefined && !e.room.startsWith(q.prefix)) continue;

@@ -27,6 +27,14 @@ export interface LobbyRoom {
   readonly meta: RoomMeta | null;
   /** Metadata kept after the room empties. */
   readonly pinned: boolean;
+  /** The app listed the room through its metadata (setMeta's `listed`); false without metadata. */
+  readonly listed: boolean;
+}
+
+/** What the public reads show: rooms listed by their metadata, or by a key matching one of these globs (./listing.ts). */
+export interface Listing {
+  /** Globs over room keys (api.listRooms): `*` matches any run of characters, every other character itself. */
+  readonly patterns: readonly string[];
 }
 
 export interface LobbyQuery {
@@ -36,6 +44,8 @@ export interface LobbyQuery {
   /** Only rooms whose key starts with this. */
   readonly prefix?: string;
   readonly minSockets?: number;
+  /** The public view: only listed rooms (src/shared-data/listing.ts). Absent: every live room (the admin port). */
+  readonly listing?: Listing;
   readonly sort: 'sockets' | 'since' | 'room';
   readonly order: 'asc' | 'desc';
   readonly offset: number;
@@ -113,8 +123,11 @@ export interface SharedDataStore {
   /** One room: live (from presence) or pinned metadata only; null when neither. */
   room(room: string): Promise<LobbyRoom | null>;
 
-  /** Sets (replaces) a room's metadata. Unpinned metadata goes away once the room has no live socket. */
-  setMeta(room: string, meta: RoomMeta, pinned: boolean): Promise<void>;
+  /**
+   * Sets (replaces) a room's metadata. Unpinned metadata goes away once the room has no live socket.
+   * `listed` (default true): the public reads may name the room (src/shared-data/listing.ts).
+   */
+  setMeta(room: string, meta: RoomMeta, pinned: boolean, listed?: boolean): Promise<void>;
   deleteMeta(room: string): Promise<boolean>;
 
   /** Writes a score; returns the member's score afterwards. */

@@ -30,6 +30,9 @@ interface ApiOptions {
   streamIntervalMs: number;
   streamPingMs: number;
   bodyTimeoutMs: number;
+  /** api.listRooms: ['*'] unless a test says (the reads of every room are tested with all listed; privacy in its own describe). */
+  listRooms: string[];
+  publicReads: boolean;
 }
 
 interface Harness {
@@ -44,7 +47,16 @@ const harnesses: Harness[] = [];
 async function startApi(store: SharedDataStore, over: Partial<ApiOptions> = {}): Promise<Harness> {
   const { control: api } = makeControl(
     store,
-    { api: { tokens: over.tokens ?? [TOKEN, TOKEN2], maxMetaBytes: over.maxMetaBytes ?? 512, streamIntervalMs: over.streamIntervalMs ?? 150, maxStreams: 64 } },
+    {
+      api: {
+        tokens: over.tokens ?? [TOKEN, TOKEN2],
+        maxMetaBytes: over.maxMetaBytes ?? 512,
+        streamIntervalMs: over.streamIntervalMs ?? 150,
+        maxStreams: 64,
+        listRooms: over.listRooms ?? ['*'],
+        publicReads: over.publicReads ?? true,
+      },
+    },
     { logger, streamPingMs: over.streamPingMs ?? 15_000, ...(over.bodyTimeoutMs === undefined ? {} : { bodyTimeoutMs: over.bodyTimeoutMs }) },
   );
   const server = http.createServer((req, res) => {
@@ -396,7 +408,8 @@ describe('reads: online, lobby, one room', () => {
     total += 10 + 2;
     expect(a.json.total).toBe(total);
     expect(a.json.rooms).toBe(31);
-    expect(a.json.byBackend.b1 + a.json.byBackend.b2).toBe(total);
+    // Counts only: no backend id (the admin port has those).
+    expect(Object.keys(a.json).sort()).toEqual(['rooms', 'total']);
   });
 
   it('GET /lobby: default sort is sockets desc, limit 50', async () => {
@@ -407,16 +420,19 @@ describe('reads: online, lobby, one room', () => {
     expect(a.json.nextOffset).toBeNull();
     const sockets = (a.json.rooms as LobbyRoom[]).map((r) => r.sockets);
     expect(sockets).toEqual([...sockets].sort((x, y) => y - x));
-    expect(a.json.rooms[0]).toMatchObject({ room: 'room-07', sockets: 11, backend: 'b2', since: new Date(t0 - 5000).toISOString(), pinned: false });
+    expect(a.json.rooms[0]).toMatchObject({ room: 'room-07', sockets: 11, since: new Date(t0 - 5000).toISOString(), pinned: false });
+    expect((a.json.rooms as LobbyRoom[]).some((r) => 'backend' in r)).toBe(false);
   });
 
-  it('GET /lobby: filters status, backend, prefix, minSockets', async () => {
+  it('GET /lobby: filters status, prefix, minSockets; backend is refused (400), backend ids are not public', async () => {
     const open = await call(h, 'GET', '/lobby?status=open&sort=room');
     expect((open.json.rooms as LobbyRoom[]).map((r) => r.room)).toEqual(['room-03', 'room-04']);
     expect(open.json.rooms[0].meta).toEqual({ status: 'open', title: 'three' });
     const b1 = await call(h, 'GET', '/lobby?backend=b1&limit=500');
-    expect((b1.json.rooms as LobbyRoom[]).every((r) => r.backend === 'b1')).toBe(true);
-    expect(b1.json.total).toBe(11); // room-00,03,...,27 (10) + lobby:x
+    expectError(b1, 400, 'bad_request');
+    expect(b1.json.error.message).toContain('query parameter "backend" is not offered');
+    expectError(await call(h, 'GET', '/lobby/stream?backend=b1'), 400, 'bad_request');
+    expect((await call(h, 'GET', '/lobby?backend=')).status).toBe(200);
     const pre = await call(h, 'GET', '/lobby?prefix=lobby%3A');
     expect((pre.json.rooms as LobbyRoom[]).map((r) => r.room)).toEqual(['lobby:x']);
     const min = await call(h, 'GET', '/lobby?minSockets=7');
@@ -480,7 +496,7 @@ describe('reads: online, lobby, one room', () => {
   it('GET /rooms/{room}: live room, unknown room, metadata-only room', async () => {
     const a = await call(h, 'GET', '/rooms/room-03');
     expect(a.status).toBe(200);
-    expect(a.json).toEqual({ room: 'room-03', backend: 'b1', sockets: 4, since: new Date(t0 + 3000).toISOString(), meta: { status: 'open', title: 'three' }, pinned: false });
+    expect(a.json).toEqual({ room: 'room-03', sockets: 4, since: new Date(t0 + 3000).toISOString(), meta: { status: 'open', title: 'three' }, pinned: false, listed: true });
     expectError(await call(h, 'GET', '/rooms/nope'), 404, 'not_found');
     const colon = await call(h, 'GET', '/rooms/lobby%3Ax');
     expect(colon.json.room).toBe('lobby:x');
@@ -491,7 +507,7 @@ describe('reads: online, lobby, one room', () => {
     await other.publishPresence([presence('__proto__', 'b1', 3, t0), presence('constructor', 'b2', 1, t0), presence('..', 'b1', 1, t0)], TTL);
     const p = await call(h, 'GET', '/rooms/__proto__');
     expect(p.status).toBe(200);
-    expect(p.json).toMatchObject({ room: '__proto__', sockets: 3, backend: 'b1' });
+    expect(p.json).toMatchObject({ room: '__proto__', sockets: 3 });
     expect((await call(h, 'GET', '/rooms/constructor')).json).toMatchObject({ room: 'constructor', sockets: 1 });
     const dots = await rawRequest(h, 'GET', `${API_PREFIX}/rooms/..`);
     expect(dots.status).toBe(200);
@@ -554,7 +570,8 @@ describe('room metadata (token)', () => {
     expectError(await call(h, 'PUT', '/rooms/m1/meta', { body: { status: 'open' }, token: 'wrong-token-0123456789abcdef' }), 401, 'unauthorized');
     const ok = await call(h, 'PUT', '/rooms/m1/meta', { body: { status: 'open', players: ['ann'] }, token: TOKEN });
     expect(ok.status).toBe(200);
-    expect(ok.json).toMatchObject({ room: 'm1', backend: 'b1', sockets: 2, meta: { status: 'open', players: ['ann'] }, pinned: false });
+    expect(ok.json).toMatchObject({ room: 'm1', sockets: 2, meta: { status: 'open', players: ['ann'] }, pinned: false, listed: true });
+    expect(ok.json.backend).toBeUndefined();
     expect((await call(h, 'GET', '/rooms/m1')).json.meta).toEqual({ status: 'open', players: ['ann'] });
     expect((await call(h, 'GET', '/lobby?status=open')).json.rooms.map((r: LobbyRoom) => r.room)).toEqual(['m1']);
   });
@@ -669,7 +686,7 @@ describe('room metadata (token)', () => {
   it('pinned metadata stays after the room empties; unpinned is accepted for an empty room; DELETE 204 then 404', async () => {
     const pin = await call(h, 'PUT', '/rooms/later/meta?pinned=true', { body: { status: 'scheduled' }, token: TOKEN });
     expect(pin.status).toBe(200);
-    expect(pin.json).toMatchObject({ room: 'later', sockets: 0, backend: '', meta: { status: 'scheduled' }, pinned: true });
+    expect(pin.json).toMatchObject({ room: 'later', sockets: 0, meta: { status: 'scheduled' }, pinned: true });
     expect((await call(h, 'GET', '/rooms/later')).json.pinned).toBe(true);
     // Not in the lobby: the lobby lists live rooms only.
     expect((await call(h, 'GET', '/lobby?status=scheduled')).json.total).toBe(0);
@@ -997,7 +1014,8 @@ describe('lobby stream (SSE)', () => {
     expect(c.retry).toBe(2000);
     expect(snap.event).toBe('snapshot');
     expect(snap.data.rooms.map((r: LobbyRoom) => r.room)).toEqual(['s1', 's2']);
-    expect(snap.data).toMatchObject({ total: 2, nextOffset: null, online: { total: 4, rooms: 2, byBackend: { b1: 3, b2: 1 } } });
+    expect(snap.data).toMatchObject({ total: 2, nextOffset: null, online: { total: 4, rooms: 2 } });
+    expect(snap.data.rooms.some((r: LobbyRoom) => 'backend' in r)).toBe(false);
 
     const t = Date.now();
     await other.publishPresence([p('s1', 'b1', 5), p('s2', 'b2', 1), p('s3', 'b1', 2)], TTL);
@@ -1006,8 +1024,9 @@ describe('lobby stream (SSE)', () => {
     expect(ev.at - t).toBeLessThan(INTERVAL + 1_000);
     const byRoom = new Map((ev.data.rooms as LobbyRoom[]).map((r) => [r.room, r]));
     expect([...byRoom.keys()].sort()).toEqual(['s1', 's3']);
-    expect(byRoom.get('s1')).toMatchObject({ sockets: 5, backend: 'b1' });
-    expect(ev.data.online).toEqual({ total: 8, rooms: 3, byBackend: { b1: 7, b2: 1 } });
+    expect(byRoom.get('s1')).toMatchObject({ sockets: 5 });
+    expect(byRoom.get('s1')).not.toHaveProperty('backend');
+    expect(ev.data.online).toEqual({ total: 8, rooms: 3 });
 
     // A room that empties is sent as gone.
     await other.publishPresence([p('s1', 'b1', 5), p('s2', 'b2', 1)], TTL);
@@ -1162,5 +1181,97 @@ describe('lobby stream (SSE)', () => {
     expect((await call(h2, 'GET', '/online')).json.total).toBe(1);
     // The server can close: nothing holds a connection open.
     h2.server.closeIdleConnections();
+  });
+});
+
+describe('privacy: the public reads name listed rooms only, never a backend id (api.listRooms, ?listed, api.publicReads)', () => {
+  let h: Harness;
+  let mine: MemorySharedDataStore;
+  let other: MemorySharedDataStore;
+  const SECRET = 'private-7f3a9c2e';
+  const INTERVAL = 150;
+  const p = (room: string, backend: string, sockets: number): RoomPresence => presence(room, backend, sockets, Date.parse('2025-01-01T00:00:00Z'));
+
+  beforeAll(async () => {
+    ({ mine, other } = memoryStores());
+    h = await startApi(mine, { listRooms: ['public-*'], streamIntervalMs: INTERVAL });
+    await other.publishPresence([p(SECRET, 'backend-secret', 4), p('public-1', 'b1', 2), p('chess', 'b2', 1), p('quiet', 'b2', 3)], TTL);
+    await mine.setMeta('chess', { title: 'Chess' }, false);
+  });
+
+  it('GET /lobby: rooms listed by a glob or by their metadata; total counts them only; /online still counts every socket', async () => {
+    const a = await call(h, 'GET', '/lobby?limit=500');
+    expect((a.json.rooms as LobbyRoom[]).map((r) => r.room)).toEqual(['public-1', 'chess']);
+    expect(a.json.total).toBe(2);
+    expect(a.text).not.toContain(SECRET);
+    expect(a.text).not.toContain('backend');
+    expect((await call(h, 'GET', `/lobby?prefix=${SECRET.slice(0, 9)}`)).json.total).toBe(0);
+    expect((await call(h, 'GET', '/online')).json).toEqual({ total: 10, rooms: 4 });
+  });
+
+  it('GET /rooms/{room}: a room that is not listed gets the very answer of an unknown room (no oracle)', async () => {
+    const unknown = await call(h, 'GET', '/rooms/never-was-here');
+    const secret = await call(h, 'GET', `/rooms/${SECRET}`);
+    expectError(secret, 404, 'not_found');
+    expect(secret.text).toBe(unknown.text);
+    expect(secret.status).toBe(unknown.status);
+    expect(await call(h, 'GET', '/rooms/public-1')).toMatchObject({ status: 200, json: { room: 'public-1', sockets: 2, listed: false } });
+    const chess = await call(h, 'GET', '/rooms/chess');
+    expect(chess.json).toMatchObject({ room: 'chess', meta: { title: 'Chess' }, listed: true });
+    expect(chess.json).not.toHaveProperty('backend');
+  });
+
+  it('PUT meta ?listed=false keeps the room private (its answer says so); metadata without it lists the room', async () => {
+    const put = await call(h, 'PUT', '/rooms/quiet/meta?listed=false', { body: { title: 'Quiet' }, token: TOKEN });
+    expect(put.json).toMatchObject({ room: 'quiet', sockets: 3, meta: { title: 'Quiet' }, listed: false });
+    expect(put.json).not.toHaveProperty('backend');
+    expect((await call(h, 'GET', '/rooms/quiet')).text).toBe((await call(h, 'GET', '/rooms/never-was-here')).text);
+    expect((await call(h, 'GET', '/lobby')).json.total).toBe(2);
+    expectError(await call(h, 'PUT', '/rooms/quiet/meta?listed=maybe', { body: {}, token: TOKEN }), 400, 'bad_request');
+    // A glob lists a room whatever its metadata says.
+    await call(h, 'PUT', '/rooms/public-1/meta?listed=false', { body: { title: 'P' }, token: TOKEN });
+    expect((await call(h, 'GET', '/rooms/public-1')).status).toBe(200);
+    await call(h, 'PUT', '/rooms/quiet/meta', { body: { title: 'Quiet' }, token: TOKEN });
+    expect((await call(h, 'GET', '/lobby')).json.rooms.map((r: LobbyRoom) => r.room)).toEqual(['quiet', 'public-1', 'chess']);
+    await call(h, 'PUT', '/rooms/quiet/meta?listed=false', { body: { title: 'Quiet' }, token: TOKEN });
+  });
+
+  it('the stream: a private room is never named, neither when it changes nor when it goes; a room unlisted after being shown is gone', async () => {
+    const c = await openStream(h);
+    const snap = await c.next(3_000);
+    expect(snap.data.rooms.map((r: LobbyRoom) => r.room)).toEqual(['public-1', 'chess']);
+    // Only private rooms change: no room is named (the counts change, so an event may carry them).
+    await other.publishPresence([p(SECRET, 'backend-secret', 5), p('public-1', 'b1', 2), p('chess', 'b2', 1), p('quiet', 'b2', 3)], TTL);
+    const ev = await c.next(INTERVAL + 2_000);
+    expect(ev.data).toEqual({ rooms: [], online: { total: 11, rooms: 4 } });
+    // A listed room leaves the list when its metadata unlists it: gone, as for a room that empties.
+    await call(h, 'PUT', '/rooms/chess/meta?listed=false', { body: { title: 'Chess' }, token: TOKEN });
+    expect((await c.next(INTERVAL + 2_000)).data.rooms).toEqual([{ room: 'chess', gone: true }]);
+    // The private room goes, and a listed one changes: only the listed one is named.
+    await other.publishPresence([p('public-1', 'b1', 3), p('chess', 'b2', 1), p('quiet', 'b2', 3)], TTL);
+    const last = await c.next(INTERVAL + 2_000);
+    expect(last.data.rooms).toEqual([expect.objectContaining({ room: 'public-1', sockets: 3 })]);
+    await sleep(INTERVAL * 2);
+    for (const e of [snap, ev, last, ...c.unread]) {
+      expect(JSON.stringify(e.data)).not.toContain(SECRET);
+      expect(JSON.stringify(e.data)).not.toContain('backend');
+    }
+    c.close();
+    await call(h, 'PUT', '/rooms/chess/meta', { body: { title: 'Chess' }, token: TOKEN });
+  });
+
+  it('api.publicReads false: the reads are 404 and out of the document; metadata and score writes still work', async () => {
+    const closed = await startApi(mine, { listRooms: ['*'], publicReads: false });
+    for (const path of ['/online', '/lobby', '/lobby/stream', '/rooms/public-1', '/leaderboards/global', '/leaderboards/global/members/ann']) {
+      expectError(await call(closed, 'GET', path), 404, 'not_found');
+    }
+    expect((await call(closed, 'PUT', '/rooms/public-1/meta', { body: { title: 'P' }, token: TOKEN })).status).toBe(200);
+    expect((await call(closed, 'POST', '/leaderboards/global/scores', { body: { member: 'ann', score: 1 }, token: TOKEN })).status).toBe(200);
+    const doc = (await call(closed, 'GET', '/openapi.json')).json as { paths: Record<string, Record<string, unknown>> };
+    for (const path of ['/lobby', '/lobby/stream', '/online', '/rooms/{room}', '/leaderboards/{board}']) expect(Object.keys(doc.paths)).not.toContain(path);
+    expect(Object.keys(doc.paths['/rooms/{room}/meta'] ?? {}).sort()).toEqual(['delete', 'put']);
+    // The lobby page is not roomgate's then: its path goes to the app.
+    expect(closed.api.owns('/_roomgate/lobby')).toBe(false);
+    expect(h.api.owns('/_roomgate/lobby')).toBe(true);
   });
 });

@@ -31,12 +31,12 @@ beforeAll(async () => {
   [gw, tight] = await Promise.all([
     startGateway({
       backends: [...backends.map((b) => `${b.id}=${b.url}`), `${LONG_ID}=${LONG_URL}`],
-      config: { ...FAST, api: { streamIntervalMs: 100, tokens: [API_TOKEN] }, status: { public: 'open' }, room: { pattern: '^.{1,128}$' } },
+      config: { ...FAST, api: { streamIntervalMs: 100, tokens: [API_TOKEN], listRooms: ['*'] }, status: { public: 'open' }, room: { pattern: '^.{1,128}$' } },
       env: { ROOMGATE_ADMIN_TOKEN: ADMIN_TOKEN },
     }),
     startGateway({
       backends: backends.slice(0, 1),
-      config: { ...FAST, api: { streamIntervalMs: 100, tokens: [API_TOKEN], maxStreams: 1 } },
+      config: { ...FAST, api: { streamIntervalMs: 100, tokens: [API_TOKEN], maxStreams: 1, listRooms: ['*'] } },
       env: { ROOMGATE_ADMIN_TOKEN: ADMIN_TOKEN },
     }),
   ]);
@@ -144,7 +144,7 @@ describe('lobby at 390 px', () => {
     await page.evaluate('window.sameDocument = true');
     await expectNoSideways(page, 'lobby, no metadata');
     for (const h of ['Title', 'Status', 'Details']) expect(await column(page, '#rooms', h), h).toEqual({ head: false, cells: [false, false] });
-    for (const h of ['Room', 'Players', 'Backend']) expect(await column(page, '#rooms', h), h).toEqual({ head: true, cells: [true, true] });
+    for (const h of ['Room', 'Players']) expect(await column(page, '#rooms', h), h).toEqual({ head: true, cells: [true, true] });
     expect(await laidOut(page, '#board'), 'the empty leaderboard table').toBe(false);
     expect(await page.locator('#no-scores').isVisible()).toBe(true);
     await screenshot(page, 'phone-lobby-empty-columns');

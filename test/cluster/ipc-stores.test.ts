@@ -186,7 +186,7 @@ describe('presence, lobby and leaderboards shared through the primary', () => {
       5_000,
     );
     expect(await w1.sharedData.online()).toEqual({ total: 6, rooms: 2, byBackend: { b1: 5, b2: 1 } });
-    expect(await w2.sharedData.room('r1')).toEqual({ room: 'r1', backend: 'b1', sockets: 5, since: new Date(since - 1_000).toISOString(), meta: null, pinned: false });
+    expect(await w2.sharedData.room('r1')).toEqual({ room: 'r1', backend: 'b1', sockets: 5, since: new Date(since - 1_000).toISOString(), meta: null, pinned: false, listed: false });
     const page = await w1.sharedData.lobby({ sort: 'sockets', order: 'desc', offset: 0, limit: 10 });
     expect(page.rooms.map((r) => [r.room, r.sockets])).toEqual([
       ['r1', 5],
@@ -206,6 +206,10 @@ describe('presence, lobby and leaderboards shared through the primary', () => {
     const w2 = worker(host, 'w2');
     await w1.sharedData.setMeta('r9', { title: 'Blue', capacity: 4 }, true);
     expect((await w2.sharedData.room('r9'))?.meta).toEqual({ title: 'Blue', capacity: 4 });
+    // The listed flag crosses the IPC both ways (default true; false kept).
+    expect(await w2.sharedData.room('r9')).toMatchObject({ listed: true });
+    await w1.sharedData.setMeta('r8', { title: 'Quiet' }, true, false);
+    expect(await w2.sharedData.room('r8')).toMatchObject({ meta: { title: 'Quiet' }, listed: false });
     expect(await w1.sharedData.score('weekly', 'ana', 5, 'incr')).toBe(5);
     expect(await w2.sharedData.score('weekly', 'ana', 2, 'incr')).toBe(7);
     expect(await w2.sharedData.score('weekly', 'bo', 9, 'max')).toBe(9);

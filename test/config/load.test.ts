@@ -87,6 +87,12 @@ describe('configuration', () => {
       'room.pattern: got "(["; expected a regular expression (JavaScript syntax) that compiles; this one does not: unterminated character class',
     ]);
     expect(problems(() => loadConfig({ env: {}, file: writeConfig({ room: { pagePaths: ['/game/x{room}/'] } }) }))[0]).toMatch(/whole segment/);
+    // api.listRooms takes globs: a regular expression is refused, with the glob to write instead.
+    expect(problems(() => loadConfig({ env: {}, file: writeConfig({ api: { listRooms: ['public-*', '^public-.*$'] } }) }))).toEqual([
+      'api.listRooms.1: got "^public-.*$"; expected a glob such as "public-*", where only * is special, not a regular expression: "^" is not allowed here (for ^public-.*$ write public-*)',
+    ]);
+    expect(problems(() => loadConfig({ env: {}, file: writeConfig({ api: { listRooms: [''] } }) }))[0]).toMatch(/^api\.listRooms\.0: .*glob such as "public-\*"/);
+    expect(loadConfig({ env: { ROOMGATE_API_LIST_ROOMS: 'public-*,lobby.*' } }).api).toMatchObject({ listRooms: ['public-*', 'lobby.*'], publicReads: true });
     expect(problems(() => loadConfig({ env: { ROOMGATE_PORT: 'eighty' } }))).toEqual(['listen.port: got "eighty" (from ROOMGATE_PORT); expected a whole number from 0 to 65535']);
   });
 

@@ -67,7 +67,7 @@ const TEXTS = [
   '', ' ', 'x', 'has space', '/', '//', 'static', '/static', '/a//b/', '/a/../b/', '/_roomgate/x/', '/st atic/', '([', '*.example.com',
   'http://', 'https://a:1', 'http://a:1/path', 'ftp://x', 'http://x', 'redis://', 'a:99999', 'a:0', 'host', '10.0.0.0/33', '999.1.1.1',
   '/game/x{room}/', '/{room}/{room}/', 'x'.repeat(65), 'a_b!', 'short', '-', 'ü', 'a\nb', 'app example', 'roomgate-admin:9090',
-  'TRACE',
+  'TRACE', 'x'.repeat(257),
 ];
 
 interface Case {

@@ -14,9 +14,10 @@ const HOST = { host: '127.0.0.1:9090' };
 let control: ControlPlane;
 let view: FakeView;
 let noToken: ControlPlane;
+let store: MemorySharedDataStore;
 
 beforeAll(async () => {
-  const store = new MemorySharedDataStore('gw-admin', { presenceTtlMs: 60_000 });
+  store = new MemorySharedDataStore('gw-admin', { presenceTtlMs: 60_000 });
   ({ control, view } = makeControl(store, { admin: { token: TOKEN, allowedHosts: ['roomgate-admin'] }, room: { pattern: '^[a-z0-9-]{1,20}$' } }));
   ({ control: noToken } = makeControl(store, { admin: { token: '' } }));
   await Promise.all([control.ready(), noToken.ready()]);
@@ -70,6 +71,33 @@ describe('admin app: before any route', () => {
 });
 
 describe('admin app: reads', () => {
+  it('GET /lobby: every live room, listed or not, with its backend and the online counts per backend (the operator\'s view)', async () => {
+    const since = Date.parse('2030-01-01T00:00:00Z');
+    await store.publishPresence([{ room: 'private-7f3a9c2e', backend: 'b1', sockets: 2, since }, { room: 'chess', backend: 'b2', sockets: 1, since }], 60_000);
+    await store.setMeta('chess', { title: 'Chess' }, false);
+    try {
+      const r = await admin('GET', '/lobby');
+      expect(r.statusCode).toBe(200);
+      expect(r.json()).toMatchObject({
+        rooms: [
+          { room: 'private-7f3a9c2e', backend: 'b1', sockets: 2, listed: false },
+          { room: 'chess', backend: 'b2', sockets: 1, listed: true, meta: { title: 'Chess' } },
+        ],
+        total: 2,
+        online: { total: 3, rooms: 2, byBackend: { b1: 2, b2: 1 } },
+      });
+      expect((await admin('GET', '/lobby?backend=b2')).json().rooms.map((x: { room: string }) => x.room)).toEqual(['chess']);
+      expect((await admin('GET', '/lobby?limit=0')).statusCode).toBe(400);
+      // The public port names neither the private room nor a backend.
+      const pub = await control.publicApp.inject({ method: 'GET', url: '/_roomgate/api/lobby' });
+      expect(pub.json()).toMatchObject({ rooms: [{ room: 'chess' }], total: 1 });
+      expect(pub.body).not.toMatch(/private-7f3a9c2e|"backend"/);
+    } finally {
+      await store.withdrawPresence();
+      await store.deleteMeta('chess');
+    }
+  });
+
   it('GET /status is the gateway snapshot, as indented JSON', async () => {
     const r = await admin('GET', '/status');
     expect(r.statusCode).toBe(200);

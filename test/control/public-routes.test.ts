@@ -48,7 +48,9 @@ describe('the lobby pages', () => {
   let cp: ControlPlane;
   beforeAll(async () => {
     cp = await plane({ room: { pagePaths: ['/play/{room}/'] } });
-    await store.publishPresence([{ room: 'lobby-room', backend: 'b1', sockets: 2, since: Date.now() }], 60_000);
+    await store.publishPresence([{ room: 'lobby-room', backend: 'b1', sockets: 2, since: Date.now() }, { room: 'private-7f3a9c2e', backend: 'b1', sockets: 1, since: Date.now() }], 60_000);
+    // Listed by its metadata (the app's choice); the other room is nobody's business.
+    await store.setMeta('lobby-room', { title: 'Lobby room' }, false);
   });
 
   it('the lobby: HTML with the hardening headers and its rooms; HEAD without a body; other methods 405', async () => {
@@ -63,6 +65,7 @@ describe('the lobby pages', () => {
     });
     expect(r.headers['content-security-policy']).toMatch(/^default-src 'none'/);
     expect(r.body).toContain('/play/lobby-room/');
+    expect(r.body).not.toContain('private-7f3a9c2e');
     const head = await cp.publicApp.inject({ method: 'HEAD', url: '/_roomgate/lobby/' });
     expect(head.statusCode).toBe(200);
     expect(head.body).toBe('');

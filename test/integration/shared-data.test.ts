@@ -37,7 +37,8 @@ function gatewayConfig(extra: Record<string, unknown> = {}): Record<string, unkn
   return {
     placement: { heartbeatMs: HEARTBEAT_MS, gatewayTtlMs: GATEWAY_TTL_MS },
     presence: { ttlMs: PRESENCE_TTL_MS },
-    api: { streamIntervalMs: STREAM_INTERVAL_MS, tokens: [TOKEN] },
+    // Every room listed (api.listRooms), so the public lobby can be checked against the witness.
+    api: { streamIntervalMs: STREAM_INTERVAL_MS, tokens: [TOKEN], listRooms: ['*'] },
     // Bursts of test sockets must not meet the upgrade limits.
     admission: { maxInflightUpgrades: 0, upgradesPerSecond: 0 },
     // Wrong tokens are sent on purpose, all from 127.0.0.1: the per-address limit of wrong tokens
@@ -108,6 +109,14 @@ async function call<T = unknown>(gw: { url: string }, method: string, path: stri
   return { status: res.status, headers: res.headers, body: parsed as T, text, ms: performance.now() - started };
 }
 
+/** The admin port's full lobby (every room with its backend, and the online counts per backend). */
+type AdminLobby = LobbyPage & { readonly online: Online };
+async function adminLobby(gw: GatewayProc, query: string): Promise<AdminLobby> {
+  const res = await fetch(`http://127.0.0.1:${gw.adminPort}/lobby${query}`, { signal: AbortSignal.timeout(5_000) });
+  if (res.status !== 200) throw new Error(`admin GET /lobby${query}: ${res.status} ${(await res.text()).slice(0, 300)}`);
+  return (await res.json()) as AdminLobby;
+}
+
 async function ok<T>(gw: { url: string }, method: string, path: string, o: CallOptions = {}): Promise<T> {
   const r = await call<T>(gw, method, path, o);
   if (r.status !== 200) throw new Error(`${method} ${path}: ${r.status} ${r.text.slice(0, 300)}`);
@@ -145,12 +154,14 @@ async function checkUnicodeTies(gws: readonly GatewayProc[], board: string): Pro
 }
 
 /** Every lobby room (all pages, sorted by room). */
-async function allLobby(gw: GatewayProc, query = ''): Promise<LobbyRoom[]> {
+/** Every page of the lobby: the public one, or the admin port's (with backends). */
+async function allLobby(gw: GatewayProc, query = '', from: 'public' | 'admin' = 'public'): Promise<LobbyRoom[]> {
   const out: LobbyRoom[] = [];
   let offset: number | null = 0;
   for (let pages = 0; offset !== null; pages++) {
     if (pages > 20) throw new Error('lobby paging did not end');
-    const page: LobbyPage = await ok<LobbyPage>(gw, 'GET', `/lobby?sort=room&limit=500&offset=${offset}${query}`);
+    const q = `?sort=room&limit=500&offset=${offset}${query}`;
+    const page: LobbyPage = from === 'admin' ? await adminLobby(gw, q) : await ok<LobbyPage>(gw, 'GET', `/lobby${q}`);
     out.push(...page.rooms);
     offset = page.nextOffset;
   }
@@ -242,10 +253,15 @@ async function mismatch(gws: readonly GatewayProc[], opts: { prefix?: string } =
       if (on.status !== 200) return `${name}: /online ${on.status} ${on.text.slice(0, 120)}`;
       if (on.body.total !== want.total) return `${name}: /online total ${on.body.total}, expected ${want.total}`;
       if (on.body.rooms !== want.rooms.size) return `${name}: /online rooms ${on.body.rooms}, expected ${want.rooms.size}`;
-      if (!sameCounts(on.body.byBackend, want.byBackend)) {
-        return `${name}: /online byBackend ${JSON.stringify(on.body.byBackend)}, expected ${JSON.stringify(Object.fromEntries(want.byBackend))}`;
+      if ('byBackend' in on.body) return `${name}: the public /online names backends`;
+      const byBackend = (await adminLobby(gw, '?limit=1')).online.byBackend;
+      if (!sameCounts(byBackend, want.byBackend)) {
+        return `${name}: admin /lobby online.byBackend ${JSON.stringify(byBackend)}, expected ${JSON.stringify(Object.fromEntries(want.byBackend))}`;
       }
-      const lobby = await allLobby(gw);
+      const pub = await allLobby(gw);
+      if (pub.some((r) => 'backend' in r)) return `${name}: the public lobby names backends`;
+      const lobby = await allLobby(gw, '', 'admin');
+      if (JSON.stringify(pub.map((r) => [r.room, r.sockets])) !== JSON.stringify(lobby.map((r) => [r.room, r.sockets]))) return `${name}: the public lobby differs from the admin one`;
       if (lobby.length !== want.rooms.size) return `${name}: lobby has ${lobby.length} rooms, expected ${want.rooms.size}`;
       for (const r of lobby) {
         const n = want.rooms.get(r.room);
@@ -417,11 +433,15 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
     // The same page from either gateway (the order is stable: sockets desc, ties by room).
     const [pa, pb] = await Promise.all([ok<LobbyPage>(gwA, 'GET', '/lobby?limit=500'), ok<LobbyPage>(gwB, 'GET', '/lobby?limit=500')]);
     expect(pa.total).toBe(ROOMS);
-    expect(pb.rooms.map((r) => [r.room, r.sockets, r.backend])).toEqual(pa.rooms.map((r) => [r.room, r.sockets, r.backend]));
+    expect(pb.rooms.map((r) => [r.room, r.sockets])).toEqual(pa.rooms.map((r) => [r.room, r.sockets]));
+    const [fa, fb] = await Promise.all([adminLobby(gwA, '?limit=500'), adminLobby(gwB, '?limit=500')]);
+    expect(fb.rooms.map((r) => [r.room, r.sockets, r.backend])).toEqual(fa.rooms.map((r) => [r.room, r.sockets, r.backend]));
     // Each room's since is the same from both (the earliest over the gateways).
     expect(pb.rooms.map((r) => r.since)).toEqual(pa.rooms.map((r) => r.since));
     const one = await ok<LobbyRoom>(gwB, 'GET', '/rooms/r002');
-    expect(one).toMatchObject({ room: 'r002', sockets: 3, backend: roomSocks.get('r002')?.[0]?.backend, meta: null, pinned: false });
+    expect(one).toMatchObject({ room: 'r002', sockets: 3, meta: null, pinned: false });
+    expect(one).not.toHaveProperty('backend');
+    expect((await adminLobby(gwB, '?prefix=r002')).rooms).toMatchObject([{ room: 'r002', backend: roomSocks.get('r002')?.[0]?.backend }]);
   });
 
   it('2. metadata: set on A, seen on B; filter by status, sort and paginate; unpinned goes with the room, pinned stays', async () => {
@@ -468,7 +488,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
     expect((await ok<LobbyPage>(gwB, 'GET', '/lobby?prefix=r00&sort=room&limit=500')).rooms.map((r) => r.room)).toEqual(byRoom.slice(0, 10));
     expect((await ok<LobbyPage>(gwB, 'GET', '/lobby?minSockets=3&limit=500')).total).toBe(baseRooms.filter((_, i) => socketsIn(i) === 3).length);
     const b1Rooms = baseRooms.filter((r) => roomSocks.get(r)?.[0]?.backend === 'b1');
-    expect((await ok<LobbyPage>(gwA, 'GET', '/lobby?backend=b1&sort=room&limit=500')).rooms.map((r) => r.room)).toEqual(b1Rooms);
+    expect((await adminLobby(gwA, '?backend=b1&sort=room&limit=500')).rooms.map((r) => r.room)).toEqual(b1Rooms);
 
     // Paging through a filtered, sorted lobby: pages of 3 add up to the whole list; nextOffset ends with null.
     const full = (await ok<LobbyPage>(gwA, 'GET', '/lobby?status=waiting&sort=sockets&limit=500')).rooms.map((r) => r.room);
@@ -490,7 +510,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
     // Metadata set just before the first socket arrives is kept (for one presence TTL).
     const early = await call<LobbyRoom>(gwA, 'PUT', '/rooms/meta-early/meta', { json: { status: 'open' }, token: TOKEN });
     expect(early.status).toBe(200);
-    expect(early.body).toMatchObject({ room: 'meta-early', sockets: 0, backend: '', meta: { status: 'open' }, pinned: false });
+    expect(early.body).toMatchObject({ room: 'meta-early', sockets: 0, meta: { status: 'open' }, pinned: false });
     const earlySock = await openSock('meta-early', gwB);
     const earlyRoom = await waitFor('meta-early live with its metadata', 3_000, async () => {
       const r = await ok<LobbyRoom>(gwA, 'GET', '/rooms/meta-early');
@@ -523,7 +543,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
     // Pinned: still there, with no sockets and no backend, and out of the lobby (live rooms only).
     for (const gw of [gwA, gwB]) {
       const y = await ok<LobbyRoom>(gw, 'GET', '/rooms/meta-y');
-      expect(y).toMatchObject({ room: 'meta-y', sockets: 0, backend: '', meta: { status: 'waiting', who: 'y' }, pinned: true });
+      expect(y).toMatchObject({ room: 'meta-y', sockets: 0, meta: { status: 'waiting', who: 'y' }, pinned: true });
       expect((await ok<LobbyPage>(gw, 'GET', '/lobby?prefix=meta-')).total).toBe(0);
     }
     // meta-x's metadata was deleted, not hidden: a socket back in the room shows none.
@@ -566,7 +586,8 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
     const full = await sse.next('sse-1 with 3 sockets on B', (e) => mentions(e, (r) => 'sockets' in r && r.sockets === 3), 3_000, from);
     const ev = full.data as RoomsEvent;
     expect(ev.online.total).toBe(expected().total);
-    expect(ev.rooms.find((r) => r.room === 'sse-1')).toMatchObject({ room: 'sse-1', sockets: 3, backend: socks[0]?.backend });
+    expect(ev.rooms.find((r) => r.room === 'sse-1')).toMatchObject({ room: 'sse-1', sockets: 3 });
+    expect(ev.rooms.find((r) => r.room === 'sse-1')).not.toHaveProperty('backend');
     const fullLatency = full.at - joined;
     note(
       `lobby stream (B, sockets opened on A): first event ${(first.at - t0).toFixed(0)} ms after the first socket was requested, ` +
@@ -597,7 +618,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
 
     for (const s of cSocks) model.delete(s);
     const want = expected();
-    const right = (o: Online): boolean => o.total === want.total && o.rooms === want.rooms.size && sameCounts(o.byBackend, want.byBackend);
+    const right = (o: Online): boolean => o.total === want.total && o.rooms === want.rooms.size;
     const watch = async (gw: GatewayProc, t0: number): Promise<number> => {
       let last = '';
       return waitFor(
@@ -1051,7 +1072,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
 
 describe('shared data in memory: one gateway, no Redis', () => {
   it('8. the same API works: online, lobby, metadata, leaderboard, lobby stream', async () => {
-    const gwM = await startGateway({ backends, config: gatewayConfig({ api: { streamIntervalMs: STREAM_INTERVAL_MS } }), env: { ROOMGATE_API_TOKENS: TOKEN } });
+    const gwM = await startGateway({ backends, config: gatewayConfig({ api: { streamIntervalMs: STREAM_INTERVAL_MS, listRooms: ['*'] } }), env: { ROOMGATE_API_TOKENS: TOKEN } });
     names.set(gwM, 'M');
     expect(gwM.logs().find((l) => l.msg === 'listening')?.store).toBe('memory');
     const sse = new SseReader(`${gwM.url}${API}/lobby/stream?prefix=mem-`);
@@ -1072,8 +1093,9 @@ describe('shared data in memory: one gateway, no Redis', () => {
       return o.total === 6 ? o : null;
     });
     expect(online.rooms).toBe(3);
-    expect(sameCounts(online.byBackend, byBackend)).toBe(true);
-    const lobby = await ok<LobbyPage>(gwM, 'GET', '/lobby');
+    expect(sameCounts((await adminLobby(gwM, '')).online.byBackend, byBackend)).toBe(true);
+    const lobby = await adminLobby(gwM, '');
+    expect((await ok<LobbyPage>(gwM, 'GET', '/lobby')).rooms.map((r) => [r.room, r.sockets])).toEqual(lobby.rooms.map((r) => [r.room, r.sockets]));
     expect(lobby.rooms.map((r) => [r.room, r.sockets, r.backend])).toEqual(
       ['mem-a', 'mem-c', 'mem-b'].map((room) => [room, [...mine].filter((s) => s.room === room).length, socks.find((s) => s.room === room)?.backend]),
     );

@@ -48,6 +48,8 @@ function baseConfig(extra: Record<string, unknown>): Record<string, unknown> {
     placement: { boundedLoadFactor: 1.25, heartbeatMs: 200, gatewayTtlMs: 1000, cacheTtlMs: 1000 },
     presence: { ttlMs: 1000 },
     shutdown: { graceMs: 1000 },
+    // Every room listed, so the public per-room read can count a room's sockets.
+    api: { listRooms: ['*'] },
     ...extra,
   };
 }

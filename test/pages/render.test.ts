@@ -6,9 +6,10 @@ import type { AddressInfo } from 'node:net';
 import vm from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { GAME_PAGE_TONES } from '../../examples/demo-backend/server.js';
-import type { LobbyRoom } from '../../src/shared-data/store.js';
+import type { PublicRoom } from '../../src/shared-data/listing.js';
+import { MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
 import { BASE_CSS, CONTRAST_PAIRS, HIDEABLE_COLUMNS, PALETTE, STREAM_CLIENT_JS, cspHash, escapeHtml, hiddenColumns, html, percent, trusted } from '../../src/pages/html.js';
-import { LOBBY_SCRIPT, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
+import { LOBBY_SCRIPT, loadLobby, metaParts, newRoomName, renderLobbyPage, roomHref, roomPathTemplate } from '../../src/pages/lobby-page.js';
 import { STATUS_SCRIPT, cacheSummary, collectStatus, rebalancingLine, renderStatusPage, type StatusView } from '../../src/pages/status-page.js';
 import { StatusStream } from '../../src/control/status-stream.js';
 import { StreamSlots, streamsFull } from '../../src/http/stream-slots.js';
@@ -228,14 +229,14 @@ describe('status page', () => {
 });
 
 describe('lobby page', () => {
-  const room = (name: string, sockets: number, meta: LobbyRoom['meta'] = null): LobbyRoom => ({ room: name, backend: 'b1', sockets, since: new Date(0).toISOString(), meta, pinned: false });
+  const room = (name: string, sockets: number, meta: PublicRoom['meta'] = null): PublicRoom => ({ room: name, sockets, since: new Date(0).toISOString(), meta, pinned: false, listed: true });
 
   it('renders rooms with links, counts, metadata and a leaderboard; escapes user data', () => {
     const page = renderLobbyPage(
       {
         rooms: [room('blue', 2, { title: XSS, status: '"><svg onload=alert(2)>', capacity: 4, tags: ['a', '</script>'] }), room(XSS, 1)],
         total: 2,
-        online: { total: 3, rooms: 2, byBackend: { b1: 3 } },
+        online: { total: 3, rooms: 2 },
         board: 'global',
         scores: [{ member: XSS, score: 10, rank: 1 }],
       },
@@ -257,7 +258,7 @@ describe('lobby page', () => {
 
   it('leaves out the columns no room has a value in, and the leaderboard table while it is empty', () => {
     const opts = { roomPath: '/game/{room}/', apiPrefix: '/_roomgate/api' };
-    const base = { total: 2, online: { total: 2, rooms: 2, byBackend: { b1: 2 } }, board: 'global' };
+    const base = { total: 2, online: { total: 2, rooms: 2 }, board: 'global' };
     const bare = renderLobbyPage({ ...base, rooms: [room('a', 1), room('b', 1, {})], scores: [] }, opts).html;
     expect(bare).toContain('<table id="rooms" class="stack" data-hide="title status details">');
     for (const c of ['title', 'status', 'details']) expect(bare).toContain(`<th scope="col" data-col="${c}">`);
@@ -267,6 +268,35 @@ describe('lobby page', () => {
     expect(some).toContain('<table id="rooms" class="stack" data-hide="title">');
     expect(some).toContain('<table id="board" class="narrow">');
     expect(some).toContain('<p id="no-scores" hidden>');
+  });
+
+  it('lists only listed rooms (metadata or api.listRooms), never a private key or a backend id; the counts take in every room', async () => {
+    const store = new MemorySharedDataStore('gw', { presenceTtlMs: 60_000 });
+    try {
+      const since = Date.now();
+      await store.publishPresence(
+        [
+          { room: 'private-7f3a9c2e', backend: 'backend-secret-1', sockets: 3, since },
+          { room: 'public-1', backend: 'backend-secret-2', sockets: 2, since },
+          { room: 'chess', backend: 'backend-secret-1', sockets: 1, since },
+          { room: 'hidden-meta', backend: 'backend-secret-2', sockets: 1, since },
+        ],
+        60_000,
+      );
+      await store.setMeta('chess', { title: 'Chess' }, false);
+      await store.setMeta('hidden-meta', { title: 'Quiet' }, false, false);
+      const data = await loadLobby(store, { patterns: ['public-*'] }, 'global');
+      expect(data.rooms?.map((r) => r.room)).toEqual(['public-1', 'chess']);
+      expect(data.total).toBe(2);
+      expect(data.online).toEqual({ total: 7, rooms: 4 });
+      const doc = renderLobbyPage(data, { roomPath: '/game/{room}/', apiPrefix: '/_roomgate/api' }).html;
+      expect(doc).toContain('<a href="/game/public-1/">public-1</a>');
+      expect(doc).toContain('<a href="/game/chess/">chess</a>');
+      for (const secret of ['private-7f3a9c2e', 'hidden-meta', 'Quiet', 'backend-secret', 'data-col="backend"']) expect(doc).not.toContain(secret);
+      expect(LOBBY_SCRIPT).not.toContain('backend');
+    } finally {
+      await store.close();
+    }
   });
 
   it('says when the store is unavailable instead of failing', () => {

@@ -283,6 +283,24 @@ describe('RedisSharedDataStore keys and cost', () => {
     server = await startRedis();
   });
 
+  it('the listed flag is stored with the metadata; metadata written before it existed reads as listed', async () => {
+    const s = open(server, { keyPrefix: 'listed:', gatewayId: 'gw' });
+    await s.connect();
+    const a = admin(server);
+    await s.publishPresence([p('old', 'b1', 1), p('priv', 'b1', 2), p('bad', 'b1', 1)], TTL);
+    await s.setMeta('priv', { status: 'open' }, true, false);
+    expect(JSON.parse((await a.get('listed:{rg}:meta:priv')) ?? 'null')).toMatchObject({ pinned: true, listed: false, meta: { status: 'open' } });
+    // As an older roomgate wrote it: no "listed" (the lobby then listed every room).
+    await a.set('listed:{rg}:meta:old', JSON.stringify({ pinned: true, at: T0, meta: { status: 'legacy' } }));
+    await a.set('listed:{rg}:meta:bad', JSON.stringify({ pinned: true, listed: 'yes', at: T0, meta: { status: 'odd' } }));
+    expect(await s.room('old')).toMatchObject({ meta: { status: 'legacy' }, listed: true });
+    expect(await s.room('priv')).toMatchObject({ meta: { status: 'open' }, listed: false });
+    // A flag that is not a boolean: the metadata is malformed, ignored (not listed, no metadata).
+    expect(await s.room('bad')).toMatchObject({ meta: null, listed: false });
+    const listed = await s.lobby({ ...Q, listing: { patterns: [] } });
+    expect(listed.rooms.map((r) => r.room)).toEqual(['old']);
+  });
+
   it('two stores with different key prefixes on one Redis do not see each other', async () => {
     const one = open(server, { keyPrefix: 'app1:', gatewayId: 'gw' });
     const two = open(server, { keyPrefix: 'app2:', gatewayId: 'gw' });

@@ -127,7 +127,7 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
         await b.publishPresence([p('r1', 'b1', 2, T0), p('r3', 'b1', 4, T0 + 5), p('empty', 'b1', 0)], LONG_TTL);
         for (const s of [a, b]) {
           expect(await s.online()).toEqual({ total: 10, rooms: 3, byBackend: { b1: 9, b2: 1 } });
-          expect(await s.room('r1')).toEqual({ room: 'r1', backend: 'b1', sockets: 5, since: iso(T0), meta: null, pinned: false });
+          expect(await s.room('r1')).toEqual({ room: 'r1', backend: 'b1', sockets: 5, since: iso(T0), meta: null, pinned: false, listed: false });
         }
         expect(await a.room('empty')).toBeNull();
         expect(await a.room('nowhere')).toBeNull();
@@ -207,9 +207,9 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
         expect(all.total).toBe(6);
         expect(all.nextOffset).toBeNull();
         expect(names(all.rooms)).toEqual(['chat:1', 'game:1', 'game:2', 'game:4', 'game:3', 'chat:2']);
-        expect(all.rooms[1]).toEqual({ room: 'game:1', backend: 'b1', sockets: 5, since: iso(T0 + 3), meta: { status: 'open', title: 'One' }, pinned: false });
-        expect(all.rooms[4]).toEqual({ room: 'game:3', backend: 'b1', sockets: 2, since: iso(T0 + 1), meta: { status: 'open' }, pinned: true });
-        expect(all.rooms[5]).toEqual({ room: 'chat:2', backend: 'b2', sockets: 1, since: iso(T0 + 4), meta: null, pinned: false });
+        expect(all.rooms[1]).toEqual({ room: 'game:1', backend: 'b1', sockets: 5, since: iso(T0 + 3), meta: { status: 'open', title: 'One' }, pinned: false, listed: true });
+        expect(all.rooms[4]).toEqual({ room: 'game:3', backend: 'b1', sockets: 2, since: iso(T0 + 1), meta: { status: 'open' }, pinned: true, listed: true });
+        expect(all.rooms[5]).toEqual({ room: 'chat:2', backend: 'b2', sockets: 1, since: iso(T0 + 4), meta: null, pinned: false, listed: false });
 
         const pages: string[][] = [];
         let offset: number | null = 0;
@@ -247,6 +247,35 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
         expect((await a.lobby(q({ prefix: 'not-live' }))).total).toBe(0);
       });
 
+      it('the public view (a query with listing) keeps rooms listed by their metadata or a key glob; listed=false keeps one private', async () => {
+        await setupLobby();
+        // Metadata lists game:1, chat:1, game:3 (default listed); game:2's metadata says not listed; game:4 and chat:2 have none.
+        await b.setMeta('game:2', { status: 'full' }, false, false);
+        const pub = async (patterns: string[], extra: Partial<LobbyQuery> = {}): Promise<string[]> => names((await a.lobby(q({ listing: { patterns }, ...extra }))).rooms);
+        expect(await pub([])).toEqual(['chat:1', 'game:1', 'game:3']);
+        // Paging and the total count listed rooms only: nothing says how many private ones there are.
+        expect(await a.lobby(q({ listing: { patterns: [] }, limit: 2 }))).toMatchObject({ total: 3, nextOffset: 2 });
+        expect(await pub(['chat:*'])).toEqual(['chat:1', 'game:1', 'game:3', 'chat:2']);
+        expect(await pub(['*4'])).toEqual(['chat:1', 'game:1', 'game:4', 'game:3']);
+        expect(await pub(['*'])).toEqual(['chat:1', 'game:1', 'game:2', 'game:4', 'game:3', 'chat:2']);
+        // A glob is anchored at both ends and its other characters are literal ("." is a dot, not any character).
+        expect(await pub(['game', 'game:', 'game:.', 'ame:4', '.*'])).toEqual(['chat:1', 'game:1', 'game:3']);
+        // Filters still apply inside the public view; the admin view (no listing) keeps every live room.
+        expect(await pub([], { status: 'full' })).toEqual([]);
+        expect((await a.lobby(q({ status: 'full' }))).total).toBe(1);
+        expect((await a.lobby(q())).total).toBe(6);
+        // The flag is read back with the room, on every gateway.
+        expect(await a.room('game:2')).toMatchObject({ meta: { status: 'full' }, listed: false });
+        expect(await a.room('game:1')).toMatchObject({ listed: true });
+        expect(await a.room('game:4')).toMatchObject({ meta: null, listed: false });
+        // Metadata set again without listed=false lists it; deleted metadata unlists.
+        await a.setMeta('game:2', { status: 'full' }, false);
+        expect(await pub([])).toEqual(['chat:1', 'game:1', 'game:2', 'game:3']);
+        await a.deleteMeta('game:1');
+        expect(await pub([])).toEqual(['chat:1', 'game:2', 'game:3']);
+        await expect(a.lobby(q({ listing: { patterns: 'x' as unknown as string[] } }))).rejects.toThrow(/listing/);
+      });
+
       it('rejects a bad query', async () => {
         await setup();
         for (const bad of [q({ limit: 0 }), q({ limit: 501 }), q({ offset: -1 }), q({ offset: 1.5 }), q({ sort: 'x' as 'room' }), q({ order: 'up' as 'asc' })]) {
@@ -269,6 +298,7 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
           since: iso(T0),
           meta: { status: 'open', nested: { list: [1, 'x', null], ok: true } },
           pinned: false,
+          listed: true,
         });
         await b.setMeta('r', { other: 1 }, true);
         expect(await a.room('r')).toMatchObject({ meta: { other: 1 }, pinned: true });
@@ -304,7 +334,7 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
         expect((await b.lobby(q())).total).toBe(0);
         // Live again: listed with its metadata and the live since.
         await a.publishPresence([p('pin', 'b2', 4, T0 + 1)], TTL);
-        expect(await b.room('pin')).toEqual({ room: 'pin', backend: 'b2', sockets: 4, since: iso(T0 + 1), meta: { status: 'kept' }, pinned: true });
+        expect(await b.room('pin')).toEqual({ room: 'pin', backend: 'b2', sockets: 4, since: iso(T0 + 1), meta: { status: 'kept' }, pinned: true, listed: true });
         expect(names((await b.lobby(q())).rooms)).toEqual(['pin']);
       });
 

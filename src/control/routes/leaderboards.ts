@@ -1,6 +1,7 @@
 // Leaderboards on the public API: GET /_roomgate/api/leaderboards/{board} (a page, highest first),
 // GET .../members/{member} (one member's rank, or with its neighbours) and POST .../scores (token:
-// one score or a batch). A board exists once it has a score.
+// one score or a batch). A board exists once it has a score. The reads need no token and are served
+// only with api.publicReads.
 import { Errors, type HttpError } from '../../http/errors.js';
 import type { Ranked as RankedValue } from '../../shared-data/store.js';
 import { SECURITY, responses, type ApiContext } from '../api-routes.js';
@@ -31,13 +32,54 @@ const boardNotFound = (board: string): HttpError => Errors.notFound(`no leaderbo
 
 /** A fastify plugin, registered with prefix API_PREFIX. */
 export async function leaderboardRoutes(app: ControlApp, o: LeaderboardRoutesOptions): Promise<void> {
-  const { api, call, send, write } = o.api;
+  const { call, send, write } = o.api;
   const rankedAfterWrite = async (board: string, member: string): Promise<RankedValue> => {
     const r = await call((s) => s.member(board, member));
     if (!r) return call(() => Promise.reject(new Error(`score of "${member}" on "${board}" missing right after it was written`)));
     return r;
   };
 
+  if (o.api.publicReads) boardReads(app, o.api);
+
+  app.post(
+    '/leaderboards/:board/scores',
+    {
+      config: write(LIMITS.maxScoreBodyBytes, 'score body'),
+      schema: {
+        tags: ['leaderboards'],
+        operationId: 'postScores',
+        summary: 'Writes one score, or a batch of up to 1000; the board is created by its first score.',
+        description: SCORES_DESCRIPTION,
+        security: SECURITY,
+        params: BoardParams,
+        body: ScoresBody,
+        response: responses(
+          { 200: { description: 'Ranked for one score, ScoreBatchResult for a batch.', schema: Ranked.or(ScoreBatchResult) } },
+          { input: true, write: true, body: true, store: true },
+        ),
+      },
+    },
+    async (req, reply) => {
+      const board = req.params.board;
+      const body = req.body;
+      if ('scores' in body) {
+        const writes = body.scores;
+        // In groups: 1000 concurrent calls on one Redis connection can outlast its command timeout.
+        await inGroups(writes, BATCH_CONCURRENCY, (w) => call((s) => s.score(board, w.member, w.score, w.mode)));
+        const distinct = [...new Set(writes.map((w) => w.member))];
+        const ranked = await inGroups(distinct, BATCH_CONCURRENCY, (m) => rankedAfterWrite(board, m));
+        const byMember = new Map(ranked.map((r) => [r.member, r]));
+        return send(reply, { board, scores: writes.map((w) => byMember.get(w.member) as RankedValue) });
+      }
+      await call((s) => s.score(board, body.member, body.score, body.mode));
+      return send(reply, await rankedAfterWrite(board, body.member));
+    },
+  );
+}
+
+/** The two reads of a board (no token): registered only with api.publicReads. */
+function boardReads(app: ControlApp, ctx: ApiContext): void {
+  const { api, call, send } = ctx;
   app.get(
     '/leaderboards/:board',
     {
@@ -90,41 +132,6 @@ export async function leaderboardRoutes(app: ControlApp, o: LeaderboardRoutesOpt
       const entries = await call((s) => s.around(board, member, around));
       if (!entries.some((e) => e.member === member)) throw missing();
       return send(reply, { board, member, entries });
-    },
-  );
-
-  app.post(
-    '/leaderboards/:board/scores',
-    {
-      config: write(LIMITS.maxScoreBodyBytes, 'score body'),
-      schema: {
-        tags: ['leaderboards'],
-        operationId: 'postScores',
-        summary: 'Writes one score, or a batch of up to 1000; the board is created by its first score.',
-        description: SCORES_DESCRIPTION,
-        security: SECURITY,
-        params: BoardParams,
-        body: ScoresBody,
-        response: responses(
-          { 200: { description: 'Ranked for one score, ScoreBatchResult for a batch.', schema: Ranked.or(ScoreBatchResult) } },
-          { input: true, write: true, body: true, store: true },
-        ),
-      },
-    },
-    async (req, reply) => {
-      const board = req.params.board;
-      const body = req.body;
-      if ('scores' in body) {
-        const writes = body.scores;
-        // In groups: 1000 concurrent calls on one Redis connection can outlast its command timeout.
-        await inGroups(writes, BATCH_CONCURRENCY, (w) => call((s) => s.score(board, w.member, w.score, w.mode)));
-        const distinct = [...new Set(writes.map((w) => w.member))];
-        const ranked = await inGroups(distinct, BATCH_CONCURRENCY, (m) => rankedAfterWrite(board, m));
-        const byMember = new Map(ranked.map((r) => [r.member, r]));
-        return send(reply, { board, scores: writes.map((w) => byMember.get(w.member) as RankedValue) });
-      }
-      await call((s) => s.score(board, body.member, body.score, body.mode));
-      return send(reply, await rankedAfterWrite(board, body.member));
     },
   );
 }

@@ -1,4 +1,6 @@
-// GET /_roomgate/api/online: live sockets summed over every gateway (the shared store's presence).
+// GET /_roomgate/api/online: live sockets summed over every gateway (the shared store's presence),
+// as counts only: no room key, no backend id.
+import { publicOnline } from '../../shared-data/listing.js';
 import { responses, type ApiContext } from '../api-routes.js';
 import { Online } from '../api-schemas.js';
 import type { ControlApp } from '../app.js';
@@ -17,10 +19,10 @@ export async function presenceRoutes(app: ControlApp, o: PresenceRoutesOptions):
       schema: {
         tags: ['presence'],
         operationId: 'getOnline',
-        summary: 'Live sockets: total, rooms with live sockets, sockets per backend.',
+        summary: 'Live sockets in total, and rooms with live sockets (listed or not: counts, no key).',
         response: responses({ 200: { description: 'The counts.', schema: Online } }, { store: true }),
       },
     },
-    async (_req, reply) => send(reply, await call((s) => s.online())),
+    async (_req, reply) => send(reply, publicOnline(await call((s) => s.online()))),
   );
 }

@@ -1,9 +1,11 @@
-// One room on the public API: GET /_roomgate/api/rooms/{room} (live, or known by pinned metadata),
-// and its metadata, PUT and DELETE /_roomgate/api/rooms/{room}/meta (token).
+// A room's metadata on the public API: PUT and DELETE /_roomgate/api/rooms/{room}/meta (token). The
+// metadata also lists the room (unless ?listed=false): the public reads name only listed rooms
+// (src/shared-data/listing.ts); GET /rooms/{room} is a public read, in ./lobby.ts.
 import { Errors } from '../../http/errors.js';
+import { publicRoom } from '../../shared-data/listing.js';
 import type { RoomMeta as RoomMetaValue } from '../../shared-data/store.js';
 import { SECURITY, responses, type ApiContext } from '../api-routes.js';
-import { LobbyRoom, PinnedQuery, RoomMeta } from '../api-schemas.js';
+import { LobbyRoom, MetaQuery, RoomMeta } from '../api-schemas.js';
 import type { ControlApp } from '../app.js';
 
 export interface RoomRoutesOptions {
@@ -17,32 +19,15 @@ const PUT_META_DESCRIPTION = [
   '413. Its `status` field, if a string, is what GET /lobby?status= filters on. Without `pinned`, metadata lives while',
   'the room has live sockets, and for one presence TTL (presence.ttlMs) after it was set or after the room was last',
   'reported live, so it can be set just before the first socket arrives. With `?pinned=true` it stays until deleted',
-  '(GET /rooms/{room} then finds the room even when empty; the lobby lists live rooms only). The answer is the room as',
-  'stored; a room without live sockets has sockets 0, backend "" and since = when the metadata was set.',
+  '(GET /rooms/{room} then finds the room even when empty; the lobby lists live rooms only). Setting metadata lists the',
+  'room: GET /lobby, its stream, GET /rooms/{room} and the lobby page may name it; with `?listed=false` they do not (a',
+  'room whose key matches `api.listRooms` is listed all the same). The answer is the room as stored, without a backend',
+  'id; a room without live sockets has sockets 0 and since = when the metadata was set.',
 ].join(' ');
 
 /** A fastify plugin, registered with prefix API_PREFIX. */
 export async function roomRoutes(app: ControlApp, o: RoomRoutesOptions): Promise<void> {
-  const { api, authorize, call, send, write, RoomParams } = o.api;
-
-  app.get(
-    '/rooms/:room',
-    {
-      config: api(),
-      schema: {
-        tags: ['lobby'],
-        operationId: 'getRoom',
-        summary: 'One room: live (sockets > 0), or known by its metadata only (sockets 0).',
-        params: RoomParams,
-        response: responses({ 200: { description: 'The room.', schema: LobbyRoom } }, { input: true, notFound: true, store: true }),
-      },
-    },
-    async (req, reply) => {
-      const r = await call((s) => s.room(req.params.room));
-      if (!r) throw Errors.notFound('no such room: it has no live sockets and no pinned metadata');
-      return send(reply, r);
-    },
-  );
+  const { api, authorize, call, write, send, RoomParams } = o.api;
 
   app.put(
     '/rooms/:room/meta',
@@ -55,7 +40,7 @@ export async function roomRoutes(app: ControlApp, o: RoomRoutesOptions): Promise
         description: PUT_META_DESCRIPTION,
         security: SECURITY,
         params: RoomParams,
-        querystring: PinnedQuery,
+        querystring: MetaQuery,
         body: RoomMeta,
         response: responses({ 200: { description: 'The room with its new metadata.', schema: LobbyRoom } }, { input: true, write: true, body: true, store: true }),
       },
@@ -64,11 +49,12 @@ export async function roomRoutes(app: ControlApp, o: RoomRoutesOptions): Promise
       const room = req.params.room;
       const meta = req.body as RoomMetaValue;
       const pinned = req.query.pinned ?? false;
+      const listed = req.query.listed ?? true;
       // Unpinned metadata of a room without live sockets is kept for one presence TTL (so it can be
       // set just before the first socket arrives); the store decides, the answer shows the result.
-      await call((s) => s.setMeta(room, meta, pinned));
-      const r = (await call((s) => s.room(room))) ?? { room, backend: '', sockets: 0, since: new Date().toISOString(), meta, pinned };
-      return send(reply, r);
+      await call((s) => s.setMeta(room, meta, pinned, listed));
+      const r = (await call((s) => s.room(room))) ?? { room, backend: '', sockets: 0, since: new Date().toISOString(), meta, pinned, listed };
+      return send(reply, publicRoom(r));
     },
   );
 
