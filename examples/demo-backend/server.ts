@@ -101,6 +101,9 @@ interface Client {
 export const GAME_PAGE_TONES = ['#1d4ed8', '#047857', '#b91c1c', '#6d28d9', '#9a3412', '#0e7490'] as const;
 const GAME_PAGE_TONES_COUNT = GAME_PAGE_TONES.length;
 
+/** The close reason of a room's sockets when a handoff moved the room (with 1012): the page tells a planned move by it. */
+const ROOM_MOVED = 'room moved';
+
 /**
  * The page script is a constant (the ws path comes from the <meta> tag, as in
  * djust), so its CSP hash can be computed once and the page can forbid every
@@ -135,6 +138,8 @@ const PAGE_SCRIPT = `
   // again once the page has mounted the room on its new backend, so no move is lost.
   var pendingMove = null;
   var lastMove = null;
+  // The last close was a handoff's release (1012 "room moved"), not a lost connection.
+  var handedOff = false;
   moveButton.onclick = function () {
     lastMove = { type: 'event', data: { at: Date.now() } };
     if (socket && socket.readyState === 1) socket.send(JSON.stringify(lastMove));
@@ -162,8 +167,11 @@ const PAGE_SCRIPT = `
           // The page and its socket must reach the same process: say so if they did not.
           if (b !== pageBackend) wsBackend.textContent += ' (the page came from ' + pageBackend + ': the room is split)';
         } else if (b !== current) {
-          // The room's backend went away and the gateway placed the room on another one.
-          moved.textContent = 'Moved from backend ' + current + ' to backend ' + b + ' after its connection was lost';
+          // A handoff's release closes the room's sockets with 1012 "room moved" (handoff.ts): a
+          // planned move. Any other close before a new backend: the old one went away.
+          moved.textContent = handedOff
+            ? 'Moved to backend ' + b + ' by a handoff (from backend ' + current + ')'
+            : 'Moved from backend ' + current + ' to backend ' + b + ' after its connection was lost';
           moved.hidden = false;
           headerId.textContent = b;
           header.className = 'backend tone-' + tone(b);
@@ -202,6 +210,7 @@ const PAGE_SCRIPT = `
       }
     };
     ws.onclose = function (ev) {
+      handedOff = ev.code === ${CLOSE_SERVICE_RESTART} && ev.reason === ${JSON.stringify(ROOM_MOVED)};
       moveButton.disabled = true;
       var wait = backoff(failures++);
       status.textContent = 'Disconnected (code ' + ev.code + '); reconnecting in ' + (wait / 1000).toFixed(1) + ' s (attempt ' + failures + ')';
@@ -430,7 +439,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     holds: (room) => live(room) || moves.get(room) !== undefined,
     closeRoom(room, code) {
       // Every socket the gateway counts in the room: mounted there, or routed by it.
-      for (const [ws, client] of clients) if (client.room === room || client.handshakeRoom === room) ws.close(code, 'room moved');
+      for (const [ws, client] of clients) if (client.room === room || client.handshakeRoom === room) ws.close(code, ROOM_MOVED);
     },
     log: (line) => process.stderr.write(`demo-backend ${id}: ${line}\n`),
   });
@@ -550,7 +559,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     if (owner && handoff.fenced(owner.room, owner.epoch)) {
       // The epoch fence: this room was handed off under that epoch; its sockets belong elsewhere now.
       ws.on('error', () => ws.terminate()); // a peer gone mid-close must not crash the process
-      ws.close(CLOSE_SERVICE_RESTART, 'room moved');
+      ws.close(CLOSE_SERVICE_RESTART, ROOM_MOVED);
       return;
     }
     if (owner) noteEpoch(owner.room, owner.epoch);

@@ -73,7 +73,7 @@ export function buildRuntime(config: LoadedConfig, deps: RuntimeDeps): Runtime {
     maxIdleRooms: config.placement.maxIdleRooms,
     onEvicted: (n) => metrics.idleRoomsEvicted.inc({ where: 'cache' }, n),
     recoveryRingMs: config.placement.gatewayTtlMs,
-    onPlaced: (room, from, to, forced, liveMoved) => supervisor.placed(room, from, to, forced, liveMoved),
+    onPlaced: (room, from, to, forced, liveMoved, cause) => supervisor.placed(room, from, to, forced, liveMoved, cause),
     onMovedElsewhere: (room, from, to) => supervisor.movedElsewhere(room, from, to),
     onDegraded: (degraded) => metrics.degraded.set(degraded ? 1 : 0),
   });

@@ -174,6 +174,7 @@ table.narrow{max-width:36rem}
 .chart svg{display:block;width:100%;height:auto;overflow:visible}
 .chart .grid{stroke:${P.grid};stroke-width:1}
 .chart .axis{fill:${P.muted};font:10px ${FONT}}
+.chart .empty{fill:${P.muted};font:11px ${FONT}}
 .chart .line{fill:none;stroke-width:2;stroke-linejoin:round;stroke-linecap:round}
 .chart .dash{stroke-dasharray:5 3}
 .legend{list-style:none;margin:.25rem 0 0;padding:0;display:flex;flex-wrap:wrap;gap:0 1rem;font-size:.9rem}

@@ -4,7 +4,7 @@
 // snapshot from /_roomgate/status/stream (textContent and class names only: never markup).
 import type { BackendEventKind, BackendStateName, HandoffEvent, PushEvent, RebalanceState, RuntimeView } from '../runtime/views.js';
 import type { HistorySnapshot } from '../observability/history.js';
-import { CHART_JS, chartSpecs, renderCharts } from './charts.js';
+import { CHART_JS, chartSpecs, plotWindow, renderCharts } from './charts.js';
 import { STREAM_CLIENT_JS, hiddenColumns, html, percent, renderPage, shortTime, type RenderedPage, type SafeHtml } from './html.js';
 
 export const STATUS_PATH = '/_roomgate/';
@@ -335,6 +335,16 @@ ${s.handoffs.map((h) => handoffRow(h, o.internal))}
 </section>`;
 }
 
+/** The plots over the window the history fills (1 to 15 minutes: a fresh gateway's first minute spans the charts). */
+function plotsSection(s: StatusSnapshot): SafeHtml {
+  const w = plotWindow(s.history);
+  return html`<section aria-labelledby="plots-h">
+<h2 id="plots-h">Last <span id="plots-window">${w.label}</span></h2>
+<p class="muted">One point every ${w.stepS} s, over the shortest of 1, 2, 5, 10 or 15 minutes that holds every sample; sockets through this gateway, rooms on every gateway; added latency is the event-loop delay (what every request waits while roomgate is busy).</p>
+${renderCharts(chartSpecs(s.history, s.cache !== null, w), w)}
+</section>`;
+}
+
 export function renderStatusPage(s: StatusSnapshot, o: StatusOptions, nowMs = Date.now()): RenderedPage {
   const body = html`<a class="skip" href="#backends-h">Skip to backends</a>
 <div class="wrap">
@@ -356,11 +366,7 @@ export function renderStatusPage(s: StatusSnapshot, o: StatusOptions, nowMs = Da
 <p id="live" role="status" class="muted">Static view: reload the page to refresh.</p>
 <p id="announce" class="sr-only" aria-live="polite"></p>
 </section>
-<section aria-labelledby="plots-h">
-<h2 id="plots-h">Last 15 minutes</h2>
-<p class="muted">One point every ${s.history.stepMs / 1000} s; sockets through this gateway, rooms on every gateway; added latency is the event-loop delay (what every request waits while roomgate is busy).</p>
-${renderCharts(chartSpecs(s.history, s.cache !== null))}
-</section>
+${plotsSection(s)}
 <section aria-labelledby="backends-h">
 <h2 id="backends-h">Backends</h2>
 <table id="backends" class="stack">

@@ -212,7 +212,7 @@ export class Handoffs {
     }
     this.stage(r, 'move');
     try {
-      if (!(await this.moved(room, source.id, target.id, placement.epoch, epoch))) {
+      if (!(await this.moved(r, source.id, target.id, placement.epoch, epoch))) {
         return this.rollBack(r, source, placement, "the room's placement changed meanwhile (another gateway moved it)");
       }
     } catch (err) {
@@ -231,9 +231,10 @@ export class Handoffs {
    * The placement CAS to the reserved epoch: true when written (or found written after a store
    * error), false when the room changed meanwhile. Throws a Failure when the store cannot say.
    */
-  private async moved(room: string, from: string, to: string, expected: number, epoch: number): Promise<boolean> {
+  private async moved(r: Run, from: string, to: string, expected: number, epoch: number): Promise<boolean> {
+    const { room, trigger } = r.ev;
     try {
-      return (await this.o.placer.handoffMove(room, from, to, expected, epoch)).ok;
+      return (await this.o.placer.handoffMove(room, from, to, expected, epoch, trigger)).ok;
     } catch {
       // A rejected call may still have been applied (a Redis timeout): read again.
       const now = await this.o.store.get(room).catch(() => undefined);
@@ -272,7 +273,7 @@ export class Handoffs {
       const epoch = await this.o.store.reserveEpoch();
       r.ev = { ...r.ev, epoch };
       this.stage(r, 'move');
-      const ok = await this.moved(room, source.id, target.id, placement.epoch, epoch);
+      const ok = await this.moved(r, source.id, target.id, placement.epoch, epoch);
       this.o.placer.unhold(room);
       const cut = this.o.tunnels.closeRoom(room, target.id);
       if (!ok) return this.finish(r, 'owner-lost', `${why}; another gateway placed the room meanwhile`);

@@ -5,6 +5,7 @@
 import type { Logger } from '../observability/logger.js';
 import { decide, type Decision } from '../placement/decide.js';
 import type { LiveRoom, PlaceResult, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
+import type { MoveCause } from './events.js';
 import type { BackendPool } from './pool.js';
 import { RECENTLY_LIVE_MS, type LiveSockets } from './tunnels.js';
 
@@ -38,7 +39,8 @@ export interface PlacerOptions {
    */
   readonly recoveryRingMs: number;
   /** Called for each placement written (for metrics and the membership-event log). */
-  readonly onPlaced?: (room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean) => void;
+  /** `cause`: set when a room handoff moved it (its own event on the status page, not the backend's last). */
+  readonly onPlaced?: (room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean, cause?: MoveCause) => void;
   /**
    * Another gateway moved a room whose sockets through this gateway were on its old backend (a
    * failover's clients reconnecting through another gateway): for this gateway's event log.
@@ -453,7 +455,7 @@ export class Placer {
    * left for the old owner to close (release) until unhold(room), which the handoff calls after
    * the release or after cutting them itself. Rejects when the store does (the caller reads again).
    */
-  async handoffMove(room: string, from: string, to: string, expectedEpoch: number, epoch: number): Promise<PlaceResult> {
+  async handoffMove(room: string, from: string, to: string, expectedEpoch: number, epoch: number, trigger: MoveCause['trigger']): Promise<PlaceResult> {
     this.placing.add(room);
     this.held.add(room);
     try {
@@ -462,7 +464,7 @@ export class Placer {
       if (result.ok) {
         this.remember(room, result.placement, now, false);
         this.o.pool.noteMove(from, to);
-        this.o.onPlaced?.(room, from, to, false, this.o.tunnels.wasLive(room, from));
+        this.o.onPlaced?.(room, from, to, false, this.o.tunnels.wasLive(room, from), { trigger, to });
       } else if (result.current) this.remember(room, result.current, now, false);
       return result;
     } finally {

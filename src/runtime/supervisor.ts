@@ -7,7 +7,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { BackendAdminState, StoreEvent } from '../placement/store.js';
 import type { SharedDataStore } from '../shared-data/store.js';
-import type { EventLog } from './events.js';
+import type { EventLog, MoveCause } from './events.js';
 import type { Placer } from './placer.js';
 import type { Backend, BackendPool } from './pool.js';
 import type { TunnelRegistry } from './tunnels.js';
@@ -246,11 +246,11 @@ export class Supervisor {
     for (const b of added) this.back(b.id);
   }
 
-  /** A room was placed (new) or moved by this gateway. */
-  placed(room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean): void {
+  /** A room was placed (new) or moved by this gateway; `cause`: by a room handoff. */
+  placed(room: string, from: string | null, to: string, forced: boolean, liveMoved: boolean, cause?: MoveCause): void {
     this.o.metrics.placements.inc({ kind: from === null ? 'new' : forced ? 'forced-move' : 'move' });
     if (from === null) return;
-    this.o.events.moved(from, liveMoved);
+    this.o.events.moved(from, liveMoved, cause, this.now());
     this.o.logger.info({ room, from, to, forced }, 'room placed on another backend');
   }
 

@@ -77,7 +77,7 @@ export interface CacheSnapshot {
   readonly fetching: number;
 }
 
-export type BackendEventKind = 'joined' | 'removed' | 'up' | 'down' | 'draining' | 'maintenance' | 'active' | 'drain-deadline';
+export type BackendEventKind = 'joined' | 'removed' | 'up' | 'down' | 'draining' | 'maintenance' | 'active' | 'drain-deadline' | 'handoff' | 'rebalance';
 
 export interface BackendEventView {
   /** ISO 8601. */

@@ -10,7 +10,7 @@ import type { ControlPlane } from '../../src/control/control-plane.js';
 import { MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
 import { closeBrowsers, launchBrowser, screenshot, watchErrors } from '../support/browser.js';
 import { makeControl, type FakeView } from '../support/control.js';
-import { syntheticHistory } from '../support/history.js';
+import { freshHistory, syntheticHistory } from '../support/history.js';
 import { Client, startBackends, startGateway, stopAll, type GatewayProc } from '../support/processes.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
 
@@ -52,6 +52,16 @@ async function waitLive(page: Page): Promise<void> {
   await expect.poll(() => page.locator('#live').textContent(), { timeout: 10_000 }).toMatch(/^Live:/);
 }
 
+/** Each chart's words over its axes and its x axis's left end, in page order. */
+const wordsOf = (page: Page): Promise<string[]> =>
+  page.evaluate(`Array.from(document.querySelectorAll('figure.chart svg')).map((s) => s.querySelector('[data-axis="start"]').textContent + '|' + s.querySelector('[data-empty]').textContent)`);
+
+/** The same from the server's HTML. */
+async function serverWords(url: string): Promise<string[]> {
+  const body = await (await fetch(url, { signal: AbortSignal.timeout(5_000) })).text();
+  return [...body.matchAll(/data-axis="start">([^<]*)<\/text>[\s\S]*?data-empty="">([^<]*)<\/text>/g)].map((m) => `${m[1]}|${m[2]}`);
+}
+
 describe('the status page plots (15 synthetic minutes)', () => {
   it('draws every chart on the server and redraws the same paths from the stream, with no CSP violation', async () => {
     const page = await browser.newPage();
@@ -74,6 +84,40 @@ describe('the status page plots (15 synthetic minutes)', () => {
     expect(await page.locator('#chart-sockets .legend').textContent()).toMatch(/^b1 \d+b2 –$/);
     expect(errors).toEqual([]);
     await page.close();
+  });
+
+  it('a fresh gateway: the script draws its first minute and the empty states as the server does', async () => {
+    view.historyData = freshHistory(['b1', 'b2']);
+    try {
+      const page = await browser.newPage();
+      const errors = watchErrors(page);
+      await page.setViewportSize({ width: 1280, height: 900 });
+      await page.goto(`${base}/_roomgate/`);
+      await waitLive(page);
+      const fromServer = await serverWords(`${base}/_roomgate/`);
+      expect(fromServer).toEqual([
+        '−1 min|no live sockets since the gateway started',
+        '−1 min|no rooms placed since the gateway started',
+        '−1 min|',
+        '−1 min|no page requests since the gateway started',
+        '−1 min|',
+        '−1 min|',
+        '−1 min|no 5xx answers since the gateway started',
+      ]);
+      // Drawn again by the script from the streamed snapshot: the same words and paths.
+      await page.evaluate('window.sameDocument = true');
+      view.historyData = freshHistory(['b1', 'b2'], Date.now(), 5);
+      await expect.poll(() => page.locator('#plots-window').textContent(), { timeout: 5_000 }).toBe('1 minute');
+      await expect.poll(async () => (await pathsOf(page))[2]?.[0], { timeout: 5_000 }).toBe((await serverPaths(`${base}/_roomgate/`))[2]?.[0]);
+      expect(await page.evaluate('window.sameDocument === true')).toBe(true);
+      expect(await wordsOf(page)).toEqual(await serverWords(`${base}/_roomgate/`));
+      expect(await pathsOf(page)).toEqual(await serverPaths(`${base}/_roomgate/`));
+      await screenshot(page, 'status-plots-fresh-1280');
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      view.historyData = syntheticHistory(['b1', 'b2']);
+    }
   });
 
   it('follows a new snapshot without a reload, and fits 1280 and 390 px (screenshots)', async () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
-import { HandoffTestBackend } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, handoffPairConfig } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, runCli, waitFor, withTimeout } from '../support/processes.js';
 
@@ -26,13 +26,7 @@ beforeAll(async () => {
   b1 = await new HandoffTestBackend('b1', [CALL_SECRET]).start();
   b2 = await new HandoffTestBackend('b2', [CALL_SECRET]).start();
   gw = await startInProcessGateway(dir, b1.url, {
-    backends: [
-      { id: 'b1', url: b1.url },
-      { id: 'b2', url: b2.url },
-    ],
-    health: { path: null },
-    admin: { enabled: true, host: '127.0.0.1', port: 0, token: TOKEN },
-    backendCalls: { secrets: [CALL_SECRET] },
+    ...handoffPairConfig(b1, b2, TOKEN, CALL_SECRET),
     placement: { heartbeatMs: 200 },
     presence: { ttlMs: 1_000 },
   });

@@ -8,10 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { WebSocket } from 'ws';
 import type { LoadedConfig, ResolvedBackend } from '../../src/config/load.js';
 import type { Gateway } from '../../src/gateway.js';
-import { HandoffTestBackend } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, openMountedRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
 
@@ -55,19 +54,8 @@ interface Socket {
 }
 
 /** A room's socket through the gateway, once its backend's `mounted` arrived. */
-async function openRoom(gw: Gateway, room: string): Promise<Socket> {
-  const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/ws/?room=${room}`);
-  closers.push(async () => ws.terminate());
-  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
-  const mounted = await withTimeout(
-    new Promise<{ backend: string }>((resolve, reject) => {
-      ws.once('message', (d) => resolve(JSON.parse(String(d)) as { backend: string }));
-      ws.once('error', reject);
-    }),
-    5_000,
-    `room ${room} mounted`,
-  );
-  return { room, backend: mounted.backend, closed };
+function openRoom(gw: Gateway, room: string): Promise<Socket> {
+  return openMountedRoom(gw.port, room, (ws) => closers.push(async () => ws.terminate()));
 }
 
 async function events(gw: Gateway): Promise<{ rebalance: { enabled: boolean; targets: string[]; moved: number }; recent: { room: string; trigger: string; result: string; to: string }[] }> {

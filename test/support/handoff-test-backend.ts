@@ -192,3 +192,39 @@ export class HandoffTestBackend {
     for (const ws of this.wss.clients) ws.terminate();
   }
 }
+
+/** A room's socket through a gateway's public port, once its backend's `mounted` arrived. */
+export interface MountedSocket {
+  readonly ws: WebSocket;
+  readonly room: string;
+  readonly backend: string;
+  readonly closed: Promise<number>;
+}
+
+export async function openMountedRoom(port: number, room: string, onOpen: (ws: WebSocket) => void = () => undefined): Promise<MountedSocket> {
+  const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/?room=${room}`, { handshakeTimeout: 5_000 });
+  onOpen(ws);
+  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)));
+  let timer: NodeJS.Timeout | undefined;
+  const mounted = await Promise.race([
+    new Promise<{ backend: string }>((resolve, reject) => {
+      ws.once('message', (d) => resolve(JSON.parse(String(d)) as { backend: string }));
+      ws.once('error', reject);
+    }),
+    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`room ${room} not mounted within 5000 ms`)), 5_000))),
+  ]).finally(() => clearTimeout(timer));
+  return { ws, room, backend: mounted.backend, closed };
+}
+
+/** A gateway's configuration in front of two hook-serving backends: admin writes with `token`, signed calls, no health checks. */
+export function handoffPairConfig(b1: HandoffTestBackend, b2: HandoffTestBackend, token: string, secret: string): Record<string, unknown> {
+  return {
+    backends: [
+      { id: 'b1', url: b1.url },
+      { id: 'b2', url: b2.url },
+    ],
+    health: { path: null },
+    admin: { enabled: true, host: '127.0.0.1', port: 0, token },
+    backendCalls: { secrets: [secret] },
+  };
+}

@@ -50,3 +50,21 @@ export function syntheticHistory(ids: readonly string[] = ['b1', 'b2', 'b3'], no
     }),
   };
 }
+
+/**
+ * A gateway started `samples` steps ago with no traffic but one upgrade in its second step: what
+ * a fresh demo's status page plots (rates need two samples, so their first slot is empty).
+ */
+export function freshHistory(ids: readonly string[] = ['b1', 'b2'], nowMs = Date.now(), samples = 4): HistorySnapshot {
+  const last = <T>(f: (k: number) => T | null): (T | null)[] => Array.from({ length: n }, (_, i) => (i < n - samples ? null : f(i - (n - samples))));
+  const rate = (k: number, v = 0): number | null => (k === 0 ? null : v);
+  return {
+    ...emptyHistory(ids, nowMs),
+    upgrades: last((k) => rate(k, k === 1 ? 0.2 : 0)),
+    pages: last((k) => rate(k)),
+    errors: last((k) => rate(k)),
+    lagP50: last(() => 1.1),
+    lagP99: last(() => 3.2),
+    backends: ids.map((id) => ({ id, sockets: last(() => 0), rooms: last(() => 0) })),
+  };
+}

@@ -93,7 +93,8 @@ class LiveConsumer(AsyncWebsocketConsumer):
         else:
             self.mounted = True
             held = state.snapshot(self.room)
-            await self.send_json({"type": "mounted", "room": self.room, "backend": settings.BACKEND_ID, "members": held["sockets"], "moves": held["moves"]})
+            # The backend and epoch the room is held under now: the page's "Served by" follows them after a move.
+            await self.send_json({"type": "mounted", "room": self.room, "backend": settings.BACKEND_ID, "epoch": held["epoch"], "members": held["sockets"], "moves": held["moves"]})
 
     async def event(self, data):
         if not self.mounted:
