@@ -21,7 +21,7 @@ def game(request, room):
     """The room's page; its socket goes to /ws/live/, under the per-tab prefix when the page came under one."""
     prefix = request.headers.get("X-Forwarded-Prefix", "").rstrip("/")
     # roomgate_kit's RoomOwnerMiddleware (asgi.py) noted the room's epoch: None under an older one.
-    owner = request.scope.get("roomgate") or {}
+    owner = getattr(request, "scope", {}).get("roomgate") or {}
     held = state.ROOMS.get(owner["room"]) if owner.get("held") else None
     response = render(request, "rooms/game.html", {
         "room": room,
