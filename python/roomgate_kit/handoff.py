@@ -20,6 +20,7 @@ import base64
 import binascii
 import inspect
 import json
+import logging
 import re
 from collections import OrderedDict
 
@@ -28,6 +29,7 @@ from .fence import SOCKET_ID, close_moved
 from .proofs import verify_call
 from .rooms import REMEMBERED, Room, remember
 
+log = logging.getLogger("roomgate_kit.handoff")
 LEASE_MAX_MS = 600_000
 EPOCH = re.compile(r"[1-9][0-9]{0,15}")  # roomgate's Redis store issues 16-digit epochs (ms x 1000)
 MAX_EPOCH = 2**53 - 1  # past it an epoch is no longer an exact number in roomgate: refused, never rounded
@@ -195,7 +197,8 @@ class HandoffHooks:
                 await applied
         except Exception:
             self.applied.pop(key, None)  # not applied: a retry may try again
-            raise
+            log.exception("handoff %s: apply_messages failed for room %s, socket %s", handoff_id, room, socket_id)
+            return error(500, "the messages could not be applied")
         self._remember(self.applied, key, "applied")
         return NO_CONTENT
 

@@ -239,6 +239,27 @@ def test_the_messages_hook_applies_each_sockets_messages_once_in_order():
     run(scenario())
 
 
+def test_messages_the_app_fails_to_apply_get_a_json_500_and_a_retry_applies_them():
+    app, calls = App(with_messages=True), []
+
+    async def flaky(room, socket_id, messages):
+        calls.append(messages)
+        if len(calls) == 1:
+            raise RuntimeError("database down")
+
+    app.hooks.apply_messages = flaky
+    body = _messages(SOCKET, {"text": "a"})
+
+    async def scenario():
+        first = await app.hooks.call("messages", "POST", signed("handoff-messages", body, id="h-1", room="r", epoch=1, extra={"X-Roomgate-Socket": SOCKET}), body)
+        assert (first.status, json.loads(first.body)) == (500, {"error": "the messages could not be applied"})
+        again = signed("handoff-messages", body, id="h-1", room="r", epoch=1, now=later(), extra={"X-Roomgate-Socket": SOCKET})
+        assert (await app.hooks.call("messages", "POST", again, body)).status == 204
+        assert calls == [["a"], ["a"]]
+
+    run(scenario())
+
+
 def test_remembered_tables_are_bounded():
     app = App()
     app.hooks.remembered = 3
