@@ -11,6 +11,7 @@ missing=()
 /usr/bin/python3 -c 'import django' >/dev/null 2>&1 || missing+=(python3-django)
 /usr/bin/python3 -c 'import channels' >/dev/null 2>&1 || missing+=(python3-django-channels)
 [ -x /usr/bin/daphne ] || missing+=(daphne)
+/usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 

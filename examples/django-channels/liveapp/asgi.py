@@ -14,15 +14,24 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from roomgate_kit.fence import RoomOwnerMiddleware  # noqa: E402
+from roomgate_kit.proofs import default_verifier  # noqa: E402
+
 from rooms.consumers import LiveConsumer  # noqa: E402
 from rooms.roomgate import with_health  # noqa: E402
+from rooms.state import ROOMS  # noqa: E402
+
+default_verifier()  # ROOMGATE_BACKEND_ID and _KEYS read now: a malformed key stops the process here
 
 application = with_health(
-    ProtocolTypeRouter(
-        {
-            "http": django_asgi,
-            # The Origin of a handshake must be one of ALLOWED_HOSTS (roomgate passes it unchanged).
-            "websocket": AllowedHostsOriginValidator(URLRouter([path("ws/live/", LiveConsumer.as_asgi())])),
-        }
+    RoomOwnerMiddleware(  # ROOMGATE: each room's epoch, and the epoch fence (docs/python-kit.md)
+        ProtocolTypeRouter(
+            {
+                "http": django_asgi,
+                # The Origin of a handshake must be one of ALLOWED_HOSTS (roomgate passes it unchanged).
+                "websocket": AllowedHostsOriginValidator(URLRouter([path("ws/live/", LiveConsumer.as_asgi())])),
+            }
+        ),
+        ROOMS,
     )
 )

@@ -5,11 +5,15 @@ Tested with Debian 12's Django 3.2, Channels 4.0 and daphne 4.0 (test/integratio
 the 4.2+ branches are written from Django's documentation and not run by the tests.
 """
 import os
+import sys
 from pathlib import Path
 
 import django
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+# ROOMGATE: roomgate_kit, from this checkout's python/ (the tests run the example from it); a real
+# app installs it instead: pip install ./python (docs/python-kit.md).
+sys.path.insert(0, str(BASE_DIR.parent.parent / "python"))
 
 
 def env_list(name, default):
@@ -28,11 +32,11 @@ CSRF_TRUSTED_ORIGINS = _public if django.VERSION >= (4, 0) else [o.split("://", 
 INSTALLED_APPS = ["django.contrib.staticfiles", "rooms"]
 # Every middleware here can run async (Django's own can): the push receiver is an async view that
 # awaits the room's consumers on their event loop, and a sync-only middleware would make Django
-# hop between threads around it on every request.
+# hop between threads around it on every request. (Each room's epoch is noted by roomgate_kit's
+# ASGI middleware, in asgi.py.)
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "django.middleware.common.CommonMiddleware",
-    "rooms.roomgate.room_owner_middleware",  # ROOMGATE: each room's epoch (docs/ownership.md)
 ]
 ROOT_URLCONF = "liveapp.urls"
 TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]
@@ -60,11 +64,10 @@ else:  # Django 3.2 to 4.1 (STORAGES came in 4.2; STATICFILES_STORAGE is gone in
     STATICFILES_STORAGE = "django.contrib.staticfiles.storage.ManifestStaticFilesStorage"
 
 # ROOMGATE: this backend's own keys, as `roomgate backend-key ID` prints them (never roomgate's call
-# secrets): any of them verifies a push or a handoff call made for this backend (docs/push.md,
-# "Verifying a call"); ROOMGATE_BACKEND_ID is its id in roomgate's backends list, the destination
-# every call names.
-ROOMGATE_BACKEND_KEYS = env_list("ROOMGATE_BACKEND_KEYS", "")
-ROOMGATE_BACKEND_ID = os.environ.get("ROOMGATE_BACKEND_ID") or os.environ.get("BACKEND_ID", "django-1")
+# secrets), are read by roomgate_kit from the environment, not from here: ROOMGATE_BACKEND_ID (its
+# id in roomgate's backends list, the destination every call names) and ROOMGATE_BACKEND_KEYS (or
+# ROOMGATE_BACKEND_KEYS_FILE); any of the keys verifies a push or a handoff call made for this
+# backend (docs/push.md, "Verifying a call").
 # ROOMGATE: who signs the room cookie. "roomgate" (roomgate's cookie.format: roomgate, the
 # default): this app sets nothing. "django": this app sets it with set_signed_cookie(salt=...),
 # and roomgate (cookie.format: django-cookie, cookie.setOnPages: false, this SECRET_KEY in

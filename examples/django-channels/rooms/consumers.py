@@ -2,8 +2,9 @@
 {"type": "connect", ...}; the client then sends {"type": "mount", "url": location.pathname}.
 
 /ws/live/ carries no room in its path: roomgate routes the handshake by the page's room cookie,
-the per-tab prefix (/r/ROOM/ws/live/) or ?room=, and says which room in X-Roomgate-Room. A socket
-is in that room from its handshake on, and pushes to the room reach it (state.push).
+the per-tab prefix (/r/ROOM/ws/live/) or ?room=, and says which room in X-Roomgate-Room.
+roomgate_kit's FencedConsumerMixin reads it (self.room), refuses what the epoch fence refuses, and
+keeps the socket in the room from its handshake on: pushes to the room reach it (state.deliver).
 
 A socket without a room key (no cookie, no prefix, no ?room=) went to roomgate's least-loaded
 backend (room.noRoom), which need not be the room's: mounting a room on it could run the room in
@@ -20,47 +21,31 @@ import secrets
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from . import state
-from .handoff import close_moved
-from .roomgate import client_address, owner_of_scope, scope_headers
+from roomgate_kit.fence import CLOSE_WRONG_ROOM, FencedConsumerMixin, Headers
 
-NO_ROOM_KEY = 4400  # close code: refused mount (no room key, or another room than the handshake's)
+from . import state
+from .roomgate import client_address
+
 GAME_URL = re.compile(r"/game/([^/?#]+)/")
 ROOM_MOVING = {"type": "error", "error": "room-moving", "retry": True, "message": "the room is moving to another server: send it again after the reconnect"}
 
 
-class LiveConsumer(AsyncWebsocketConsumer):
-    room = None
+class LiveConsumer(FencedConsumerMixin, AsyncWebsocketConsumer):
+    rooms = state.ROOMS  # roomgate_kit's table: the mixin joins this socket to self.room
     mounted = False
 
     async def connect(self):
-        room, epoch = owner_of_scope(self.scope)
-        if room is not None and state.fenced(room, epoch):
-            # A handoff moved the room away under this epoch: its sockets belong to the new process.
-            await self.accept()
-            await close_moved(self)
-            return
-        if room is not None and state.note_epoch(room, epoch) is None:
-            await self.close()  # routed under an older epoch than the room is held under: refused (403)
-            return
         await self.accept()
-        self.room = room
         self.session_id = secrets.token_hex(12)
-        if room is not None:
-            state.join(room, self)
-        h = scope_headers(self.scope)
+        h = Headers(self.scope.get("headers", []))
         peer = (self.scope.get("client") or [None])[0]
         await self.send_json({
             "type": "connect",
             "session_id": self.session_id,
             "backend": settings.BACKEND_ID,
-            "room": room,
+            "room": self.room,
             "client": client_address(h.get("x-forwarded-for"), peer),
         })
-
-    async def disconnect(self, code):
-        if self.room is not None:
-            state.leave(self.room, self)
 
     async def receive(self, text_data=None, bytes_data=None):
         try:
@@ -84,12 +69,10 @@ class LiveConsumer(AsyncWebsocketConsumer):
         url = msg.get("url") if isinstance(msg.get("url"), str) else ""
         found = GAME_URL.search(url)
         wanted = msg.get("room") if isinstance(msg.get("room"), str) else (found.group(1) if found else None)
-        if self.room is None:
-            await self.send_json({"type": "error", "message": "this socket came without a room key (no room cookie, /r/ROOM/ prefix or ?room=): reload the page"})
-            await self.close(code=NO_ROOM_KEY)
-        elif wanted is not None and wanted != self.room:
-            await self.send_json({"type": "error", "message": f"this socket was routed for room {self.room}, not {wanted}"})
-            await self.close(code=NO_ROOM_KEY)
+        refused = self.mount_refusal(wanted)  # no room key, or another room than the handshake's
+        if refused:
+            await self.send_json({"type": "error", "message": refused})
+            await self.close(code=CLOSE_WRONG_ROOM)  # 4400 once: the page does not reconnect after it
         else:
             self.mounted = True
             held = state.snapshot(self.room)

@@ -1,0 +1,43 @@
+// roomgate_kit, the Python package of python/ (docs/python-kit.md): its pytest suite (python/tests)
+// under Debian's /usr/bin/python3 and python3-pytest, failing on a non-zero exit with pytest's own
+// output; and the proof vectors its tests verify, checked to be what roomgate's signer
+// (src/http/call-proof.ts) computes, so the two languages cannot drift apart.
+// ROOMGATE_WRITE_PROOF_VECTORS=1 writes the vectors file first (after a change of the proof).
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../support/processes.js';
+import { proofVectors } from './proof-vectors.js';
+
+const VECTORS = join(ROOT, 'python/tests/fixtures/call-proofs.json');
+
+function pytest(): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve, reject) => {
+    // -p no:cacheprovider: no .pytest_cache left in the checkout; PYTHONDONTWRITEBYTECODE: no __pycache__.
+    const child = spawn('/usr/bin/python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'python/tests'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, out });
+    });
+  });
+}
+
+describe('roomgate_kit (python/)', () => {
+  it("the proof vectors python/tests uses are what roomgate's signer makes", () => {
+    const made = `${JSON.stringify(proofVectors(), null, 2)}\n`;
+    if (process.env.ROOMGATE_WRITE_PROOF_VECTORS === '1') writeFileSync(VECTORS, made);
+    expect(readFileSync(VECTORS, 'utf8')).toBe(made);
+  });
+
+  it('its pytest suite passes', async () => {
+    const { code, out } = await pytest();
+    expect(code, out).toBe(0);
+    expect(out).toMatch(/\d+ passed/);
+  }, 130_000);
+});
