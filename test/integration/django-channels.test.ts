@@ -131,7 +131,7 @@ describe('docs/django.md against the Channels example under daphne', () => {
       const p = await get(`${gw.url}/game/dj-chess/`);
       return p.status === 200 ? p : undefined;
     });
-    const epoch = Number(/under epoch (\d+)/.exec(page.text)?.[1]);
+    const epoch = Number(/under epoch <span id="epoch">(\d+)<\/span>/.exec(page.text)?.[1]);
     expect(epoch).toBeGreaterThan(0);
     const { c, hello } = await socket(gw, '/ws/live/', { Cookie: roomCookie(page.headers.get('set-cookie')) });
     // djust's shape: the server speaks first, then the client mounts.
