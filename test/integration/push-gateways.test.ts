@@ -43,8 +43,9 @@ beforeAll(async () => {
   redis = await startRedis();
   backends = await startBackends(['pb1', 'pb2', 'pb3']);
   const list = backends.map((b) => `${b.id}=${b.url}`);
-  // TCP health checks every 200 ms: a killed backend is down for both gateways quickly.
-  const config = { push: { tokens: [TOKEN] }, health: { intervalMs: 200, timeoutMs: 150, fall: 1 } };
+  // TCP health checks every 200 ms: a killed backend refuses each at once, so it is down for both
+  // gateways within 3 checks; a live one on a loaded machine is not marked down by one slow check.
+  const config = { push: { tokens: [TOKEN] }, health: { intervalMs: 200, timeoutMs: 200, fall: 3 } };
   [gwA, gwB] = await Promise.all([
     startGateway({ backends: list, config, env: { REDIS_URL: redis.url } }),
     startGateway({ backends: list, config, env: { REDIS_URL: redis.url } }),
