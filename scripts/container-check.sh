@@ -7,6 +7,8 @@
 # PASS/FAIL line per assertion and the timings; exit 1 on any FAIL. Needs root (rootful podman),
 # node and npm (after `npm ci`: the check uses the yaml and ws packages).
 # Everything this run starts is named after ROOMGATE_CHECK_RUN and removed on exit, failure or not.
+# The OCI runtime: runc, or ROOMGATE_CHECK_RUNTIME; a pre-flight container says at once, in one
+# message, when podman cannot start any container on this host.
 # Time box: ROOMGATE_CONTAINER_CHECK_BUDGET_S (default 180) seconds for running the image and the
 # topologies; building roomgate's image (at most 300 s, uncached on a fresh machine) and the base
 # images (first run only, at most 300 s) come on top.
@@ -25,7 +27,16 @@ state=$(mktemp -d /tmp/roomgate-container-check.XXXXXX)
 # Some sandboxes (this CI among them) cannot raise rlimits inside containers: podman's defaults fail
 # with "error setting rlimits". The check's own containers.conf sets limits any machine grants;
 # your podman configuration is left alone (CONTAINERS_CONF applies to this run only).
-printf '[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n' >"$state/containers.conf"
+# CONTAINERS_CONF replaces the machine's configuration, its runtime choice included: podman would
+# fall back to crun, which fails every start on hybrid cgroups ("crun: cgroups in hybrid mode not
+# supported"). So the runtime is chosen here too: runc (local-base-images.sh installs it), or
+# ROOMGATE_CHECK_RUNTIME (a name podman knows or a path).
+runtime=${ROOMGATE_CHECK_RUNTIME:-}
+[ -n "$runtime" ] || ! command -v runc >/dev/null || runtime=runc
+{
+  printf '[containers]\ndefault_ulimits = ["nofile=4096:4096", "nproc=4096:4096"]\n'
+  [ -z "$runtime" ] || printf '[engine]\nruntime = "%s"\n' "$runtime"
+} >"$state/containers.conf"
 export CONTAINERS_CONF="$state/containers.conf"
 export ROOMGATE_CHECK_STATE=$state   # the derived compose files go here too
 
@@ -50,6 +61,10 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+
+# Pre-flight: one container of the stand-in base image, before any topology. A host where podman
+# cannot start any container gets one message naming the cause, not a FAIL per topology.
+bash scripts/container-check/preflight.sh "$run-preflight" "${runtime:-the podman default}"
 
 budget=${ROOMGATE_CONTAINER_CHECK_BUDGET_S:-180}
 # The script keeps its own time box; `timeout` is the backstop should a child process hang. It runs

@@ -3,7 +3,9 @@
 # Debian's python3-django (Django fixtures and live cross-checks of cookie signing), Channels and
 # daphne (python3-django-channels, daphne: examples/django-channels under test, docs/django.md),
 # redis-server (the tests start their own on free ports; Redis >= 6.2) and chromium (the page tests
-# in test/browser drive /usr/bin/chromium headless through playwright-core, which brings no browser).
+# in test/browser drive /usr/bin/chromium headless through playwright-core, which brings no browser),
+# nginx and HAProxy (the benchmark suite's smoke run, test/bench/smoke.test.ts: installed here, once,
+# before any test runs; two of its runs at once each running apt-get failed on the dpkg lock).
 # As root with apt-get, installs what is missing; otherwise says what to install and fails.
 set -euo pipefail
 
@@ -14,6 +16,8 @@ missing=()
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || missing+=(nginx)
+command -v haproxy >/dev/null 2>&1 || [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
 
 if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
 
@@ -21,8 +25,13 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "installing test dependencies: ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null
-  # The package starts a system redis-server on 6379; the tests never use it.
+  # RUNLEVEL=1: Debian's scripts start no service (nginx would take port 80).
+  RUNLEVEL=1 apt-get install -y -qq "${missing[@]}" >/dev/null
+  # A package may still have started its service (redis-server on 6379, nginx on 80, HAProxy):
+  # the tests start their own, so stop those the install started.
+  for svc in nginx haproxy; do
+    case " ${missing[*]} " in *" $svc "*) service "$svc" stop >/dev/null 2>&1 || true ;; esac
+  done
 else
   echo "the test suite needs Debian packages: ${missing[*]}" >&2
   echo "install them with: sudo apt-get install -y ${missing[*]}" >&2

@@ -21,7 +21,7 @@ import { tlsSettings } from './server/tls-config.js';
 import { composeGateway, type GatewayOptions, type GatewayParts } from './compose/gateway-parts.js';
 
 export type { GatewayOptions } from './compose/gateway-parts.js';
-export { signerFor } from './compose/data-plane.js';
+export { signerFor } from './room/signing.js';
 
 export class Gateway {
   readonly id = `${hostname()}-${process.pid}-${randomBytes(3).toString('hex')}`;

@@ -51,29 +51,49 @@ export function adminErrorMessage(body: string): string {
   return text.length > 300 ? `${text.slice(0, 300)}...` : text || '(no body)';
 }
 
+interface Answer {
+  readonly status: number;
+  readonly text: string;
+}
+
+/**
+ * One request with node:http (node:https for an https:// URL), the whole exchange within
+ * TIMEOUT_MS. Not fetch: loading undici costs a CLI call more CPU than everything else it does
+ * (bench/cli-startup.ts). Fails with the reason nothing answered (ECONNREFUSED, ENOTFOUND...).
+ */
+async function send(url: URL, method: string, headers: Record<string, string>, body: string | undefined): Promise<Answer> {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw Object.assign(new Error(`unsupported protocol ${url.protocol}`), { code: undefined });
+  const { request } = url.protocol === 'https:' ? await import('node:https') : await import('node:http');
+  return new Promise<Answer>((resolve, reject) => {
+    const req = request(url, { method, headers: body === undefined ? headers : { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    const timer = setTimeout(() => req.destroy(Object.assign(new Error(`no answer within ${TIMEOUT_MS / 1000} s`), { code: undefined })), TIMEOUT_MS);
+    req.on('close', () => clearTimeout(timer));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
 export async function adminRequest<T>(target: AdminTarget, path: string, init: { method?: 'GET' | 'POST'; token?: string; body?: unknown } = {}): Promise<T> {
   const headers: Record<string, string> = {};
   if (init.token !== undefined) headers.authorization = `Bearer ${init.token}`;
   if (init.body !== undefined) headers['content-type'] = 'application/json';
-  let res: Response;
+  let res: Answer;
   try {
-    res = await fetch(`${target.base}${path}`, {
-      method: init.method ?? 'GET',
-      headers,
-      body: init.body === undefined ? undefined : JSON.stringify(init.body),
-      signal: AbortSignal.timeout(TIMEOUT_MS),
-    });
+    res = await send(new URL(`${target.base}${path}`), init.method ?? 'GET', headers, init.body === undefined ? undefined : JSON.stringify(init.body));
   } catch (err) {
-    const cause = (err as Error).cause as NodeJS.ErrnoException | undefined;
-    const reason = (err as Error).name === 'TimeoutError' ? `no answer within ${TIMEOUT_MS / 1000} s` : (cause?.code ?? cause?.message ?? (err as Error).message);
-    throw new AdminUnreachable(target.base, reason);
+    const e = err as NodeJS.ErrnoException;
+    throw new AdminUnreachable(target.base, e.code ?? e.message);
   }
-  const text = await res.text();
-  if (!res.ok) throw new AdminRefused(res.status, adminErrorMessage(text));
+  if (res.status < 200 || res.status > 299) throw new AdminRefused(res.status, adminErrorMessage(res.text));
   try {
-    return JSON.parse(text) as T;
+    return JSON.parse(res.text) as T;
   } catch {
-    throw new AdminRefused(res.status, `not JSON: ${adminErrorMessage(text)}`);
+    throw new AdminRefused(res.status, `not JSON: ${adminErrorMessage(res.text)}`);
   }
 }
 

@@ -1,5 +1,5 @@
 // `roomgate help`, `roomgate help CMD`, `roomgate CMD --help`: rendered from the commands themselves.
-import { ENV_VARS } from '../config/load.js';
+import { ENV_VARS } from '../config/env-vars.js';
 import type { OptionSpec } from './args.js';
 import type { Command } from './command.js';
 import { HELP } from './options.js';
@@ -45,7 +45,7 @@ export function usage(commands: readonly Command[]): string {
     "Run 'roomgate help COMMAND' (or 'roomgate COMMAND --help') for its options and output.",
     'roomgate --version prints the version.',
     OUTPUT_RULE,
-    `Environment: ${Object.keys(ENV_VARS).join(', ')}, ROOMGATE_ADMIN_URL`,
+    "Environment: each command's help lists the variables it reads.",
     EXIT_CODES,
   ].join('\n');
 }

@@ -2,7 +2,7 @@
 // into one error line, one hint line and the exit code (0 ok, 1 failure while running, 2 bad
 // usage or configuration).
 import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config/load.js';
+import { ConfigError } from '../config/config-error.js';
 import { closest, findCommand, flag, parseCommandLine, UsageError, type OptionSpec } from './args.js';
 import { KEEP_RUNNING, type Command } from './command.js';
 import { backendKey } from './commands/backend-key.js';

@@ -19,7 +19,7 @@ import { readErrorPages, Refuser } from '../proxy/refuser.js';
 import { Router } from '../proxy/router.js';
 import { UpgradeProxy } from '../proxy/upgrade-proxy.js';
 import { createKeyExtractor } from '../room/extract.js';
-import { createRoomSigner, type RoomSigner } from '../room/signing.js';
+import { signerFor, type RoomSigner } from '../room/signing.js';
 import { createRoomValidator } from '../room/validate.js';
 import { withVerifyCache } from '../room/verify-cache.js';
 import { hstsValue } from '../server/tls-config.js';
@@ -52,18 +52,6 @@ export interface DataPlaneDeps {
   readonly runtime: Runtime;
   /** The page cache's clock (tests move it); default Date.now. */
   readonly cacheClock?: () => number;
-}
-
-/** The cookie signer for a configuration; null when the cookie is a plain room key. */
-export function signerFor(config: LoadedConfig, secrets: readonly string[]): RoomSigner | null {
-  if (!config.cookie.signed) return null;
-  return createRoomSigner({
-    secrets,
-    format: config.cookie.format,
-    cookieName: config.cookie.name,
-    salt: config.cookie.salt,
-    maxAgeS: config.cookie.maxAgeS,
-  });
 }
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {

@@ -18,6 +18,7 @@
  */
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
+import type { LoadedConfig } from '../config/load.js';
 import { sha256 } from '../http/digest.js';
 
 export type CookieFormat = 'roomgate' | 'django-signer' | 'django-cookie';
@@ -227,4 +228,16 @@ function decodeBase62(s: string): number {
   let n = 0;
   for (const ch of s) n = n * 62 + BASE62_ALPHABET.indexOf(ch);
   return n;
+}
+
+/** The cookie signer for a configuration; null when the cookie is a plain room key. */
+export function signerFor(config: LoadedConfig, secrets: readonly string[]): RoomSigner | null {
+  if (!config.cookie.signed) return null;
+  return createRoomSigner({
+    secrets,
+    format: config.cookie.format,
+    cookieName: config.cookie.name,
+    salt: config.cookie.salt,
+    maxAgeS: config.cookie.maxAgeS,
+  });
 }

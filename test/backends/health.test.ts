@@ -22,7 +22,9 @@ afterAll(stopAll);
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-const FAST: HealthOptions = { path: '/healthz', intervalMs: 80, timeoutMs: 1_000, rise: 2, fall: 3 };
+// timeoutMs: a check that should pass must not fail on a busy machine (one timed out at 1.1 s on
+// 2 loaded cores); the tests of a timeout set their own short one.
+const FAST: HealthOptions = { path: '/healthz', intervalMs: 80, timeoutMs: 10_000, rise: 2, fall: 3 };
 
 interface Harness {
   checker: HealthChecker;
@@ -196,7 +198,7 @@ describe('HealthChecker HTTP checks (in-test servers)', () => {
     const slow = await httpServer((_req, res) => {
       setTimeout(() => res.end('ok'), 250);
     });
-    const h = checker({ intervalMs: 50, timeoutMs: 2_000 });
+    const h = checker({ intervalMs: 50, timeoutMs: 10_000 });
     h.checker.setTargets([target('slow', slow.port)]);
     await waitFor('3 checks', 5_000, () => h.checker.history('slow').length >= 3);
     for (const r of h.checker.history('slow')) {

@@ -1,11 +1,11 @@
 // Smoke run of the benchmark suite (bench/suite/): one tiny round of the game workload through
 // every target. It checks the suite works end to end (processes, configs, load generator, report),
 // not any figure: the figures of so short a run mean nothing.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../support/processes.js';
 
 const RUN = join(ROOT, 'dist/bench/suite/run.js');
@@ -15,8 +15,16 @@ function installed(cmd: string): boolean {
   return ['/usr/sbin', '/usr/bin', '/sbin', '/bin', ...(process.env.PATH ?? '').split(':')].some((d) => d && existsSync(join(d, cmd)));
 }
 
-// As root the suite installs nginx and HAProxy itself (apt-get); otherwise they must be there.
+// `npm test` installs nginx and HAProxy before any test runs (scripts/ensure-test-deps.sh). Run
+// alone as root, this file installs them once, before its two runs (at once, each would run
+// apt-get, and the second fails on the dpkg lock); not root and missing: skipped.
 const canRun = process.getuid?.() === 0 || (installed('nginx') && installed('haproxy'));
+
+function ensureProxies(): void {
+  if (installed('nginx') && installed('haproxy')) return;
+  const r = spawnSync('bash', [join(ROOT, 'scripts/ensure-test-deps.sh')], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  expect(r.status, `scripts/ensure-test-deps.sh failed:\n${r.stderr}`).toBe(0);
+}
 
 /** One tiny round of the game workload; checks a row per target with frames and no split. */
 async function smoke(out: string, targets: readonly string[], extra: readonly string[]): Promise<string> {
@@ -52,6 +60,10 @@ async function smoke(out: string, targets: readonly string[], extra: readonly st
 // on their timed rounds, so they overlap.
 describe.concurrent('bench suite smoke run', () => {
   const out = mkdtempSync(join(tmpdir(), 'roomgate-bench-smoke-'));
+  // Once, before both runs start.
+  beforeAll(() => {
+    if (canRun) ensureProxies();
+  }, 600_000);
   afterAll(() => rmSync(out, { recursive: true, force: true }));
 
   it.skipIf(!canRun)('reports every target, with no room split', async () => {

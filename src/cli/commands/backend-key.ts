@@ -2,15 +2,8 @@
 // handoff hooks), derived from the call secrets (src/http/call-proof.ts). A backend is given only
 // its own keys, never the call secrets: it can then check calls made for it and sign none for
 // another backend.
-import { backendKeys, keyIdOf } from '../../http/call-proof.js';
-import { flag, UsageError } from '../args.js';
 import type { Command } from '../command.js';
-import { configSource, loadFrom } from '../config.js';
 import { CONFIG, JSON_OUT } from '../options.js';
-import { print, printJson, say } from '../output.js';
-
-/** What a backend id may hold: a line of the proof, so no control character (a header's rule). */
-const ID = /^[\x21-\x7e]{1,200}$/;
 
 export const backendKey: Command = {
   name: 'backend-key',
@@ -30,20 +23,6 @@ roomgate (calls are signed with both), hand each backend its new set, then remov
   options: [CONFIG, JSON_OUT],
   env: ['ROOMGATE_CONFIG', 'ROOMGATE_CALL_SECRETS', 'ROOMGATE_BACKENDS'],
   example: { line: 'ROOMGATE_CALL_SECRETS=0123456789abcdef0123456789abcdef backend-key demo-1', output: 'ROOMGATE_BACKEND_ID=demo-1\nROOMGATE_BACKEND_KEYS=rgk1.<id>.<key>' },
-  async run({ values, positionals }) {
-    const id = positionals[0] as string;
-    const hint = 'see: roomgate backend-key --help';
-    if (!ID.test(id)) throw new UsageError(`backend id ${JSON.stringify(id)}: expected the id roomgate gives the backend (printable characters, no spaces)`, hint);
-    const config = loadFrom(configSource(values));
-    const secrets = config.backendCalls.secrets;
-    if (secrets.length === 0) throw new UsageError('no call secret configured: set ROOMGATE_CALL_SECRETS (or backendCalls.secrets) to the secrets the gateways sign with', hint);
-    const configured = config.backends.map((b) => b.id);
-    if (configured.length > 0 && !configured.includes(id)) {
-      say(`note: ${id} is not among the configured backends (${configured.join(', ')}): the keys verify only calls made for a backend named ${id}`);
-    }
-    const keys = backendKeys(secrets, id);
-    if (flag(values, 'json')) printJson({ backend: id, keys: keys.map((key, i) => ({ keyId: keyIdOf(secrets[i] as string), key })) });
-    else print(`ROOMGATE_BACKEND_ID=${id}\nROOMGATE_BACKEND_KEYS=${keys.join(',')}`);
-    return 0;
-  },
+  // What it runs loads the configuration's schema: imported when backend-key runs.
+  run: async (p) => (await import('./backend-key-run.js')).runBackendKey(p),
 };

@@ -1,86 +1,8 @@
 // roomgate start: run the gateway (one process, or a primary and N workers); with no backends and
 // no discovery configured, the demo: demo backends of its own, and a banner saying what to open.
-import { parseBalance, parseWorkers, type Balance } from '../../cluster/count.js';
-import { runPrimary } from '../../cluster/primary.js';
-import { isClusterWorker, runWorker } from '../../cluster/worker.js';
-import { ENV_VARS, type LoadedConfig } from '../../config/load.js';
-import { DemoBackends, isDemo } from '../../demo/demo-mode.js';
-import { Gateway } from '../../gateway.js';
-import { onStopSignals } from '../../lifecycle/signals.js';
-import { createLogger } from '../../observability/logger.js';
-import { flag, str, UsageError, type Values } from '../args.js';
-import { KEEP_RUNNING, type Command } from '../command.js';
-import { loadChecked } from '../checked-config.js';
-import { configSource, loadFrom, type ConfigSource } from '../config.js';
+import { ENV_VARS } from '../../config/env-vars.js';
+import type { Command } from '../command.js';
 import { BACKEND, BALANCE, CONFIG, HOST, JSON_OUT, PORT, WORKERS } from '../options.js';
-import { showDemoBanner } from '../demo-banner.js';
-
-/** The option if given, else its environment variable; a bad value is a usage error naming its source. */
-function optionOrEnv<T>(values: Values, name: string, env: string, parse: (value: string | undefined, source: string) => T): T {
-  const given = str(values, name);
-  try {
-    return given !== undefined ? parse(given, `--${name}`) : parse(process.env[env], env);
-  } catch (err) {
-    throw new UsageError((err as Error).message, 'see: roomgate start --help');
-  }
-}
-
-/** One process: the gateway (and the demo backends), until a signal. */
-async function startOne(config: LoadedConfig, source: ConfigSource, json: boolean): Promise<void> {
-  const logger = createLogger(config.log.level);
-  const demo = isDemo(config) ? new DemoBackends(config, logger, source) : null;
-  let gateway: Gateway | null = null;
-  // A signal during start-up is held until start-up ends (every step of it has a timeout), then
-  // acted on: dying half-way would orphan the demo backends already started.
-  const signals = onStopSignals({
-    onSignal: (signal, n) => {
-      if (n === 1 && gateway === null) logger.warn({ signal }, 'signal during start-up: stopping once start-up has finished');
-    },
-    graceful: (signal) => {
-      logger.info({ signal }, 'shutdown requested');
-      (gateway?.stop() ?? Promise.resolve())
-        .then(() => demo?.stop())
-        .then(
-          () => {
-            logger.flush();
-            process.exit(0);
-          },
-          (err: Error) => {
-            logger.error({ err: err.message }, 'shutdown failed');
-            process.exit(1);
-          },
-        );
-    },
-    immediate: (signal) => {
-      logger.warn({ signal }, 'second signal: exiting now');
-      demo?.killNow();
-    },
-  });
-  if (demo) {
-    await demo.start();
-    config = demo.configFor(config);
-  }
-  const gw = new Gateway(config, { logger });
-  try {
-    await gw.start();
-  } catch (err) {
-    signals.dispose();
-    await demo?.stop();
-    throw err;
-  }
-  gateway = gw;
-  if (demo) showDemoBanner(demo, config, { port: gw.port, adminPort: gw.adminPort }, source, json);
-  signals.ready();
-  // SIGHUP: re-read the configuration; the backend list is applied without dropping a socket.
-  process.on('SIGHUP', () => {
-    try {
-      const next = loadFrom(source);
-      gw.reload(demo ? demo.configFor(next) : next);
-    } catch (err) {
-      logger.error({ err: (err as Error).message }, 'reload refused: the running configuration stays');
-    }
-  });
-}
 
 export const start: Command = {
   name: 'start',
@@ -93,8 +15,8 @@ the configuration. Logs are JSON lines on stdout.
 With no backends and no discovery configured, it runs the demo: 3 demo backends of its own, on
 127.0.0.1 unless a host is given (--host, ROOMGATE_HOST or listen.host), and prints a banner on
 stderr: the pages to open, the tokens and how to use them. With no configuration file, a cookie
-secret, an admin token and an API token are generated for the run (those not in the
-environment) and printed in the banner, once. --json: the banner as one JSON line on stdout.`,
+secret, an admin token, an API token and a push token are generated for the run (those not in
+the environment) and printed in the banner, once. --json: the banner as one JSON line on stdout.`,
   options: [CONFIG, BACKEND, PORT, HOST, WORKERS, BALANCE, JSON_OUT],
   env: Object.keys(ENV_VARS),
   example: {
@@ -105,35 +27,6 @@ environment) and printed in the banner, once. --json: the banner as one JSON lin
 ...
 Kill a backend (kill PID) to watch its rooms reconnect to another. Ctrl-C stops everything.`,
   },
-  async run({ values }) {
-    // A worker of `start --workers N` (forked by the primary, same arguments) runs the
-    // configuration the primary sends it.
-    if (isClusterWorker()) {
-      await runWorker();
-      return KEEP_RUNNING;
-    }
-    const workers = optionOrEnv(values, 'workers', 'ROOMGATE_WORKERS', (v, src) => parseWorkers(v, src));
-    // Checked with one process too: a typo is an error, not a setting that waits for --workers.
-    const balance: Balance = optionOrEnv(values, 'balance', 'ROOMGATE_BALANCE', (v, src) => parseBalance(v, src));
-    const source = configSource(values);
-    // Every problem at once, certificate files included, before anything starts (exit 2).
-    const config = loadChecked(source);
-    const json = flag(values, 'json');
-    if (workers === 1) {
-      await startOne(config, source, json);
-      return KEEP_RUNNING;
-    }
-    const demo = isDemo(config) ? new DemoBackends(config, createLogger(config.log.level).child({ role: 'primary' }), source) : undefined;
-    const running = demo ? demo.configFor(config) : config;
-    await runPrimary(running, {
-      workers,
-      balance,
-      sidecars: demo,
-      reloadConfig: () => loadFrom(source),
-      onListening: ({ port, adminPort }) => {
-        if (demo) showDemoBanner(demo, running, { port, adminPort }, source, json);
-      },
-    });
-    return KEEP_RUNNING;
-  },
+  // What it runs loads the gateway: imported when start runs, not for another command or --help.
+  run: async (p) => (await import('./start-run.js')).runStart(p),
 };

@@ -1,44 +1,12 @@
 // roomgate where ROOM...: where each room IS on the running gateway, and why (GET /rooms/ROOM on
 // its admin API). With no gateway answering, --offline or --backend: the ring owner a NEW room
 // would get, said as such (a live room may be elsewhere: bounded loads, moves, failovers).
-import type { LoadedConfig } from '../../config/load.js';
-import { withDemoBackends } from '../../demo/demo-mode.js';
-import { decide } from '../../placement/decide.js';
-import { buildRing } from '../../placement/ring.js';
-import { createRoomValidator } from '../../room/validate.js';
 import { AdminRefused, AdminUnreachable, adminRequest, adminTarget, reportAdminError, type AdminTarget } from '../admin-client.js';
 import { flag, list } from '../args.js';
 import type { Command } from '../command.js';
-import { configSource, loadFrom, type ConfigSource } from '../config.js';
 import { ADMIN, BACKEND, CONFIG, JSON_OUT, OFFLINE } from '../options.js';
 import { formatFor, print, printJson, renderRows, say, type Cell } from '../output.js';
-import { CONFIG_ENV } from '../help.js';
-import { invalidRoomMessage } from '../rooms.js';
-
-/** Where a room is (source "gateway") or would go as a new room (source "ring"). */
-export interface Placed {
-  readonly room: string;
-  readonly backend: string | null;
-  readonly url: string | null;
-  /** decide()'s reason: sticky, sticky-live, ring, ring-skip, bounded-skip, no-backend, room-busy. */
-  readonly reason: string;
-  /** The room's placement in the store ({backend, epoch}), null if it has none (or offline). */
-  readonly placement: { readonly backend: string; readonly epoch: number } | null;
-  /** The room's next request would write a placement (it has none, or it must move). */
-  readonly wouldPlace: boolean;
-  /** This gateway's live sockets of the room (null offline). */
-  readonly socketsHere: number | null;
-  readonly source: 'gateway' | 'ring';
-}
-
-interface Failed {
-  readonly room: string;
-  readonly error: string;
-  /** 2: the key is invalid; 1: the gateway failed to answer. */
-  readonly code: 1 | 2;
-}
-
-type Row = Placed | Failed;
+import type { Failed, Placed, Row } from './where-ring.js';
 
 const CONCURRENCY = 8;
 
@@ -89,21 +57,6 @@ async function askGateway(target: AdminTarget, rooms: readonly string[]): Promis
     }
   });
   return { rows };
-}
-
-/** The ring owner a new room would get, every backend up and no load (what `start` would do first). */
-function ringOwners(config: LoadedConfig, rooms: readonly string[]): Row[] {
-  const c = withDemoBackends(config);
-  const ring = buildRing(c.backends.map((b) => ({ id: b.id, weight: b.weight })));
-  const valid = createRoomValidator(c.room.pattern);
-  const backends = c.backends.map((b) => ({ id: b.id, routable: true, acceptsNew: b.weight > 0, gone: false, removed: false, checksDownOnly: false, weight: b.weight, load: 0, busy: 0 }));
-  return rooms.map((room): Row => {
-    if (!valid(room)) return { room, error: invalidRoomMessage(c.room.pattern), code: 2 };
-    const d = decide(room, { ring, backends, placement: null, liveOnPlacement: false, onDown: c.health.onDown, noRoom: 'reject', boundFactor: 0, tieBreak: 0, retryAfterS: 1 });
-    if (!('route' in d)) return { room, error: 'no backend available', code: 1 };
-    const url = c.backends.find((b) => b.id === d.route)?.url ?? null;
-    return { room, backend: d.route, url, reason: d.reason, placement: null, wouldPlace: true, socketsHere: null, source: 'ring' };
-  });
 }
 
 const ON_RING: Readonly<Record<string, string>> = {
@@ -157,18 +110,20 @@ In a pipe: ROOM BACKEND URL REASON EPOCH SOCKETS_HERE, tab-separated ("-" when u
 ROOM<TAB>error: MESSAGE. --json: [{"room", "backend", "url", "reason", "placement": {"backend",
 "epoch"} | null, "wouldPlace", "socketsHere", "source": "gateway" | "ring"} | {"room", "error"}].`,
   options: [ADMIN, OFFLINE, CONFIG, BACKEND, JSON_OUT],
-  env: ['ROOMGATE_ADMIN_URL', ...CONFIG_ENV],
+  // The ring's answer uses the backends (the demo's when none: their base port) from the configuration.
+  env: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_CONFIG', 'ROOMGATE_BACKENDS', 'ROOMGATE_DEMO_BASE_PORT'],
   example: {
     line: 'where chess',
     output: `ROOM   BACKEND  EPOCH  SOCKETS HERE  WHY
 chess  demo-3   -      0             not placed yet: its first request places it here (the ring owner)`,
   },
   async run({ values, positionals: rooms }) {
-    const source: ConfigSource = configSource(values);
+    // The configuration, and with it the schema and the ring, is loaded only when the ring answers.
+    const ringOwners = async (): Promise<Row[]> => (await import('./where-ring.js')).ringOwners(values, rooms);
     let rows: Row[];
     const offlineReason = flag(values, 'offline') ? '--offline' : list(values, 'backend') ? '--backend given' : null;
     if (offlineReason) {
-      rows = ringOwners(loadFrom(source), rooms);
+      rows = await ringOwners();
       say(`note: ${offlineReason}: the ring owner a NEW room would get (every backend up); a live room may be elsewhere`);
     } else {
       const target = adminTarget(values);
@@ -180,7 +135,7 @@ chess  demo-3   -      0             not placed yet: its first request places it
       }
       if ('rows' in asked) rows = asked.rows;
       else {
-        rows = ringOwners(loadFrom(source), rooms);
+        rows = await ringOwners();
         const e = asked.unreachable;
         say(`note: no gateway answered at ${e.base} (${e.reason}): this is the ring owner a NEW room would get; a live room may be elsewhere (--admin URL asks a gateway)`);
       }
