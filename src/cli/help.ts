@@ -11,6 +11,9 @@ export const EXIT_CODES = 'Exit codes: 0 ok (also when a pipe closes early), 1 f
 const ENV_TEXT: Readonly<Record<string, string>> = {
   ...Object.fromEntries(Object.entries(ENV_VARS).map(([name, v]) => [name, v.key ? `${v.text} (${v.key})` : v.text])),
   ROOMGATE_ADMIN_URL: `the running gateway's admin API, when --admin is not given`,
+  // What a backend holds (roomgate backend-key ID prints both), read by check-backend.
+  ROOMGATE_BACKEND_ID: "the backend's id in roomgate, when --id is not given",
+  ROOMGATE_BACKEND_KEYS: "the backend's own keys, comma-separated, as roomgate backend-key prints them",
 };
 
 /** The variables a command that loads the configuration reads (start reads ROOMGATE_WORKERS and ROOMGATE_BALANCE too). */

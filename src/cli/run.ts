@@ -6,6 +6,7 @@ import { ConfigError } from '../config/config-error.js';
 import { closest, findCommand, flag, parseCommandLine, UsageError, type OptionSpec } from './args.js';
 import { KEEP_RUNNING, type Command } from './command.js';
 import { backendKey } from './commands/backend-key.js';
+import { checkBackend } from './commands/check-backend.js';
 import { drain, maintenance, undrain } from './commands/backend-state.js';
 import { checkConfig } from './commands/check-config.js';
 import { move } from './commands/move.js';
@@ -17,7 +18,7 @@ import { commandHelp, helpJson, usage } from './help.js';
 import { HELP, JSON_OUT, VERSION } from './options.js';
 import { exitQuietlyOnEpipe, print, printJson, sayError } from './output.js';
 
-export const COMMANDS: readonly Command[] = [start, checkConfig, where, sign, backendKey, status, drain, undrain, maintenance, move];
+export const COMMANDS: readonly Command[] = [start, checkConfig, where, sign, backendKey, checkBackend, status, drain, undrain, maintenance, move];
 
 const GENERAL: readonly OptionSpec[] = [HELP, VERSION];
 

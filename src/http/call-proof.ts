@@ -104,9 +104,17 @@ function mac(key: string, text: string): string {
  * the timestamp and one signature per call secret, each under that backend's key for the secret.
  */
 export function signCall(secrets: readonly string[], claims: CallClaims, nowMs: number): string[] {
+  return signWithKeys(backendKeys(secrets, claims.destination), claims, nowMs);
+}
+
+/**
+ * The same proof fields made with backend keys themselves (one signature per key): what a holder
+ * of a backend's keys, and not of the secrets, can sign; `roomgate check-backend` signs so.
+ */
+export function signWithKeys(keys: readonly string[], claims: CallClaims, nowMs: number): string[] {
   const timestamp = String(Math.floor(nowMs / 1000));
   const text = payload(claims, timestamp);
-  const signatures = backendKeys(secrets, claims.destination).map((k) => `v2=${k.slice(5, 13)}:${mac(k, text)}`);
+  const signatures = keys.map((k) => `v2=${k.slice(5, 13)}:${mac(k, text)}`);
   return [DESTINATION_FIELD, claims.destination, TIMESTAMP_FIELD, timestamp, SIGNATURE_FIELD, signatures.join(',')];
 }
 

@@ -15,6 +15,8 @@ interface HelpJson {
 
 const TOKEN = 'help-examples-admin-token-0123';
 const SECRET = 'help-examples-cookie-secret-0123456789';
+// The demo signs its calls with it, so check-backend's example derives the demo backends' keys.
+const CALL_SECRET = 'help-examples-call-secret-0123456789abcdef';
 
 let help: HelpJson;
 let demo: GatewayProc;
@@ -26,7 +28,7 @@ beforeAll(async () => {
   const basePort = await freePortRange(3);
   demo = await startGateway({
     config: false,
-    env: { ROOMGATE_HOST: '', ROOMGATE_COOKIE_SECRETS: SECRET, ROOMGATE_ADMIN_TOKEN: TOKEN, ROOMGATE_DEMO_BASE_PORT: String(basePort) },
+    env: { ROOMGATE_HOST: '', ROOMGATE_COOKIE_SECRETS: SECRET, ROOMGATE_CALL_SECRETS: CALL_SECRET, ROOMGATE_ADMIN_TOKEN: TOKEN, ROOMGATE_DEMO_BASE_PORT: String(basePort) },
   });
   demoPids.push(...demo.logs().filter((l) => l.msg === 'demo backend started').map((l) => Number(l.backendPid)));
   env = { ROOMGATE_ADMIN_URL: `http://127.0.0.1:${demo.adminPort}`, ROOMGATE_ADMIN_TOKEN: TOKEN, ROOMGATE_COOKIE_SECRETS: SECRET };
@@ -87,7 +89,7 @@ describe('each command --help', () => {
   });
 
   // In this order: status before drain changes a state, move while demo-2 takes rooms; start's banner is the demo's own.
-  const ORDER = ['start', 'check-config', 'sign', 'backend-key', 'where', 'status', 'move', 'drain', 'undrain', 'maintenance'];
+  const ORDER = ['start', 'check-config', 'sign', 'backend-key', 'check-backend', 'where', 'status', 'move', 'drain', 'undrain', 'maintenance'];
 
   it('runs its example as printed, and the command prints what the example shows', async () => {
     expect(help.commands.map((c) => c.name).sort()).toEqual([...ORDER].sort());
@@ -116,6 +118,7 @@ describe('each command --help', () => {
       'check-config': ['ROOMGATE_CONFIG', 'ROOMGATE_PORT', 'ROOMGATE_ADMIN_PORT', 'ROOMGATE_TLS_CERTS'],
       sign: ['ROOMGATE_CONFIG', 'ROOMGATE_COOKIE_SECRETS'],
       'backend-key': ['ROOMGATE_CONFIG', 'ROOMGATE_CALL_SECRETS'],
+      'check-backend': ['ROOMGATE_BACKEND_ID', 'ROOMGATE_BACKEND_KEYS', 'ROOMGATE_CALL_SECRETS', 'ROOMGATE_ADMIN_URL'],
       where: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_CONFIG', 'ROOMGATE_BACKENDS'],
       status: ['ROOMGATE_ADMIN_URL'],
       drain: ['ROOMGATE_ADMIN_URL', 'ROOMGATE_ADMIN_TOKEN'],
@@ -130,7 +133,7 @@ describe('each command --help', () => {
       for (const v of must[c.name] ?? ['(a list for this command)']) expect(section, `${c.name} --help names ${v}`).toMatch(new RegExp(`^  ${v} +\\S`, 'm'));
       for (const v of c.env) expect(section, `${c.name}: ${v}`).toMatch(new RegExp(`^  ${v} +\\S`, 'm'));
       // A command reading no configuration lists none of its variables.
-      if (['status', 'drain', 'undrain', 'maintenance', 'move'].includes(c.name)) expect(section, c.name).not.toContain('ROOMGATE_PORT');
+      if (['status', 'drain', 'undrain', 'maintenance', 'move', 'check-backend'].includes(c.name)) expect(section, c.name).not.toContain('ROOMGATE_PORT');
     }
   });
 });

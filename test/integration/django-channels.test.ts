@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
 import { closeBrowsers, launchBrowser, watchErrors } from '../support/browser.js';
 import { DJANGO_APP as APP, startDaphne, stopDaphnes, type DaphneApp as App } from '../support/daphne.js';
+import { runCliHere } from '../cli/in-process.js';
 import { backendEnv, Client, ROOT, startGateway, stopAll, type GatewayProc, waitFor } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
 
@@ -197,6 +198,12 @@ describe('docs/django.md against the Channels example under daphne', () => {
     expect(await signed(4, 'm-older')).toBe(409); // an older one is for a copy that is gone
     const through = await fetch(`${gw.url}/_roomgate/push`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Roomgate-Room': 'dj-forged' }, body: '{}', signal: AbortSignal.timeout(5_000) });
     expect(through.status).toBe(404);
+  });
+
+  it('roomgate check-backend passes every check against the example: its receiver and its hooks, as a new user checks them', async () => {
+    const r = await runCliHere(['check-backend', roomgateSigns.url, '--id', 'dj-a'], { ROOMGATE_BACKEND_KEYS: backendEnv('dj-a').ROOMGATE_BACKEND_KEYS as string });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain('33 of 33 checks passed');
   });
 
   it("the ASGI health wrapper answers before Django (any Host), so roomgate's HTTP check passes without health.host", async () => {
