@@ -6,6 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCliHere } from '../cli/in-process.js';
 import { backendEnv, ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
 
@@ -107,5 +108,11 @@ describe('the Django example behind roomgate', () => {
       expect(r.status, target).toBe(404);
     }
     expect((await state('dj-forged')).inbox).toHaveLength(1);
+  });
+
+  it('roomgate check-backend passes every push check against it (it serves no handoff hooks: --skip handoff)', async () => {
+    const r = await runCliHere(['check-backend', backendUrl, '--id', 'dj', '--skip', 'handoff'], { ROOMGATE_BACKEND_KEYS: backendEnv('dj').ROOMGATE_BACKEND_KEYS as string });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(r.stdout).toContain('16 of 16 checks passed');
   });
 });
