@@ -20,6 +20,7 @@ beforeAll(async () => {
     pushPath: '/_roomgate/push',
     prefix: 'demo',
     releaseCloseCode: 1012,
+    hello: { version: 2, messages: true },
     heldMoves: async (be, room) => ((await (await fetch(`${be.url}/_backend/moves/${room}`, { signal: AbortSignal.timeout(5_000) })).json()) as { moves: number }).moves,
   };
 }, 20_000);

@@ -1,10 +1,11 @@
 // The room handoff's hooks of the demo backend (docs/handoff.md, "The protocol"): roomgate moves a
 // room with its state from this process to another one by calling, on this backend's own address,
-//   POST {path}/hello    -> 200 {"version":1}
+//   POST {path}/hello    -> 200 {"version":2,"messages":true} (or {"version":1}: --handoff-version 1)
 //   POST {path}/export   -> the room frozen (a lease of leaseMs), its state as an opaque blob
 //   POST {path}/import   -> the blob restored here under the new epoch
 //   POST {path}/release  -> the room's sockets closed with 1012, its state dropped, its epoch fenced
 //   POST {path}/resume   -> the freeze lifted (roomgate rolled back)
+//   POST {path}/messages -> version 2: a held socket's messages applied as if it had sent them here
 // Each call carries roomgate's proof for its own purpose, and each is idempotent by handoff id
 // (X-Roomgate-Message-Id): roomgate retries, and a retry must get the answer the first call got.
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -12,7 +13,8 @@ import type { CallCheck } from './call-check.js';
 import type { MoveStore } from './room-moves.js';
 
 export const DEFAULT_HANDOFF_PATH = '/_roomgate/handoff';
-export const HANDOFF_VERSION = 1;
+/** The protocol version the hooks speak by default (docs/handoff.md, "Protocol version 2"). */
+export const HANDOFF_VERSION = 2;
 /** WebSocket close code for "service restart": djust's client reconnects, and lands on the new owner. */
 export const CLOSE_SERVICE_RESTART = 1012;
 const BLOB_MAX_BYTES = 1 << 20;
@@ -20,7 +22,9 @@ const LEASE_MAX_MS = 600_000;
 const HANDOFF_ID_MAX_LENGTH = 200;
 /** Handoffs remembered for idempotent retries, and rooms fenced after a release; the oldest go first. */
 const REMEMBERED_MAX = 10_000;
-const STEPS = ['hello', 'export', 'import', 'release', 'resume'] as const;
+const STEPS = ['hello', 'export', 'import', 'release', 'resume', 'messages'] as const;
+/** X-Roomgate-Socket: 22 base64url characters. */
+const SOCKET_ID = /^[A-Za-z0-9_-]{22}$/;
 type Step = (typeof STEPS)[number];
 
 /** What the hooks need of the backend that serves them. */
@@ -34,6 +38,10 @@ export interface HandoffHost {
   holds(room: string): boolean;
   /** Closes every socket of the room (mounted or routed there) with `code`. */
   closeRoom(room: string, code: number): void;
+  /** Version 2: a held socket's messages (text or binary), in order, applied as if it had sent them here. */
+  applyMessages(room: string, socketId: string, messages: readonly (string | Buffer)[]): void;
+  /** The protocol version the hello answers (1 or 2). */
+  readonly version: 1 | 2;
   log(line: string): void;
 }
 
@@ -54,7 +62,7 @@ interface Freeze {
   readonly timer: NodeJS.Timeout;
 }
 
-type Outcome = 'exported' | 'resumed' | 'released' | 'imported';
+type Outcome = 'exported' | 'resumed' | 'released' | 'imported' | 'applied';
 
 interface Call {
   readonly step: Exclude<Step, 'hello'>;
@@ -62,6 +70,8 @@ interface Call {
   readonly room: string;
   readonly epoch: number;
   readonly body: Buffer;
+  /** X-Roomgate-Socket ('' when absent). */
+  readonly socket: string;
 }
 
 type Answer = { status: number; body?: Buffer | string; type?: string };
@@ -85,17 +95,18 @@ function leaseOf(body: Buffer): number | null {
 }
 
 /** The call a request makes, or the answer that refuses it before anything of it is used. */
-function callOf(req: IncomingMessage, step: Step, body: Buffer, checkCall: CallCheck): Call | Answer {
+function callOf(req: IncomingMessage, step: Step, body: Buffer, checkCall: CallCheck, version: 1 | 2): Call | Answer {
+  if (step === 'messages' && version === 1) return { status: 404, body: 'not found\n' };
   const refusal = checkCall(req, body, `handoff-${step}`);
   if (refusal !== null) return { status: 403, body: `handoff refused: ${refusal}\n` };
-  if (step === 'hello') return { status: 200, body: JSON.stringify({ version: HANDOFF_VERSION }), type: 'application/json' };
+  if (step === 'hello') return { status: 200, body: JSON.stringify(version === 2 ? { version: 2, messages: true } : { version: 1 }), type: 'application/json' };
   const field = (name: string): string => (typeof req.headers[name] === 'string' ? (req.headers[name] as string) : '');
   const [id, room, epoch] = [field('x-roomgate-message-id'), field('x-roomgate-room'), field('x-roomgate-epoch')];
   if (id === '' || id.length > HANDOFF_ID_MAX_LENGTH) return { status: 400, body: 'no handoff id\n' };
   if (room === '' || room.length > 128) return { status: 400, body: 'no room\n' };
   // Up to 16 digits: roomgate's Redis store issues epochs from the clock (ms x 1000, 1.8e15 today).
   if (!/^[1-9]\d{0,15}$/.test(epoch) || !Number.isSafeInteger(Number(epoch))) return { status: 400, body: 'no epoch\n' };
-  return { step, id, room, epoch: Number(epoch), body };
+  return { step, id, room, epoch: Number(epoch), body, socket: field('x-roomgate-socket') };
 }
 
 function answer(res: ServerResponse, a: Answer): void {
@@ -105,7 +116,7 @@ function answer(res: ServerResponse, a: Answer): void {
 }
 
 /** Serves a hook's request: reads its body, checks the call, answers what `run` makes of it. */
-function serveHook(req: IncomingMessage, res: ServerResponse, base: string, pathname: string, checkCall: CallCheck, run: (c: Call) => Answer): boolean {
+function serveHook(req: IncomingMessage, res: ServerResponse, base: string, pathname: string, checkCall: CallCheck, version: 1 | 2, run: (c: Call) => Answer): boolean {
   if (!pathname.startsWith(`${base}/`)) return false;
   const step = STEPS.find((s) => pathname === `${base}/${s}`);
   if (step === undefined || req.method !== 'POST') {
@@ -121,7 +132,7 @@ function serveHook(req: IncomingMessage, res: ServerResponse, base: string, path
   });
   req.on('end', () => {
     if (size > BLOB_MAX_BYTES) return answer(res, { status: 413, body: 'too large\n' });
-    const call = callOf(req, step, Buffer.concat(chunks), checkCall);
+    const call = callOf(req, step, Buffer.concat(chunks), checkCall, version);
     answer(res, 'status' in call ? call : run(call));
   });
   req.on('error', () => res.destroy());
@@ -202,6 +213,18 @@ export function createHandoff(path: string, host: HandoffHost): Handoff {
     return { status: 204 };
   }
 
+  /** A held socket's messages: once per handoff and socket; never while the room is frozen here. */
+  function applyRoom(c: Call): Answer {
+    const k = `${key(c)}\n${c.socket}`;
+    if (outcomes.get(k) === 'applied') return { status: 204 };
+    const messages = heldMessages(c.body, c.socket);
+    if (messages === null) return { status: 400, body: 'the body is {"socket": X-Roomgate-Socket, "messages": [{"text": ...} | {"binary": base64}, ...]}\n' };
+    if (freezes.has(c.room) || host.heldEpoch(c.room) !== c.epoch) return { status: 409, body: 'this room is not held here under that epoch\n' };
+    host.applyMessages(c.room, c.socket, messages);
+    remember(outcomes, k, 'applied', REMEMBERED_MAX);
+    return { status: 204 };
+  }
+
   function run(c: Call): Answer {
     const held = host.heldEpoch(c.room);
     // The room here is a newer copy than the one the call is about (import: newer than the new one).
@@ -216,15 +239,38 @@ export function createHandoff(path: string, host: HandoffHost): Handoff {
         return releaseRoom(c);
       case 'resume':
         return resumeRoom(c);
+      case 'messages':
+        return applyRoom(c);
     }
   }
 
   return {
-    serve: (req, res, pathname) => serveHook(req, res, base, pathname, host.checkCall, run),
+    serve: (req, res, pathname) => serveHook(req, res, base, pathname, host.checkCall, host.version, run),
     frozen: (room) => freezes.has(room),
     fenced: (room, epoch) => epoch > 0 && (fences.get(room) ?? 0) >= epoch,
     close() {
       for (const room of [...freezes.keys()]) unfreeze(room);
     },
   };
+}
+
+/** The messages of a messages call, in order, or null when the body is not one for `socket`. */
+function heldMessages(body: Buffer, socket: string): (string | Buffer)[] | null {
+  if (!SOCKET_ID.test(socket)) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+  const p = parsed as { socket?: unknown; messages?: unknown } | null;
+  if (p === null || typeof p !== 'object' || p.socket !== socket || !Array.isArray(p.messages)) return null;
+  const out: (string | Buffer)[] = [];
+  for (const m of p.messages as unknown[]) {
+    const one = m as { text?: unknown; binary?: unknown } | null;
+    if (one !== null && typeof one === 'object' && typeof one.text === 'string' && Object.keys(one).length === 1) out.push(one.text);
+    else if (one !== null && typeof one === 'object' && typeof one.binary === 'string' && Object.keys(one).length === 1) out.push(Buffer.from(one.binary, 'base64'));
+    else return null;
+  }
+  return out;
 }

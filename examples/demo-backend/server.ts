@@ -11,13 +11,15 @@
  * roomgate tests use these backends as that witness.
  *
  * CLI:  node dist/examples/demo-backend/server.js --port N --id ID [--host H] [--tick-ms N]
- *         [--healthz-status N] [--allowed-hosts NAME,NAME] [--handoff-path PATH]
+ *         [--healthz-status N] [--allowed-hosts NAME,NAME] [--handoff-path PATH] [--handoff-version 1|2]
  *       (env PORT, BACKEND_ID, HOST, TICK_MS as fallbacks; port 0 = ephemeral)
  *       --healthz-status: what GET /healthz answers (default 200; 404 = an app without the route).
  *       --allowed-hosts: like Django's ALLOWED_HOSTS: a request or upgrade whose Host (without
  *         port) is not listed gets 400. Default: any Host.
  *       --handoff-path: where the room handoff's hooks are served (roomgate's handoff.path,
  *         default /_roomgate/handoff; docs/handoff.md). They verify roomgate's proof like pushes.
+ *       --handoff-version: the protocol its hello says (default 2: it takes a held socket's
+ *         messages; 1: the hooks without them, as an app that has not moved to version 2).
  *       env ROOMGATE_BACKEND_KEYS: this backend's own keys, comma-separated, as
  *         `roomgate backend-key ID` prints them (ROOMGATE_BACKEND_KEYS_FILE: a file holding them,
  *         read again on SIGHUP, so keys rotate without a restart); without one every push and
@@ -41,7 +43,7 @@ import { WebSocketServer, WebSocket } from 'ws';
 import type { RawData } from 'ws';
 import { keyProblem } from '../../src/http/call-proof.js';
 import { createCallCheck } from './call-check.js';
-import { CLOSE_SERVICE_RESTART, createHandoff, DEFAULT_HANDOFF_PATH } from './handoff.js';
+import { CLOSE_SERVICE_RESTART, createHandoff, DEFAULT_HANDOFF_PATH, HANDOFF_VERSION } from './handoff.js';
 import { createMoveStore } from './room-moves.js';
 
 export interface DemoBackendOptions {
@@ -60,6 +62,8 @@ export interface DemoBackendOptions {
   callerId?: string;
   /** Where the room handoff's hooks are served (roomgate's handoff.path); default /_roomgate/handoff. */
   handoffPath?: string;
+  /** The handoff protocol version its hello answers: 2 (default; it takes held messages) or 1. */
+  handoffVersion?: 1 | 2;
   /** Rooms whose moves are kept without a socket here; past it the oldest such room is forgotten. */
   maxRoomStates?: number;
 }
@@ -441,6 +445,15 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       // Every socket the gateway counts in the room: mounted there, or routed by it.
       for (const [ws, client] of clients) if (client.room === room || client.handshakeRoom === room) ws.close(code, ROOM_MOVED);
     },
+    applyMessages(room, socketId, messages) {
+      // The held socket's events, in order, as if it had sent them here: each one a move in the room.
+      for (const m of messages) {
+        const msg = eventOf(m);
+        if (msg === null) continue;
+        broadcast(room, { type: 'patch', room, from: `held:${socketId}`, data: msg.data ?? null, move: moves.record(room, `held:${socketId}`, msg.data).n });
+      }
+    },
+    version: opts.handoffVersion ?? HANDOFF_VERSION,
     log: (line) => process.stderr.write(`demo-backend ${id}: ${line}\n`),
   });
 
@@ -877,6 +890,21 @@ function healthzStatusArg(value: string | undefined): number {
   return n;
 }
 
+/** A held message that is an event ({"type": "event", "data": ...}), or null. */
+function eventOf(m: string | Buffer): { data?: unknown } | null {
+  if (typeof m !== 'string') return null;
+  try {
+    const msg = JSON.parse(m) as unknown;
+    return typeof msg === 'object' && msg !== null && (msg as { type?: unknown }).type === 'event' ? (msg as { data?: unknown }) : null;
+  } catch {
+    return null;
+  }
+}
+
+function badVersion(value: string): never {
+  throw new Error(`--handoff-version must be 1 or 2, got ${value}`);
+}
+
 /** roomgate's handoff.path: an absolute path the hooks are served under. */
 function handoffPathArg(value: string): string {
   if (!/^\/[A-Za-z0-9_.\/-]{1,200}$/.test(value)) throw new Error(`--handoff-path must be an absolute path, got ${value}`);
@@ -910,6 +938,7 @@ async function main(): Promise<void> {
       healthzStatus: healthzStatusArg(args['healthz-status']),
       ...(args['allowed-hosts'] === undefined ? {} : { allowedHosts: args['allowed-hosts'].split(',').map((h) => h.trim()).filter(Boolean) }),
       ...(args['handoff-path'] === undefined ? {} : { handoffPath: handoffPathArg(args['handoff-path']) }),
+      ...(args['handoff-version'] === undefined ? {} : { handoffVersion: args['handoff-version'] === '1' ? 1 : args['handoff-version'] === '2' ? 2 : badVersion(args['handoff-version']) }),
       callKeys: callKeysOf(process.env),
       ...(process.env.ROOMGATE_BACKEND_ID ? { callerId: process.env.ROOMGATE_BACKEND_ID } : {}),
     });

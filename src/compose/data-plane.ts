@@ -52,6 +52,8 @@ export interface DataPlaneDeps {
   readonly runtime: Runtime;
   /** The page cache's clock (tests move it); default Date.now. */
   readonly cacheClock?: () => number;
+  /** Whether a backend takes held messages (its handoff hello said version 2 with `messages`). */
+  readonly takesMessages?: (backendId: string) => boolean;
 }
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {
@@ -181,6 +183,7 @@ function buildUpgradeProxy(
     clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
     metrics: deps.metrics,
     logger: deps.logger,
+    ...(deps.takesMessages ? { followsMessages: deps.takesMessages } : {}),
   });
 }
 

@@ -479,6 +479,14 @@ export const configSchema = z.strictObject({
       timeoutMs: doc(positiveMs.default(5_000), {
         text: 'Time each hook call has to answer (connect included). An export or import that does not answer in time rolls the handoff back; a release that does not: the room\'s sockets on the old backend are cut.',
       }),
+      heldBytesPerSocket: doc(z.number().int().min(1024).max(16_777_216).default(65_536), {
+        text: "Version 2 (a backend whose hello says `messages`): a socket's client messages held during a handoff beyond this close it (its messages are still delivered to the new owner; roomgate_handoff_held_total{result=\"over-limit\"}).",
+        unit: 'bytes',
+      }),
+      heldBytesPerRoom: doc(z.number().int().min(1024).max(268_435_456).default(1_048_576), {
+        text: "Version 2: a room's held client messages, all its sockets on this gateway together; the socket that passes it is closed, its messages still delivered.",
+        unit: 'bytes',
+      }),
       maxConcurrentPerBackend: doc(z.number().int().min(1).max(1_000).default(4), {
         text: 'Handoffs at once that involve one backend (as old or new owner), through this gateway; a move beyond it is refused (503, retry), a drain waits.',
       }),

@@ -42,7 +42,9 @@ export type CallPurpose =
   | 'handoff-export'
   | 'handoff-import'
   | 'handoff-release'
-  | 'handoff-resume';
+  | 'handoff-resume'
+  // Version 2: a held socket's messages delivered to the new owner.
+  | 'handoff-messages';
 
 export const SIGNATURE_FIELD = 'X-Roomgate-Signature';
 export const TIMESTAMP_FIELD = 'X-Roomgate-Timestamp';

@@ -26,6 +26,7 @@ export interface Metrics {
   readonly admissionRefusals: Counter<'backend'>;
   readonly handoffs: Counter<'result'>;
   readonly handoffSeconds: Histogram<'result'>;
+  readonly handoffHeld: Counter<'result'>;
   readonly rebalanceMoves: Counter<'result'>;
   readonly backendCalls: Counter<'backend' | 'call' | 'result'>;
 }
@@ -136,7 +137,7 @@ function trafficMetrics(registry: Registry, liveSocketsByBackend: () => Iterable
 
 type ServiceMetrics = Pick<
   Metrics,
-  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
+  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
 >;
 
 /** What roomgate does besides relaying: placements, static files, pushes, the limits it enforces, the placement store's health. */
@@ -178,6 +179,12 @@ function serviceMetrics(registry: Registry): ServiceMetrics {
       help: 'Time a room handoff took (hello, export, import, move, release), by result',
       labelNames: ['result'],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    handoffHeld: new Counter({
+      name: 'roomgate_handoff_held_total',
+      help: "Sockets whose client messages a version-2 handoff held, by how the hold ended: delivered (to the new owner), flushed (a rollback wrote them on to the old owner), over-limit (closed past handoff.heldBytesPerSocket or heldBytesPerRoom, its messages still delivered), hold-timeout (no message boundary in time: cut), lost (the new owner did not take them)",
+      labelNames: ['result'],
       registers: [registry],
     }),
     rebalanceMoves: new Counter({

@@ -38,6 +38,7 @@ import type { BackendTls } from '../backends/backend-tls.js';
 import { connectBackend } from './backend-connect.js';
 import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
 import { SilenceSweep, type Listened } from './client-silence.js';
+import { TunnelMessages, withoutClientContext } from './tunnel-messages.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 
 export interface UpgradeProxyOptions {
@@ -65,6 +66,11 @@ export interface UpgradeProxyOptions {
   readonly clientWriteTimeoutMs: number;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /**
+   * Whether the backend takes held messages (its handoff hello said `messages`): its tunnels are
+   * then followed message by message, so a handoff can hold them (src/proxy/tunnel-messages.ts).
+   */
+  readonly followsMessages?: (backendId: string) => boolean;
 }
 
 // After one side has closed, how long the other may take to flush before it is destroyed.
@@ -267,6 +273,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
    * callback runs once the chunk has left, or with an error when the socket dies.
    */
   private readonly written = (): void => this.clientDrained();
+  /** Set on a tunnel to a backend that takes held messages: the hold of a version-2 handoff. */
+  messageHold: TunnelMessages | null = null;
 
   get backendId(): string {
     return this.backend.id;
@@ -316,6 +324,10 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     const owner = ownerFields(this.owner);
     let text = this.a.handshake;
     for (let i = 0; i + 1 < owner.length; i += 2) text += `${owner[i] as string}: ${owner[i + 1] as string}\r\n`;
+    if (this.room !== null && o.followsMessages?.(this.backend.id) === true) {
+      this.messageHold = new TunnelMessages({ writeUpstream: (b) => this.upstream.write(b), endForHold: () => this.endForHold() });
+      text += `X-Roomgate-Socket: ${this.messageHold.socketId}\r\n`;
+    }
     // latin1: Node decoded each header byte to one char; this writes the same bytes back.
     this.upstream.write(Buffer.from(`${text}\r\n`, 'latin1'));
   }
@@ -384,7 +396,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     this.answer = null;
     // The 101 head as roomgate writes it, then whatever frames came behind it; copies, so no
     // back-pressure wait is needed.
-    this.client.write(switchingHead(head));
+    this.client.write(switchingHead(head, this.messageHold));
     if (answer.length > head.end) this.client.write(answer.subarray(head.end));
     if (a.pending !== null) this.upstream.write(a.pending);
     a.opened();
@@ -522,9 +534,25 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
   }
 
   clientClosed(): void {
+    this.messageHold?.socketClosed();
     if (this.state === 'closed') return;
     // Open: the backend may still flush what it has; otherwise nothing more is wanted of it.
     this.finish(this.state === 'open' ? 'linger' : 'destroy');
+  }
+
+  /**
+   * A held tunnel ended for its handoff (the room moved, or a hold limit): the backend side is cut,
+   * the client gets an end after what was written and a few seconds to close; what it sends until
+   * then is still kept, so the batch delivered to the new owner is complete.
+   */
+  endForHold(): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    this.clearTimer();
+    this.releaseAdmission();
+    this.forget();
+    this.upstream.destroy();
+    endWith(this.client, null);
   }
 
   /** The client ended its side (a FIN), in any state: listened to from the handshake on. */
@@ -663,7 +691,8 @@ function onClientData(this: Socket, chunk: Buffer): void {
   const t = tunnelOf(this);
   if (t === undefined) return;
   t.heard = true;
-  if (!t.upstream.write(chunk)) this.pause();
+  const out = t.messageHold === null ? chunk : t.messageHold.follower.pass(chunk);
+  if (out !== null && !t.upstream.write(out)) this.pause();
 }
 function onClientEnd(this: Socket): void {
   const t = tunnelOf(this);
@@ -703,7 +732,7 @@ function fieldLines(fields: readonly string[]): string {
  * 9110 8.6: a 1xx has none). Of the upgrade's own two, the first Upgrade (checked: websocket) and
  * one Connection: Upgrade.
  */
-function switchingHead(head: ResponseHead): Buffer {
+function switchingHead(head: ResponseHead, followed: TunnelMessages | null): Buffer {
   const drops = answerDrops(head.headers.flat());
   let text = `HTTP/1.1 101 ${head.reason}\r\n`;
   let upgrade = false;
@@ -716,6 +745,11 @@ function switchingHead(head: ResponseHead): Buffer {
     } else if (lower === 'connection' && !connection) {
       connection = true;
       text += `${name}: ${value.toLowerCase() === 'upgrade' ? value : 'Upgrade'}\r\n`;
+    } else if (followed !== null && lower === 'sec-websocket-extensions') {
+      // A followed tunnel's client compresses each message alone, so a held one can be read.
+      const alone = withoutClientContext(value);
+      if (alone !== null) followed.deflate = true;
+      text += `${name}: ${alone ?? value}\r\n`;
     } else if (!drops(lower) && lower !== 'content-length') text += `${name}: ${value}\r\n`;
   }
   if (!connection) text += 'Connection: Upgrade\r\n';

@@ -10,7 +10,7 @@ import type { CallPurpose } from '../http/call-proof.js';
 import type { BackendCalls } from './backend-calls.js';
 import type { Backend } from './pool.js';
 
-export type HookStep = 'hello' | 'export' | 'import' | 'release' | 'resume';
+export type HookStep = 'hello' | 'export' | 'import' | 'release' | 'resume' | 'messages';
 
 export interface HookCall {
   readonly step: HookStep;
@@ -20,6 +20,8 @@ export interface HookCall {
   readonly room: string;
   readonly epoch: string;
   readonly body: Buffer;
+  /** X-Roomgate-Socket (the messages step: whose messages these are). */
+  readonly socket?: string;
 }
 
 export type HookAnswer =
@@ -56,12 +58,14 @@ const PURPOSE: Readonly<Record<HookStep, CallPurpose>> = {
   import: 'handoff-import',
   release: 'handoff-release',
   resume: 'handoff-resume',
+  messages: 'handoff-messages',
 };
 
 /** The call's own fields, [name, value, ...], after Host and the body's: the ids and the proof. */
 function fields(o: HookClientOptions, backend: Backend, call: HookCall): string[] {
   const out = ['X-Roomgate-Message-Id', call.id, 'X-Roomgate-Sender', o.sender];
   if (call.room !== '') out.push('X-Roomgate-Room', call.room, 'X-Roomgate-Epoch', call.epoch);
+  if (call.socket !== undefined) out.push('X-Roomgate-Socket', call.socket);
   const claims = { purpose: PURPOSE[call.step], destination: backend.id, id: call.id, room: call.room, epoch: call.epoch, sender: o.sender, body: call.body };
   return [...out, ...o.calls.sign(claims)];
 }

@@ -16,6 +16,8 @@ const UNKNOWN_TTL_MS = 5_000;
 
 interface Known {
   readonly state: HookSupport;
+  /** Its hello said version 2 with `messages`: it takes held messages (docs/handoff.md, version 2). */
+  readonly messages: boolean;
   readonly at: number;
 }
 
@@ -35,6 +37,16 @@ export class HelloCache {
     return k?.state ?? 'unknown';
   }
 
+  /**
+   * Whether the backend takes held messages, as known now (a new tunnel asks: no waiting). An old
+   * or missing answer is asked for in the background; until it comes, no.
+   */
+  takesMessages(backend: Backend): boolean {
+    const k = this.known.get(backend.id);
+    if (!this.fresh(k)) void this.ask(backend);
+    return k?.state === 'yes' && k.messages;
+  }
+
   /** The answer, asked now unless a fresh one is known. */
   async get(backend: Backend): Promise<HookSupport> {
     const k = this.known.get(backend.id);
@@ -52,8 +64,8 @@ export class HelloCache {
     if (p) return p;
     p = this.call(backend, { step: 'hello', id: randomUUID(), room: '', epoch: '', body: Buffer.alloc(0) })
       .then((a) => verdict(a))
-      .then((state) => {
-        this.known.set(backend.id, { state, at: this.now() });
+      .then(({ state, messages }) => {
+        this.known.set(backend.id, { state, messages, at: this.now() });
         return state;
       })
       .finally(() => this.asking.delete(backend.id));
@@ -62,14 +74,20 @@ export class HelloCache {
   }
 }
 
-/** 200 with {"version":1}: yes; any other answer: no; no answer: unknown. */
-function verdict(a: HookAnswer): HookSupport {
-  if (a.kind === 'timeout' || a.kind === 'unreachable') return 'unknown';
-  if (a.kind !== 'answer' || a.status !== 200) return 'no';
+/**
+ * 200 with {"version":1}, or {"version":2} (with `messages: true`: it takes held messages): yes;
+ * any other answer: no; no answer: unknown.
+ */
+function verdict(a: HookAnswer): { state: HookSupport; messages: boolean } {
+  if (a.kind === 'timeout' || a.kind === 'unreachable') return { state: 'unknown', messages: false };
+  if (a.kind !== 'answer' || a.status !== 200) return { state: 'no', messages: false };
   try {
     const v = JSON.parse(a.body.toString('utf8')) as unknown;
-    return typeof v === 'object' && v !== null && (v as { version?: unknown }).version === 1 ? 'yes' : 'no';
+    if (typeof v !== 'object' || v === null) return { state: 'no', messages: false };
+    const { version, messages } = v as { version?: unknown; messages?: unknown };
+    if (version === 1) return { state: 'yes', messages: false };
+    return version === 2 ? { state: 'yes', messages: messages === true } : { state: 'no', messages: false };
   } catch {
-    return 'no';
+    return { state: 'no', messages: false };
   }
 }

@@ -39,7 +39,7 @@ export interface HandoffParts {
   readonly gatewayId: string;
   /** Signs each hook call for its backend and records it (shared with pushes). */
   readonly calls: BackendCalls;
-  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'rebalanceMoves'>;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'rebalanceMoves'>;
   readonly logger: Logger;
   /** Rebalancing's timer (RebalancerOptions.after): tests fire it themselves. */
   readonly after?: (ms: number, fn: () => Promise<void>) => () => void;
@@ -47,6 +47,8 @@ export interface HandoffParts {
 
 export interface HandoffRuntime {
   support(backendId: string): HookSupport;
+  /** Whether the backend takes held messages, as known now (a new tunnel is then followed). */
+  takesMessages(backendId: string): boolean;
   snapshot(): HandoffSnapshot;
   move(room: string, to: string, id?: string): Promise<HandoffOutcome>;
   drain(backend: string): DrainProgress;
@@ -87,6 +89,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
     leaseMs: c.leaseMs,
     maxConcurrentPerBackend: c.maxConcurrentPerBackend,
     signed: () => p.calls.signed,
+    held: { tunnels: p.tunnels, limits: { perSocketBytes: c.heldBytesPerSocket, perRoomBytes: c.heldBytesPerRoom }, timeoutMs: c.timeoutMs },
   });
   // Every gateway's live rooms on the backend (presence), and this one's at once (presence lags).
   const liveRoomsOn = async (backend: string): Promise<string[]> => {
@@ -125,6 +128,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
   );
   return {
     support: (id) => handoffs.support(id),
+    takesMessages: (id) => handoffs.takesMessages(id),
     snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })), rebalance: rebalancer.state() }),
     move: (room, to, id) => handoffs.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,

@@ -11,10 +11,12 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import { describe as describeAnswer, succeeded, type HookAnswer, type HookCall, type HookStep } from './handoff-calls.js';
+import { deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
 import { HelloCache, type HookSupport } from './handoff-hello.js';
 import type { HandoffEvent, HandoffLog, HandoffResult, HandoffStage } from './handoff-log.js';
 import type { Placer } from './placer.js';
 import type { Backend, BackendPool } from './pool.js';
+import type { RoomHold } from './room-hold.js';
 
 /** Why a handoff did not start (the admin API's answer). */
 export type HandoffRefusal =
@@ -54,12 +56,14 @@ export interface HandoffOptions {
   /** One hook call (src/runtime/handoff-calls.ts). */
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
   readonly log: HandoffLog;
-  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds'>;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld'>;
   readonly logger: Logger;
   readonly leaseMs: number;
   readonly maxConcurrentPerBackend: number;
   /** backendCalls.secrets is not empty now: the hook calls carry a proof (a reload may change it). */
   readonly signed: () => boolean;
+  /** Version 2: where this gateway's sockets of a room are held (absent: no hold, version 1). */
+  readonly held?: HeldOptions;
   readonly now?: () => number;
 }
 
@@ -72,6 +76,8 @@ class Failure extends Error {}
 interface Run {
   ev: HandoffEvent;
   readonly t0: number;
+  /** Version 2: this gateway's sockets of the room held since before the export. */
+  hold: RoomHold | null;
 }
 
 export class Handoffs {
@@ -98,6 +104,13 @@ export class Handoffs {
   async hooks(backendId: string): Promise<HookSupport> {
     const b = this.o.pool.get(backendId);
     return this.o.signed() && b ? this.hello.get(b) : 'unknown';
+  }
+
+  /** Whether the backend takes held messages, as known now (a new tunnel to it is then followed). */
+  takesMessages(backendId: string): boolean {
+    if (this.o.held === undefined || !this.o.signed()) return false;
+    const b = this.o.pool.get(backendId);
+    return b ? this.hello.takesMessages(b) : false;
   }
 
   /** Handoffs running through this gateway that involve the backend. */
@@ -141,7 +154,7 @@ export class Handoffs {
       at: new Date(this.now()).toISOString(),
       ms: null,
     };
-    return { ev, t0: performance.now() };
+    return { ev, t0: performance.now(), hold: null };
   }
 
   private async run(r: Run, expectedFrom: string | undefined): Promise<HandoffOutcome> {
@@ -192,6 +205,8 @@ export class Handoffs {
     const { o } = this;
     const { room, id } = r.ev;
     const old = String(placement.epoch);
+    // Version 2: nothing more reaches the old owner from this gateway's sockets, nothing is refused.
+    if (o.held !== undefined && this.hello.takesMessages(target)) r.hold = await holdRoom(o.held, room, source.id, o.metrics);
     this.stage(r, 'export');
     const exported = await o.call(source, { step: 'export', id, room, epoch: old, body: Buffer.from(JSON.stringify({ leaseMs: o.leaseMs })) });
     if (exported.kind === 'unreachable') return this.exportBroke(r, source, target, placement, exported);
@@ -222,6 +237,7 @@ export class Handoffs {
       // backend are cut; the old owner resumes by itself when its lease ends.
       o.placer.unhold(room);
       o.tunnels.closeRoom(room, target.id);
+      if (r.hold !== null) this.heldLost(r, 'the move\'s outcome is unknown');
       return this.finish(r, 'rolled-back', `${err.message}: the move's outcome is unknown; the old owner resumes when its lease ends`);
     }
     return this.release(r, source, target, placement, empty ? 'moved-empty' : 'moved');
@@ -250,12 +266,14 @@ export class Handoffs {
     this.o.placer.unhold(room);
     if (succeeded(answer)) {
       r.ev = { ...r.ev, release: 'released' };
+      await this.deliver(r, target);
       return this.finish(r, result, '');
     }
     // The old owner did not close the room's sockets: they are cut here (its epoch fence refuses
     // whatever still reaches it); every other gateway cut its own at the placement event.
     const cut = this.o.tunnels.closeRoom(room, target.id);
     r.ev = { ...r.ev, release: 'cut' };
+    await this.deliver(r, target);
     return this.finish(r, result, `${describeAnswer('release', answer)}: cut ${cut} socket${cut === 1 ? '' : 's'} of the room on ${source.id}`);
   }
 
@@ -267,7 +285,10 @@ export class Handoffs {
   private async exportBroke(r: Run, source: Backend, target: Backend, placement: PlacementRecord, a: HookAnswer): Promise<HandoffOutcome> {
     const { room, id } = r.ev;
     const resumed = await this.o.call(source, { step: 'resume', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
-    if (resumed.kind !== 'unreachable') return this.finish(r, 'rolled-back', describeAnswer('export', a), resumed);
+    if (resumed.kind !== 'unreachable') {
+      if (r.hold !== null) flushHeld(r.hold, this.o.metrics);
+      return this.finish(r, 'rolled-back', describeAnswer('export', a), resumed);
+    }
     const why = `the old owner ${source.id} died during the export (${describeAnswer('export', a)}); its state of the room is lost`;
     try {
       const epoch = await this.o.store.reserveEpoch();
@@ -276,11 +297,17 @@ export class Handoffs {
       const ok = await this.moved(r, source.id, target.id, placement.epoch, epoch);
       this.o.placer.unhold(room);
       const cut = this.o.tunnels.closeRoom(room, target.id);
-      if (!ok) return this.finish(r, 'owner-lost', `${why}; another gateway placed the room meanwhile`);
+      if (!ok) {
+        if (r.hold !== null) this.heldLost(r, 'another gateway placed the room meanwhile');
+        return this.finish(r, 'owner-lost', `${why}; another gateway placed the room meanwhile`);
+      }
       r.ev = { ...r.ev, release: 'cut' };
+      await this.deliver(r, target);
       return this.finish(r, 'owner-lost', `${why}; placed empty on ${target.id}, ${cut} socket${cut === 1 ? '' : 's'} cut`);
     } catch {
       this.o.placer.unhold(room);
+      this.o.tunnels.closeRoom(room, target.id);
+      if (r.hold !== null) this.heldLost(r, 'the placement store became unavailable');
       return this.finish(r, 'owner-lost', `${why}; the placement store is unavailable: the room is re-placed as its clients reconnect`);
     }
   }
@@ -290,7 +317,25 @@ export class Handoffs {
     const { room, id } = r.ev;
     this.o.placer.unhold(room);
     const resumed = await this.o.call(source, { step: 'resume', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
+    // After the resume: what the held sockets sent reaches the old owner once it takes events again.
+    if (r.hold !== null) flushHeld(r.hold, this.o.metrics);
     return this.finish(r, 'rolled-back', why, resumed);
+  }
+
+  /** Version 2: the held sockets' messages to the new owner, once the room is there (and the event says how many). */
+  private async deliver(r: Run, target: Backend): Promise<void> {
+    if (r.hold === null) return;
+    const { id, room, epoch } = r.ev;
+    const out = await deliverHeld(r.hold, target, { id, room, epoch: String(epoch) }, this.o.call, this.o.metrics, this.o.logger);
+    r.ev = { ...r.ev, held: { sockets: r.hold.sockets.length, messages: out.messages, lostSockets: out.lostSockets } };
+  }
+
+  /** The held sockets were cut and the room's owner cannot be told: their messages are lost, and said so. */
+  private heldLost(r: Run, why: string): void {
+    const hold = r.hold as RoomHold;
+    hold.stop();
+    this.o.metrics.handoffHeld.inc({ result: 'lost' }, hold.sockets.length);
+    this.o.logger.error({ handoff: r.ev.id, room: r.ev.room, sockets: hold.sockets.length }, `held messages lost: ${why}`);
   }
 
   private stage(r: Run, stage: HandoffStage): void {

@@ -4,12 +4,15 @@
 // backend and a way to be closed: the registry never sees a socket (the data plane owns those).
 import type { LiveRoom } from '../placement/store.js';
 import type { BackendPool } from './pool.js';
+import type { TunnelHold } from './room-hold.js';
 
 export interface Tunnel {
   readonly room: string | null;
   readonly backendId: string;
   /** Cuts both directions at once (the client sees its socket close and reconnects). */
   close(): void;
+  /** What a version-2 handoff can hold of it; null (or absent): its messages cannot be held. */
+  readonly messageHold?: TunnelHold | null;
 }
 
 /**
@@ -137,6 +140,21 @@ export class TunnelRegistry implements LiveSockets {
       n++;
     }
     return n;
+  }
+
+  /**
+   * A room's sockets on `backend` whose client messages can be held (version-2 handoff), and how
+   * many of its sockets there cannot be (opened before the backend's hello was known, HTTP/2).
+   */
+  holdable(room: string, backend: string): { holds: TunnelHold[]; others: number } {
+    const holds: TunnelHold[] = [];
+    let others = 0;
+    for (const t of this.byRoom.get(room) ?? []) {
+      if (t.backendId !== backend) continue;
+      if (t.messageHold) holds.push(t.messageHold);
+      else others++;
+    }
+    return { holds, others };
   }
 
   /** Closes every socket on a backend (it is down or its drain deadline passed). */

@@ -53,7 +53,7 @@ describe('roomgate check-backend', () => {
     expect(out[0]).toBe(`cb-1 at ${demo.url}, signed with 1 key`);
     expect(out).toContain('pass  push: genuine (to a room no socket holds): 204');
     expect(out).toContain('pass  push: the genuine one replayed: 403');
-    expect(out).toContain('pass  hello: genuine: 200 {"version":1}');
+    expect(out).toContain('pass  hello: genuine: 200 {"version":2,"messages":true}');
     expect(out.filter((l) => l.startsWith('pass  '))).toHaveLength(33);
     expect(out.at(-1)).toBe('33 of 33 checks passed');
   });

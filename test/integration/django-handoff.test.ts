@@ -24,6 +24,7 @@ beforeAll(async () => {
     // Autobahn (Daphne's WebSocket library) refuses to send 1012 from a server: the example falls
     // back to 1000 there (rooms/handoff.py, close_moved); djust's client reconnects after either.
     releaseCloseCode: 1000,
+    hello: { version: 1 },
     heldMoves: async (be, room) => ((await (await fetch(`${be.url}/_example/rooms/${room}/`, { signal: AbortSignal.timeout(5_000) })).json()) as { moves: number }).moves,
   };
 }, 60_000);

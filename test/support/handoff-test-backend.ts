@@ -11,8 +11,8 @@ import type { AddressInfo, Socket } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { backendKeys, verifyCall, type CallPurpose } from '../../src/http/call-proof.js';
 
-export type Step = 'hello' | 'export' | 'import' | 'release' | 'resume';
-export type Behaviour = { readonly refuse: number } | 'hang' | 'die';
+export type Step = 'hello' | 'export' | 'import' | 'release' | 'resume' | 'messages';
+export type Behaviour = { readonly refuse: number } | { readonly until: Promise<void> } | 'hang' | 'die';
 
 export interface RoomState {
   /** The app's state of the room (a test writes it; it travels as the blob). */
@@ -30,7 +30,7 @@ export interface CallSeen {
   readonly status: number;
 }
 
-const STEPS: readonly Step[] = ['hello', 'export', 'import', 'release', 'resume'];
+const STEPS: readonly Step[] = ['hello', 'export', 'import', 'release', 'resume', 'messages'];
 
 function header(req: http.IncomingMessage, name: string): string | undefined {
   const v = req.headers[name];
@@ -43,6 +43,14 @@ export class HandoffTestBackend {
   readonly behave = new Map<Step, Behaviour>();
   /** false: no hooks at all (hello 404, like an app that has none). */
   hooks = true;
+  /** true: the hello says version 2 with `messages` (docs/handoff.md), and the messages hook is served. */
+  version2 = false;
+  /** In order: `arrive <step>` as each hook call arrives, `message <room> <text>` as each socket message does. */
+  readonly log: string[] = [];
+  /** Each messages call taken: its X-Roomgate-Socket and body. */
+  readonly messagesCalls: { socket: string; body: unknown }[] = [];
+  /** The X-Roomgate-Socket of each socket's handshake, by room. */
+  readonly socketIds = new Map<string, string[]>();
   /** Each export's answer, by handoff id: the same export twice answers the same blob. */
   private readonly exported = new Map<string, Buffer>();
   private readonly doneIds = new Set<string>();
@@ -69,7 +77,10 @@ export class HandoffTestBackend {
       const room = new URL(req.url ?? '/', 'http://x').searchParams.get('room') ?? '';
       // A room's first socket here starts its state, at the epoch roomgate sent.
       if (!this.rooms.has(room)) this.rooms.set(room, { state: `started on ${this.id}`, epoch: Number(header(req, 'x-roomgate-epoch') ?? 0), frozenBy: null });
+      const socketId = header(req, 'x-roomgate-socket');
+      if (socketId !== undefined) this.socketIds.set(room, [...(this.socketIds.get(room) ?? []), socketId]);
       this.wss.handleUpgrade(req, socket, head, (ws) => {
+        ws.on('message', (d) => this.log.push(`message ${room} ${String(d)}`));
         let set = this.sockets.get(room);
         if (!set) this.sockets.set(room, (set = new Set()));
         set.add(ws);
@@ -127,12 +138,18 @@ export class HandoffTestBackend {
       this.calls.push({ step, id, room, epoch, status });
       res.writeHead(status, { 'Content-Type': type }).end(out);
     };
+    this.log.push(`arrive ${step}`);
     const arrived = this.waiters.filter((w) => w.step === step);
     this.waiters = this.waiters.filter((w) => w.step !== step);
     for (const w of arrived) w.resolve();
     const b = this.behave.get(step);
     if (b === 'hang') return void this.hanging.add(res);
     if (b === 'die') return this.die(req);
+    if (b !== undefined && 'until' in b) {
+      // Answered as usual once the test lets it go.
+      this.behave.delete(step);
+      return void b.until.then(() => this.hook(step, req, res, body));
+    }
     if (b !== undefined) return answer(b.refuse, 'refused by the test');
     if (!this.hooks) return answer(404, 'not found');
     // The purpose is the endpoint's, never read from the request.
@@ -143,7 +160,12 @@ export class HandoffTestBackend {
     const v = verifyCall(backendKeys(this.secrets, this.id), claims, proofFields, Date.now());
     if (!v.ok || this.proofs.has(v.proof)) return answer(403, 'forbidden');
     this.proofs.add(v.proof);
-    if (step === 'hello') return answer(200, '{"version":1}', 'application/json');
+    if (step === 'hello') return answer(200, this.version2 ? '{"version":2,"messages":true}' : '{"version":1}', 'application/json');
+    if (step === 'messages') {
+      if (!this.version2) return answer(404, 'not found');
+      this.messagesCalls.push({ socket: header(req, 'x-roomgate-socket') ?? '', body: JSON.parse(body.toString('utf8')) as unknown });
+      return answer(204);
+    }
     if (step === 'export') this.export(id, room, answer);
     else if (step === 'import') this.import(id, room, Number(epoch), body, answer);
     else if (step === 'release') this.release(id, room, answer);

@@ -1,0 +1,87 @@
+// One tunnel's side of a version-2 handoff (src/runtime/room-hold.ts's TunnelHold): its socket id,
+// the client messages followed and held (message-hold.ts), and what the tunnel does for the hold:
+// write kept bytes on after a rollback, end the socket while still keeping what the client sent
+// before it saw the end. permessage-deflate: the tunnel makes the client compress each message
+// alone (client_no_context_takeover in the 101), so a held message can be read without the
+// backend's inflater.
+import { randomBytes } from 'node:crypto';
+import { inflateRawSync } from 'node:zlib';
+import type { HeldMessage, TunnelHold } from '../runtime/room-hold.js';
+import { MessageHold } from './message-hold.js';
+
+/** What the tunnel gives its hold. */
+export interface HoldHost {
+  /** Writes bytes on to the backend (a rollback's kept bytes). */
+  writeUpstream(bytes: Buffer): void;
+  /** Ends the socket for the hold: the backend side cut, the client ended; its late bytes still kept. */
+  endForHold(): void;
+}
+
+/** A held message inflated alone may not grow past this (the per-socket hold limit is far below). */
+const MAX_INFLATED_BYTES = 16 * 1024 * 1024;
+const TAIL = Buffer.from([0x00, 0x00, 0xff, 0xff]);
+
+export class TunnelMessages implements TunnelHold {
+  readonly socketId = randomBytes(16).toString('base64url');
+  readonly follower = new MessageHold();
+  /** Set when the 101 negotiated permessage-deflate (each client message then compressed alone). */
+  deflate = false;
+  private closed = false;
+  private readonly closers: (() => void)[] = [];
+
+  constructor(private readonly host: HoldHost) {}
+
+  get heldBytes(): number {
+    return this.follower.heldBytes;
+  }
+
+  hold(onHeld: () => void, onKept: () => void): boolean {
+    return this.follower.hold(onHeld, onKept);
+  }
+
+  flush(): void {
+    const bytes = this.follower.flush();
+    if (bytes !== null && !this.closed) this.host.writeUpstream(bytes);
+  }
+
+  messages(): { messages: HeldMessage[]; unreadable: number } {
+    return this.follower.messages(this.deflate ? inflateAlone : null);
+  }
+
+  onClosed(run: () => void): void {
+    if (this.closed) run();
+    else this.closers.push(run);
+  }
+
+  closeForLimit(): void {
+    this.host.endForHold();
+  }
+
+  /** The client's socket has closed: nothing more can be kept. */
+  socketClosed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const run of this.closers.splice(0)) run();
+  }
+}
+
+function inflateAlone(payload: Buffer): Buffer {
+  return inflateRawSync(Buffer.concat([payload, TAIL]), { maxOutputLength: MAX_INFLATED_BYTES });
+}
+
+/**
+ * The 101's Sec-WebSocket-Extensions for a followed tunnel: permessage-deflate gains
+ * client_no_context_takeover (RFC 7692 7.1.1.1: a server may ask it even when the client did not
+ * offer it; the backend's inflater reads such messages as any other). Null: no deflate negotiated.
+ */
+export function withoutClientContext(value: string): string | null {
+  const ext = value.split(',').map((e) => e.trim());
+  let deflate = false;
+  const out = ext.map((e) => {
+    const params = e.split(';').map((p) => p.trim());
+    if ((params[0] ?? '').toLowerCase() !== 'permessage-deflate') return e;
+    deflate = true;
+    return params.some((p) => p.toLowerCase() === 'client_no_context_takeover') ? e : `${e}; client_no_context_takeover`;
+  });
+  return deflate ? out.join(', ') : null;
+}

@@ -1,0 +1,81 @@
+// The two ends of a version-2 handoff's hold, for Handoffs (handoff.ts): before the export, this
+// gateway's sockets of the room on the old owner are held at a message boundary (room-hold.ts);
+// after the move and the release, each socket is ended, and once it has closed its messages go to
+// the new owner in one `messages` call (tried twice). What could not be delivered is counted and
+// logged with the room and socket, never dropped silently.
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import { succeeded, type HookAnswer, type HookCall } from './handoff-calls.js';
+import type { Backend } from './pool.js';
+import { RoomHold, type HoldLimits, type TunnelHold } from './room-hold.js';
+
+export interface HeldOptions {
+  readonly tunnels: { holdable(room: string, backend: string): { holds: TunnelHold[]; others: number } };
+  readonly limits: HoldLimits;
+  /** handoff.timeoutMs: how long a socket has to reach a message boundary. */
+  readonly timeoutMs: number;
+}
+
+/** How long the ended sockets have to close before they are cut (their late bytes are still kept). */
+const CLOSE_WAIT_MS = 1_000;
+
+/** Holds this gateway's sockets of `room` on `source`; null when none of them can be held. */
+export async function holdRoom(o: HeldOptions, room: string, source: string, metrics: Pick<Metrics, 'handoffHeld'>): Promise<RoomHold | null> {
+  const { holds } = o.tunnels.holdable(room, source);
+  if (holds.length === 0) return null;
+  const hold = new RoomHold(room, holds, o.limits);
+  await hold.begin(o.timeoutMs, (t) => t.closeForLimit());
+  if (hold.holdTimeouts > 0) metrics.handoffHeld.inc({ result: 'hold-timeout' }, hold.holdTimeouts);
+  return hold;
+}
+
+/** A rollback: the held sockets pass again, what they kept written on to the old owner. */
+export function flushHeld(hold: RoomHold, metrics: Pick<Metrics, 'handoffHeld'>): void {
+  hold.flush();
+  metrics.handoffHeld.inc({ result: 'flushed' }, hold.sockets.length);
+}
+
+export interface Delivered {
+  /** Messages the new owner took. */
+  readonly messages: number;
+  /** Sockets whose messages it did not take. */
+  readonly lostSockets: number;
+}
+
+/**
+ * The room moved and its old owner was released: ends each held socket, waits for them to close
+ * (a client still sends until it sees the end), then hands each one's messages to `target`.
+ */
+export async function deliverHeld(
+  hold: RoomHold,
+  target: Backend,
+  h: { readonly id: string; readonly room: string; readonly epoch: string },
+  call: (backend: Backend, call: HookCall) => Promise<HookAnswer>,
+  metrics: Pick<Metrics, 'handoffHeld'>,
+  logger: Logger,
+): Promise<Delivered> {
+  hold.stop();
+  for (const t of hold.sockets) t.closeForLimit();
+  await hold.closed(CLOSE_WAIT_MS, (t) => t.closeForLimit());
+  if (hold.overLimit > 0) metrics.handoffHeld.inc({ result: 'over-limit' }, hold.overLimit);
+  let messages = 0;
+  let lostSockets = 0;
+  for (const t of hold.sockets) {
+    const held = t.messages();
+    if (held.unreadable > 0) logger.warn({ handoff: h.id, room: h.room, socket: t.socketId, messages: held.unreadable }, 'held messages that could not be read (compressed with context): not delivered');
+    if (held.messages.length === 0) continue;
+    const body = Buffer.from(JSON.stringify({ socket: t.socketId, messages: held.messages }));
+    const one: HookCall = { step: 'messages', id: h.id, room: h.room, epoch: h.epoch, body, socket: t.socketId };
+    let answer = await call(target, one);
+    if (!succeeded(answer)) answer = await call(target, one);
+    if (succeeded(answer)) {
+      messages += held.messages.length;
+      metrics.handoffHeld.inc({ result: 'delivered' });
+    } else {
+      lostSockets++;
+      metrics.handoffHeld.inc({ result: 'lost' });
+      logger.error({ handoff: h.id, room: h.room, socket: t.socketId, messages: held.messages.length, backend: target.id, answer: answer.kind === 'answer' ? answer.status : answer.kind }, 'held messages not taken by the new owner: lost');
+    }
+  }
+  return { messages, lostSockets };
+}

@@ -1,0 +1,133 @@
+// A version-2 handoff's hold on one room (docs/handoff.md, "Hold" and "Deliver"): this gateway's
+// sockets of the room on the old owner stop passing client messages at a message boundary, so
+// nothing reaches the frozen owner and nothing is refused; once the room has moved and the old
+// owner's sockets closed, each socket's held messages go to the new owner in one `messages` call.
+// A rollback writes them on to the old owner instead. The sockets themselves are the data plane's
+// (src/proxy/message-hold.ts behind TunnelHold); this module sees only the interface.
+
+/** One held data message, as the `messages` hook's body carries it. */
+export type HeldMessage = { readonly text: string } | { readonly binary: string };
+
+/** What a tunnel whose client messages can be held offers (tunnels to backends that said `messages`). */
+export interface TunnelHold {
+  /** The socket's id (X-Roomgate-Socket), sent to the backend in its handshake. */
+  readonly socketId: string;
+  /** Asks for the hold; `onHeld` runs once it has begun, `onKept` after each chunk kept. True: it began now. */
+  hold(onHeld: () => void, onKept: () => void): boolean;
+  /** Ends the hold: the kept bytes are written on to the backend, in order. */
+  flush(): void;
+  /** Payload and header bytes kept so far. */
+  readonly heldBytes: number;
+  /** The kept messages (read once the socket has closed: then nothing more can come). */
+  messages(): { messages: HeldMessage[]; unreadable: number };
+  /** Runs once when the socket has closed (at once when it already has). */
+  onClosed(run: () => void): void;
+  /** Closes the socket as the protocol says (1012 to the client), its kept bytes kept. */
+  closeForLimit(): void;
+}
+
+export interface HoldLimits {
+  readonly perSocketBytes: number;
+  readonly perRoomBytes: number;
+}
+
+/** How one socket's hold ended, for the metric roomgate_handoff_held_total{result}. */
+export type HeldResult = 'delivered' | 'flushed' | 'over-limit' | 'hold-timeout' | 'lost';
+
+/** A room held: its sockets, the ones still to reach a boundary, and the limits. */
+export class RoomHold {
+  /** Sockets that were cut because they passed a limit or did not reach a boundary in time. */
+  overLimit = 0;
+  holdTimeouts = 0;
+  private stopped = false;
+  /** Sockets ended for a limit (counted once). */
+  private readonly ended = new Set<TunnelHold>();
+
+  constructor(
+    readonly room: string,
+    readonly sockets: readonly TunnelHold[],
+    private readonly limits: HoldLimits,
+  ) {}
+
+  /**
+   * Begins the hold on every socket; resolves once each is held, or after `timeoutMs` with the
+   * ones still mid-message cut (`cut`), counted as hold timeouts.
+   */
+  begin(timeoutMs: number, cut: (t: TunnelHold) => void): Promise<void> {
+    const waiting = new Set<TunnelHold>();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        if (waiting.size > 0) return;
+        clearTimeout(timer);
+        resolve();
+      };
+      for (const t of this.sockets) {
+        waiting.add(t);
+        const now = t.hold(
+          () => {
+            waiting.delete(t);
+            done();
+          },
+          () => this.enforce(t),
+        );
+        if (now) waiting.delete(t);
+      }
+      const timer = setTimeout(() => {
+        for (const t of waiting) {
+          this.holdTimeouts++;
+          cut(t);
+        }
+        waiting.clear();
+        resolve();
+      }, timeoutMs);
+      done();
+    });
+  }
+
+  /**
+   * After a chunk kept by `t`: it is ended when it holds more than its limit, or when the room's
+   * sockets together do (the one whose bytes passed the bound). What it kept is kept and delivered.
+   */
+  enforce(t: TunnelHold): void {
+    if (this.stopped || this.ended.has(t)) return;
+    let room = 0;
+    for (const s of this.sockets) room += s.heldBytes;
+    if (t.heldBytes <= this.limits.perSocketBytes && room <= this.limits.perRoomBytes) return;
+    this.ended.add(t);
+    this.overLimit++;
+    t.closeForLimit();
+  }
+
+  /** A rollback: every socket passes again, what it kept written on to the old owner. */
+  flush(): void {
+    this.stop();
+    for (const t of this.sockets) t.flush();
+  }
+
+  /** Resolves once every held socket has closed, or after `timeoutMs` (the rest then cut). */
+  closed(timeoutMs: number, cut: (t: TunnelHold) => void): Promise<void> {
+    const open = new Set(this.sockets);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        for (const t of open) cut(t);
+        resolve();
+      }, timeoutMs);
+      const check = (): void => {
+        if (open.size > 0) return;
+        clearTimeout(timer);
+        resolve();
+      };
+      for (const t of this.sockets)
+        t.onClosed(() => {
+          open.delete(t);
+          check();
+        });
+      check();
+    });
+  }
+
+  /** No more limit checks (the hold is over). */
+  stop(): void {
+    this.stopped = true;
+  }
+}

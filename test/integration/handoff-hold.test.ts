@@ -1,0 +1,204 @@
+// Protocol version 2's hold, end to end: a real gateway (in process) in front of two demo backend
+// processes whose hello says {"version": 2, "messages": true}. A client sends events without a
+// pause, as a djust client clicking, while its room is moved: nothing it sent is refused
+// (`room-moving`) and nothing is lost: the new owner holds every event the client wrote, the ones
+// the old owner applied before the hold (carried in the export) and the ones roomgate held
+// (delivered with the `messages` hook). Against backends that say version 1 nothing is held: the
+// frozen owner refuses what arrives during the export, as before. The parts in process:
+// test/proxy/message-hold.test.ts.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import WebSocket from 'ws';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import type { Gateway } from '../../src/gateway.js';
+import { HandoffTestBackend, handoffPairConfig, openMountedRoom } from '../support/handoff-test-backend.js';
+import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { CALL_SECRET, startBackend, stop, waitFor, withTimeout, type BackendProc } from '../support/processes.js';
+
+const TOKEN = 'handoff-hold-admin-token-0123456789';
+const dir = mkdtempSync(join(tmpdir(), 'roomgate-hold-'));
+const running: { gw: Gateway; backends: BackendProc[]; test?: HandoffTestBackend[] }[] = [];
+const sockets = new Set<WebSocket>();
+
+afterEach(async () => {
+  for (const s of sockets) s.terminate();
+  sockets.clear();
+  for (const r of running.splice(0)) {
+    await r.gw.stop();
+    await Promise.all(r.backends.map((b) => stop(b)));
+    await Promise.all((r.test ?? []).map((b) => b.close()));
+  }
+});
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Two demo backends speaking `version` and a gateway in front; resolves once it knows their hellos. */
+async function pair(version: 1 | 2): Promise<{ gw: Gateway; backends: BackendProc[]; admin: (path: string, body?: unknown) => Promise<{ status: number; json: any }> }> {
+  const backends = await Promise.all(['h1', 'h2'].map((id) => startBackend(id, ['--handoff-version', String(version)])));
+  const gw = await startInProcessGateway(dir, backends[0]!.url, {
+    backends: backends.map((b) => ({ id: b.id, url: b.url })),
+    health: { path: null },
+    admin: { enabled: true, host: '127.0.0.1', port: 0, token: TOKEN },
+    backendCalls: { secrets: [CALL_SECRET] },
+    handoff: { timeoutMs: 2_000 },
+    log: { level: 'silent' },
+  });
+  running.push({ gw, backends });
+  const admin = async (path: string, body?: unknown): Promise<{ status: number; json: any }> => {
+    const res = await fetch(`http://127.0.0.1:${gw.adminPort}${path}`, {
+      method: body === undefined ? 'GET' : 'POST',
+      headers: { authorization: `Bearer ${TOKEN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(10_000),
+    });
+    return { status: res.status, json: await res.json() };
+  };
+  // The status of each backend asks its hello; a socket opened after the answer is followed.
+  await waitFor('both hellos answered', 10_000, async () => {
+    const list = (await admin('/backends')).json.backends as { id: string; handoffHooks?: string }[];
+    return list.every((b) => b.handoffHooks === 'yes') ? true : undefined;
+  }, 100);
+  return { gw, backends, admin };
+}
+
+/** A client clicking without a pause: counts the events it wrote and the refusals it got. */
+async function clicker(gw: Gateway, room: string): Promise<{ backend: string; sent: () => number; refused: () => number; closed: Promise<number>; stopClicking: () => void }> {
+  const ws = new WebSocket(`ws://127.0.0.1:${gw.port}/ws/live/?room=${room}`, { handshakeTimeout: 5_000, perMessageDeflate: false });
+  sockets.add(ws);
+  const messages: Record<string, unknown>[] = [];
+  ws.on('message', (d) => messages.push(JSON.parse(String(d)) as Record<string, unknown>));
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  await withTimeout(new Promise((r, j) => (ws.once('open', r), ws.once('error', j))), 5_000, 'socket open');
+  await waitFor('connect', 5_000, () => messages.find((m) => m.type === 'connect'));
+  ws.send(JSON.stringify({ type: 'mount', room }));
+  const mounted = await waitFor('mounted', 5_000, () => messages.find((m) => m.type === 'mounted'));
+  let sent = 0;
+  let clicking = true;
+  const click = (): void => {
+    if (!clicking || ws.readyState !== WebSocket.OPEN) return;
+    ws.send(JSON.stringify({ type: 'event', data: { n: sent + 1 } }), (err) => {
+      if (err) return;
+      sent++;
+      setImmediate(click);
+    });
+  };
+  click();
+  return {
+    backend: String(mounted.backend),
+    sent: () => sent,
+    refused: () => messages.filter((m) => m.type === 'error' && m.error === 'room-moving').length,
+    closed,
+    stopClicking: () => (clicking = false),
+  };
+}
+
+async function movesOn(b: BackendProc, room: string): Promise<number> {
+  return ((await (await fetch(`${b.url}/_backend/moves/${room}`, { signal: AbortSignal.timeout(5_000) })).json()) as { moves: number }).moves;
+}
+
+describe('version 2: a room moved while its client clicks', () => {
+  it('loses no event and refuses none: the new owner holds every event the client wrote', async () => {
+    const { gw, backends, admin } = await pair(2);
+    const c = await clicker(gw, 'hold-1');
+    await waitFor('some events applied first', 5_000, () => (c.sent() > 50 ? true : undefined));
+    const from = backends.find((b) => b.id === c.backend)!;
+    const to = backends.find((b) => b.id !== c.backend)!;
+    const moved = await admin('/rooms/hold-1/move', { to: to.id });
+    expect(moved.status, JSON.stringify(moved.json)).toBe(200);
+    expect(moved.json.handoff.result).toBe('moved');
+    // The socket was held: its client messages went to the new owner, none to the frozen one.
+    expect(moved.json.handoff.held).toMatchObject({ sockets: 1, lostSockets: 0 });
+    expect(moved.json.handoff.held.messages).toBeGreaterThan(0);
+    const code = await withTimeout(c.closed, 5_000, 'the client socket closed');
+    expect([1006, 1012]).toContain(code);
+    expect(c.refused()).toBe(0);
+    // Every event the client wrote is on the new owner; the old one holds nothing of the room.
+    expect(await movesOn(to, 'hold-1')).toBe(c.sent());
+    expect(await movesOn(from, 'hold-1')).toBe(0);
+    const metrics = await (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    expect(metrics).toMatch(/roomgate_handoff_held_total\{result="delivered"\} 1/);
+  });
+
+  it('version 1 backends: nothing held; the frozen owner refuses what arrives during the export', async () => {
+    const { gw, backends, admin } = await pair(1);
+    const c = await clicker(gw, 'hold-2');
+    await waitFor('some events applied first', 5_000, () => (c.sent() > 50 ? true : undefined));
+    const to = backends.find((b) => b.id !== c.backend)!;
+    const moved = await admin('/rooms/hold-2/move', { to: to.id });
+    expect(moved.json.handoff.result).toBe('moved');
+    expect(moved.json.handoff.held).toBeUndefined();
+    await withTimeout(c.closed, 5_000, 'the client socket closed');
+    c.stopClicking();
+    // What reached the old owner while frozen was refused or dropped at its close: the new owner
+    // has fewer events than the client wrote.
+    expect(await movesOn(to, 'hold-2')).toBeLessThan(c.sent());
+  });
+});
+
+/** Two in-process hook backends saying version 2, that log what arrives; a gateway in front. */
+async function testPair(): Promise<{ gw: Gateway; b1: HandoffTestBackend; b2: HandoffTestBackend }> {
+  const [b1, b2] = await Promise.all(['b1', 'b2'].map((id) => new HandoffTestBackend(id, [CALL_SECRET]).start()));
+  for (const b of [b1!, b2!]) b.version2 = true;
+  const gw = await startInProcessGateway(dir, b1!.url, { ...handoffPairConfig(b1!, b2!, TOKEN, CALL_SECRET), handoff: { timeoutMs: 500 } });
+  running.push({ gw, backends: [], test: [b1!, b2!] });
+  await waitFor('both hellos answered', 10_000, async () => {
+    const res = await fetch(`http://127.0.0.1:${gw.adminPort}/backends`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(5_000) });
+    const list = ((await res.json()) as { backends: { handoffHooks?: string }[] }).backends;
+    return list.every((b) => b.handoffHooks === 'yes') ? true : undefined;
+  }, 100);
+  return { gw, b1: b1!, b2: b2! };
+}
+
+async function move(gw: Gateway, room: string, to: string): Promise<Record<string, any>> {
+  const res = await fetch(`http://127.0.0.1:${gw.adminPort}/rooms/${room}/move`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ to }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const j = (await res.json()) as { handoff?: Record<string, any>; error?: { handoff?: Record<string, any> } };
+  return (j.handoff ?? j.error?.handoff) as Record<string, any>;
+}
+
+describe('version 2 on the wire', () => {
+  it('the messages call: the socket id of the handshake, the held messages in order, text and binary', async () => {
+    const { gw, b1, b2 } = await testPair();
+    const c = await openMountedRoom(gw.port, 'wire-1');
+    sockets.add(c.ws);
+    const [from, to] = c.backend === 'b1' ? [b1, b2] : [b2, b1];
+    expect(from.socketIds.get('wire-1')).toHaveLength(1);
+    const socketId = from.socketIds.get('wire-1')![0] as string;
+    expect(socketId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    // The export waits until the client has sent three messages into the hold.
+    from.behave.set('export', 'hang');
+    const exporting = from.arrival('export');
+    const moved = move(gw, 'wire-1', to.id);
+    await exporting;
+    c.ws.send('one');
+    c.ws.send(Buffer.from([0, 1, 2]));
+    c.ws.send('three');
+    // None of them reaches the frozen owner; the export then times out and rolls back (below).
+    await waitFor('the export deadline', 5_000, async () => ((await moved).result === 'rolled-back' ? true : undefined));
+    const out = await moved;
+    expect(out.reason).toMatch(/export did not answer in time/);
+    // Rolled back: after the resume, the old owner gets them, in order; none came before it.
+    await waitFor('the held messages written on', 5_000, () => (from.log.filter((l) => l.startsWith('message wire-1')).length === 3 ? true : undefined));
+    const log = from.log.filter((l) => l.startsWith('message') || l === 'arrive resume');
+    expect(log).toEqual(['arrive resume', 'message wire-1 one', `message wire-1 ${String(Buffer.from([0, 1, 2]))}`, 'message wire-1 three']);
+    // The same socket moved for real: its held messages reach the new owner in one call.
+    let letGo = (): void => undefined;
+    from.behave.set('export', { until: new Promise<void>((r) => (letGo = r)) });
+    const exporting2 = from.arrival('export');
+    const second = move(gw, 'wire-1', to.id);
+    await exporting2;
+    await new Promise<void>((r) => c.ws.send('four', () => r()));
+    await new Promise<void>((r) => c.ws.send(Buffer.from([9]), () => r()));
+    letGo();
+    const done = await second;
+    expect(done.result).toBe('moved');
+    expect(done.held).toEqual({ sockets: 1, messages: 2, lostSockets: 0 });
+    expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'four' }, { binary: Buffer.from([9]).toString('base64') }] } }]);
+    expect(from.log.filter((l) => l.includes('four'))).toEqual([]);
+  });
+});
