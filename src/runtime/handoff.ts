@@ -86,6 +86,8 @@ export class Handoffs {
   /** Handoffs running through this gateway per backend (as old or new owner). */
   private readonly busy = new Map<string, number>();
   private readonly byId = new Map<string, { readonly key: string; readonly outcome: Promise<HandoffOutcome> }>();
+  /** Rooms whose sockets a handoff of this gateway holds now: a second handoff of one does not hold (nor flush) them. */
+  private readonly heldRooms = new Set<string>();
 
   constructor(private readonly o: HandoffOptions) {
     this.now = o.now ?? Date.now;
@@ -206,7 +208,11 @@ export class Handoffs {
     const { room, id } = r.ev;
     const old = String(placement.epoch);
     // Version 2: nothing more reaches the old owner from this gateway's sockets, nothing is refused.
-    if (o.held !== undefined && this.hello.takesMessages(target)) r.hold = await holdRoom(o.held, room, source.id, o.metrics);
+    if (o.held !== undefined && this.hello.takesMessages(target) && !this.heldRooms.has(room)) {
+      this.heldRooms.add(room);
+      r.hold = await holdRoom(o.held, room, source.id, o.metrics);
+      if (r.hold === null) this.heldRooms.delete(room);
+    }
     this.stage(r, 'export');
     const exported = await o.call(source, { step: 'export', id, room, epoch: old, body: Buffer.from(JSON.stringify({ leaseMs: o.leaseMs })) });
     if (exported.kind === 'unreachable') return this.exportBroke(r, source, target, placement, exported);
@@ -350,6 +356,10 @@ export class Handoffs {
   /** The end of a handoff: its record, the metrics, one log line (with the reason). */
   private finish(r: Run, result: HandoffResult, why: string, resumed?: HookAnswer): HandoffOutcome {
     const ms = performance.now() - r.t0;
+    if (r.hold !== null) {
+      r.hold.stop();
+      this.heldRooms.delete(r.ev.room);
+    }
     // A resume that did not answer: the old owner's lease resumes the room by itself.
     const reason = resumed === undefined || succeeded(resumed) ? why : `${why}; ${describeAnswer('resume', resumed)} (the lease resumes the room)`;
     // A refused handoff keeps the stage it was refused at; any other ends 'done'.
