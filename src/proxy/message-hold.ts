@@ -1,7 +1,8 @@
 // The client -> backend direction of one tunnel, as a version-2 handoff holds it (docs/handoff.md,
 // "Hold"): every chunk is followed frame header by frame header (message-boundaries.ts) so a hold
-// can begin at a message boundary; while held, the bytes are kept (copies, in order) instead of
-// written to the old owner. A rollback writes them on (`flush`); a completed handoff reads them as
+// can begin at a message boundary; while held, data frames are kept (copies, in order) instead of
+// written to the old owner, and control frames still pass (a ping gets its pong, and a close
+// completes its handshake, so the old owner's release closes the socket as it would). A rollback writes them on (`flush`); a completed handoff reads them as
 // messages (`messages`: unmasked, fragments joined) and hands them to the new owner. Only tunnels
 // to backends whose hello said `messages` are followed.
 import type { HeldMessage } from '../runtime/room-hold.js';
@@ -13,11 +14,17 @@ export class MessageHold {
   private holding = false;
   /** The hold has begun: the stream is at a boundary and every byte since is kept. */
   private started = false;
+  /** The kept data frames, whole, in order. */
   private readonly held: Buffer[] = [];
+  /** Kept bytes not yet a whole frame. */
+  private partial: Buffer | null = null;
   /** Payload and header bytes kept so far. */
   heldBytes = 0;
   private onStart: (() => void) | null = null;
   private onKept: (() => void) | null = null;
+
+  /** `forward`: where a control frame sent while held goes (the backend). */
+  constructor(private readonly forward: (frame: Buffer) => void = () => undefined) {}
 
   /** Whether the bytes of this stream can still be followed (a length no peer may send gives up). */
   get followable(): boolean {
@@ -71,6 +78,8 @@ export class MessageHold {
     this.started = false;
     this.onStart = null;
     this.onKept = null;
+    if (this.partial !== null) this.held.push(this.partial);
+    this.partial = null;
     if (this.held.length === 0) return null;
     const out = Buffer.concat(this.held);
     this.held.length = 0;
@@ -85,7 +94,7 @@ export class MessageHold {
    * (null: a compressed message cannot be read, and is reported by the count `unreadable`).
    */
   messages(inflate: ((payload: Buffer) => Buffer) | null = null): { messages: HeldMessage[]; unreadable: number } {
-    return readMessages(Buffer.concat(this.held), inflate);
+    return readMessages(Buffer.concat(this.partial === null ? this.held : [...this.held, this.partial]), inflate);
   }
 
   private begin(): void {
@@ -98,11 +107,50 @@ export class MessageHold {
   private keep(chunk: Buffer, from: number): void {
     // Followed too, so a flush leaves the follower where the backend's stream is.
     this.boundaries.follow(chunk, from, chunk.length);
-    const part = Buffer.from(chunk.subarray(from));
-    this.held.push(part);
-    this.heldBytes += part.length;
+    // The partial frame is counted again below, whole or still partial.
+    if (this.partial !== null) this.heldBytes -= this.partial.length;
+    let bytes = this.partial === null ? Buffer.from(chunk.subarray(from)) : Buffer.concat([this.partial, chunk.subarray(from)]);
+    this.partial = null;
+    // Whole frames: data kept, control passed on; the rest waits for the next chunk.
+    for (;;) {
+      const end = frameEnd(bytes);
+      if (end === -1) break;
+      const frame = bytes.subarray(0, end);
+      if (((frame[0] as number) & 0x0f) >= 8) this.forward(frame);
+      else {
+        this.held.push(frame);
+        this.heldBytes += frame.length;
+      }
+      bytes = bytes.subarray(end);
+    }
+    if (bytes.length > 0) {
+      this.partial = bytes;
+      this.heldBytes += bytes.length;
+    }
     this.onKept?.();
   }
+}
+
+/** Where the frame at the start of `b` ends, or -1 when it is not whole yet. */
+function frameEnd(b: Buffer): number {
+  if (b.length < 2) return -1;
+  const b1 = b[1] as number;
+  let len = b1 & 0x7f;
+  let at = 2;
+  if (len === 126) {
+    if (b.length < 4) return -1;
+    len = b.readUInt16BE(2);
+    at = 4;
+  } else if (len === 127) {
+    if (b.length < 10) return -1;
+    const big = b.readBigUInt64BE(2);
+    // Past what any hold keeps (its limits are far below): never whole here.
+    if (big > BigInt(Number.MAX_SAFE_INTEGER)) return -1;
+    len = Number(big);
+    at = 10;
+  }
+  if ((b1 & 0x80) !== 0) at += 4;
+  return b.length >= at + len ? at + len : -1;
 }
 
 /** Parses client frames (masked) into data messages. */

@@ -23,13 +23,16 @@ const TAIL = Buffer.from([0x00, 0x00, 0xff, 0xff]);
 
 export class TunnelMessages implements TunnelHold {
   readonly socketId = randomBytes(16).toString('base64url');
-  readonly follower = new MessageHold();
+  readonly follower: MessageHold;
   /** Set when the 101 negotiated permessage-deflate (each client message then compressed alone). */
   deflate = false;
   private closed = false;
   private readonly closers: (() => void)[] = [];
 
-  constructor(private readonly host: HoldHost) {}
+  constructor(private readonly host: HoldHost) {
+    // Control frames pass while held: a ping gets its pong, a close completes its handshake.
+    this.follower = new MessageHold((frame) => host.writeUpstream(Buffer.from(frame)));
+  }
 
   get heldBytes(): number {
     return this.follower.heldBytes;

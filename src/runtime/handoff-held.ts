@@ -16,7 +16,7 @@ export interface HeldOptions {
   readonly timeoutMs: number;
 }
 
-/** How long the ended sockets have to close before they are cut (their late bytes are still kept). */
+/** How long the released sockets have to close before they are ended (their late bytes are still kept). */
 const CLOSE_WAIT_MS = 1_000;
 
 /** Holds this gateway's sockets of `room` on `source`; null when none of them can be held. */
@@ -55,7 +55,8 @@ export async function deliverHeld(
   logger: Logger,
 ): Promise<Delivered> {
   hold.stop();
-  for (const t of hold.sockets) t.closeForLimit();
+  // The old owner's release closes each socket (its close handshake passes the hold); one it did
+  // not close in time is ended here. Either way the client's bytes are kept until it closes.
   await hold.closed(CLOSE_WAIT_MS, (t) => t.closeForLimit());
   if (hold.overLimit > 0) metrics.handoffHeld.inc({ result: 'over-limit' }, hold.overLimit);
   let messages = 0;

@@ -54,6 +54,20 @@ describe('MessageHold', () => {
     expect(started).toBe(0);
   });
 
+  it('control frames pass while held (a ping gets its pong, a close completes its handshake), even cut across chunks; data frames are kept', () => {
+    const passed: Buffer[] = [];
+    const h = new MessageHold((f) => passed.push(Buffer.from(f)));
+    expect(h.hold(() => undefined)).toBe(true);
+    const ping = frame(9, 'are you there');
+    const close = frame(8, Buffer.from([0x03, 0xe8]));
+    const all = Buffer.concat([text('kept'), ping, text('also kept'), close]);
+    // Cut inside the ping's header and inside the close's payload.
+    for (const [a, b] of [[0, 9], [9, 30], [30, all.length - 1], [all.length - 1, all.length]] as const) expect(h.pass(all.subarray(a, b))).toBeNull();
+    expect(passed).toEqual([ping, close]);
+    expect(h.messages().messages).toEqual([{ text: 'kept' }, { text: 'also kept' }]);
+    expect(h.heldBytes).toBe(text('kept').length + text('also kept').length);
+  });
+
   it('in the middle of a message, the hold begins when it ends: the rest of it passes, later messages are kept', () => {
     const h = new MessageHold();
     const first = Buffer.concat([text('frag-1 ', false), frame(9, 'ping'), frame(0, 'frag-2')]);
