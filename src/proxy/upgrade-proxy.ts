@@ -324,8 +324,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     const owner = ownerFields(this.owner);
     let text = this.a.handshake;
     for (let i = 0; i + 1 < owner.length; i += 2) text += `${owner[i] as string}: ${owner[i + 1] as string}\r\n`;
-    // Over HTTP/1.1 only: an h2 client's stream is not followed (docs/handoff.md, what is not built).
-    if (this.room !== null && !this.a.h2 && o.followsMessages?.(this.backend.id) === true) {
+    // An h2 client's stream (RFC 8441) carries the same frames: followed the same way.
+    if (this.room !== null && o.followsMessages?.(this.backend.id) === true) {
       this.messageHold = new TunnelMessages({ writeUpstream: (b) => this.upstream.write(b), endForHold: () => this.endForHold() });
       text += `X-Roomgate-Socket: ${this.messageHold.socketId}\r\n`;
     }

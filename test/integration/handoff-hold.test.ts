@@ -6,12 +6,15 @@
 // (delivered with the `messages` hook). Against backends that say version 1 nothing is held: the
 // frozen owner refuses what arrives during the export, as before. The parts in process:
 // test/proxy/message-hold.test.ts.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ClientHttp2Stream } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
+import { makeCa, makeSigned } from '../support/certs.js';
+import { h2Session } from '../support/h2-session.js';
 import { HandoffTestBackend, handoffPairConfig, openMountedRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, startBackend, stop, waitFor, withTimeout, type BackendProc } from '../support/processes.js';
@@ -137,10 +140,10 @@ describe('version 2: a room moved while its client clicks', () => {
 });
 
 /** Two in-process hook backends saying version 2, that log what arrives; a gateway in front. */
-async function testPair(): Promise<{ gw: Gateway; b1: HandoffTestBackend; b2: HandoffTestBackend }> {
+async function testPair(extra: Record<string, unknown> = {}): Promise<{ gw: Gateway; b1: HandoffTestBackend; b2: HandoffTestBackend }> {
   const [b1, b2] = await Promise.all(['b1', 'b2'].map((id) => new HandoffTestBackend(id, [CALL_SECRET]).start()));
   for (const b of [b1!, b2!]) b.version2 = true;
-  const gw = await startInProcessGateway(dir, b1!.url, { ...handoffPairConfig(b1!, b2!, TOKEN, CALL_SECRET), handoff: { timeoutMs: 500 } });
+  const gw = await startInProcessGateway(dir, b1!.url, { ...handoffPairConfig(b1!, b2!, TOKEN, CALL_SECRET), handoff: { timeoutMs: 500 }, ...extra });
   running.push({ gw, backends: [], test: [b1!, b2!] });
   await waitFor('both hellos answered', 10_000, async () => {
     const res = await fetch(`http://127.0.0.1:${gw.adminPort}/backends`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(5_000) });
@@ -200,5 +203,50 @@ describe('version 2 on the wire', () => {
     expect(done.held).toEqual({ sockets: 1, messages: 2, lostSockets: 0 });
     expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'four' }, { binary: Buffer.from([9]).toString('base64') }] } }]);
     expect(from.log.filter((l) => l.includes('four'))).toEqual([]);
+  });
+});
+
+/** A client frame (masked, as clients send them). */
+function clientFrame(opcode: number, payload: Buffer): Buffer {
+  const head = Buffer.from([0x80 | opcode, 0x80 | payload.length, 1, 2, 3, 4]);
+  return Buffer.concat([head, Buffer.from(payload.map((b, i) => b ^ ((i & 3) + 1)))]);
+}
+
+describe('version 2 over HTTP/2 (an RFC 8441 WebSocket)', () => {
+  it('an h2 stream is held and delivered like an HTTP/1.1 socket', async () => {
+    const ca = makeCa(dir, 'hold-ca');
+    const leaf = makeSigned(dir, 'hold-leaf', ca, ['a.test']);
+    const { gw, b1, b2 } = await testPair({ tls: { certs: [{ cert: leaf.cert, key: leaf.key }], reloadCheckMs: 0 } });
+    const session = await h2Session(gw.port, readFileSync(ca.cert));
+    try {
+      const stream: ClientHttp2Stream = session.request({ ':method': 'CONNECT', ':protocol': 'websocket', ':path': '/ws/?room=h2-1', ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13' }, { endStream: false });
+      const data: Buffer[] = [];
+      stream.on('data', (d: Buffer) => data.push(d));
+      const status = await withTimeout(new Promise<number>((r) => stream.once('response', (h) => r(Number(h[':status'])))), 5_000, 'the h2 answer');
+      expect(status).toBe(200);
+      // The backend's first frame (unmasked, short): {"type":"mounted","backend":...}.
+      const mounted = await waitFor('mounted', 5_000, () => {
+        const all = Buffer.concat(data);
+        return all.length > 2 && all.length >= 2 + (all[1] as number) ? (JSON.parse(all.subarray(2, 2 + (all[1] as number)).toString()) as { backend: string }) : undefined;
+      });
+      const [from, to] = mounted.backend === 'b1' ? [b1, b2] : [b2, b1];
+      const socketId = from.socketIds.get('h2-1')?.[0];
+      expect(socketId).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      let letGo = (): void => undefined;
+      from.behave.set('export', { until: new Promise<void>((r) => (letGo = r)) });
+      const exporting = from.arrival('export');
+      const moved = move(gw, 'h2-1', to.id);
+      await exporting;
+      await new Promise<void>((r) => stream.write(clientFrame(1, Buffer.from('over h2')), () => r()));
+      await new Promise<void>((r) => stream.write(clientFrame(2, Buffer.from([7, 7])), () => r()));
+      letGo();
+      const done = await moved;
+      expect(done.result).toBe('moved');
+      expect(done.held).toEqual({ sockets: 1, messages: 2, lostSockets: 0 });
+      expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'over h2' }, { binary: Buffer.from([7, 7]).toString('base64') }] } }]);
+      expect(from.log.filter((l) => l.includes('over h2'))).toEqual([]);
+    } finally {
+      session.destroy();
+    }
   });
 });
