@@ -1,0 +1,280 @@
+// Room handoffs raced and faulted, with real processes: a redis-server, three demo backends, two
+// gateways sharing the Redis, each room played by two djust-like clients (one through each
+// gateway, test/support/game-clients.ts). Each backend sits behind a HookGate
+// (test/support/hook-gate.ts), an in-process proxy that holds a hook call at a chosen instant, so
+// every timing window below is hit on purpose: three handoffs of one room at once (two moves
+// through two gateways to two backends and a drain with handoff of its owner), a backend killed
+// during the export, during the import and between the import and the placement's move, a gateway
+// killed between the import and the release, and hooks that answer late or never.
+// What roomgate promises in each, checked: no room on two backends at once (the SplitWatcher of
+// test/support/room-clients.ts, sampling every backend 10 times a second), every move the app
+// acknowledged still there after it, unless the handoff said the room was placed empty
+// (`owner-lost`), and no room frozen past its lease (handoff.leaseMs).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { recordChaos } from '../support/chaos.js';
+import { GameClient, GameRoom, stopAllGameClients } from '../support/game-clients.js';
+import { HookGate, type GateCall } from '../support/hook-gate.js';
+import { runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startRedis, stopAllRedis } from '../support/redis.js';
+import { SplitWatcher, adminBackends, adminGet, adminPost, sleep, witnessOf, type GatewayTarget } from '../support/room-clients.js';
+
+const TOKEN = 'handoff-races-admin-token-0123456789';
+const TIMEOUT_MS = 1_000;
+const LEASE_MS = 3_000;
+/** How late a freeze may end after its lease: the lease timer, and the sampling every 100 ms. */
+const LEASE_SLACK_MS = 1_000;
+
+let redisUrl = '';
+let backends: BackendProc[] = [];
+const gates = new Map<string, HookGate>();
+let gwA: GatewayProc;
+let gwB: GatewayProc;
+let watcher: SplitWatcher;
+
+function config(): Record<string, unknown> {
+  return {
+    backends: backends.map((b) => ({ id: b.id, url: (gates.get(b.id) as HookGate).url })),
+    redis: { url: redisUrl, commandTimeoutMs: 500 },
+    health: { intervalMs: 300, timeoutMs: 300 },
+    placement: { heartbeatMs: 200, gatewayTtlMs: 1_000 },
+    presence: { ttlMs: 2_000 },
+    admin: { token: TOKEN },
+    admission: { upgradesPerSecond: 0 },
+    handoff: { timeoutMs: TIMEOUT_MS, leaseMs: LEASE_MS },
+  };
+}
+
+async function connectedGateway(): Promise<GatewayProc> {
+  const gw = await startGateway({ config: config() });
+  await waitFor('gateway connected to Redis', 10_000, async () => (await adminGet<{ degraded: boolean }>(gw, '/status')).degraded === false, 50);
+  return gw;
+}
+
+beforeAll(async () => {
+  redisUrl = (await startRedis()).url;
+  backends = await startBackends(['r1', 'r2', 'r3']);
+  for (const b of backends) gates.set(b.id, await new HookGate(b.port).listen());
+  [gwA, gwB] = await Promise.all([connectedGateway(), connectedGateway()]);
+  watcher = new SplitWatcher(() => witnessOf(backends), 100);
+  watcher.start();
+}, 60_000);
+
+afterAll(async () => {
+  await watcher?.stop();
+  stopAllGameClients();
+  for (const b of backends) if (b.child.signalCode === null && b.child.exitCode === null) b.child.kill('SIGCONT');
+  for (const g of gates.values()) await g.close();
+  await stopAll();
+  await stopAllRedis();
+}, 30_000);
+
+const via = (name: string, gw: () => GatewayProc): GatewayTarget => ({
+  name,
+  get wsUrl() {
+    return gw().wsUrl;
+  },
+});
+const byId = (id: string): BackendProc => backends.find((b) => b.id === id) as BackendProc;
+const gateOf = (b: BackendProc): HookGate => gates.get(b.id) as HookGate;
+const alive = (p: BackendProc | GatewayProc): boolean => p.child.exitCode === null && p.child.signalCode === null;
+
+interface Handoff {
+  id: string;
+  result: string;
+  reason: string;
+  release: string | null;
+  ms: number;
+}
+
+interface Played {
+  game: GameRoom;
+  clients: GameClient[];
+  from: BackendProc;
+  others: BackendProc[];
+}
+
+/** A room played by two clients (one through each gateway), a few moves acknowledged; its owner. */
+async function playing(room: string): Promise<Played> {
+  const game = new GameRoom(room);
+  const clients = [new GameClient(0, game, via('A', () => gwA), { moveEveryMs: [100, 300] }).start(), new GameClient(1, game, via('B', () => gwB), { moveEveryMs: [100, 300] }).start()];
+  await waitFor(`${room}: both clients mounted on one backend, moves acknowledged`, 15_000, () => clients.every((c) => c.backend !== null && c.backend === clients[0]?.backend) && game.acks.size >= 4, 50);
+  const from = byId(clients[0]?.backend as string);
+  return { game, clients, from, others: backends.filter((b) => b !== from) };
+}
+
+async function move(gw: GatewayProc, room: string, to: string): Promise<Handoff> {
+  const res = await fetch(`http://127.0.0.1:${gw.adminPort}/rooms/${room}/move`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ to }),
+    signal: AbortSignal.timeout(6 * TIMEOUT_MS + 5_000),
+  });
+  const body = (await res.json()) as { handoff?: Handoff; error?: { handoff?: Handoff; message?: string } };
+  const handoff = body.handoff ?? body.error?.handoff;
+  if (handoff === undefined) throw new Error(`move ${room} to ${to}: ${res.status} ${JSON.stringify(body)}`);
+  return handoff;
+}
+
+interface Held {
+  moves: number;
+  frozen: boolean;
+}
+
+async function held(b: BackendProc, room: string): Promise<Held | null> {
+  if (!alive(b)) return null;
+  try {
+    return (await (await fetch(`${b.url}/_backend/moves/${room}`, { signal: AbortSignal.timeout(2_000) })).json()) as Held;
+  } catch {
+    return null;
+  }
+}
+
+/** ms from `since` until no live backend holds the room frozen. */
+async function unfrozenAfter(room: string, since: number): Promise<number> {
+  return waitFor(
+    `${room} frozen nowhere`,
+    LEASE_MS + 10_000,
+    async () => {
+      const h = await Promise.all(backends.map((b) => held(b, room)));
+      return h.some((x) => x?.frozen === true) ? null : Date.now() - since;
+    },
+    50,
+  );
+}
+
+/** Restarts a killed backend on its port (behind the same gate) and waits until both gateways see it up. */
+async function restart(b: BackendProc): Promise<void> {
+  if (alive(b)) await stop(b, 'SIGKILL');
+  const fresh = await startBackend(b.id, ['--port', String(b.port)]);
+  backends[backends.indexOf(b)] = fresh;
+  for (const gw of [gwA, gwB]) await waitFor(`${b.id} up for the gateway`, 15_000, async () => (await adminBackends(gw)).get(b.id)?.health === 'up', 100);
+}
+
+interface Outcome {
+  /** Where the room's clients all ended. */
+  owner: string;
+  /** Acknowledged moves missing from the room's final count, numbered twice, or a short mount. */
+  lost: string[];
+  /** Closes of the room's sockets after t0. */
+  dropped: number;
+  splits: number;
+  /** ms from t0 to every client mounted on one backend. */
+  settledMs: number;
+}
+
+/**
+ * The room once the fault is over: the clients quiet, mounted on one backend; what it holds
+ * against what was acknowledged, and the splits the watcher saw since t0. Stops the clients.
+ */
+async function outcome(p: Played, t0: number): Promise<Outcome> {
+  const settledMs = await waitFor(`${p.game.room}: every client mounted on one backend`, 20_000, () => p.clients.every((c) => c.backend !== null && c.backend === p.clients[0]?.backend) && Date.now() - t0, 50);
+  for (const c of p.clients) c.quiet();
+  await sleep(800); // answers of the moves in flight
+  const owner = byId(p.clients[0]?.backend as string);
+  const h = await held(owner, p.game.room);
+  const lost: string[] = [];
+  for (const d of p.game.duplicates) lost.push(`move ${d.first.n} acknowledged twice`);
+  for (const s of p.game.shortMounts) lost.push(`a mount on ${s.backend} told ${s.told} moves, ${s.acknowledged} acknowledged`);
+  if (h === null || p.game.highest > h.moves) lost.push(`${p.game.highest} moves acknowledged, ${h?.moves ?? 'none'} held on ${owner.id}`);
+  const dropped = p.clients.reduce((n, c) => n + c.gaps.filter((g) => g.closedAt >= t0).length, 0);
+  for (const c of p.clients) c.stop();
+  const splits = watcher.since(t0 - 100).filter((v) => v.room === p.game.room);
+  expect(splits, watcher.describe(splits)).toEqual([]);
+  return { owner: owner.id, lost, dropped, splits: splits.length, settledMs };
+}
+
+function record(id: string, fault: string, promise: string, test: string, o: Outcome, handoffs: readonly Handoff[], extra: readonly string[], roomsMoved: number): void {
+  recordChaos({
+    id,
+    fault,
+    promise,
+    figures: {
+      recoverMs: o.settledMs,
+      roomsMoved,
+      socketsDropped: o.dropped,
+      roomsSplit: o.splits,
+      other: [...handoffs.map((h) => `${h.result}${h.release ? ` (release ${h.release})` : ''} in ${h.ms} ms${h.reason ? `: ${h.reason}` : ''}`), `acknowledged moves lost: ${o.lost.length}`, ...extra],
+    },
+    file: import.meta.url,
+    test,
+  });
+}
+
+/** Resolves the n-th caller and every earlier one together (or all after ms): one instant for n calls. */
+function barrier(n: number, ms: number): () => Promise<void> {
+  let waiting: (() => void)[] = [];
+  let timer: NodeJS.Timeout | null = null;
+  const open = (): void => {
+    if (timer) clearTimeout(timer);
+    const w = waiting;
+    waiting = [];
+    for (const r of w) r();
+  };
+  return () =>
+    new Promise<void>((resolve) => {
+      waiting.push(resolve);
+      timer ??= setTimeout(open, ms);
+      if (waiting.length >= n) open();
+    });
+}
+
+const RACE = 'room handoffs raced: two moves through two gateways and a drain with handoff at once';
+
+describe(RACE, () => {
+  it('one room, three handoffs at once (A: move to one backend, B: move to the other, drain --handoff of its owner): one wins, 0 splits, 0 lost, nothing frozen past its lease', async () => {
+    const p = await playing('race-three');
+    const [t1, t2] = p.others as [BackendProc, BackendProc];
+    const gate = gateOf(p.from);
+    // The three exports reach the owner in the same instant: each is held until all three arrived
+    // (at most 700 ms, under handoff.timeoutMs). The drain's CLI starts first (a node process),
+    // the two moves as soon as its export is at the gate.
+    const together = barrier(3, 700);
+    const exports: GateCall[] = [];
+    gate.holds.set('export', {
+      before: async (c) => {
+        if (c.room !== p.game.room) return;
+        exports.push(c);
+        await together();
+      },
+    });
+    const t0 = Date.now();
+    let drain: Promise<{ code: number; stderr: string }>;
+    let moves: Handoff[];
+    try {
+      drain = runCli(['drain', p.from.id, '--handoff', '--deadline', '10m'], { ROOMGATE_ADMIN_URL: `http://127.0.0.1:${gwB.adminPort}`, ROOMGATE_ADMIN_TOKEN: TOKEN });
+      await waitFor("the drain's export at the owner", 15_000, () => exports.length >= 1, 5);
+      moves = await Promise.all([move(gwA, p.game.room, t1.id), move(gwB, p.game.room, t2.id)]);
+      const d = await drain;
+      expect(d.code, d.stderr).toBe(0);
+      await waitFor(`the drain with handoff of ${p.from.id} done`, 30_000, async () => {
+        const ev = await adminGet<{ handoffs: { drains: { backend: string; done: boolean; startedAt: string }[] } }>(gwB, '/events');
+        return ev.handoffs.drains.some((x) => x.backend === p.from.id && x.done && Date.parse(x.startedAt) >= t0 - 1_000);
+      }, 100);
+    } finally {
+      gate.holds.delete('export');
+    }
+    const drained = (await adminGet<{ handoffs: { recent: (Handoff & { room: string; trigger: string; at: string })[] } }>(gwB, '/events')).handoffs.recent.filter((h) => h.room === p.game.room && h.trigger === 'drain' && Date.parse(h.at) >= t0 - 1_000);
+    const unfrozenMs = await unfrozenAfter(p.game.room, t0);
+    const o = await outcome(p, t0);
+    const all = [...moves, ...drained];
+    const won = all.filter((h) => h.result === 'moved');
+    expect(exports.length, 'the three handoffs each asked for the export').toBeGreaterThanOrEqual(3);
+    expect(won.length, JSON.stringify(all)).toBe(1);
+    expect(all.filter((h) => h.result !== 'moved' && h.result !== 'rolled-back' && h.result !== 'refused'), JSON.stringify(all)).toEqual([]);
+    expect(o.owner).not.toBe(p.from.id);
+    expect(o.lost).toEqual([]);
+    expect(unfrozenMs).toBeLessThanOrEqual(LEASE_MS + LEASE_SLACK_MS);
+    const r = await adminPost(gwA, `/backends/${p.from.id}/undrain`, TOKEN);
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    record(
+      'handoff-race-three-at-once',
+      'three handoffs of one room in the same instant: a move through gateway A to one backend, a move through gateway B to another, and `roomgate drain --handoff` of its owner (the three exports held until all arrived)',
+      'one handoff moves the room; the others roll back (the owner refuses a second export while frozen) or are refused; never on two backends; nothing acknowledged lost; nothing frozen past its lease',
+      RACE,
+      o,
+      all,
+      [`exports asked: ${exports.length}`, `room frozen nowhere ${unfrozenMs} ms after the start (leaseMs ${LEASE_MS})`, `ended on ${o.owner}`],
+      1,
+    );
+  }, 90_000);
+});
