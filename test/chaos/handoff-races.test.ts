@@ -35,7 +35,8 @@ function config(): Record<string, unknown> {
   return {
     backends: backends.map((b) => ({ id: b.id, url: (gates.get(b.id) as HookGate).url })),
     redis: { url: redisUrl, commandTimeoutMs: 500 },
-    health: { intervalMs: 300, timeoutMs: 300 },
+    // An HTTP check: a TCP connect would reach the gate, which listens whether its backend lives or not.
+    health: { path: '/healthz', intervalMs: 300, timeoutMs: 300 },
     placement: { heartbeatMs: 200, gatewayTtlMs: 1_000 },
     presence: { ttlMs: 2_000 },
     admin: { token: TOKEN },
@@ -183,7 +184,7 @@ async function outcome(p: Played, t0: number): Promise<Outcome> {
   return { owner: owner.id, lost, dropped, splits: splits.length, settledMs };
 }
 
-function record(id: string, fault: string, promise: string, test: string, o: Outcome, handoffs: readonly Handoff[], extra: readonly string[], roomsMoved: number): void {
+function record(id: string, fault: string, promise: string, test: string, o: Outcome, handoffs: readonly Handoff[], extra: readonly string[], roomsMoved: number, lostLine?: string): void {
   recordChaos({
     id,
     fault,
@@ -193,7 +194,7 @@ function record(id: string, fault: string, promise: string, test: string, o: Out
       roomsMoved,
       socketsDropped: o.dropped,
       roomsSplit: o.splits,
-      other: [...handoffs.map((h) => `${h.result}${h.release ? ` (release ${h.release})` : ''} in ${h.ms} ms${h.reason ? `: ${h.reason}` : ''}`), `acknowledged moves lost: ${o.lost.length}`, ...extra],
+      other: [...handoffs.map((h) => `${h.result}${h.release ? ` (release ${h.release})` : ''} in ${h.ms} ms${h.reason ? `: ${h.reason}` : ''}`), lostLine ?? `acknowledged moves lost: ${o.lost.length}`, ...extra],
     },
     file: import.meta.url,
     test,
@@ -278,3 +279,138 @@ describe(RACE, () => {
     );
   }, 90_000);
 });
+
+const KILLS = 'room handoffs with a backend killed at each step (SIGKILL at a chosen instant)';
+
+interface KillCase {
+  readonly id: string;
+  readonly title: string;
+  /** The step whose call the gate holds, at the old owner ('old') or the new one ('new'). */
+  readonly step: 'export' | 'import';
+  readonly at: 'old' | 'new';
+  /** Which backend dies once it has acted on that call. */
+  readonly kill: 'old' | 'new';
+  /** drop: its answer never reaches the gateway; pass: the answer it gave is relayed, then nothing more. */
+  readonly answer: 'drop' | 'pass';
+  readonly result: string;
+  /** Where the room ends: on the old owner, or the new one. */
+  readonly ends: 'old' | 'new' | 'elsewhere';
+  /** The state is kept (nothing acknowledged lost); false: lost, and said so. */
+  readonly kept: boolean;
+  readonly fault: string;
+  readonly promise: string;
+}
+
+const KILL_CASES: readonly KillCase[] = [
+  {
+    id: 'handoff-kill-old-during-export',
+    title: 'the old owner killed during the export (it froze the room, its answer never arrives): the room placed empty on the new owner, and said so',
+    step: 'export',
+    at: 'old',
+    kill: 'old',
+    answer: 'drop',
+    result: 'owner-lost',
+    ends: 'new',
+    kept: false,
+    fault: 'room handoff: the old owner killed (SIGKILL) during the export, after it froze the room and before its answer arrived',
+    promise: 'the room is placed empty on the new owner and the handoff says so (owner-lost): its state died with the process; never on two backends',
+  },
+  {
+    id: 'handoff-kill-new-during-import',
+    title: 'the new owner killed during the import (it imported, its answer never arrives): rolled back, the room stays, nothing lost, resumed at once',
+    step: 'import',
+    at: 'new',
+    kill: 'new',
+    answer: 'drop',
+    result: 'rolled-back',
+    ends: 'old',
+    kept: true,
+    fault: 'room handoff: the new owner killed (SIGKILL) during the import, after it imported and before its answer arrived',
+    promise: 'rolled back: the room stays on its owner, resumed by the resume call (not the lease), nothing acknowledged lost; never on two backends',
+  },
+  {
+    id: 'handoff-kill-old-before-move',
+    title: 'the old owner killed between the import and the move: moved, its sockets cut, the state kept on the new owner',
+    step: 'import',
+    at: 'new',
+    kill: 'old',
+    answer: 'pass',
+    result: 'moved',
+    ends: 'new',
+    kept: true,
+    fault: 'room handoff: the old owner killed (SIGKILL) between the import and the placement\'s move',
+    promise: 'moved: the state was imported before the death, the release finds no one and the gateway cuts the sockets; nothing acknowledged lost; never on two backends',
+  },
+  {
+    id: 'handoff-kill-new-before-move',
+    title: 'the new owner killed between the import and the move: moved to a dead backend, which is then down: the room re-placed empty, counted as moved by its death',
+    step: 'import',
+    at: 'new',
+    kill: 'new',
+    answer: 'pass',
+    result: 'moved',
+    ends: 'elsewhere',
+    kept: false,
+    fault: 'room handoff: the new owner killed (SIGKILL) between the import and the placement\'s move (its import answered 204)',
+    promise: 'the handoff moved the room to the new owner, whose death then loses it as any owner\'s crash does: re-placed empty, the backend\'s down event counts the live room moved; never on two backends',
+  },
+];
+
+describe(KILLS, () => {
+  for (const k of KILL_CASES) {
+    it(k.title, async () => {
+      const p = await playing(k.id.replace('handoff-', ''));
+      const [to] = p.others as [BackendProc];
+      const side = (w: 'old' | 'new'): BackendProc => (w === 'old' ? p.from : to);
+      const victim = side(k.kill);
+      const gate = gateOf(side(k.at));
+      const acked = p.game.highest;
+      let killedAt = 0;
+      gate.holds.set(k.step, {
+        after: async (c) => {
+          if (c.room !== p.game.room || killedAt !== 0) return;
+          killedAt = Date.now();
+          await stop(victim, 'SIGKILL');
+          return k.answer;
+        },
+      });
+      const t0 = Date.now();
+      let h: Handoff;
+      try {
+        h = await move(gwA, p.game.room, to.id);
+      } finally {
+        gate.holds.delete(k.step);
+      }
+      expect(killedAt, `the gate saw the ${k.step}`).toBeGreaterThan(0);
+      expect(h.result, JSON.stringify(h)).toBe(k.result);
+      const unfrozenMs = await unfrozenAfter(p.game.room, t0);
+      const o = await outcome(p, t0).catch(async (err: Error) => {
+        const dump = { failures: p.clients.map((c) => c.failures.slice(-5)), refusals: p.clients.map((c) => c.refusals.slice(-5)), backends: [...(await adminBackends(gwA)).values()].map((b) => `${b.id} ${b.health} ${b.state}`), logs: gwA.lines.slice(-15) };
+        throw new Error(`${err.message}\n${JSON.stringify(dump, null, 1)}`);
+      });
+      const downs = k.ends === 'elsewhere' ? await downEvents(victim.id, t0) : 0;
+      await restart(victim);
+      if (k.ends === 'elsewhere') {
+        expect(o.owner).not.toBe(victim.id);
+        expect(downs, `a down event of ${victim.id} counting the live room`).toBeGreaterThanOrEqual(1);
+      } else expect(o.owner).toBe(side(k.ends).id);
+      if (k.kept) expect(o.lost).toEqual([]);
+      // Every freeze here ends by a call (release, resume) or with its process, well before the lease.
+      expect(unfrozenMs).toBeLessThan(LEASE_MS);
+      const lostLine = k.kept ? undefined : `acknowledged moves lost: the ${acked}+ before the kill, with the process that held them (reported: ${k.ends === 'elsewhere' ? `${victim.id} down, its live room counted as moved` : h.result})`;
+      record(k.id, k.fault, k.promise, KILLS, o, [h], [`room frozen nowhere ${unfrozenMs} ms after the start (leaseMs ${LEASE_MS})`, `ended on ${o.owner}`], o.owner === p.from.id ? 0 : 1, lostLine);
+    }, 90_000);
+  }
+});
+
+/** Live rooms counted as moved by `backend`'s down events since t0, on either gateway. */
+async function downEvents(backend: string, t0: number): Promise<number> {
+  return waitFor(`${backend} down with its live room counted`, 10_000, async () => {
+    let n = 0;
+    for (const gw of [gwA, gwB].filter(alive)) {
+      const ev = await adminGet<{ events: { at: string; kind: string; backend: string; liveRoomsMoved: number }[] }>(gw, '/events');
+      n += ev.events.filter((e) => e.backend === backend && e.kind === 'down' && Date.parse(e.at) >= t0 - 1_000).reduce((s, e) => s + e.liveRoomsMoved, 0);
+    }
+    return n > 0 ? n : null;
+  }, 200).catch(() => 0);
+}
