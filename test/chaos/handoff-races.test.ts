@@ -414,3 +414,73 @@ async function downEvents(backend: string, t0: number): Promise<number> {
     return n > 0 ? n : null;
   }, 200).catch(() => 0);
 }
+
+const GATEWAY_DEATH = 'room handoffs with the gateway running them killed (SIGKILL) between the import and the release';
+
+interface GatewayKill {
+  readonly id: string;
+  readonly title: string;
+  /** The call at which gateway A dies: the import answered (before the move), or the release asked (after it). */
+  readonly step: 'import' | 'release';
+  readonly ends: 'old' | 'new';
+  readonly fault: string;
+  readonly promise: string;
+}
+
+const GATEWAY_KILLS: readonly GatewayKill[] = [
+  {
+    id: 'handoff-gateway-killed-before-move',
+    title: 'killed once the import answered, before the move: the room stays, frozen until its lease, nothing lost',
+    step: 'import',
+    ends: 'old',
+    fault: 'room handoff: the gateway running it killed (SIGKILL) once the import answered, before the placement\'s move',
+    promise: 'the placement never moved: the room stays on its owner, which resumes it when its lease ends (events refused meanwhile, sent again); nothing acknowledged lost; never on two backends',
+  },
+  {
+    id: 'handoff-gateway-killed-before-release',
+    title: 'killed after the move, as it asks for the release: the room on the new owner with its state, the old owner resumes at its lease, nothing lost',
+    step: 'release',
+    ends: 'new',
+    fault: 'room handoff: the gateway running it killed (SIGKILL) after the placement\'s move, before the release reached the old owner',
+    promise: 'the room is on the new owner with its state (the other gateway cuts its sockets to the old one at the placement event); the old owner, never released, unfreezes at its lease; nothing acknowledged lost; never on two backends',
+  },
+];
+
+describe(GATEWAY_DEATH, () => {
+  for (const g of GATEWAY_KILLS) {
+    it(g.title, async () => {
+      const p = await playing(g.id.replace('handoff-', ''));
+      const [to] = p.others as [BackendProc];
+      const gate = gateOf(g.step === 'import' ? to : p.from);
+      const dead = gwA;
+      let killedAt = 0;
+      const kill = async (c: GateCall): Promise<'drop' | undefined> => {
+        if (c.room !== p.game.room || killedAt !== 0) return undefined;
+        killedAt = Date.now();
+        await stop(dead, 'SIGKILL');
+        return 'drop';
+      };
+      gate.holds.set(g.step, g.step === 'import' ? { after: kill } : { before: kill });
+      const t0 = Date.now();
+      const asked = await move(dead, p.game.room, to.id).then(
+        (h) => `answered ${h.result}`,
+        (err: Error) => `no answer (${err.message})`,
+      );
+      gate.holds.delete(g.step);
+      expect(killedAt, `the gate saw the ${g.step}`).toBeGreaterThan(0);
+      gwA = await connectedGateway();
+      const unfrozenMs = await unfrozenAfter(p.game.room, t0);
+      const o = await outcome(p, t0);
+      expect(o.owner).toBe(g.ends === 'old' ? p.from.id : to.id);
+      expect(o.lost).toEqual([]);
+      expect(unfrozenMs).toBeLessThanOrEqual(LEASE_MS + LEASE_SLACK_MS);
+      const refused = p.clients.reduce((n, c) => n + c.refusedMoving, 0);
+      record(g.id, g.fault, g.promise, GATEWAY_DEATH, o, [], [
+        `the move's caller: ${asked}`,
+        `room frozen nowhere ${unfrozenMs} ms after the start (leaseMs ${LEASE_MS})`,
+        `client events refused while frozen (room-moving): ${refused}`,
+        `ended on ${o.owner}`,
+      ], g.ends === 'old' ? 0 : 1);
+    }, 90_000);
+  }
+});
