@@ -484,3 +484,60 @@ describe(GATEWAY_DEATH, () => {
     }, 90_000);
   }
 });
+
+const SLOW = 'room handoffs whose hooks answer late or never';
+
+interface SlowHook {
+  readonly step: 'export' | 'import' | 'release';
+  /** late: the call reaches the backend 2 x handoff.timeoutMs late (after the gateway gave up); never: it never does. */
+  readonly mode: 'late' | 'never';
+  readonly result: string;
+  readonly ends: 'old' | 'new';
+}
+
+const SLOW_HOOKS: readonly SlowHook[] = (['export', 'import', 'release'] as const).flatMap((step) =>
+  (['late', 'never'] as const).map((mode) => ({ step, mode, result: step === 'release' ? 'moved' : 'rolled-back', ends: step === 'release' ? ('new' as const) : ('old' as const) })),
+);
+
+describe(SLOW, () => {
+  for (const s of SLOW_HOOKS) {
+    it(`${s.step} answering ${s.mode === 'late' ? 'after the deadline' : 'never'}: ${s.result}, the room on the ${s.ends} owner, nothing lost, nothing frozen past its lease`, async () => {
+      const p = await playing(`slow-${s.step}-${s.mode}`);
+      const [to] = p.others as [BackendProc];
+      const gate = gateOf(s.step === 'import' ? to : p.from);
+      /** When each held call reached the backend (late), or was dropped (never). */
+      const landed: number[] = [];
+      gate.holds.set(s.step, {
+        before: async (c) => {
+          if (c.room !== p.game.room) return undefined;
+          await sleep(2 * TIMEOUT_MS);
+          landed.push(Date.now());
+          return s.mode === 'late' ? 'pass' : 'drop';
+        },
+      });
+      const t0 = Date.now();
+      let h: Handoff;
+      try {
+        h = await move(gwA, p.game.room, to.id);
+        // Every call the gateway made of that step has landed (or been dropped) before the checks.
+        await waitFor(`the held ${s.step} calls let go`, 10_000, () => landed.length >= gate.seen(s.step, p.game.room).length, 50);
+      } finally {
+        gate.holds.delete(s.step);
+      }
+      expect(h.result, JSON.stringify(h)).toBe(s.result);
+      // A late export freezes the room when it lands: its lease runs from there.
+      const lastLanded = Math.max(...landed);
+      const unfrozenMs = await unfrozenAfter(p.game.room, lastLanded);
+      const o = await outcome(p, t0);
+      expect(o.owner).toBe(s.ends === 'old' ? p.from.id : to.id);
+      expect(o.lost).toEqual([]);
+      expect(unfrozenMs).toBeLessThanOrEqual(LEASE_MS + LEASE_SLACK_MS);
+      const refused = p.clients.reduce((n, c) => n + c.refusedMoving, 0);
+      record(`handoff-hook-${s.step}-${s.mode}`, `room handoff: the ${s.step} hook ${s.mode === 'late' ? `answers late (reaches the backend ${2 * TIMEOUT_MS} ms after it was sent, past handoff.timeoutMs ${TIMEOUT_MS} ms)` : 'never answers'}`, s.step === 'release' ? 'moved: the state is on the new owner, the gateway cuts the old sockets; the old owner unfreezes at its lease at the latest; nothing acknowledged lost' : 'rolled back: the room stays on its owner; a freeze the late call makes ends at its lease; nothing acknowledged lost', SLOW, o, [h], [
+        `${s.step} calls held: ${landed.length}`,
+        `room frozen nowhere ${unfrozenMs} ms after the last held call ${s.mode === 'late' ? 'landed' : 'was dropped'} (leaseMs ${LEASE_MS})`,
+        `client events refused while frozen (room-moving): ${refused}`,
+      ], s.ends === 'old' ? 0 : 1);
+    }, 90_000);
+  }
+});
