@@ -10,6 +10,8 @@
 // test/support/room-clients.ts, sampling every backend 10 times a second), every move the app
 // acknowledged still there after it, unless the handoff said the room was placed empty
 // (`owner-lost`), and no room frozen past its lease (handoff.leaseMs).
+import { readFileSync } from 'node:fs';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos } from '../support/chaos.js';
 import { GameClient, GameRoom, stopAllGameClients } from '../support/game-clients.js';
@@ -540,4 +542,108 @@ describe(SLOW, () => {
       ], s.ends === 'old' ? 0 : 1);
     }, 90_000);
   }
+});
+
+const STORM = 'a backend that never answers (SIGSTOP) under 1,000 WebSocket handshakes in flight';
+const HANDSHAKES = 1_000;
+const CONNECT_MS = 1_000;
+const RESPONSE_MS = 3_000;
+
+/** A process's resident memory (bytes). */
+function rss(p: GatewayProc): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${p.child.pid}/status`, 'utf8'));
+  if (!m) throw new Error('no VmRSS');
+  return Number(m[1]) * 1024;
+}
+
+/** One handshake through the gateway: the status it was answered (101 if it opened), or what broke. */
+function handshake(gw: GatewayProc, room: string): Promise<{ status: number | null; error: string | null; ms: number }> {
+  const t0 = Date.now();
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${gw.wsUrl}/ws/live/?room=${room}`, { handshakeTimeout: 4 * (CONNECT_MS + RESPONSE_MS) });
+    const done = (status: number | null, error: string | null): void => {
+      ws.removeAllListeners();
+      ws.on('error', () => undefined);
+      ws.terminate();
+      resolve({ status, error, ms: Date.now() - t0 });
+    };
+    ws.once('open', () => done(101, null));
+    ws.once('unexpected-response', (_req, res) => {
+      res.resume();
+      done(res.statusCode ?? 0, null);
+    });
+    ws.once('error', (err) => done(null, err.message));
+  });
+}
+
+describe(STORM, () => {
+  it('every handshake gets a defined answer within the proxy timeouts, the gateway stays responsive, its memory bounded', async () => {
+    const stuck = await startBackend('s1');
+    const gw = await startGateway({
+      config: {
+        backends: [{ id: stuck.id, url: stuck.url }],
+        proxy: { connectTimeoutMs: CONNECT_MS, responseTimeoutMs: RESPONSE_MS },
+        health: { intervalMs: 500, timeoutMs: 400 },
+        admission: { upgradesPerSecond: 0 },
+      },
+    });
+    try {
+      const before = rss(gw);
+      stuck.child.kill('SIGSTOP');
+      let peak = before;
+      const probes: number[] = [];
+      let probing = true;
+      const prober = (async () => {
+        while (probing) {
+          const t = Date.now();
+          const res = await fetch(`http://127.0.0.1:${gw.adminPort}/status`, { signal: AbortSignal.timeout(3_000) });
+          await res.arrayBuffer();
+          expect(res.status).toBe(200);
+          probes.push(Date.now() - t);
+          peak = Math.max(peak, rss(gw));
+          await sleep(100);
+        }
+      })();
+      const t0 = Date.now();
+      const answers = await Promise.all(Array.from({ length: HANDSHAKES }, (_, i) => sleep(i % 100).then(() => handshake(gw, `storm-${i}`))));
+      const allMs = Date.now() - t0;
+      probing = false;
+      await prober;
+      stuck.child.kill('SIGCONT');
+      const statuses = new Map<string, number>();
+      for (const a of answers) statuses.set(a.status === null ? `error ${a.error}` : String(a.status), (statuses.get(a.status === null ? `error ${a.error}` : String(a.status)) ?? 0) + 1);
+      const undefinedAnswers = answers.filter((a) => a.status === null || a.status === 101);
+      expect(undefinedAnswers.length, JSON.stringify([...statuses])).toBe(0);
+      expect(answers.every((a) => [502, 503, 504].includes(a.status as number)), JSON.stringify([...statuses])).toBe(true);
+      const slowest = Math.max(...answers.map((a) => a.ms));
+      // The answer's bound: the connect and the response deadlines, with a second of scheduling.
+      expect(slowest).toBeLessThanOrEqual(CONNECT_MS + RESPONSE_MS + 1_000);
+      const grew = peak - before;
+      expect(grew, 'gateway RSS growth under the storm').toBeLessThan(100 * 1024 * 1024);
+      // Once it answers again, it is used again.
+      await waitFor('a room served once the backend runs again', 20_000, async () => (await handshake(gw, 'storm-after')).status === 101, 250);
+      recordChaos({
+        id: 'handoff-storm-stuck-backend',
+        fault: `${HANDSHAKES} WebSocket handshakes in flight to a backend that never answers (SIGSTOP; proxy.connectTimeoutMs ${CONNECT_MS}, responseTimeoutMs ${RESPONSE_MS})`,
+        promise: 'every handshake answered with a defined status (502/503/504) within the connect and response deadlines; the admin API answers throughout; the gateway memory bounded; the backend used again once it runs',
+        figures: {
+          recoverMs: slowest,
+          roomsMoved: 0,
+          socketsDropped: 0,
+          requestsFailed: answers.length,
+          other: [
+            `answers: ${[...statuses].sort().map(([s, n]) => `${s} x${n}`).join(', ')}; all in ${allMs} ms, slowest ${slowest} ms`,
+            `admin /status during the storm: ${probes.length} probes, max ${Math.max(...probes)} ms`,
+            `gateway RSS ${(before / 1048576).toFixed(1)} MB before, peak ${(peak / 1048576).toFixed(1)} MB (+${(grew / 1024 / HANDSHAKES).toFixed(1)} KB per handshake)`,
+          ],
+        },
+        file: import.meta.url,
+        test: STORM,
+      });
+    } finally {
+      stuck.child.kill('SIGCONT');
+      await stop(gw, 'SIGKILL');
+      await stop(stuck, 'SIGKILL');
+    }
+  }, 120_000);
 });
