@@ -17,7 +17,8 @@ import { recordChaos } from '../support/chaos.js';
 import { GameClient, GameRoom, stopAllGameClients } from '../support/game-clients.js';
 import { HookGate, type GateCall } from '../support/hook-gate.js';
 import { runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
-import { startRedis, stopAllRedis } from '../support/redis.js';
+import { Redis } from 'ioredis';
+import { sentinelMaster, startRedis, startReplica, startSentinels, stopAllRedis } from '../support/redis.js';
 import { SplitWatcher, adminBackends, adminGet, adminPost, sleep, witnessOf, type GatewayTarget } from '../support/room-clients.js';
 
 const TOKEN = 'handoff-races-admin-token-0123456789';
@@ -646,4 +647,88 @@ describe(STORM, () => {
       await stop(stuck, 'SIGKILL');
     }
   }, 120_000);
+});
+
+const FAILOVER = 'room handoffs with the Redis primary killed mid-handoff (Sentinel fails over)';
+
+interface FailoverCase {
+  readonly id: string;
+  readonly title: string;
+  /** import: the primary dies once the import answered (before the move's CAS); release: after the CAS, as the release is asked. */
+  readonly step: 'import' | 'release';
+  readonly fault: string;
+  readonly promise: string;
+}
+
+const FAILOVER_CASES: readonly FailoverCase[] = [
+  {
+    id: 'handoff-redis-failover-before-move',
+    title: 'the primary killed once the import answered, before the move: never on two backends, nothing lost, nothing frozen past its lease',
+    step: 'import',
+    fault: 'room handoff: the Redis primary killed (SIGKILL) once the import answered, before the placement\'s move (Sentinel: 1 replica, 3 sentinels, quorum 2, down-after 1 s)',
+    promise: 'the move\'s outcome cannot be known: rolled back, the gateway cuts its sockets on the old owner, which resumes at its lease; the room where the promoted replica says; never on two backends; nothing acknowledged lost',
+  },
+  {
+    id: 'handoff-redis-failover-before-release',
+    title: 'the primary killed after the move, as the release is asked: never on two backends, nothing lost, nothing frozen past its lease',
+    step: 'release',
+    fault: 'room handoff: the Redis primary killed (SIGKILL) after the placement\'s move, as the release is asked (Sentinel: 1 replica, 3 sentinels, quorum 2, down-after 1 s)',
+    promise: 'moved: the state on the new owner; the room where the promoted replica says once the gateways reconcile; never on two backends; nothing acknowledged lost',
+  },
+];
+
+describe(FAILOVER, () => {
+  for (const f of FAILOVER_CASES) {
+    it(f.title, async () => {
+      const primary = await startRedis();
+      const replica = await startReplica(primary.port);
+      const sentinels = await startSentinels(primary.port, 3, 1, { quorum: 2, downAfterMs: 1_000, failoverTimeoutMs: 3_000 });
+      const redis = { sentinels: sentinels.map((s) => s.address), sentinelName: 'mymaster', keyPrefix: `${f.step}:`, commandTimeoutMs: 500 };
+      const saved = [gwA, gwB] as const;
+      const ha = await Promise.all([0, 1].map(async () => {
+        const gw = await startGateway({ config: { ...config(), redis } });
+        await waitFor('gateway connected to Redis', 10_000, async () => (await adminGet<{ degraded: boolean }>(gw, '/status')).degraded === false, 50);
+        return gw;
+      }));
+      [gwA, gwB] = ha as [GatewayProc, GatewayProc];
+      try {
+        const p = await playing(f.id.replace('handoff-', ''));
+        const [to] = p.others as [BackendProc];
+        const gate = gateOf(f.step === 'import' ? to : p.from);
+        let killedAt = 0;
+        gate.holds.set(f.step, {
+          [f.step === 'import' ? 'after' : 'before']: async (c: GateCall) => {
+            if (c.room !== p.game.room || killedAt !== 0) return;
+            killedAt = Date.now();
+            await primary.kill('SIGKILL');
+          },
+        });
+        const t0 = Date.now();
+        let h: Handoff;
+        try {
+          h = await move(gwA, p.game.room, to.id);
+        } finally {
+          gate.holds.delete(f.step);
+        }
+        expect(killedAt, `the gate saw the ${f.step}`).toBeGreaterThan(0);
+        const unfrozenMs = await unfrozenAfter(p.game.room, t0);
+        const promotedMs = await waitFor('the replica promoted', 20_000, async () => (await sentinelMaster(sentinels[0] as (typeof sentinels)[0])) === replica.address && Date.now() - killedAt, 100);
+        const o = await outcome(p, t0);
+        const reader = new Redis({ port: replica.port, host: '127.0.0.1', commandTimeout: 1_000, maxRetriesPerRequest: 1 });
+        const stored = await waitFor('the room stored where it lives', 15_000, async () => (await reader.hget(`${f.step}:{rg}:p:${p.game.room}`, 'backend')) === o.owner && o.owner, 100).catch(async () => `${await reader.hget(`${f.step}:{rg}:p:${p.game.room}`, 'backend')} (lives on ${o.owner})`);
+        reader.disconnect();
+        expect(o.lost).toEqual([]);
+        expect(unfrozenMs).toBeLessThanOrEqual(LEASE_MS + LEASE_SLACK_MS);
+        expect(stored).toBe(o.owner);
+        record(f.id, f.fault, f.promise, FAILOVER, o, [h], [
+          `replica promoted ${promotedMs} ms after the kill`,
+          `room frozen nowhere ${unfrozenMs} ms after the start (leaseMs ${LEASE_MS})`,
+          `ended on ${o.owner} (${o.owner === p.from.id ? 'the old owner' : 'the new owner'}), stored there in the promoted replica`,
+        ], o.owner === p.from.id ? 0 : 1);
+      } finally {
+        [gwA, gwB] = saved;
+        for (const gw of ha) await stop(gw, 'SIGKILL');
+      }
+    }, 120_000);
+  }
 });
