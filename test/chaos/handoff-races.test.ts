@@ -401,7 +401,7 @@ describe(KILLS, () => {
       // Every freeze here ends by a call (release, resume) or with its process, well before the lease.
       expect(unfrozenMs).toBeLessThan(LEASE_MS);
       const lostLine = k.kept ? undefined : `acknowledged moves lost: the ${acked}+ before the kill, with the process that held them (reported: ${k.ends === 'elsewhere' ? `${victim.id} down, its live room counted as moved` : h.result})`;
-      record(k.id, k.fault, k.promise, KILLS, o, [h], [`room frozen nowhere ${unfrozenMs} ms after the start (leaseMs ${LEASE_MS})`, `ended on ${o.owner}`], o.owner === p.from.id ? 0 : 1, lostLine);
+      record(k.id, k.fault, k.promise, KILLS, o, [h], [`room frozen nowhere ${unfrozenMs} ms after the start (leaseMs ${LEASE_MS})`, `ended on ${o.owner}`], (h.result === 'moved' || h.result === 'owner-lost' ? 1 : 0) + (k.ends === 'elsewhere' ? 1 : 0), lostLine);
     }, 90_000);
   }
 });
