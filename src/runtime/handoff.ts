@@ -65,7 +65,18 @@ export interface HandoffOptions {
   /** Version 2: where this gateway's sockets of a room are held (absent: no hold, version 1). */
   readonly held?: HeldOptions;
   readonly now?: () => number;
+  /** RELEASE_GRACE_MS unless a test says otherwise. */
+  readonly releaseGraceMs?: number;
 }
+
+/**
+ * How long, after the move, this gateway's sockets of the room stay on the old owner waiting for
+ * its release to close them (with 1012, which the app's page tells apart). Every other gateway cuts
+ * its own at the placement event, and a client through one of them can be on the new owner half a
+ * second later (djust's first reconnect): past that, a slow release would leave the room on two
+ * processes, so this gateway cuts its own sockets there too, well before handoff.timeoutMs.
+ */
+export const RELEASE_GRACE_MS = 250;
 
 /** Handoff ids remembered (idempotency): a bound, oldest forgotten first. */
 const IDS_MAX = 1_000;
@@ -268,7 +279,12 @@ export class Handoffs {
   private async release(r: Run, source: Backend, target: Backend, placement: PlacementRecord, result: HandoffResult): Promise<HandoffOutcome> {
     const { room, id } = r.ev;
     this.stage(r, 'release');
+    let cut = 0;
+    const slow = setTimeout(() => {
+      cut += this.o.tunnels.closeRoom(room, target.id);
+    }, this.o.releaseGraceMs ?? RELEASE_GRACE_MS);
     const answer = await this.o.call(source, { step: 'release', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
+    clearTimeout(slow);
     this.o.placer.unhold(room);
     if (succeeded(answer)) {
       r.ev = { ...r.ev, release: 'released' };
@@ -277,7 +293,7 @@ export class Handoffs {
     }
     // The old owner did not close the room's sockets: they are cut here (its epoch fence refuses
     // whatever still reaches it); every other gateway cut its own at the placement event.
-    const cut = this.o.tunnels.closeRoom(room, target.id);
+    cut += this.o.tunnels.closeRoom(room, target.id);
     r.ev = { ...r.ev, release: 'cut' };
     await this.deliver(r, target);
     return this.finish(r, result, `${describeAnswer('release', answer)}: cut ${cut} socket${cut === 1 ? '' : 's'} of the room on ${source.id}`);

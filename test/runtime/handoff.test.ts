@@ -276,6 +276,22 @@ describe.each(stores)('room handoff with the %s', (name, makeStore) => {
     expect((await store.get(room))?.backend).toBe('b2');
   });
 
+  it('a release slower than RELEASE_GRACE_MS: this gateway cuts its sockets on the old backend before the deadline, as the other gateways do at the move', async () => {
+    const { room } = await liveRoom();
+    const onOld = r.tunnel(room, 'b1');
+    b1.behave.set('release', 'hang');
+    const arrived = b1.arrival('release');
+    const running = r.handoffs.move({ room, to: 'b2', trigger: 'move' });
+    await withTimeout(arrived, 5_000, 'the hanging release');
+    // The release still hangs (its deadline not fired): the room must not stay on b1 through this gateway.
+    await waitFor('the sockets on the old backend cut while the release hangs', 5_000, () => onOld.closed);
+    expect(r.deadlines.length).toBeGreaterThan(0);
+    await fireDeadlineWhen(Promise.resolve(), r);
+    const out = await running;
+    expect(out.event).toMatchObject({ result: 'moved', release: 'cut' });
+    expect(out.event.reason).toBe('release did not answer in time: cut 1 socket of the room on b1');
+  });
+
   it('the old owner holds no state (export 404): the placement moves with nothing to import', async () => {
     const placed = await store.place(`${name}-empty`.replace(' ', '-'), 'b1', 0, { force: false });
     expect(placed.ok).toBe(true);
