@@ -226,8 +226,11 @@ export const configSchema = z.strictObject({
     maxConcurrentStreams: doc(z.number().int().min(1).max(1000).default(100), {
       text: 'Streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS), WebSockets included; more are refused with REFUSED_STREAM.',
     }),
-    maxResetsPerS: doc(z.number().int().min(1).max(100_000).default(200), {
-      text: 'Streams a client may cancel per second on one connection before the connection is closed with ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and cancels streams to make the proxy start work it never finishes. Browsers cancel a few when a page is left.',
+    maxResets: doc(z.number().int().min(1).max(100_000).default(100), {
+      text: 'Streams a client may reset (RST_STREAM) before their answer on one connection, at once; the budget refills at this many per `resetWindowS`. The connection that overdraws it is closed with GOAWAY ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and resets streams to make the proxy start backend work it never waits for. A stream reset in the same read as its request never reaches a backend. Browsers reset a few streams when a page is left; resets after the answer began (a cancelled download, a closed WebSocket) are not counted.',
+    }),
+    resetWindowS: doc(seconds(1, 3_600).default(10), {
+      text: 'The time in which the `maxResets` budget refills entirely (at an even rate): with the defaults a connection may reset 100 streams at once and 10 a second for ever.',
     }),
   }),
   admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance, moves, purges).', {

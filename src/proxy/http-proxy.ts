@@ -127,9 +127,11 @@ export class HttpProxy {
     proxyReq.on('response', (proxyRes: IncomingMessage) => this.relayAnswer(x, attemptOf, proxyRes));
     proxyReq.on('error', (err: NodeJS.ErrnoException) => this.attemptFailed(x, attemptOf, err));
     // The client went away before the backend answered, or its body never arrived in full (it
-    // was refused with 408, or its connection died): stop the backend work too.
+    // was refused with 408, or its connection died): stop the backend work too. No answer head
+    // yet is enough: an h2 stream the client reset reads as finished (node ends its writable
+    // side), and its backend request would stay open until the backend answered.
     res.on('close', () => {
-      if (!res.writableFinished || !req.complete) proxyReq.destroy();
+      if (!res.writableFinished || !req.complete || attemptOf.upstream === null) proxyReq.destroy();
       // No backend answer came (the client left, or the h2 front answered 408 for a body that
       // stopped and the stream closed): the request ends here, and is counted here (the answer's
       // own close counts it otherwise), so the backend's in-flight count never keeps it.

@@ -17,6 +17,11 @@
 //    request (front h2): that split is applied by fronts.ts, with its reason, to every row.
 //  - `differs`: a front that gives another answer than the others today. Each is marked
 //    `// DISAGREES: ...` and holds the current behaviour of that front; the others hold the row's.
+//
+// h2-only rules (no HTTP/1.1 twin, so no row here):
+//  - rapid reset: streams a client resets before their answer draw on http2.maxResets per
+//    http2.resetWindowS, past it GOAWAY ENHANCE_YOUR_CALM (src/server/h2-front.ts;
+//    test/integration/h2-rapid-reset.test.ts). HTTP/1.1 cannot cancel a request and keep its connection.
 import { createRoomSigner } from '../../src/room/signing.js';
 
 export const FRONTS = ['h1-lean', 'h1-node', 'h1-tls', 'h2', 'h2-connect', 'worker'] as const;
