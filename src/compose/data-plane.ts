@@ -89,6 +89,7 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
     maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
     backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
     clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
+    rewriteLocation: config.proxy.rewriteLocation,
     cookies,
     metrics,
     logger,

@@ -579,6 +579,11 @@ export const configSchema = z.strictObject({
     backendIdleTimeoutMs: doc(positiveMs.default(1_500), {
       text: "How long an idle keep-alive connection to a backend is kept before roomgate closes it. Keep it below the backends' own keep-alive timeout (Node 5 s, uvicorn 5 s, gunicorn 2 s): a backend that closes an idle connection just as a request with a body is sent on it makes that request fail with 502 (only requests without a body are retried).",
     }),
+    // --- proxy.rewriteLocation (Hardening 3, item 8) ---
+    rewriteLocation: doc(z.boolean().default(false), {
+      text: "nginx's `proxy_redirect default`: an absolute URL in a backend answer's Location or Refresh whose scheme, host and port are that backend's own (its `url` in `backends`, e.g. `http://127.0.0.1:8102/internal`) is pointed at the request's public scheme and Host (`https://example.com/internal`), the path kept; relative URLs, other hosts and URLs with userinfo pass unchanged. On both page paths (byte-level HTTP/1.1, node:http and HTTP/2); not yet on answers served from the page cache or a WebSocket handshake's non-101 answer. Off: every Location reaches the client as the backend sent it.",
+    }),
+    // --- end proxy.rewriteLocation ---
     leanPages: doc(z.boolean().default(true), {
       text: "HTTP/1.1 GET and HEAD requests without a body (plain or over TLS) are read and relayed by roomgate's own HTTP/1.1 code on raw sockets (about a third of the CPU per page); everything else, and every request after the first one it does not take on a connection, goes through node:http (h2 through node:http2). false: node:http for all.",
     }),

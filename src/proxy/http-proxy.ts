@@ -20,7 +20,8 @@ import { BackendAgents } from '../forward/backend-agents.js';
 import { cutAnswer, dropUnsentFields, isGone, ResponseAnswer } from './cache-answers.js';
 import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
-import { clientStalled, type PagePathOptions } from './request-count.js';
+import { clientStalled, pageLocationTarget, type PagePathOptions } from './request-count.js';
+import { rewriteAnswerFields } from '../http/location.js';
 import { startRequest } from '../forward/request-count.js';
 
 export interface HttpProxyOptions extends PagePathOptions {
@@ -163,6 +164,8 @@ export class HttpProxy {
     // Content-Length on it; HTTP/2 clients reset a stream that has one).
     const status = proxyRes.statusCode ?? 502;
     const headers = status === 204 ? withoutLength(endToEndFields(proxyRes.rawHeaders)) : endToEndFields(proxyRes.rawHeaders);
+    const location = pageLocationTarget(o, r, backend);
+    if (location !== null) rewriteAnswerFields(headers, location);
     const cookie = o.cookies.for(r, key);
     if (cookie) headers.push('Set-Cookie', cookie);
     if (x.cacheStatus !== null) headers.push('Cache-Status', x.cacheStatus);
