@@ -152,6 +152,7 @@ function buildCache(config: LoadedConfig, deps: DataPlaneDeps, forwarder: Forwar
     responseTimeoutMs: config.proxy.responseTimeoutMs,
     maxIdleSocketsPerBackend: config.proxy.maxIdleSocketsPerBackend,
     backendIdleTimeoutMs: config.proxy.backendIdleTimeoutMs,
+    rewriteLocation: config.proxy.rewriteLocation,
     metrics: deps.metrics,
     logger: deps.logger,
     ...(deps.cacheClock ? { now: deps.cacheClock } : {}),
@@ -192,6 +193,7 @@ function buildUpgradeProxy(
     idleTimeoutMs: config.proxy.websocketIdleTimeoutMs,
     clientSilenceMs: config.proxy.websocketClientSilenceMs,
     clientWriteTimeoutMs: config.proxy.clientWriteTimeoutMs,
+    rewriteLocation: config.proxy.rewriteLocation,
     metrics: deps.metrics,
     logger: deps.logger,
   });

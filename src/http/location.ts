@@ -24,6 +24,12 @@ export interface LocationTarget {
   readonly publicOrigin: string;
 }
 
+/** The public side of a rewrite: the scheme the client used (as X-Forwarded-Proto tells it) and the request's Host. */
+export interface PublicOrigin {
+  readonly scheme: string;
+  readonly host: string | undefined;
+}
+
 /** The rewrite for an answer of `backend` to a request with this public scheme and Host, or null when there is no Host to point at. */
 export function locationTarget(backend: OwnAddress, publicScheme: string, host: string | undefined): LocationTarget | null {
   if (host === undefined || host === '' || /[\s/?#@\\]/.test(host)) return null;
