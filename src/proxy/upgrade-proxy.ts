@@ -28,6 +28,8 @@ import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import type { Forwarding } from '../forward/forwarded.js';
 import { ownerFields, type Owner } from '../http/ownership.js';
+import { answerFieldValue, locationTarget, type PublicOrigin } from '../http/location.js';
+import { publicOrigin } from './request-count.js';
 import type { Admission } from './admission.js';
 import type { BackendTls } from '../backends/backend-tls.js';
 import { connectBackend } from './backend-connect.js';
@@ -58,6 +60,8 @@ export interface UpgradeProxyOptions {
   readonly clientSilenceMs: number;
   /** A relayed write the client has not taken for this long closes the tunnel; 0 = never. */
   readonly clientWriteTimeoutMs: number;
+  /** proxy.rewriteLocation: a non-101 answer's Location or Refresh naming its backend points at the public origin. */
+  readonly rewriteLocation: boolean;
   readonly metrics: Metrics;
   readonly logger: Logger;
 }
@@ -128,7 +132,7 @@ export class UpgradeProxy {
   exchange(r: ClientRequest, key: KeyResult, client: Socket, rest: Buffer | null): Exchange {
     // A copy: the bytes may be a view of a bigger read buffer, which must not live as long as the socket.
     const pending = rest !== null && rest.length > 0 ? Buffer.from(rest) : null;
-    return new Attempt(this, key.room, key.source, this.handshake(r, key), pending, client, Date.now());
+    return new Attempt(this, key.room, key.source, this.handshake(r, key), pending, publicOrigin(this.o, r), client, Date.now());
   }
 
   /**
@@ -207,6 +211,8 @@ class Attempt implements Exchange {
     public handshake: string,
     /** Client bytes that came right behind the handshake: sent to the backend only after its 101. */
     public pending: Buffer | null,
+    /** proxy.rewriteLocation's public origin for a non-101 answer (src/http/location.ts), or null. */
+    public origin: PublicOrigin | null,
     readonly client: Socket,
     readonly startedAt: number,
   ) {}
@@ -215,6 +221,7 @@ class Attempt implements Exchange {
   opened(): void {
     this.handshake = '';
     this.pending = null;
+    this.origin = null;
   }
 
   gone(): boolean {
@@ -390,9 +397,12 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     this.state = 'refusing';
     // The backend has responseTimeoutMs of silence to finish the body.
     this.setTimer(this.o.responseTimeoutMs);
+    // The same Location rule as the page paths' (the h2 extended CONNECT answer is made from this text).
+    const origin = this.a.origin;
+    const location = origin === null ? null : locationTarget(this.backend.config, origin.scheme, origin.host);
     let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n`;
     for (const [name, value] of head.headers) {
-      if (!REFUSAL_HOP_BY_HOP.has(name.toLowerCase())) text += `${name}: ${value}\r\n`;
+      if (!REFUSAL_HOP_BY_HOP.has(name.toLowerCase())) text += `${name}: ${location === null ? value : answerFieldValue(name, value, location)}\r\n`;
     }
     this.client.write(Buffer.from(`${text}Connection: close\r\n\r\n`, 'latin1'));
     const answer = this.answer as Buffer;
