@@ -581,7 +581,7 @@ export const configSchema = z.strictObject({
     }),
     // --- proxy.rewriteLocation (Hardening 3, item 8) ---
     rewriteLocation: doc(z.boolean().default(false), {
-      text: "nginx's `proxy_redirect default`: an absolute URL in a backend answer's Location or Refresh whose scheme, host and port are that backend's own (its `url` in `backends`, e.g. `http://127.0.0.1:8102/internal`) is pointed at the request's public scheme and Host (`https://example.com/internal`), the path kept; relative URLs, other hosts and URLs with userinfo pass unchanged. On both page paths (byte-level HTTP/1.1, node:http and HTTP/2); not yet on answers served from the page cache or a WebSocket handshake's non-101 answer. Off: every Location reaches the client as the backend sent it.",
+      text: "nginx's `proxy_redirect default`: an absolute URL in a backend answer's Location or Refresh whose scheme, host and port are that backend's own (its `url` in `backends`, e.g. `http://127.0.0.1:8102/internal`) is pointed at the request's public scheme and Host (`https://example.com/internal`), the path kept; relative URLs, other hosts and URLs with userinfo pass unchanged. On every front (byte-level HTTP/1.1, node:http, TLS, HTTP/2, --workers), on answers the page cache stores (rewritten once when fetched: a hit and a miss agree) and on a backend's non-101 answer to a WebSocket handshake (HTTP/1.1 and h2 extended CONNECT). Off: every Location reaches the client as the backend sent it.",
     }),
     // --- end proxy.rewriteLocation ---
     leanPages: doc(z.boolean().default(true), {
