@@ -22,6 +22,9 @@ export interface Answer {
   readonly tunnel: boolean;
   /** A short account for failure messages. */
   readonly note: string;
+  /** The final answer's Location and Refresh values, in order. */
+  readonly location?: readonly string[];
+  readonly refresh?: readonly string[];
 }
 
 /** The backend's first WebSocket frame after its 101: an unmasked text frame "hi". */
@@ -83,7 +86,8 @@ function readAnswer(buf: Buffer, method: string, eof: boolean): Answer | null {
       if (!tunnel && !eof) return null;
       return { status: 101, tag, tunnel, note: '101' };
     }
-    if (m.status >= 200) return { status: m.status, tag, tunnel: false, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}` };
+    const all = (name: string): string[] => m.headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v);
+    if (m.status >= 200) return { status: m.status, tag, tunnel: false, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}`, location: all('location'), refresh: all('refresh') };
     at = m.end;
   }
 }
@@ -121,6 +125,8 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
       }
       let status: number | null = null;
       let tag: string | null = null;
+      let location: string[] = [];
+      let refresh: string[] = [];
       let data = Buffer.alloc(0);
       let done = false;
       const finish = (note: string): void => {
@@ -128,7 +134,7 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         done = true;
         clearTimeout(timer);
         const tunnel = r.connect && status === 200 && data.includes(FIRST_FRAME);
-        resolve({ status, tag, tunnel, note });
+        resolve({ status, tag, tunnel, note, location, refresh });
         stream.close();
       };
       const timer = setTimeout(() => finish('timeout'), TIMEOUT_MS);
@@ -136,6 +142,8 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         status = Number(h[':status']);
         const t = h['x-parity-backend'];
         tag = typeof t === 'string' ? t : null;
+        location = ([] as string[]).concat(h.location ?? []);
+        refresh = ([] as string[]).concat(h.refresh ?? []);
       });
       stream.on('data', (c: Buffer) => {
         data = Buffer.concat([data, c]);

@@ -19,9 +19,10 @@ export function expectedOn(row: Row, front: Front): Expected {
   return row.differs?.[front] ?? row;
 }
 
-function answerProblems(want: Outcome, front: Front, a: Answer): string[] {
+function answerProblems(want: Outcome, front: Front, a: Answer, status: number | undefined): string[] {
   if (want === 'backend') {
-    if (a.status === null || a.status < 200 || a.status > 299 || a.tag !== 'b1') return [`answer ${a.status ?? 'none'} (tag ${a.tag ?? 'none'}), expected the backend's 2xx: ${a.note}`];
+    const statusOk = status === undefined ? a.status !== null && a.status >= 200 && a.status <= 299 : a.status === status;
+    if (!statusOk || a.tag !== 'b1') return [`answer ${a.status ?? 'none'} (tag ${a.tag ?? 'none'}), expected the backend's ${status ?? '2xx'}: ${a.note}`];
     return [];
   }
   if (want === 'reset') {
@@ -95,7 +96,13 @@ function requestProblems(row: Row, want: AtBackend, front: Front, address: strin
 /** The row's expectation (or the front's recorded disagreement) against what happened. */
 export function expectationProblems(row: Row, run: FrontRun): string[] {
   const e = expectedOn(row, run.front);
-  const p = answerProblems(e.expect, run.front, run.answer);
+  const p = answerProblems(e.expect, run.front, run.answer, row.status);
+  if (row.location !== undefined) {
+    // The values as parity.test.ts normalised them (OWN, PUBLIC): one Location, and Refresh alike.
+    const want = { location: [row.location], refresh: [`0; url=${row.location}`] };
+    const got = { location: run.answer.location ?? [], refresh: run.answer.refresh ?? [] };
+    if (JSON.stringify(got) !== JSON.stringify(want)) p.push(`answer fields ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`);
+  }
   if (e.backend === 'nothing') {
     if (run.forwarded.length > 0) p.push(`reached the backend, expected nothing: ${run.forwarded.map((r) => `${r.method} ${r.target}`).join('; ')}`);
   } else if (run.forwarded.length !== 1) p.push(`the backend parsed ${run.forwarded.length} requests for it, expected 1${run.forwarded.map((r) => `: ${r.method} ${r.target}`).join('')}`);
@@ -121,7 +128,7 @@ export function normalised(run: FrontRun): string {
       .sort();
     return { method: r.method, target: r.target, fields, body: r.body.toString('base64') };
   });
-  return JSON.stringify({ answer: answer === 'tunnel' ? 'tunnel' : answer, requests });
+  return JSON.stringify({ answer: answer === 'tunnel' ? 'tunnel' : answer, location: a.location ?? [], refresh: a.refresh ?? [], requests });
 }
 
 /** Fronts that follow the row (no recorded disagreement) must give the same normalised outcome. */
