@@ -2,6 +2,7 @@
 // backend pool, the fetch settings, the clock, and the cache's bookkeeping (storing an answer, forgetting
 // a finished fill, remembering a key whose answers cannot be stored).
 import type CachePolicy from 'http-cache-semantics';
+import type { PublicOrigin } from '../http/location.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Forwarder } from '../forward/forwarder.js';
@@ -24,6 +25,8 @@ export interface FillSpec {
   readonly policyRequest: CachePolicy.Request;
   /** The stale answer being refreshed (validators, stale-if-error), if any. */
   readonly stale: StoredAnswer | undefined;
+  /** proxy.rewriteLocation's public origin (src/http/location.ts), or null when it is off. */
+  readonly origin: PublicOrigin | null;
 }
 
 /** A fill as the cache tracks it. */

@@ -10,6 +10,7 @@ import { REFUSALS, type Refusal } from '../http/refusals.js';
 import type CachePolicy from 'http-cache-semantics';
 import type { Exchange } from '../forward/forwarder.js';
 import { ownerFields, type Owner } from '../http/ownership.js';
+import { locationTarget, rewriteAnswerFields, type LocationTarget } from '../http/location.js';
 import { startRequest } from '../forward/request-count.js';
 import type { Backend } from '../runtime/pool.js';
 import { fetchFromBackend, type Fetch, type FetchedHead } from './backend-fetch.js';
@@ -57,6 +58,8 @@ export class Fill implements FillHandle, Exchange {
   private backendStatus: number | null = null;
   /** Releases the backend's in-flight count and counts the fetch under its status; at the fetch's end. */
   private backendDone: ((status: number | null) => void) | null = null;
+  /** proxy.rewriteLocation's rewrite for the backend of this attempt, or null. */
+  private location: LocationTarget | null = null;
 
   constructor(
     private readonly cx: FillContext,
@@ -112,6 +115,8 @@ export class Fill implements FillHandle, Exchange {
     const { cx, spec } = this;
     const done = startRequest(cx.pool, cx.metrics, backend.id);
     this.backendDone = done;
+    const origin = spec.origin;
+    this.location = origin === null ? null : locationTarget(backend.config, origin.scheme, origin.host);
     // The room and the epoch of this attempt's placement, as every proxied request carries them.
     const headers = [...spec.headers, ...ownerFields(owner)];
     // A refresh asks whether the stored answer still holds (304) with its validators.
@@ -145,6 +150,9 @@ export class Fill implements FillHandle, Exchange {
   private onHead(h: FetchedHead): void {
     const { cx, spec } = this;
     this.backendStatus = h.status;
+    // Before anything reads the fields: what is stored, relayed, or merged by a 304 is the answer
+    // as the page paths relay it (the same rule, src/http/location.ts).
+    if (this.location !== null) rewriteAnswerFields(h.headers, this.location);
     const now = cx.now();
     const stale = spec.stale;
     const record = headerRecord(h.headers);

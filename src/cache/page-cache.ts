@@ -35,6 +35,8 @@ export interface PageCacheOptions {
   readonly responseTimeoutMs: number;
   readonly maxIdleSocketsPerBackend: number;
   readonly backendIdleTimeoutMs: number;
+  /** proxy.rewriteLocation: a fetched answer's Location or Refresh naming its backend points at the public origin. */
+  readonly rewriteLocation: boolean;
   readonly metrics: Metrics;
   readonly logger: Logger;
   /** The clock of freshness and grace (ms); tests move it. */
@@ -196,6 +198,9 @@ export class PageCache implements FillContext, PageCacheFront {
       headers: this.rules.fillHeaders(this.o.forwarding.headers(req.rawHeaders, req.ctx, false), fields.cookie ?? ''),
       policyRequest: policyRequest(req.url, host, fields),
       stale,
+      // The origin of the key (its scheme and Host): what a stored Location is pointed at serves
+      // only requests of that origin, so a hit and a miss carry the same Location.
+      origin: this.o.rewriteLocation ? { scheme: this.o.forwarding.proto(req.rawHeaders, req.ctx), host } : null,
     };
     const fill = new Fill(this, spec);
     // A forced fetch does not replace one others are waiting on.

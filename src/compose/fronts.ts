@@ -108,7 +108,8 @@ export function buildFronts(config: LoadedConfig, deps: FrontDeps): Fronts {
 function buildH2(config: LoadedConfig, deps: FrontDeps, target: TargetRule, pipeline: RequestPipeline): H2Front {
   return new H2Front({
     maxConcurrentStreams: config.http2.maxConcurrentStreams,
-    maxResetsPerS: config.http2.maxResetsPerS,
+    maxResets: config.http2.maxResets,
+    resetWindowS: config.http2.resetWindowS,
     maxHeaderBytes: config.listen.maxHeaderBytes,
     maxHeaders: config.listen.maxHeaders,
     target,

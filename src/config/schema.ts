@@ -244,8 +244,11 @@ export const configSchema = z.strictObject({
     maxConcurrentStreams: doc(z.number().int().min(1).max(1000).default(100), {
       text: 'Streams one client connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS), WebSockets included; more are refused with REFUSED_STREAM.',
     }),
-    maxResetsPerS: doc(z.number().int().min(1).max(100_000).default(200), {
-      text: 'Streams a client may cancel per second on one connection before the connection is closed with ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and cancels streams to make the proxy start work it never finishes. Browsers cancel a few when a page is left.',
+    maxResets: doc(z.number().int().min(1).max(100_000).default(100), {
+      text: 'Streams a client may reset (RST_STREAM) before their answer on one connection, at once; the budget refills at this many per `resetWindowS`. The connection that overdraws it is closed with GOAWAY ENHANCE_YOUR_CALM: the rapid-reset attack (CVE-2023-44487) opens and resets streams to make the proxy start backend work it never waits for. A stream reset in the same read as its request never reaches a backend. Browsers reset a few streams when a page is left; resets after the answer began (a cancelled download, a closed WebSocket) are not counted.',
+    }),
+    resetWindowS: doc(seconds(1, 3_600).default(10), {
+      text: 'The time in which the `maxResets` budget refills entirely (at an even rate): with the defaults a connection may reset 100 streams at once and 10 a second for ever.',
     }),
   }),
   admin: section('The admin listener: /metrics, /backends, the status page and admin writes (drain, undrain, maintenance, moves, purges).', {
@@ -611,6 +614,11 @@ export const configSchema = z.strictObject({
     backendIdleTimeoutMs: doc(positiveMs.default(1_500), {
       text: "How long an idle keep-alive connection to a backend is kept before roomgate closes it. Keep it below the backends' own keep-alive timeout (Node 5 s, uvicorn 5 s, gunicorn 2 s): a backend that closes an idle connection just as a request with a body is sent on it makes that request fail with 502 (only requests without a body are retried).",
     }),
+    // --- proxy.rewriteLocation (Hardening 3, item 8) ---
+    rewriteLocation: doc(z.boolean().default(false), {
+      text: "nginx's `proxy_redirect default`: an absolute URL in a backend answer's Location or Refresh whose scheme, host and port are that backend's own (its `url` in `backends`, e.g. `http://127.0.0.1:8102/internal`) is pointed at the request's public scheme and Host (`https://example.com/internal`), the path kept; relative URLs, other hosts and URLs with userinfo pass unchanged. On every front (byte-level HTTP/1.1, node:http, TLS, HTTP/2, --workers), on answers the page cache stores (rewritten once when fetched: a hit and a miss agree) and on a backend's non-101 answer to a WebSocket handshake (HTTP/1.1 and h2 extended CONNECT). Off: every Location reaches the client as the backend sent it.",
+    }),
+    // --- end proxy.rewriteLocation ---
     leanPages: doc(z.boolean().default(true), {
       text: "HTTP/1.1 GET and HEAD requests without a body (plain or over TLS) are read and relayed by roomgate's own HTTP/1.1 code on raw sockets (about a third of the CPU per page); everything else, and every request after the first one it does not take on a connection, goes through node:http (h2 through node:http2). false: node:http for all.",
     }),

@@ -20,7 +20,8 @@ import { BackendAgents } from '../forward/backend-agents.js';
 import { cutAnswer, dropUnsentFields, isGone, ResponseAnswer } from './cache-answers.js';
 import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
-import { clientStalled, type PagePathOptions } from './request-count.js';
+import { clientStalled, pageLocationTarget, type PagePathOptions } from './request-count.js';
+import { rewriteAnswerFields } from '../http/location.js';
 import { startRequest } from '../forward/request-count.js';
 
 export interface HttpProxyOptions extends PagePathOptions {
@@ -127,9 +128,11 @@ export class HttpProxy {
     proxyReq.on('response', (proxyRes: IncomingMessage) => this.relayAnswer(x, attemptOf, proxyRes));
     proxyReq.on('error', (err: NodeJS.ErrnoException) => this.attemptFailed(x, attemptOf, err));
     // The client went away before the backend answered, or its body never arrived in full (it
-    // was refused with 408, or its connection died): stop the backend work too.
+    // was refused with 408, or its connection died): stop the backend work too. No answer head
+    // yet is enough: an h2 stream the client reset reads as finished (node ends its writable
+    // side), and its backend request would stay open until the backend answered.
     res.on('close', () => {
-      if (!res.writableFinished || !req.complete) proxyReq.destroy();
+      if (!res.writableFinished || !req.complete || attemptOf.upstream === null) proxyReq.destroy();
       // No backend answer came (the client left, or the h2 front answered 408 for a body that
       // stopped and the stream closed): the request ends here, and is counted here (the answer's
       // own close counts it otherwise), so the backend's in-flight count never keeps it.
@@ -162,6 +165,8 @@ export class HttpProxy {
     // Content-Length on it; HTTP/2 clients reset a stream that has one).
     const status = proxyRes.statusCode ?? 502;
     const headers = status === 204 ? withoutLength(endToEndFields(proxyRes.rawHeaders)) : endToEndFields(proxyRes.rawHeaders);
+    const location = pageLocationTarget(o, r, backend);
+    if (location !== null) rewriteAnswerFields(headers, location);
     const cookie = o.cookies.for(r, key);
     if (cookie) headers.push('Set-Cookie', cookie);
     if (x.cacheStatus !== null) headers.push('Cache-Status', x.cacheStatus);

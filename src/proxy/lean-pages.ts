@@ -17,7 +17,7 @@ import type { BodyPlan } from './request-body.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
 import { Deadlines } from './deadlines.js';
 import { RawBackendPool } from './raw-backend-pool.js';
-import { clientStalled, type PagePathOptions } from './request-count.js';
+import { clientStalled, pageLocationTarget, type PagePathOptions } from './request-count.js';
 import { startRequest } from '../forward/request-count.js';
 import { SocketAnswer } from './cache-answers.js';
 
@@ -102,6 +102,7 @@ export class LeanPages {
         keepAliveHeader: this.keepAliveHeader,
         extra,
         hsts: client.encrypted ? o.hsts : null,
+        location: pageLocationTarget(o, r, backend),
         connectTimeoutMs: o.connectTimeoutMs,
         responseTimeoutMs: o.responseTimeoutMs,
         writeTimeoutMs: o.clientWriteTimeoutMs,

@@ -14,6 +14,7 @@ import { resetConnection } from '../http/reset.js';
 import { ANSWER_KEEPS, connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js';
 import { parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { answerFieldsProblem, MAX_RESPONSE_HEAD_BYTES, pairNames } from '../http/response-rules.js';
+import { answerFieldValue, type LocationTarget } from '../http/location.js';
 import type { Deadlines, Expiring } from './deadlines.js';
 import type { RawBackendConn, RawBackendPool, RawBackendUser } from './raw-backend-pool.js';
 
@@ -42,6 +43,8 @@ export interface RelayRequest {
   readonly extra: string;
   /** Strict-Transport-Security to add when the backend sent none, or null. */
   readonly hsts: string | null;
+  /** proxy.rewriteLocation's target (src/http/location.ts), or null when off. */
+  readonly location: LocationTarget | null;
   readonly connectTimeoutMs: number;
   readonly responseTimeoutMs: number;
   /** The client takes nothing of the answer for this long: it is cut (client-gone); 0 = never. */
@@ -203,7 +206,7 @@ export class PageRelay implements RawBackendUser, Expiring {
       }
       if (name.length === 4 && name.toLowerCase() === 'date') date = true;
       else if (name.length === 25 && name.toLowerCase() === 'strict-transport-security') sts = true;
-      out += `${name}: ${value}${CRLF}`;
+      out += `${name}: ${this.req.location === null ? value : answerFieldValue(name, value, this.req.location)}${CRLF}`;
     }
     out += this.req.extra;
     if (this.req.hsts !== null && !sts) out += `Strict-Transport-Security: ${this.req.hsts}${CRLF}`;

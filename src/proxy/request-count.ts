@@ -4,7 +4,9 @@
 import type { Forwarder } from '../forward/forwarder.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { BackendPool } from '../runtime/pool.js';
+import type { Backend, BackendPool } from '../runtime/pool.js';
+import type { ClientRequest } from '../http/client-request.js';
+import { locationTarget, type LocationTarget, type PublicOrigin } from '../http/location.js';
 import type { Forwarding } from '../forward/forwarded.js';
 import type { PageCookies } from './page-cookie.js';
 import type { Refuser } from './refuser.js';
@@ -27,6 +29,21 @@ export interface PagePathOptions {
   readonly refuser: Refuser;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** proxy.rewriteLocation: a Location or Refresh naming the backend's own address points at the public origin. */
+  readonly rewriteLocation: boolean;
+}
+
+/** Where proxy.rewriteLocation points an answer to `r` (src/http/location.ts), or null when it is off. */
+export function publicOrigin(o: Pick<PagePathOptions, 'rewriteLocation' | 'forwarding'>, r: ClientRequest): PublicOrigin | null {
+  if (!o.rewriteLocation) return null;
+  // The scheme the client used, as the backend is told it in X-Forwarded-Proto.
+  return { scheme: o.forwarding.proto(r.rawHeaders, { peer: r.peer, encrypted: r.encrypted, strippedPrefix: null }), host: r.host };
+}
+
+/** The Location rewrite for an answer of `backend` to `r` (src/http/location.ts), or null when proxy.rewriteLocation is off. */
+export function pageLocationTarget(o: Pick<PagePathOptions, 'rewriteLocation' | 'forwarding'>, r: ClientRequest, backend: Backend): LocationTarget | null {
+  const origin = publicOrigin(o, r);
+  return origin === null ? null : locationTarget(backend.config, origin.scheme, origin.host);
 }
 
 /** A page answer the client took nothing of for clientWriteTimeoutMs: counted and logged before it is cut. */

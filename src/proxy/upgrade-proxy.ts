@@ -33,6 +33,8 @@ import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import type { Forwarding } from '../forward/forwarded.js';
 import { ownerFields, type Owner } from '../http/ownership.js';
+import { answerFieldValue, locationTarget, type PublicOrigin } from '../http/location.js';
+import { publicOrigin } from './request-count.js';
 import type { Admission } from './admission.js';
 import type { BackendTls } from '../backends/backend-tls.js';
 import { connectBackend } from './backend-connect.js';
@@ -64,6 +66,8 @@ export interface UpgradeProxyOptions {
   readonly clientSilenceMs: number;
   /** A relayed write the client has not taken for this long closes the tunnel; 0 = never. */
   readonly clientWriteTimeoutMs: number;
+  /** proxy.rewriteLocation: a non-101 answer's Location or Refresh naming its backend points at the public origin. */
+  readonly rewriteLocation: boolean;
   readonly metrics: Metrics;
   readonly logger: Logger;
   /**
@@ -135,7 +139,7 @@ export class UpgradeProxy {
   exchange(r: ClientRequest, key: KeyResult, client: Socket, rest: Buffer | null): Exchange {
     // A copy: the bytes may be a view of a bigger read buffer, which must not live as long as the socket.
     const pending = rest !== null && rest.length > 0 ? Buffer.from(rest) : null;
-    return new Attempt(this, key.room, key.source, this.handshake(r, key), pending, client, r.transport === 'h2', Date.now());
+    return new Attempt(this, key.room, key.source, this.handshake(r, key), pending, publicOrigin(this.o, r), client, r.transport === 'h2', Date.now());
   }
 
   /**
@@ -214,6 +218,8 @@ class Attempt implements Exchange {
     public handshake: string,
     /** Client bytes that came right behind the handshake: sent to the backend only after its 101. */
     public pending: Buffer | null,
+    /** proxy.rewriteLocation's public origin for a non-101 answer (src/http/location.ts), or null. */
+    public origin: PublicOrigin | null,
     readonly client: Socket,
     /** The client is an h2 extended CONNECT stream: the answer must be one HTTP/2 can carry. */
     readonly h2: boolean,
@@ -224,6 +230,7 @@ class Attempt implements Exchange {
   opened(): void {
     this.handshake = '';
     this.pending = null;
+    this.origin = null;
   }
 
   gone(): boolean {
@@ -419,8 +426,14 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     this.state = 'refusing';
     // The backend has responseTimeoutMs of silence to finish the body.
     this.setTimer(this.o.responseTimeoutMs);
-    // The end-to-end fields; the body is relayed in the backend's framing, its connection closed after it.
-    let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n${fieldLines(endToEndFields(head.headers.flat()))}`;
+    // The end-to-end fields; the body is relayed in the backend's framing, its connection closed
+    // after it. The same Location rule as the page paths' (the h2 extended CONNECT answer is made
+    // from this text).
+    const origin = this.a.origin;
+    const location = origin === null ? null : locationTarget(this.backend.config, origin.scheme, origin.host);
+    const fields = endToEndFields(head.headers.flat());
+    if (location !== null) for (let i = 0; i + 1 < fields.length; i += 2) fields[i + 1] = answerFieldValue(fields[i] as string, fields[i + 1] as string, location);
+    let text = `HTTP/1.1 ${head.status} ${head.reason}\r\n${fieldLines(fields)}`;
     if (head.body.kind === 'chunked') text += 'Transfer-Encoding: chunked\r\n';
     this.client.write(Buffer.from(`${text}Connection: close\r\n\r\n`, 'latin1'));
     const answer = this.answer as Buffer;

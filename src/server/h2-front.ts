@@ -7,8 +7,10 @@
 // Limits against abuse: concurrent streams per connection (SETTINGS_MAX_CONCURRENT_STREAMS,
 // enforced by nghttp2 with REFUSED_STREAM), header lines and bytes (431, the same limits as
 // HTTP/1.1), a body that trickles (408 after requestTimeoutMs), idle connections (GOAWAY after
-// keepAliveTimeoutMs), and rapid reset (CVE-2023-44487): a connection that cancels more than
-// maxResetsPerS streams in a second is closed with ENHANCE_YOUR_CALM.
+// keepAliveTimeoutMs), and rapid reset (CVE-2023-44487): streams the client resets before their
+// answer draw on a per-connection budget (maxResets, refilled at maxResets per resetWindowS); the
+// connection that overdraws it is closed with ENHANCE_YOUR_CALM, and a stream already reset when
+// its request event comes never reaches the pipeline (no backend work for it).
 import { peerAddress } from '../http/peer.js';
 import { clientRefusal } from '../http/refusals.js';
 import type { TargetRule } from '../http/target.js';
@@ -26,11 +28,13 @@ import type { Metrics } from '../observability/metrics.js';
 import { withHsts } from './hsts.js';
 import { asUpgradeRequest, H2WebSocketClient, isWebSocketConnect } from './h2-websocket.js';
 
-const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_NO_ERROR } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM } = http2.constants;
 
 export interface H2FrontOptions {
   readonly maxConcurrentStreams: number;
-  readonly maxResetsPerS: number;
+  /** Streams a connection may reset before their answer at once; the budget refills at this many per resetWindowS. */
+  readonly maxResets: number;
+  readonly resetWindowS: number;
   readonly maxHeaderBytes: number;
   readonly maxHeaders: number;
   /** The target's canonical form and the reserved paths (src/http/target.ts). */
@@ -58,10 +62,14 @@ export interface H2FrontOptions {
   readonly logger: Logger;
 }
 
-/** Per connection: streams the client cancelled in the current one-second window. */
-interface ResetWindow {
-  start: number;
-  count: number;
+/**
+ * Per connection: the reset budget as a leaky bucket, its level the resets not yet drained (it
+ * drains at maxResets per resetWindowS), read at `at`. Two numbers per connection whatever the
+ * rate, made at its first reset.
+ */
+interface ResetBucket {
+  level: number;
+  at: number;
 }
 
 /** How long a socket may stay open after its session closed, waiting for the client's end. */
@@ -73,7 +81,7 @@ const GOAWAY_LINGER_MS = 200;
 const RESETS = Symbol('roomgate.h2resets');
 const PEER = Symbol('roomgate.h2peer');
 const CUT = Symbol('roomgate.h2cut');
-type Tracked = ServerHttp2Session & { [RESETS]?: ResetWindow; [PEER]?: string | undefined; [CUT]?: boolean };
+type Tracked = ServerHttp2Session & { [RESETS]?: ResetBucket; [PEER]?: string | undefined; [CUT]?: boolean };
 
 export class H2Front {
   private readonly server: http2.Http2Server;
@@ -166,18 +174,37 @@ export class H2Front {
     if (o.idleTimeoutMs > 0) session.setTimeout(o.idleTimeoutMs, () => session.close());
     // Stopping: the client gets GOAWAY at once (its first streams may still be answered).
     if (this.stopping !== null) session.close();
-    session.on('stream', (stream: ServerHttp2Stream) => stream.once('aborted', () => this.cancelled(session as Tracked)));
+    session.on('stream', (stream: ServerHttp2Stream) => this.watchResets(session as Tracked, stream));
   }
 
-  /** A stream the client reset before its answer was complete: counted against the reset limit. */
+  /**
+   * Counts the stream against the reset budget if the client resets it before its answer's head.
+   * node:http2 announces a stream a tick after its HEADERS, so one whose RST_STREAM came in the
+   * same read is already closed here ('aborted' has fired): the attack's usual shape, counted at
+   * once. Otherwise 'aborted' comes when the stream closes with our side still open: from the
+   * client's RST_STREAM while the stream is live, or from our own destroy, which has marked the
+   * stream destroyed before (not counted). A reset after the head (a cancelled download, a
+   * closed WebSocket) is not counted: the backend's work was done, and browsers do it often.
+   */
+  private watchResets(session: Tracked, stream: ServerHttp2Stream): void {
+    if (stream.aborted) return this.cancelled(session);
+    stream.once('aborted', () => {
+      if (!stream.destroyed && !stream.headersSent) this.cancelled(session);
+    });
+  }
+
+  /** A stream the client reset before its answer: drawn from the budget; past it, the connection is closed. */
   private cancelled(session: Tracked): void {
-    const now = Date.now();
-    let w = session[RESETS];
-    if (w === undefined || now - w.start >= 1_000) w = session[RESETS] = { start: now, count: 0 };
-    if (++w.count <= this.o.maxResetsPerS || session.destroyed || session[CUT] === true) return;
+    if (session.destroyed || session[CUT] === true) return;
+    const { maxResets, resetWindowS } = this.o;
+    const now = performance.now();
+    const b = (session[RESETS] ??= { level: 0, at: now });
+    b.level = Math.max(0, b.level - ((now - b.at) * maxResets) / (resetWindowS * 1_000)) + 1;
+    b.at = now;
+    if (b.level <= maxResets) return;
     session[CUT] = true;
     this.o.metrics.clientErrors.inc({ code: 'h2-rapid-reset' });
-    this.o.logger.warn({ peer: session[PEER], resets: w.count }, 'h2 client cancelled too many streams: connection closed');
+    this.o.logger.warn({ peer: session[PEER], maxResets, resetWindowS }, 'h2 client reset too many streams before their answer: connection closed');
     // GOAWAY first, so nghttp2 ignores any further stream, and the cut a moment later: a socket
     // destroyed at once, with the client's frames still arriving, is reset by the kernel and the
     // client may never read why.
@@ -187,6 +214,7 @@ export class H2Front {
 
   private request(req: Http2ServerRequest, res: Http2ServerResponse): void {
     const { o } = this;
+    if (this.deadOnArrival(req)) return;
     const verdict = checkH2RequestHead(req, this.limits);
     if (!verdict.ok) {
       o.metrics.clientErrors.inc({ code: String(verdict.refusal.status) });
@@ -203,10 +231,24 @@ export class H2Front {
 
   /** Extended CONNECT for a WebSocket; plain CONNECT (a forward-proxy tunnel) is not offered, as on HTTP/1.1. */
   private connect(req: Http2ServerRequest, res: Http2ServerResponse): void {
+    if (this.deadOnArrival(req)) return;
     if (this.o.webSockets && isWebSocketConnect(req)) return this.webSocket(req, res);
     this.o.metrics.clientErrors.inc({ code: '405' });
     const r = clientRefusal('connect');
     reply(res, r.status, r.body, { Allow: this.o.allow });
+  }
+
+  /**
+   * A stream nobody will read an answer on, dropped before any work: closed by the client before
+   * its request event (the request event comes a tick after the HEADERS, see watchResets), or
+   * opened in the same read as the reset that overdrew the budget (refused: never processed).
+   */
+  private deadOnArrival(req: Http2ServerRequest): boolean {
+    const { stream } = req;
+    if (stream.closed || stream.destroyed) return true;
+    if ((stream.session as Tracked | undefined)?.[CUT] !== true) return false;
+    stream.close(NGHTTP2_REFUSED_STREAM);
+    return true;
   }
 
   /** An extended CONNECT: the same head rules, then the upgrade path with a stream for a socket. */

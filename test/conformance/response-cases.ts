@@ -35,6 +35,25 @@ export interface ResponseCase {
   };
 }
 
+// proxy.rewriteLocation is on in the corpus' gateways. In a case's bytes and expectations, OWN
+// stands for the backend's own authority (127.0.0.1:port, known once it listens) and PUBLIC for
+// the origin the client used (http://a.example, https://a.example on h2): concrete() fills them in.
+export const OWN = '{own}';
+export const PUBLIC = '{public}';
+
+/** The case with OWN and PUBLIC filled in (a case without them is returned as it is). */
+export function concrete(c: ResponseCase, own: string, publicOrigin: string): ResponseCase {
+  const fill = (t: string): string => t.replaceAll(OWN, own).replaceAll(PUBLIC, publicOrigin);
+  const bytes = typeof c.answer.bytes === 'string' ? c.answer.bytes : c.answer.bytes.toString('latin1');
+  if (!bytes.includes(OWN)) return c;
+  const e = c.expect;
+  return {
+    ...c,
+    answer: { ...c.answer, bytes: fill(bytes) },
+    expect: { ...e, ...(e.contains ? { contains: e.contains.map(fill) } : {}), ...(e.lacks ? { lacks: e.lacks.map(fill) } : {}) },
+  };
+}
+
 const ok = (body: string, extra = ''): string => `HTTP/1.1 200 OK\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`;
 const bad = { statuses: [502], logged: true } as const;
 /** n header lines X-Many-0: v ... */
@@ -54,6 +73,26 @@ export const RESPONSE_CASES: readonly ResponseCase[] = [
   // A field meant once, twice: HTTP/1.1 relays it as sent (on h2 it is a 502, test/proxy/http-proxy-h2.test.ts).
   { name: 'etag-twice', cls: 'valid', answer: { bytes: ok('x', 'ETag: "a"\r\nETag: "b"\r\n') }, expect: { statuses: [200], body: 'x', contains: ['ETag: "a"\r\n', 'ETag: "b"\r\n'] } },
   { name: 'http10-close-delimited', cls: 'valid', answer: { bytes: 'HTTP/1.0 200 OK\r\n\r\nhello', close: true }, expect: { statuses: [200], body: 'hello' } },
+
+  // --- Location and Refresh naming the backend (proxy.rewriteLocation, src/http/location.ts) ---
+  // Its own address points at the public origin, the rest byte for byte; anything else is relayed as sent.
+  { name: 'location-own', cls: 'location', answer: { bytes: ok('x', `Location: http://${OWN}/next?a=1#f\r\n`) }, expect: { statuses: [200], body: 'x', contains: [`\r\nLocation: ${PUBLIC}/next?a=1#f\r\n`], lacks: [OWN] } },
+  { name: 'location-own-302', cls: 'location', answer: { bytes: `HTTP/1.1 302 Found\r\nLocation: http://${OWN}/login\r\nContent-Length: 0\r\n\r\n` }, expect: { statuses: [302], body: '', contains: [`\r\nLocation: ${PUBLIC}/login\r\n`], lacks: [OWN] } },
+  { name: 'refresh-own', cls: 'location', answer: { bytes: ok('x', `Refresh: 5; url=http://${OWN}/r\r\n`) }, expect: { statuses: [200], body: 'x', contains: [`\r\nRefresh: 5; url=${PUBLIC}/r\r\n`], lacks: [OWN] } },
+  { name: 'location-other-port', cls: 'location', answer: { bytes: ok('x', 'Location: http://127.0.0.1:1/x\r\n') }, expect: { statuses: [200], body: 'x', contains: ['\r\nLocation: http://127.0.0.1:1/x\r\n'] } },
+  { name: 'location-userinfo', cls: 'location', answer: { bytes: ok('x', `Location: http://user@${OWN}/x\r\n`) }, expect: { statuses: [200], body: 'x', contains: [`\r\nLocation: http://user@${OWN}/x\r\n`] } },
+  { name: 'location-relative', cls: 'location', answer: { bytes: ok('x', 'Location: /next\r\n') }, expect: { statuses: [200], body: 'x', contains: ['\r\nLocation: /next\r\n'] } },
+  // Escapes are kept as they are: a %0d%0a never becomes a line break.
+  { name: 'location-encoded-crlf', cls: 'location', answer: { bytes: ok('x', `Location: http://${OWN}/a%0d%0aSet-Cookie:%20x=1\r\n`) }, expect: { statuses: [200], body: 'x', contains: [`\r\nLocation: ${PUBLIC}/a%0d%0aSet-Cookie:%20x=1\r\n`], lacks: ['\r\nSet-Cookie'] } },
+  // A bare CR in a value is a malformed field (as ctl-value): 502, the rewrite never sees it.
+  { name: 'location-bare-cr', cls: 'location', answer: { bytes: ok('x', `Location: http://${OWN}/a\rSet-Cookie: x=1\r\n`) }, expect: bad },
+  { name: 'location-obs-text', cls: 'location', answer: { bytes: ok('x', `Location: http://${OWN}/caf\xe9\xff\r\n`) }, expect: { statuses: [200], body: 'x', contains: [`\r\nLocation: ${PUBLIC}/caf\xe9\xff\r\n`] } },
+  { name: 'location-obs-text-host', cls: 'location', answer: { bytes: ok('x', 'Location: http://127.0.0.\xe9/x\r\n') }, expect: { statuses: [200], body: 'x', contains: ['\r\nLocation: http://127.0.0.\xe9/x\r\n'] } },
+  { name: 'location-long', cls: 'location', answer: { bytes: ok('x', `Location: http://${OWN}/${'l'.repeat(8_000)}\r\n`) }, expect: { statuses: [200], body: 'x', contains: [`\r\nLocation: ${PUBLIC}/${'l'.repeat(8_000)}\r\n`] } },
+  // Past the head limit of the answer readers (node:http's 16 KB): a 502, as any head that big.
+  { name: 'location-huge', cls: 'location', answer: { bytes: ok('x', `Location: http://${OWN}/${'h'.repeat(30_000)}\r\n`) }, expect: bad },
+  // Each field on its own (on h2 a second Location cannot be written: H2_EXPECT).
+  { name: 'location-twice', cls: 'location', answer: { bytes: ok('x', `Location: http://${OWN}/a\r\nLocation: http://${OWN}/b\r\n`) }, expect: { statuses: [200], body: 'x', contains: [`\r\nLocation: ${PUBLIC}/a\r\n`, `\r\nLocation: ${PUBLIC}/b\r\n`], lacks: [OWN] } },
 
   // --- interim answers -----------------------------------------------------------------------
   { name: '100-then-200', cls: '1xx', answer: { bytes: `HTTP/1.1 100 Continue\r\n\r\n${ok('final')}` }, expect: { statuses: [200], body: 'final' } },
@@ -113,6 +152,7 @@ export const RESPONSE_CASES: readonly ResponseCase[] = [
   { name: 'upgrade-101-h2c', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\nConnection: Upgrade\r\n\r\n' }, expect: { ...bad, closed: true } },
   { name: 'upgrade-103-then-101', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 103 Early Hints\r\n\r\nHTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n' }, expect: { statuses: [101], closed: false } },
   { name: 'upgrade-garbage', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'XYZZY garbage\r\n\r\n' }, expect: { ...bad, closed: true } },
+  { name: 'upgrade-302-location-own', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: `HTTP/1.1 302 Found\r\nLocation: http://${OWN}/login\r\nRefresh: 0;url='http://${OWN}/login'\r\nContent-Length: 0\r\n\r\n` }, expect: { statuses: [302], body: '', closed: true, contains: [`\r\nLocation: ${PUBLIC}/login\r\n`, `\r\nRefresh: 0;url='${PUBLIC}/login'\r\n`], lacks: [OWN] } },
   { name: 'upgrade-cl-te', cls: 'upgrade answers', request: 'upgrade', answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n' }, expect: { ...bad, closed: true } },
 
   // --- Hardening 3, item 2: the response rules of every answer on the upgrade path -----------

@@ -21,7 +21,7 @@ import { makeCa, makeSigned } from '../support/certs.js';
 import { openH2 } from '../support/h2-session.js';
 import { startGateway, stop, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { startRawBackend, type Answer, type RawBackend } from './backend.js';
-import { RESPONSE_CASES, type ResponseCase } from './response-cases.js';
+import { concrete, RESPONSE_CASES, type ResponseCase } from './response-cases.js';
 import { ClientAddresses, scriptedByClient, unclaimed } from './runner.js';
 
 /** Where h2 legitimately differs from the case's HTTP/1.1 expectation. */
@@ -34,6 +34,7 @@ const H2_EXPECT: Readonly<Record<string, { status: number; body?: string; absent
   'upgrade-200-body': { status: 502, reason: 'a 2xx answers an extended CONNECT with an open WebSocket' },
   // A chunked refusal body is not de-chunked for an h2 stream (src/server/h2-websocket.ts): the head alone.
   'upgrade-chunked-403': { status: 403, body: '', reason: 'a chunked refusal body is not relayed on an h2 WebSocket' },
+  'location-twice': { status: 502, absent: ['location'], reason: 'Location is a singleton field on h2: twice cannot be written' },
 };
 
 const NO_ERROR = http2.constants.NGHTTP2_NO_ERROR;
@@ -232,7 +233,7 @@ describe.each(VARIANTS)('response corpus through the HTTP/2 front: $name', ({ na
         health: { path: null },
         tls: { certs: [gwCert], reloadCheckMs: 0 },
         http2: { enabled: true },
-        proxy: { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000 },
+        proxy: { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000, rewriteLocation: true },
       },
     });
   });
@@ -294,8 +295,9 @@ describe.each(VARIANTS)('response corpus through the HTTP/2 front: $name', ({ na
     return p;
   };
 
-  for (const c of RESPONSE_CASES) {
-    it(`${c.cls}: ${c.name}`, async () => {
+  for (const corpusCase of RESPONSE_CASES) {
+    it(`${corpusCase.cls}: ${corpusCase.name}`, async () => {
+      const c = concrete(corpusCase, be.url.slice('http://'.length), `https://${AUTHORITY}`);
       // A gateway an earlier case stopped fails every later case at once, saying so.
       expect(gw.child.exitCode ?? gw.child.signalCode, 'the gateway exited in an earlier case').toBeNull();
       const address = clients.next();

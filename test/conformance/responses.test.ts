@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stop, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { startRawBackend, type Answer, type RawBackend } from './backend.js';
 import { aliveProblem } from './raw.js';
-import { RESPONSE_CASES } from './response-cases.js';
+import { concrete, RESPONSE_CASES } from './response-cases.js';
 import { ClientAddresses, handshakeConnProblems, responseProblems, runResponseCase, scriptedByClient, unclaimed } from './runner.js';
 
 const clients = new ClientAddresses(20_000);
@@ -35,7 +35,7 @@ describe.concurrent.each(VARIANTS)('response corpus: $name', ({ extra }) => {
   beforeAll(async () => {
     const byClient = scriptedByClient(scripts);
     be = await startRawBackend({ answer: byClient, upgrade: byClient });
-    const proxy = { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000, ...('proxy' in extra ? extra.proxy : {}) };
+    const proxy = { websocketPaths: ['/ws/live/'], maxIdleSocketsPerBackend: 1, responseTimeoutMs: 3_000, rewriteLocation: true, ...('proxy' in extra ? extra.proxy : {}) };
     gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null }, ...extra, proxy } });
   });
   afterAll(async () => {
@@ -45,8 +45,9 @@ describe.concurrent.each(VARIANTS)('response corpus: $name', ({ extra }) => {
 
   const warnings = (): number => gw.logs().filter((l) => l.level === 'warn').length;
 
-  for (const c of RESPONSE_CASES) {
-    it(`${c.cls}: ${c.name}`, { concurrent: false }, async () => {
+  for (const corpusCase of RESPONSE_CASES) {
+    it(`${corpusCase.cls}: ${corpusCase.name}`, { concurrent: false }, async () => {
+      const c = concrete(corpusCase, be.url.slice('http://'.length), 'http://a.example');
       const address = newClient();
       scripts.set(address, c.answer);
       const warnedBefore = warnings();

@@ -3,12 +3,12 @@
 // once and the backend's in-flight count (what bounded loads read) comes back to 0 (it used to stay
 // up for good). In-process gateway on TLS.
 import http from 'node:http';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
-import { makeCa, makeSigned } from '../support/certs.js';
+import { signedServer } from '../support/certs.js';
 import { h2Session } from '../support/h2-session.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { waitFor } from '../support/processes.js';
@@ -25,9 +25,8 @@ beforeAll(async () => {
     req.on('end', () => res.end('ok\n'));
   });
   const url = await listenOnLoopback(backend);
-  const caFiles = makeCa(dir, 'ca');
-  const cert = makeSigned(dir, 'srv', caFiles, ['a.test']);
-  ca = readFileSync(caFiles.cert);
+  const cert = signedServer(dir);
+  ca = cert.ca;
   // Every body streams (no buffer), so the backend request is open while the body stalls.
   gw = await startInProcessGateway(dir, url, {
     health: { path: null },

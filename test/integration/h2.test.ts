@@ -156,7 +156,7 @@ describe('HTTP/2 on the TLS port', () => {
       backends,
       config: {
         tls: { certs: [{ cert, key }], reloadCheckMs: 0, hstsMaxAgeS: 60 },
-        http2: { maxConcurrentStreams: 8, maxResetsPerS: 50 },
+        http2: { maxConcurrentStreams: 8, maxResets: 50 },
         listen: { headersTimeoutMs: 1_000, requestTimeoutMs: 1_500, maxHeaderBytes: 4_096, maxHeaders: 20, keepAliveTimeoutMs: 60_000 },
       },
     });
@@ -340,7 +340,7 @@ describe('HTTP/2 on the TLS port', () => {
     expect(a.status).toBe(408);
   });
 
-  it('closes a connection that cancels streams faster than maxResetsPerS (rapid reset) with ENHANCE_YOUR_CALM', async () => {
+  it('closes a connection that resets more than maxResets streams before their answer (rapid reset) with ENHANCE_YOUR_CALM', async () => {
     const requestsBefore = await metricValue(gw, 'roomgate_http_requests_total');
     const c = await RawH2.open(gw.port);
     try {

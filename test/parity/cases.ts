@@ -15,8 +15,20 @@
 //  - A row that cannot be expressed on a front says so in `notOn`, with the reason. Rows with
 //    `upgrade` run on h2 as an extended CONNECT (front h2-connect), the others as a plain h2
 //    request (front h2): that split is applied by fronts.ts, with its reason, to every row.
+//  - `gateway: 'rewrite-location'`: the row runs on a second set of the same fronts whose gateways
+//    have proxy.rewriteLocation on (the others keep the default, off). A request carrying
+//    X-Parity-Location makes the backend answer with that value (OWN in it filled with its own
+//    authority, 127.0.0.1:port) in Location and in Refresh ("0; url=..."): a 201 to a page, a 302
+//    to a WebSocket handshake (`status`). `location` is what the client must get in Location
+//    (Refresh the same after "0; url="), PUBLIC standing for the front's own origin
+//    (http://a.example, https://a.example over TLS and h2).
 //  - `differs`: a front that gives another answer than the others today. Each is marked
 //    `// DISAGREES: ...` and holds the current behaviour of that front; the others hold the row's.
+//
+// h2-only rules (no HTTP/1.1 twin, so no row here):
+//  - rapid reset: streams a client resets before their answer draw on http2.maxResets per
+//    http2.resetWindowS, past it GOAWAY ENHANCE_YOUR_CALM (src/server/h2-front.ts;
+//    test/integration/h2-rapid-reset.test.ts). HTTP/1.1 cannot cancel a request and keep its connection.
 import { createRoomSigner } from '../../src/room/signing.js';
 
 export const FRONTS = ['h1-lean', 'h1-node', 'h1-tls', 'h2', 'h2-connect', 'worker'] as const;
@@ -71,6 +83,12 @@ export interface Row extends Expected {
   readonly upgrade?: boolean;
   /** HTTP/1.1 bytes exactly as sent (the row's other request fields then only describe it for h2). */
   readonly raw?: string;
+  /** The gateways the row runs on: default, or the set with proxy.rewriteLocation on. */
+  readonly gateway?: 'rewrite-location';
+  /** The backend's own status when it is not a 2xx (expect 'backend'). */
+  readonly status?: number;
+  /** The Location the client must get (OWN and PUBLIC as in the conventions); Refresh the same. */
+  readonly location?: string;
   /** Fronts the row cannot be expressed on, each with the reason. */
   readonly notOn?: Partial<Record<Front, string>>;
   /** Fronts that disagree with the row today: their current behaviour and why (DISAGREES). */
@@ -84,6 +102,10 @@ export interface Row extends Expected {
   /** Field names (lower case) the client's final answer must not carry. */
   readonly answerLacks?: readonly string[];
 }
+
+/** In X-Parity-Location and `location`: the backend's own authority, and the front's public origin. */
+export const OWN = '{own}';
+export const PUBLIC = '{public}';
 
 const signer = createRoomSigner({ secrets: [PARITY_SECRET], format: 'roomgate', cookieName: 'roomgate_room', salt: '', maxAgeS: 86_400 });
 /** A valid signed room cookie for room 42 (made when the table loads; valid for a day). */
@@ -571,4 +593,30 @@ export const rows: readonly Row[] = [
   { name: 'prefix: an app path that only starts like healthz', method: 'GET', target: '/r/42/healthzz', expect: 'backend', backend: { target: '/healthzz', prefix: '/r/42', room: '42' } },
   { name: 'prefix: healthz below an app path', method: 'GET', target: '/r/42/a/healthz', expect: 'backend', backend: { target: '/a/healthz', prefix: '/r/42', room: '42' } },
   // --- end of Hardening 3, items 3 and 5 -----------------------------------------------------------
+  // --- a backend's own address in Location and Refresh (proxy.rewriteLocation, src/http/location.ts) ---
+  ...locationRows(),
 ];
+
+/** Each Location row twice: with proxy.rewriteLocation off (the default) and on. */
+function locationRows(): Row[] {
+  const own = `http://${OWN}/next?a=1#f`;
+  const cases: { name: string; value: string; on: string; extra?: Partial<Row> }[] = [
+    { name: 'Location naming the backend', value: own, on: `${PUBLIC}/next?a=1#f` },
+    // A page with a body: node:http's path on the byte-level front too.
+    { name: 'Location naming the backend, POST', value: own, on: `${PUBLIC}/next?a=1#f`, extra: { method: 'POST', body: 'x' } },
+    { name: 'Location naming the backend, upper-case scheme', value: `HTTP://${OWN}/u`, on: `${PUBLIC}/u` },
+    { name: 'Location naming the backend with another port', value: 'http://127.0.0.1:1/x', on: 'http://127.0.0.1:1/x' },
+    { name: 'Location naming the backend with userinfo', value: `http://user@${OWN}/x`, on: `http://user@${OWN}/x` },
+    { name: 'relative Location', value: '/next', on: '/next' },
+    { name: 'Location with an escaped CR LF', value: `http://${OWN}/a%0d%0aX-Evil:%201`, on: `${PUBLIC}/a%0d%0aX-Evil:%201` },
+    // A handshake the backend refuses with a redirect (to a login page): its non-101 answer.
+    { name: 'WebSocket answered 302 naming the backend', value: `http://${OWN}/login`, on: `${PUBLIC}/login`, extra: { target: '/ws/live/?room=42', upgrade: true, status: 302, backend: { room: '42' } } },
+  ];
+  return cases.flatMap((c) => {
+    const row: Row = { method: 'GET', target: '/loc', expect: 'backend', backend: {}, ...c.extra, name: '', headers: [['X-Parity-Location', c.value]] };
+    return [
+      { ...row, name: `${c.name} (rewriteLocation off)`, location: c.value },
+      { ...row, name: `${c.name} (rewriteLocation on)`, gateway: 'rewrite-location' as const, location: c.on },
+    ];
+  });
+}

@@ -24,6 +24,9 @@ export interface Answer {
   readonly fields: readonly string[];
   /** A short account for failure messages. */
   readonly note: string;
+  /** The final answer's Location and Refresh values, in order. */
+  readonly location?: readonly string[];
+  readonly refresh?: readonly string[];
 }
 
 /** The backend's first WebSocket frame after its 101: an unmasked text frame "hi". */
@@ -86,7 +89,8 @@ function readAnswer(buf: Buffer, method: string, eof: boolean): Answer | null {
       if (!tunnel && !eof) return null;
       return { status: 101, tag, tunnel, fields, note: '101' };
     }
-    if (m.status >= 200) return { status: m.status, tag, tunnel: false, fields, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}` };
+    const all = (name: string): string[] => m.headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v);
+    if (m.status >= 200) return { status: m.status, tag, tunnel: false, fields, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}`, location: all('location'), refresh: all('refresh') };
     at = m.end;
   }
 }
@@ -125,6 +129,8 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
       let status: number | null = null;
       let tag: string | null = null;
       let fields: string[] = [];
+      let location: string[] = [];
+      let refresh: string[] = [];
       let data = Buffer.alloc(0);
       let done = false;
       const finish = (note: string): void => {
@@ -132,7 +138,7 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         done = true;
         clearTimeout(timer);
         const tunnel = r.connect && status === 200 && data.includes(FIRST_FRAME);
-        resolve({ status, tag, tunnel, fields, note });
+        resolve({ status, tag, tunnel, fields, note, location, refresh });
         stream.close();
       };
       const timer = setTimeout(() => finish('timeout'), TIMEOUT_MS);
@@ -141,6 +147,8 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         const t = h['x-parity-backend'];
         tag = typeof t === 'string' ? t : null;
         fields = Object.keys(h).filter((n) => !n.startsWith(':'));
+        location = ([] as string[]).concat(h.location ?? []);
+        refresh = ([] as string[]).concat(h.refresh ?? []);
       });
       stream.on('data', (c: Buffer) => {
         data = Buffer.concat([data, c]);

@@ -21,7 +21,7 @@ import { accept101, startRawBackend, type BackendRequest, type RawBackend } from
 import { makeCa, makeSigned } from '../support/certs.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { startGateway, stopAll } from '../support/processes.js';
-import { PARITY_SECRET, rows, type Front, type Row } from './cases.js';
+import { OWN, PARITY_SECRET, rows, type Front, type Row } from './cases.js';
 import { h1Exchange, h2Exchange, type Answer } from './clients.js';
 
 /** Whether a front runs a row, or why not. */
@@ -102,6 +102,14 @@ function suiteConfig(staticDir: string): Record<string, unknown> {
   };
 }
 
+/** X-Parity-Location's value (OWN filled in) as Location and Refresh fields, or '' when the request has none. */
+function redirectFields(req: BackendRequest, own: string): string {
+  const v = req.headers.find(([n]) => n.toLowerCase() === 'x-parity-location')?.[1];
+  if (v === undefined) return '';
+  const url = v.replaceAll(OWN, own);
+  return `Location: ${url}\r\nRefresh: 0; url=${url}\r\n`;
+}
+
 export interface Suite {
   readonly backend: RawBackend;
   /** Sends a row through a front from `address`; what the client got. */
@@ -123,36 +131,51 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
     const ca = makeCa(dir, 'ca');
     const cert = makeSigned(dir, 'a', ca, ['a.example', '127.0.0.1']);
     const scripted = scriptedAnswers();
+    let own = '';
     backend = await startRawBackend({
+      // A row's own answer (Row.answer) when it has one; else 200 (201 with the Location a row asks for).
       answer: (req: BackendRequest) => {
-        const own = scripted.get(req.target);
-        if (own !== undefined) return own;
+        const rowAnswer = scripted.get(req.target);
+        if (rowAnswer !== undefined) return rowAnswer;
+        const location = redirectFields(req, own);
         const body = `${req.method} ${req.target}\n`;
         const len = Buffer.byteLength(body, 'latin1');
-        return { bytes: `HTTP/1.1 200 OK\r\nX-Parity-Backend: b1\r\nContent-Type: text/plain\r\nContent-Length: ${len}\r\n\r\n${req.method === 'HEAD' ? '' : body}` };
+        const status = location === '' ? '200 OK' : '201 Created';
+        return { bytes: `HTTP/1.1 ${status}\r\nX-Parity-Backend: b1\r\n${location}Content-Type: text/plain\r\nContent-Length: ${len}\r\n\r\n${req.method === 'HEAD' ? '' : body}` };
       },
-      upgrade: (req: BackendRequest) => scripted.get(req.target) ?? accept101(req),
+      upgrade: (req: BackendRequest) => {
+        const rowAnswer = scripted.get(req.target);
+        if (rowAnswer !== undefined) return rowAnswer;
+        const location = redirectFields(req, own);
+        return location === '' ? accept101(req) : { bytes: `HTTP/1.1 302 Found\r\nX-Parity-Backend: b1\r\n${location}Content-Length: 0\r\n\r\n` };
+      },
     });
-    const base = suiteConfig(dir);
-    const url = backend.url;
-    const [lean, node, tls] = await Promise.all([
-      startInProcessGateway(dir, url, { ...base, proxy: { ...(base.proxy as object), leanPages: true } }),
-      startInProcessGateway(dir, url, { ...base, proxy: { ...(base.proxy as object), leanPages: false } }),
-      startInProcessGateway(dir, url, { ...base, proxy: { ...(base.proxy as object), leanPages: true }, tls: { certs: [{ cert: cert.cert, key: cert.key }] }, http2: { enabled: true, websockets: true } }),
-    ]);
-    gateways.push(lean, node, tls);
-    let workerPort: number | null = null;
-    if (o.worker !== false) {
-      const primaryListening = (l: string): boolean => l.includes('"msg":"listening"') && l.includes('"role":"primary"');
-      const gw = await startGateway({ config: { ...base, backends: [{ id: 'b1', url }] }, args: ['--workers', '2'], readyLine: primaryListening, env: { ROOMGATE_LOG_LEVEL: 'info', ROOMGATE_COOKIE_SECRETS: PARITY_SECRET } });
-      workerPort = gw.port;
-    }
-    const ports: Record<Front, number | null> = { 'h1-lean': lean.port, 'h1-node': node.port, 'h1-tls': tls.port, h2: tls.port, 'h2-connect': tls.port, worker: workerPort };
+    own = backend.url.slice('http://'.length);
+    // The default set, and the same fronts with proxy.rewriteLocation on (rows with `gateway`).
+    const start = async (extra: Record<string, unknown>): Promise<Record<Front, number | null>> => {
+      const base = suiteConfig(dir);
+      const proxy = { ...(base.proxy as object), ...extra };
+      const url = (backend as RawBackend).url;
+      const [lean, node, tls] = await Promise.all([
+        startInProcessGateway(dir, url, { ...base, proxy: { ...proxy, leanPages: true } }),
+        startInProcessGateway(dir, url, { ...base, proxy: { ...proxy, leanPages: false } }),
+        startInProcessGateway(dir, url, { ...base, proxy: { ...proxy, leanPages: true }, tls: { certs: [{ cert: cert.cert, key: cert.key }] }, http2: { enabled: true, websockets: true } }),
+      ]);
+      gateways.push(lean, node, tls);
+      let workerPort: number | null = null;
+      if (o.worker !== false) {
+        const primaryListening = (l: string): boolean => l.includes('"msg":"listening"') && l.includes('"role":"primary"');
+        const gw = await startGateway({ config: { ...base, proxy, backends: [{ id: 'b1', url }] }, args: ['--workers', '2'], readyLine: primaryListening, env: { ROOMGATE_LOG_LEVEL: 'info', ROOMGATE_COOKIE_SECRETS: PARITY_SECRET } });
+        workerPort = gw.port;
+      }
+      return { 'h1-lean': lean.port, 'h1-node': node.port, 'h1-tls': tls.port, h2: tls.port, 'h2-connect': tls.port, worker: workerPort };
+    };
+    const [plain, rewriting] = await Promise.all([start({}), start({ rewriteLocation: true })]);
     const be = backend;
     return {
       backend: be,
       send(front, row, address) {
-        const port = ports[front];
+        const port = (row.gateway === 'rewrite-location' ? rewriting : plain)[front];
         if (port === null) throw new Error(`front ${front} is not started`);
         if (front === 'h2' || front === 'h2-connect') return h2Exchange(port, h2Request(row), address);
         return h1Exchange({ port, tls: front === 'h1-tls' }, h1Bytes(row), row.method, address);

@@ -25,10 +25,10 @@ export function scriptedStatus(row: Row): number | null {
   return m === null ? null : Number(m[1]);
 }
 
-function answerProblems(want: Outcome, front: Front, a: Answer, scripted: number | null): string[] {
+function answerProblems(want: Outcome, front: Front, a: Answer, status: number | null): string[] {
   if (want === 'backend') {
-    const ok = scripted === null ? a.status !== null && a.status >= 200 && a.status <= 299 : a.status === scripted;
-    if (!ok || a.tag !== 'b1') return [`answer ${a.status ?? 'none'} (tag ${a.tag ?? 'none'}), expected the backend's ${scripted ?? '2xx'}: ${a.note}`];
+    const ok = status === null ? a.status !== null && a.status >= 200 && a.status <= 299 : a.status === status;
+    if (!ok || a.tag !== 'b1') return [`answer ${a.status ?? 'none'} (tag ${a.tag ?? 'none'}), expected the backend's ${status ?? '2xx'}: ${a.note}`];
     return [];
   }
   if (want === 'reset') {
@@ -102,8 +102,14 @@ function requestProblems(row: Row, want: AtBackend, front: Front, address: strin
 /** The row's expectation (or the front's recorded disagreement) against what happened. */
 export function expectationProblems(row: Row, run: FrontRun): string[] {
   const e = expectedOn(row, run.front);
-  const p = answerProblems(e.expect, run.front, run.answer, scriptedStatus(row));
+  const p = answerProblems(e.expect, run.front, run.answer, row.status ?? scriptedStatus(row));
   for (const n of row.answerLacks ?? []) if (run.answer.fields.includes(n)) p.push(`the answer carries ${n}`);
+  if (row.location !== undefined) {
+    // The values as parity.test.ts normalised them (OWN, PUBLIC): one Location, and Refresh alike.
+    const want = { location: [row.location], refresh: [`0; url=${row.location}`] };
+    const got = { location: run.answer.location ?? [], refresh: run.answer.refresh ?? [] };
+    if (JSON.stringify(got) !== JSON.stringify(want)) p.push(`answer fields ${JSON.stringify(got)}, expected ${JSON.stringify(want)}`);
+  }
   if (e.backend === 'nothing') {
     if (run.forwarded.length > 0) p.push(`reached the backend, expected nothing: ${run.forwarded.map((r) => `${r.method} ${r.target}`).join('; ')}`);
   } else if (run.forwarded.length !== 1) p.push(`the backend parsed ${run.forwarded.length} requests for it, expected 1${run.forwarded.map((r) => `: ${r.method} ${r.target}`).join('')}`);
@@ -129,7 +135,7 @@ export function normalised(run: FrontRun): string {
       .sort();
     return { method: r.method, target: r.target, fields, body: r.body.toString('base64') };
   });
-  return JSON.stringify({ answer: answer === 'tunnel' ? 'tunnel' : answer, requests });
+  return JSON.stringify({ answer: answer === 'tunnel' ? 'tunnel' : answer, location: a.location ?? [], refresh: a.refresh ?? [], requests });
 }
 
 /** Fronts that follow the row (no recorded disagreement) must give the same normalised outcome. */

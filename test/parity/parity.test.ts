@@ -6,8 +6,9 @@
 // fronts must agree with each other (parity) unless the row records a disagreement. Rows in
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ClientAddresses, claimedClient } from '../conformance/runner.js';
-import { FRONTS, rows, type Front, type Row } from './cases.js';
-import { applies, startSuite, type Suite } from './fronts.js';
+import { FRONTS, OWN, PUBLIC, rows, type Front, type Row } from './cases.js';
+import { applies, schemeOf, startSuite, type Suite } from './fronts.js';
+import type { Answer } from './clients.js';
 import { expectationProblems, parityProblems, type FrontRun } from './judge.js';
 
 let suite: Suite;
@@ -26,10 +27,18 @@ async function runRow(row: Row): Promise<FrontRun[]> {
   return Promise.all(
     fronts.map(async (front: Front) => {
       const address = clients.next();
-      const answer = await suite.send(front, row, address);
+      const answer = placeholders(await suite.send(front, row, address), front);
       return { front, address, answer, forwarded: suite.backend.requests.filter((r) => claimedClient(r) === address) };
     }),
   );
+}
+
+/** The answer's Location and Refresh with the backend's own authority as OWN and the front's origin as PUBLIC. */
+function placeholders(a: Answer, front: Front): Answer {
+  const own = suite.backend.url.slice('http://'.length);
+  const origin = `${schemeOf(front)}://a.example`;
+  const norm = (v: string): string => v.replaceAll(own, OWN).replaceAll(origin, PUBLIC);
+  return { ...a, location: (a.location ?? []).map(norm), refresh: (a.refresh ?? []).map(norm) };
 }
 
 describe('the table', () => {

@@ -105,7 +105,7 @@ async function startGate(withLean: boolean, certificates: TlsCertificates | null
   const recorder = new Recorder();
   const common = { maxHeaderBytes: LIMITS.maxHeaderBytes, maxHeaders: LIMITS.maxHeaders, target, allow: 'GET, HEAD, POST', roomHeader: ROOM_HEADER, pipeline: recorder, metrics, logger, hsts: null };
   const h2 =
-    certificates === null ? null : new H2Front({ ...common, maxConcurrentStreams: 100, maxResetsPerS: 100, idleTimeoutMs: 10_000, requestTimeoutMs: 10_000, webSockets: true });
+    certificates === null ? null : new H2Front({ ...common, maxConcurrentStreams: 100, maxResets: 100, resetWindowS: 10, idleTimeoutMs: 10_000, requestTimeoutMs: 10_000, webSockets: true });
   const server = createPublicServer({ ...common, tls: certificates, http2: h2 !== null, headersTimeoutMs: 10_000, requestTimeoutMs: 10_000, keepAliveTimeoutMs: 10_000 });
   h2?.attach(server as HttpsServer);
   let lean: LeanFront | null = null;

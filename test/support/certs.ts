@@ -2,7 +2,7 @@
 // certificates it signs, for servers (names and addresses) and clients. Every file goes into the
 // directory the caller gives (and removes).
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { join } from 'node:path';
 
@@ -38,4 +38,10 @@ export function makeSigned(dir: string, base: string, ca: CertFiles, names: read
   const serial = `0x${Date.now().toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`;
   openssl(['x509', '-req', '-in', csr, '-CA', ca.cert, '-CAkey', ca.key, '-set_serial', serial, '-days', String(days), '-extfile', ext, '-out', files.cert]);
   return files;
+}
+
+/** A test CA and a server certificate it signs for `names`: the certificate's files and the CA certificate, a client's `ca`. */
+export function signedServer(dir: string, names: readonly string[] = ['a.test']): CertFiles & { readonly ca: Buffer } {
+  const caFiles = makeCa(dir, 'ca');
+  return { ...makeSigned(dir, 'srv', caFiles, names), ca: readFileSync(caFiles.cert) };
 }

@@ -249,6 +249,7 @@ export function pageRuntime(backends: readonly ResolvedBackend[], cleanup: Clean
     refuser: new Refuser({ pages: new Map(), logger, metrics }),
     metrics,
     logger,
+    rewriteLocation: false,
     ...over,
   };
   return { pool, placer, router, forwarder, metrics, paths };
