@@ -52,8 +52,8 @@ export interface DataPlaneDeps {
   readonly runtime: Runtime;
   /** The page cache's clock (tests move it); default Date.now. */
   readonly cacheClock?: () => number;
-  /** Whether a backend takes held messages (its handoff hello said version 2 with `messages`). */
-  readonly takesMessages?: (backendId: string) => boolean;
+  /** Whether new tunnels are followed message by message, so a version-2 handoff can hold them. */
+  readonly followsSockets?: () => boolean;
 }
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {
@@ -186,7 +186,7 @@ function buildUpgradeProxy(
     rewriteLocation: config.proxy.rewriteLocation,
     metrics: deps.metrics,
     logger: deps.logger,
-    ...(deps.takesMessages ? { followsMessages: deps.takesMessages } : {}),
+    ...(deps.followsSockets ? { followsMessages: deps.followsSockets } : {}),
   });
 }
 

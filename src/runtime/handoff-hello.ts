@@ -38,8 +38,8 @@ export class HelloCache {
   }
 
   /**
-   * Whether the backend takes held messages, as known now (a new tunnel asks: no waiting). An old
-   * or missing answer is asked for in the background; until it comes, no.
+   * Whether the backend takes held messages, as known now (a handoff asks right after its hello):
+   * an old or missing answer is asked for in the background; until it comes, no.
    */
   takesMessages(backend: Backend): boolean {
     const k = this.known.get(backend.id);

@@ -47,8 +47,8 @@ export interface HandoffParts {
 
 export interface HandoffRuntime {
   support(backendId: string): HookSupport;
-  /** Whether the backend takes held messages, as known now (a new tunnel is then followed). */
-  takesMessages(backendId: string): boolean;
+  /** Whether a new tunnel is followed message by message (a handoff may then hold it). */
+  followsSockets(): boolean;
   snapshot(): HandoffSnapshot;
   move(room: string, to: string, id?: string): Promise<HandoffOutcome>;
   drain(backend: string): DrainProgress;
@@ -128,7 +128,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
   );
   return {
     support: (id) => handoffs.support(id),
-    takesMessages: (id) => handoffs.takesMessages(id),
+    followsSockets: () => handoffs.followsSockets(),
     snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })), rebalance: rebalancer.state() }),
     move: (room, to, id) => handoffs.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,

@@ -119,11 +119,13 @@ export class Handoffs {
     return this.o.signed() && b ? this.hello.get(b) : 'unknown';
   }
 
-  /** Whether the backend takes held messages, as known now (a new tunnel to it is then followed). */
-  takesMessages(backendId: string): boolean {
-    if (this.o.held === undefined || !this.o.signed()) return false;
-    const b = this.o.pool.get(backendId);
-    return b ? this.hello.takesMessages(b) : false;
+  /**
+   * Whether a new tunnel is followed message by message: while this gateway can run a handoff
+   * (its calls are signed), so that any room can be held when its new owner takes held messages.
+   * Asks no backend anything: whether a target takes them is asked when a handoff starts.
+   */
+  followsSockets(): boolean {
+    return this.o.held !== undefined && this.o.signed();
   }
 
   /** Handoffs running through this gateway that involve the backend. */

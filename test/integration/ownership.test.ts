@@ -137,9 +137,12 @@ describe.each([
     expect(roomgateFields(last()).sort()).toEqual([`X-Roomgate-Epoch: ${String(last().headers['x-roomgate-epoch'])}`, `X-Roomgate-Room: ${room}`]);
     await send(g, 'POST', `/game/?room=${room}`, forged, 'x');
     expect(roomgateFields(last())).toHaveLength(2);
-    await handshake(g, `/ws/live/?room=${room}`, 'X-Roomgate-Room: someone-else\r\nx_roomgate_epoch: 1\r\n');
-    expect(roomgateFields(last())).toHaveLength(2);
+    await handshake(g, `/ws/live/?room=${room}`, 'X-Roomgate-Room: someone-else\r\nx_roomgate_epoch: 1\r\nX-Roomgate-Socket: forged-socket-id-000000\r\n');
+    // A WebSocket also carries roomgate's own socket id (version-2 handoffs), never the client's.
+    expect(roomgateFields(last())).toHaveLength(3);
     expect(last().headers['x-roomgate-room']).toBe(room);
+    expect(last().headers['x-roomgate-socket']).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(last().headers['x-roomgate-socket']).not.toBe('forged-socket-id-000000');
 
     await send(g, 'GET', '/no-room-here', forged);
     expect(roomgateFields(last())).toEqual([]);

@@ -20,7 +20,7 @@ import type { Gateway } from '../../src/gateway.js';
 import { accept101, startRawBackend, type BackendRequest, type RawBackend } from '../conformance/backend.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
-import { startGateway, stopAll } from '../support/processes.js';
+import { CALL_SECRET, startGateway, stopAll } from '../support/processes.js';
 import { OWN, PARITY_SECRET, rows, type Front, type Row } from './cases.js';
 import { h1Exchange, h2Exchange, type Answer } from './clients.js';
 
@@ -97,6 +97,8 @@ function suiteConfig(staticDir: string): Record<string, unknown> {
     // maxBodyBytes: the body rule's 413 at a size the table can send on every front.
     proxy: { websocketPaths: ['/ws/live/'], maxBodyBytes: 100_000 },
     cookie: { secrets: [PARITY_SECRET] },
+    // Signed calls, as every front of the worker process has them (test defaults): its WebSockets are followed (X-Roomgate-Socket).
+    backendCalls: { secrets: [CALL_SECRET] },
     static: { mounts: [{ prefix: '/static/', dir: staticDir }] },
     listen: { host: '127.0.0.1', port: 0, headersTimeoutMs: 3_000, requestTimeoutMs: 5_000 },
   };

@@ -73,8 +73,12 @@ function requestProblems(row: Row, want: AtBackend, front: Front, address: strin
   one('x-roomgate-room', want.room);
   const epochs = values(r, 'x-roomgate-epoch');
   if (want.room === undefined ? epochs.length > 0 : epochs.length !== 1 || !/^[0-9]+$/.test(epochs[0] as string)) p.push(`x-roomgate-epoch ${JSON.stringify(epochs)}, expected ${want.room === undefined ? 'none' : 'one number'}`);
+  // A WebSocket of a room carries its socket id (version-2 handoffs, docs/handoff.md): one, roomgate's.
+  const sockets = values(r, 'x-roomgate-socket');
+  const socketWanted = row.upgrade === true && want.room !== undefined;
+  if (socketWanted ? sockets.length !== 1 || !/^[A-Za-z0-9_-]{22}$/.test(sockets[0] as string) : sockets.length > 0) p.push(`x-roomgate-socket ${JSON.stringify(sockets)}, expected ${socketWanted ? 'one id' : 'none'}`);
   // Nothing else of roomgate's (any case, any underscore spelling), nor an underscore claim.
-  const ours = new Set(['x-roomgate-room', 'x-roomgate-epoch']);
+  const ours = new Set(['x-roomgate-room', 'x-roomgate-epoch', 'x-roomgate-socket']);
   for (const [n] of r.headers) {
     const norm = lower(n).replaceAll('_', '-');
     if (norm.startsWith('x-roomgate-') && !(ours.has(lower(n)) && !n.includes('_'))) p.push(`a client's ${n} reached the backend`);
@@ -131,7 +135,7 @@ export function normalised(run: FrontRun): string {
     const fields = r.headers
       .map(([n, v]) => [lower(n), v] as const)
       .filter(([n, v]) => !FRONT_SPECIFIC.has(n) && !(n === 'connection' && lower(v) === 'keep-alive'))
-      .map(([n, v]) => `${n}: ${n === 'x-roomgate-epoch' ? '<epoch>' : v}`)
+      .map(([n, v]) => `${n}: ${n === 'x-roomgate-epoch' ? '<epoch>' : n === 'x-roomgate-socket' ? '<socket>' : v}`)
       .sort();
     return { method: r.method, target: r.target, fields, body: r.body.toString('base64') };
   });

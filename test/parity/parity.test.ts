@@ -74,10 +74,7 @@ describe.concurrent('every front, every row', () => {
 
 describe('after the table', () => {
   it('every request the backend parsed belongs to a client of the suite', () => {
-    // roomgate's own hello (a socket's first tunnel to a backend asks whether it takes held
-    // messages, docs/handoff.md "Protocol version 2") is no client's.
-    const own = (r: { method: string; target: string }): boolean => r.method === 'POST' && r.target === '/_roomgate/handoff/hello';
-    const stray = suite.backend.requests.filter((r) => !own(r) && !clients.all.has(claimedClient(r) ?? '')).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`);
+    const stray = suite.backend.requests.filter((r) => !clients.all.has(claimedClient(r) ?? '')).map((r) => `${r.method} ${r.target} XFF=${JSON.stringify(r.xff)}`);
     expect(stray).toEqual([]);
     expect(suite.backend.errors()).toEqual([]);
   });
