@@ -209,7 +209,9 @@ export function createHandoff(path: string, host: HandoffHost): Handoff {
     if (f === undefined && !outcomes.has(key(c))) host.log(`handoff ${c.id}: resume of room ${c.room}, a handoff this process never exported (check roomgate's /events backendCalls)`);
     unfreeze(c.room);
     // Nothing frozen (already resumed, the lease ran out, or never exported): the same end state.
-    if (outcomes.has(key(c))) remember(outcomes, key(c), 'resumed', REMEMBERED_MAX);
+    // Remembered even for a handoff never exported here: roomgate resumes after an export it gave
+    // up on, and that export may still arrive; it then gets 409 instead of freezing the room for a lease.
+    remember(outcomes, key(c), 'resumed', REMEMBERED_MAX);
     return { status: 204 };
   }
 

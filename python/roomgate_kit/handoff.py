@@ -173,8 +173,10 @@ class HandoffHooks:
                 return error(409, "this room was released")
             self._unfreeze(room)
             # Nothing frozen (resumed already, the lease ran out, never exported): the same end state.
-            if (room, handoff_id) in self.outcomes:
-                self._remember(self.outcomes, (room, handoff_id), "resumed")
+            # Remembered even for a handoff never exported here: roomgate resumes after an export it
+            # gave up on, and that export may still arrive; it then gets 409 instead of freezing the
+            # room for a whole lease.
+            self._remember(self.outcomes, (room, handoff_id), "resumed")
         return NO_CONTENT
 
     async def _messages(self, handoff_id, room, epoch, headers, body):

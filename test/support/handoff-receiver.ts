@@ -239,6 +239,18 @@ export const HANDOFF_GUARANTEES: readonly Guarantee[] = [
     },
   },
   {
+    name: 'an export that arrives after roomgate resumed the handoff (it gave up waiting) is refused 409: the room is not frozen for a lease',
+    async check(k) {
+      const { room, c } = await roomWithMoves(k, 'late', 1);
+      const id = `h-${room}`;
+      const r = await callHook(k.a, k.path, 'resume', { id, room, epoch: 1 });
+      expect([r.status >= 200, r.status < 300]).toEqual([true, true]);
+      expect((await callHook(k.a, k.path, 'export', { id, room, epoch: 1, nowMs: later() })).status).toBe(409);
+      expect(await move(c, { notFrozen: true })).toMatchObject({ type: 'patch', move: 2 });
+      await closeAll(c);
+    },
+  },
+  {
     name: 'the freeze is a lease: without release or resume the room resumes by itself after leaseMs',
     async check(k) {
       const { room, c } = await roomWithMoves(k, 'lease', 1);
