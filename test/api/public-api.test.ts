@@ -1008,7 +1008,7 @@ describe('lobby stream (SSE)', () => {
     await other.publishPresence([p('s1', 'b1', 3), p('s2', 'b2', 1)], TTL);
   });
 
-  it('retry, snapshot first (with online), then changes as one rooms event within a bounded time', async () => {
+  it('retry, snapshot first (with online), then changes as one rooms event', async () => {
     const c = await openStream(h);
     const snap = await c.next(3_000);
     expect(c.retry).toBe(2000);
@@ -1017,11 +1017,11 @@ describe('lobby stream (SSE)', () => {
     expect(snap.data).toMatchObject({ total: 2, nextOffset: null, online: { total: 4, rooms: 2 } });
     expect(snap.data.rooms.some((r: LobbyRoom) => 'backend' in r)).toBe(false);
 
-    const t = Date.now();
+    // The limit guards against a hang only; that changes wait for the interval and go out together
+    // is the coalescing test's (by counting events), how soon is a figure for bench/.
     await other.publishPresence([p('s1', 'b1', 5), p('s2', 'b2', 1), p('s3', 'b1', 2)], TTL);
-    const ev = await c.next(INTERVAL + 2_000);
+    const ev = await c.next(10_000);
     expect(ev.event).toBe('rooms');
-    expect(ev.at - t).toBeLessThan(INTERVAL + 1_000);
     const byRoom = new Map((ev.data.rooms as LobbyRoom[]).map((r) => [r.room, r]));
     expect([...byRoom.keys()].sort()).toEqual(['s1', 's3']);
     expect(byRoom.get('s1')).toMatchObject({ sockets: 5 });

@@ -90,7 +90,7 @@ describe('the demo', () => {
     expect(await banner(gw)).toContain(`roomgate demo: http://localhost:${gw.port} in front of 3 demo backends (this machine only)`);
   });
 
-  it('generates a cookie secret, an admin token and an API token, prints them once, and the printed commands work', async () => {
+  it('generates a cookie secret, an admin token, an API token and a push token, prints them once, and the printed commands work', async () => {
     const gw = await startDemo();
     const text = await banner(gw);
     const admin = `http://127.0.0.1:${gw.adminPort}`;
@@ -101,13 +101,15 @@ describe('the demo', () => {
     const drain = line(text, 'admin token:');
     const sign = line(text, 'cookie secret:');
     const curl = line(text, 'API token:');
+    const pushCurl = line(text, 'push token:');
     const adminToken = /^ROOMGATE_ADMIN_TOKEN=(\S+) npx roomgate drain demo-2 --admin (\S+)$/.exec(drain);
     const secret = /^ROOMGATE_COOKIE_SECRETS=(\S+) npx roomgate sign (\S+)$/.exec(sign);
     const apiToken = /Bearer (\S+)'/.exec(curl);
+    const pushToken = /Bearer (\S+)'/.exec(pushCurl);
     expect([adminToken?.[2], secret?.[2]]).toEqual([admin, 'chess']);
-    const secrets = [adminToken?.[1], secret?.[1], apiToken?.[1]] as string[];
+    const secrets = [adminToken?.[1], secret?.[1], apiToken?.[1], pushToken?.[1]] as string[];
     for (const s of secrets) expect(s).toMatch(/^[A-Za-z0-9_-]{32}$/);
-    expect(new Set(secrets).size).toBe(3);
+    expect(new Set(secrets).size).toBe(4);
     // Once: in the banner, never in the log.
     for (const s of secrets) {
       expect(gw.stderr.join('\n').split(s)).toHaveLength(2);
@@ -130,6 +132,10 @@ describe('the demo', () => {
     expect(JSON.parse(put.stdout)).toMatchObject({ room: 'chess', meta: { title: 'The chess room', status: 'waiting' }, pinned: true });
     const room = await httpRequest(gw.port, '/_roomgate/api/rooms/chess');
     expect(JSON.parse(room.body)).toMatchObject({ meta: { title: 'The chess room' } });
+    // The push token is taken (the curl line as printed).
+    const pushed = await runPrinted(pushCurl);
+    expect(pushed.code, pushed.stderr).toBe(0);
+    expect(JSON.parse(pushed.stdout)).toMatchObject({ room: 'chess', backend: page.headers['x-backend-id'] });
   });
 
   it('every page the banner links answers 200; GET / is an index page linking the game rooms and the lobby', async () => {

@@ -54,9 +54,10 @@ describe('idle backend connections', () => {
       const answered = await oneRequest(gw.port);
       expect(conns).toHaveLength(1);
       await waitFor('the pooled connection closed', 5_000, () => conns[0]?.closed !== null);
+      // Not before the idle limit (a lower bound, which no slow machine breaks); and roomgate's doing,
+      // not the backend's: its keepAliveTimeout is 60 s, far past the 5 s guard above.
       const idle = (conns[0]?.closed as number) - answered;
       expect(idle).toBeGreaterThanOrEqual(300);
-      expect(idle).toBeLessThan(3_000);
       await oneRequest(gw.port, 'POST');
       expect(conns).toHaveLength(2);
     } finally {

@@ -350,7 +350,9 @@ describe.each([
     // hour, so that every backend connection a test counts is a page request's.
     gw = await startGateway({
       backends: [`p1=http://127.0.0.1:${be.port}`],
-      config: { health: { path: null, intervalMs: 3_600_000 }, proxy: { leanPages: lean } },
+      // An idle client connection stays a minute: a close within the tests' 10 s guards is the
+      // gateway's answer to what the test did, not its idle timer.
+      config: { health: { path: null, intervalMs: 3_600_000 }, proxy: { leanPages: lean }, listen: { keepAliveTimeoutMs: 60_000 } },
     });
     await waitFor('the first health check', 5_000, () => be.conns.length > 0);
   });
@@ -432,7 +434,7 @@ describe.each([
       expect(r.status).toBe(200);
       expect(r.body.toString()).toBe('GET /closing');
       expect(connectionTokens(r)).toContain('close');
-      expect(await c.closedWithin(2_000)).toBe(true);
+      expect(await c.closedWithin(10_000)).toBe(true);
       expect(c.unread()).toHaveLength(0);
       // Connection is hop-by-hop: the backend is not told to close.
       const seen = be.requests()[0] as ParsedRequest;
@@ -523,7 +525,7 @@ describe.each([
       expect(r.status).toBe(200);
       expect(r.body.toString()).toBe('hello world');
       expect(fieldValues(r, 'transfer-encoding')).toEqual([]);
-      expect(await c.closedWithin(2_000)).toBe(true);
+      expect(await c.closedWithin(10_000)).toBe(true);
     });
   });
 
@@ -646,12 +648,12 @@ describe.each([
       const c = await RawClient.open(gw.port);
       c.send(GET('/never'));
       await waitFor('the request at the backend', 5_000, () => be.connOf('/never') !== undefined);
-      const endedAt = Date.now();
       c.sock.end();
       const conn = be.conns.find((k) => k.id === be.connOf('/never'));
-      await waitFor('the backend connection closed', 5_000, () => conn?.closedAt !== null);
-      expect((conn?.closedAt as number) - endedAt).toBeLessThan(2_000);
-      expect(await c.closedWithin(2_000)).toBe(true);
+      // Only the FIN can end it: the backend never answers and responseTimeoutMs is 60 s, far past
+      // this hang guard (how soon is not this test's: speed is bench/'s).
+      await waitFor('the backend connection closed', 10_000, () => conn?.closedAt !== null);
+      expect(await c.closedWithin(10_000)).toBe(true);
       expect(c.text()).toBe('');
     });
   });

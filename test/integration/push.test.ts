@@ -207,7 +207,9 @@ describe('push to a room', () => {
       const slow = await push(gw, 'push-3', '{}');
       expect(slow.status).toBe(504);
       expect(errorCode(slow)).toBe('gateway_timeout');
-      expect(Date.now() - t0).toBeLessThan(2_000);
+      // Not before push.timeoutMs (400 ms; a lower bound, which no slow machine breaks). The 504
+      // itself is the gateway's own timer: the backend never answers.
+      expect(Date.now() - t0).toBeGreaterThanOrEqual(350);
     } finally {
       r.pushAnswer = 'ok';
     }

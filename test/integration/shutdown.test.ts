@@ -78,58 +78,79 @@ async function backendSockets(b: BackendProc): Promise<number> {
 
 // --- SIGTERM -------------------------------------------------------------------------------
 
+/** A grace no test here waits out: a tenth of it is the guard against a hang. */
+const LONG_GRACE_MS = 120_000;
+
 describe('SIGTERM', () => {
   let backends: BackendProc[];
 
-  it('keeps live sockets for graceMs with readiness false and the listener closed, then closes them and exits 0', async () => {
+  // The grace is judged by what the gateway does and logs, not by this process's clock: a grace
+  // long past any guard here shows the sockets are kept while it lasts, and a short one that runs
+  // out shows the sockets left are closed then (the gateway's own log times it).
+  it('keeps live sockets with readiness false and the listener closed while the grace lasts, and exits 0 once the last one ends', async () => {
     backends = await startBackends(['s1', 's2']);
-    const graceMs = 1_500;
-    const gw = await startGateway({ backends, config: { shutdown: { graceMs } } });
+    const gw = await startGateway({ backends, config: { shutdown: { graceMs: LONG_GRACE_MS } } });
     const rooms = ['grace-a', 'grace-b', 'grace-c'];
     const clients = rooms.map((r) => new Client(`${gw.wsUrl}/ws/live/?room=${r}`));
     await Promise.all(clients.map((c, i) => c.join(rooms[i]!)));
     const admin = `http://127.0.0.1:${gw.adminPort}`;
     expect((await timedGet(`${admin}/readyz`)).status).toBe(200);
 
-    const t0 = Date.now();
     gw.child.kill('SIGTERM');
-    await poll('readyz 503 on the admin port', 1_000, async () => (await timedGet(`${admin}/readyz`)).status === 503);
+    await poll('readyz 503 on the admin port', 5_000, async () => (await timedGet(`${admin}/readyz`)).status === 503);
     expect((await timedGet(`${admin}/healthz`)).status).toBe(200);
     // The public listener is closed: a new connection, plain or WebSocket, is refused.
-    await poll('public port to refuse connections', 1_000, async () => (await tcpConnect(gw.port)) === 'ECONNREFUSED');
+    await poll('public port to refuse connections', 5_000, async () => (await tcpConnect(gw.port)) === 'ECONNREFUSED');
     const late = new Client(`${gw.wsUrl}/ws/live/?room=grace-a`);
-    await expect(withTimeout(late.opened, 2_000, 'late socket')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    await expect(withTimeout(late.opened, 5_000, 'late socket')).rejects.toMatchObject({ code: 'ECONNREFUSED' });
     // ...while the live ones still carry frames both ways, more than once during the grace.
     await Promise.all(clients.map((c) => pingPong(c)));
-    await sleep(Math.max(0, 800 - (Date.now() - t0)));
+    await sleep(300);
     await Promise.all(clients.map((c) => pingPong(c)));
     expect(clients.map((c) => c.closeCode)).toEqual([null, null, null]);
     expect((await timedGet(`${admin}/readyz`)).status).toBe(503);
-    expect(Date.now() - t0).toBeLessThan(graceMs);
 
-    // After the grace period the gateway closes them.
-    await withTimeout(Promise.all(clients.map((c) => c.closed)), graceMs + 3_000, 'live sockets to be closed');
-    expect(Date.now() - t0).toBeGreaterThanOrEqual(graceMs - 100);
-    expect(await withTimeout(gw.exited, graceMs + 3_000 - (Date.now() - t0), 'gateway exit')).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(graceMs + 3_000);
-    expect(gw.logs().find((l) => l.msg === 'grace period over: closing remaining sockets')?.sockets).toBe(3);
+    // The last socket ending ends the grace: exit 0 long before it would have run out (the
+    // guard is a hang guard, a tenth of the grace).
+    for (const c of clients) c.ws.close();
+    expect(await withTimeout(gw.exited, LONG_GRACE_MS / 10, 'gateway exit once the sockets ended')).toBe(0);
+    expect(gw.logs().some((l) => l.msg === 'grace period over: closing remaining sockets')).toBe(false);
+    await poll('backends to report 0 sockets', 5_000, async () => (await Promise.all(backends.map(backendSockets))).every((n) => n === 0));
+  });
+
+  it('closes the sockets left when graceMs runs out, and exits 0; the backends are untouched', async () => {
+    const graceMs = 500;
+    const gw = await startGateway({ backends, config: { shutdown: { graceMs } } });
+    const rooms = ['over-a', 'over-b', 'over-c'];
+    const clients = rooms.map((r) => new Client(`${gw.wsUrl}/ws/live/?room=${r}`));
+    await Promise.all(clients.map((c, i) => c.join(rooms[i]!)));
+
+    gw.child.kill('SIGTERM');
+    // Guards against a hang only: when the grace ran out is read from the gateway's own log.
+    await withTimeout(Promise.all(clients.map((c) => c.closed)), 15_000, 'live sockets to be closed');
+    expect(await withTimeout(gw.exited, 15_000, 'gateway exit')).toBe(0);
+    const logged = (msg: string): Record<string, unknown> | undefined => gw.logs().find((l) => l.msg === msg);
+    const stopping = logged('stopping: readiness is now false');
+    const over = logged('grace period over: closing remaining sockets');
+    expect(over?.sockets).toBe(3);
+    // Not before the grace ran out (Date's millisecond rounding allowed for).
+    expect(Date.parse(String(over?.time)) - Date.parse(String(stopping?.time))).toBeGreaterThanOrEqual(graceMs - 1);
 
     // The backends are untouched: still running, their end of every socket closed.
     for (const b of backends) {
       expect(b.child.exitCode).toBeNull();
       expect((await timedGet(`${b.url}/healthz`)).status).toBe(200);
     }
-    await poll('backends to report 0 sockets', 3_000, async () => (await Promise.all(backends.map(backendSockets))).every((n) => n === 0));
+    await poll('backends to report 0 sockets', 5_000, async () => (await Promise.all(backends.map(backendSockets))).every((n) => n === 0));
   });
 
-  it('exits 0 promptly when there is no live socket (an idle keep-alive connection does not hold it)', async () => {
-    const gw = await startGateway({ backends });
+  it('exits 0 at once when there is no live socket (an idle keep-alive connection does not hold it)', async () => {
+    // A grace and a keep-alive timeout far past the guard: waiting for either fails the test.
+    const gw = await startGateway({ backends, config: { shutdown: { graceMs: LONG_GRACE_MS }, listen: { keepAliveTimeoutMs: LONG_GRACE_MS } } });
     const page = await timedGet(`${gw.url}/game/quick/`); // leaves an idle keep-alive connection
     expect(page.status).toBe(200);
-    const t0 = Date.now();
     gw.child.kill('SIGTERM');
-    expect(await withTimeout(gw.exited, 2_000, 'gateway exit')).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(await withTimeout(gw.exited, LONG_GRACE_MS / 10, 'gateway exit')).toBe(0);
   });
 });
 

@@ -8,11 +8,11 @@
 //  - h2: HTTP/2 over TLS (H2Front), the same gateway as h1-tls;
 //  - h2-connect: RFC 8441 extended CONNECT WebSockets on that h2 gateway (upgrade rows only);
 //  - worker: `roomgate start --workers 2` (dist/src/main.js), plain HTTP/1.1, leanPages on. Two,
-//    not one: `--workers 1` is the single-process path (src/cli/commands/start.ts runs no primary),
-//    so only N >= 2 puts a request through a cluster worker (src/cluster/worker.ts); the kernel
-//    hands each connection to either worker.
+//    not one: `--workers 1` is the single-process path (src/cli/commands/start-run.ts starts no
+//    primary), so only N >= 2 puts a request through a cluster worker (src/cluster/worker.ts); on
+//    Linux (the default balance, 'kernel') the kernel hands each connection to either worker.
 // Each gateway has the same settings otherwise (SUITE_CONFIG); three run in this process, the
-// worker's is a real process tree (primary and one worker).
+// worker's is a real process tree (the primary and its two workers).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';

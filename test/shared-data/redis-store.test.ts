@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisSharedDataStore, type RedisSharedDataStoreOptions } from '../../src/shared-data/redis-store.js';
 import type { LobbyQuery, RoomPresence, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
+import { settleOrder } from '../support/event-order.js';
 import { waitFor } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 
@@ -14,8 +15,6 @@ import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js'
 const COMMAND_TIMEOUT_MS = 300;
 /** The other tests' command timeout: generous, for a loaded machine (they are not about timing). */
 const RELAXED_TIMEOUT_MS = 2000;
-/** "Fast": generous against a 300 ms command timeout on a loaded machine, far below ioredis's defaults. */
-const FAST_MS = 1000;
 const TTL = 5000;
 const T0 = Date.UTC(2025, 0, 1);
 const Q: LobbyQuery = { sort: 'sockets', order: 'desc', offset: 0, limit: 100 };
@@ -58,17 +57,10 @@ function p(room: string, backend: string, sockets: number, since = T0): RoomPres
   return { room, backend, sockets, since };
 }
 
-async function timed(promise: Promise<unknown>): Promise<{ ms: number; error: unknown }> {
-  const t0 = performance.now();
-  try {
-    await promise;
-    return { ms: performance.now() - t0, error: undefined };
-  } catch (error) {
-    return { ms: performance.now() - t0, error };
-  }
-}
-
-/** Every SharedDataStore call; each must reject, within FAST_MS. */
+/**
+ * Every SharedDataStore call; each must reject at once (no queue waiting for a reconnect): before a
+ * timer of one (hung-Redis) command timeout started with the call.
+ */
 async function expectAllRejectFast(s: SharedDataStore, pattern: RegExp): Promise<void> {
   const calls: Record<string, () => Promise<unknown>> = {
     publishPresence: () => s.publishPresence([p('r', 'b1', 1)], TTL),
@@ -86,10 +78,10 @@ async function expectAllRejectFast(s: SharedDataStore, pattern: RegExp): Promise
     boardSize: () => s.boardSize('board'),
   };
   for (const [name, call] of Object.entries(calls)) {
-    const { ms, error } = await timed(call());
+    const { first, error } = await settleOrder(call, COMMAND_TIMEOUT_MS);
+    expect(first, `${name} rejected before a ${COMMAND_TIMEOUT_MS} ms timer started with it`).toBe('call');
     expect(error, `${name} must reject`).toBeInstanceOf(Error);
     expect((error as Error).message, name).toMatch(pattern);
-    expect(ms, `${name} took ${ms} ms`).toBeLessThan(FAST_MS);
   }
 }
 
@@ -210,13 +202,16 @@ describe('RedisSharedDataStore when Redis goes away and comes back', () => {
       // In parallel: the stall stays shorter than the 4 command timeouts after which the link gives
       // up on a silent connection, so the late replies below arrive on this same connection.
       const calls = [() => s.online(), () => s.score('b', 'm', 5, 'set'), () => s.top('b', 0, 1), () => s.room('hung')];
-      for (const { ms, error } of await Promise.all(calls.map((call) => timed(call())))) {
+      const t0 = performance.now();
+      // Rejected by the store's own commandTimeoutMs timer, not a longer default: before a timer of
+      // twice that started with the calls (an order of events, not a figure of elapsed time).
+      for (const { first, error } of await Promise.all(calls.map((call) => settleOrder(call, 2 * COMMAND_TIMEOUT_MS)))) {
+        expect(first, 'rejected by the command timeout').toBe('call');
         expect((error as Error | undefined)?.message).toMatch(/timed out/i);
-        // Waited for the timeout (not rejected at once). Loose: Node's timers count from the event
-        // loop's cached clock and may fire tens of ms early on a busy machine.
-        expect(ms).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS / 2);
-        expect(ms).toBeLessThan(FAST_MS);
       }
+      // Waited for the timeout (not rejected at once): a lower bound, which no slow machine breaks.
+      // Loose: Node's timers count from the event loop's cached clock and may fire tens of ms early.
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(COMMAND_TIMEOUT_MS / 2);
     } finally {
       process.kill(server.pid, 'SIGCONT');
     }
@@ -232,8 +227,9 @@ describe('RedisSharedDataStore when Redis goes away and comes back', () => {
     const url = `redis://:s3cret-pw@127.0.0.1:${server.port}`;
     const s = open(server, { url });
     const events = record(s);
-    const { ms, error } = await timed(s.connect({ timeoutMs: 600 }));
-    expect(ms).toBeLessThan(600 + FAST_MS);
+    // Rejected by its own 600 ms timer (the message names it), before a timer of twice that.
+    const { first, error } = await settleOrder(() => s.connect({ timeoutMs: 600 }), 1200);
+    expect(first).toBe('call');
     expect((error as Error).message).toMatch(/not reachable within 600 ms/);
     expect((error as Error).message).toMatch(/ECONNREFUSED/);
     expect((error as Error).message).not.toContain('s3cret-pw');
@@ -260,8 +256,7 @@ describe('RedisSharedDataStore when Redis goes away and comes back', () => {
         .filter((n) => n.startsWith('roomgate-lobby-gw-close'));
     expect((await names()).sort()).toEqual(['roomgate-lobby-gw-close', 'roomgate-lobby-gw-close-sub']);
     expect((await other.online()).total).toBe(1);
-    const { ms } = await timed(s.close());
-    expect(ms).toBeLessThan(FAST_MS);
+    await s.close(); // bounded by the command timeout (a hang fails the test by its timeout)
     await waitFor('connections gone', 3000, async () => (await names()).length === 0);
     expect((await other.online()).total).toBe(0);
     expect(await a.exists('close:{rg}:pres:gw:gw-close')).toBe(0);
@@ -272,7 +267,8 @@ describe('RedisSharedDataStore when Redis goes away and comes back', () => {
     await down.connect();
     await server.kill('SIGKILL');
     await waitFor('unavailable', 5000, () => !down.available);
-    expect((await timed(down.close())).ms).toBeLessThan(FAST_MS);
+    // Does not wait for the reconnect: its only timer (one command timeout) started with the call.
+    expect((await settleOrder(() => down.close(), 2 * COMMAND_TIMEOUT_MS)).first).toBe('call');
     await server.restart();
   });
 });

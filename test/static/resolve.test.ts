@@ -115,9 +115,9 @@ describe('StaticRoot: the file system side', () => {
   });
 
   it('refuses a FIFO without blocking', async () => {
-    const started = Date.now();
+    // Opening a FIFO with no writer blocks for good: if it did, this never returns (the test's
+    // timeout says so); a bound on how long it took would only measure the machine.
     expect(await open('pipe')).toBeNull();
-    expect(Date.now() - started).toBeLessThan(2_000);
   });
 
   it('resolves a root given through a symlink', async () => {
