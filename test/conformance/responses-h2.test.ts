@@ -158,6 +158,10 @@ function h2Request(c: Session, method: string, path: string, timeoutMs = 4_000, 
     });
     req.on('data', (d: Buffer) => chunks.push(d));
     req.on('error', (err: Error) => (error = err.message));
+    // An extended CONNECT's client side stays open: the stream is done once the server ended its
+    // side (its END_STREAM), not at 'close', which waits for the gateway to reset the half-open
+    // stream a second later.
+    if (connect) req.on('end', () => finish(false));
     req.on('close', () => finish(false));
   });
 }

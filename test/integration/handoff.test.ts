@@ -1,6 +1,6 @@
 // Room handoff through a real gateway (in process) in front of two in-process backends that serve
 // the hooks and verify every call (test/support/handoff-test-backend.ts): the admin API's move and
-// drain with handoff, the CLI's `move` and `drain --handoff` (the built CLI, dist/), a live client
+// drain with handoff, the CLI's `move` and `drain --handoff` (in this process: test/cli/in-process.ts), a live client
 // through the gateway closed with 1012 by the old owner's release and landing on the new one with
 // the room's state, the status page and the metrics. The orchestrator's failure cases are in
 // test/runtime/handoff.test.ts.
@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { HandoffTestBackend, handoffPairConfig } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
-import { CALL_SECRET, runCli, waitFor, withTimeout } from '../support/processes.js';
+import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
+import { runCliHere } from '../cli/in-process.js';
 
 const TOKEN = 'handoff-admin-token-0123456789';
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-handoff-'));
@@ -102,23 +103,23 @@ describe('room handoff through the gateway', () => {
   it('roomgate move ROOM --to BACKEND: one line in a pipe, --json, and the errors', async () => {
     const c = await joinRoom('hand-2');
     const to = c.backend === 'b1' ? 'b2' : 'b1';
-    const moved = await runCli(['move', 'hand-2', '--to', to, '--id', 'cli-1'], env);
+    const moved = await runCliHere(['move', 'hand-2', '--to', to, '--id', 'cli-1'], env);
     expect(moved.stderr).toBe('');
     expect(moved.code).toBe(0);
     expect(moved.stdout).toMatch(new RegExp(`^hand-2\\t${c.backend}\\t${to}\\tmoved\\treleased\\t\\d+\\n$`));
     // The same id again is the same handoff (its record), not a second move.
-    const again = await runCli(['move', 'hand-2', '--to', to, '--id', 'cli-1', '--json'], env);
+    const again = await runCliHere(['move', 'hand-2', '--to', to, '--id', 'cli-1', '--json'], env);
     expect(JSON.parse(again.stdout)).toMatchObject({ id: 'cli-1', room: 'hand-2', from: c.backend, to, result: 'moved' });
-    const unknown = await runCli(['move', 'hand-2', '--to', 'b9'], env);
+    const unknown = await runCliHere(['move', 'hand-2', '--to', 'b9'], env);
     expect(unknown).toMatchObject({ code: 2, stdout: '' });
     expect(unknown.stderr).toContain('roomgate: move hand-2: 404 no backend "b9"');
-    const notLive = await runCli(['move', 'nobody-here', '--to', to], env);
+    const notLive = await runCliHere(['move', 'nobody-here', '--to', to], env);
     expect(notLive.code).toBe(2);
     expect(notLive.stderr).toContain('hint: a room is live once a client opens it');
-    const same = await runCli(['move', 'hand-2', '--to', to], env);
+    const same = await runCliHere(['move', 'hand-2', '--to', to], env);
     expect(same.code).toBe(1);
     expect(same.stderr).toContain(`409 the room is already on ${to}`);
-    expect((await runCli(['move', 'hand-2'], env)).code).toBe(2);
+    expect((await runCliHere(['move', 'hand-2'], env)).code).toBe(2);
   });
 
   it('roomgate drain BACKEND --handoff: every live room moves now with its state; the drain is done when it holds none', async () => {
@@ -129,7 +130,7 @@ describe('room handoff through the gateway', () => {
       if (c.backend === 'b1') onB1.push({ room: `drain-${i}`, closed: c.closed });
     }
     expect(onB1).toHaveLength(3);
-    const d = await runCli(['drain', 'b1', '--handoff', '--deadline', '10m'], env);
+    const d = await runCliHere(['drain', 'b1', '--handoff', '--deadline', '10m'], env);
     expect(d.code).toBe(0);
     expect(d.stdout).toMatch(/^b1\tdraining\t\S+\n$/);
     try {
@@ -146,7 +147,7 @@ describe('room handoff through the gateway', () => {
       // What a client of a moved room finds: the new owner.
       expect((await joinRoom(onB1[0]!.room)).backend).toBe('b2');
     } finally {
-      await runCli(['undrain', 'b1'], env);
+      await runCliHere(['undrain', 'b1'], env);
     }
   });
 });

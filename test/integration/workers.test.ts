@@ -14,6 +14,7 @@
 // SIGHUP reaches every worker, SIGTERM stops everything, with Redis every worker is a gateway of
 // its own, a dead primary takes its workers along, demo mode starts the demo backends once, and
 // --workers is validated.
+import { runCliHere } from '../cli/in-process.js';
 import { readFileSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { Redis } from 'ioredis';
@@ -552,24 +553,25 @@ describe('--workers 2 in demo mode', () => {
 });
 
 describe('--workers values', () => {
+  // In this process (test/cli/in-process.ts): each refusal comes before anything starts or forks.
   it('refuses values outside 1..64 / auto before starting anything', async () => {
     for (const bad of ['0', '65', 'abc', '1.5']) {
-      const r = await runCli(['start', '--workers', bad, '--port', '0']);
+      const r = await runCliHere(['start', '--workers', bad, '--port', '0']);
       expect(r.code, bad).toBe(2);
       expect(r.stderr).toContain(`--workers: got ${JSON.stringify(bad)}; expected a whole number from 1 to 64, or "auto"`);
     }
-    const env = await runCli(['start', '--port', '0'], { ROOMGATE_WORKERS: 'lots' });
+    const env = await runCliHere(['start', '--port', '0'], { ROOMGATE_WORKERS: 'lots' });
     expect(env.code).toBe(2);
     expect(env.stderr).toContain('ROOMGATE_WORKERS: got "lots"');
     for (const bad of ['both', 'KERNEL', '1']) {
-      const r = await runCli(['start', '--balance', bad, '--port', '0']);
+      const r = await runCliHere(['start', '--balance', bad, '--port', '0']);
       expect(r.code, bad).toBe(2);
       expect(r.stderr).toContain(`--balance: got ${JSON.stringify(bad)}; expected "kernel"`);
     }
-    const balanceEnv = await runCli(['start', '--port', '0'], { ROOMGATE_BALANCE: 'rr' });
+    const balanceEnv = await runCliHere(['start', '--port', '0'], { ROOMGATE_BALANCE: 'rr' });
     expect(balanceEnv.code).toBe(2);
     expect(balanceEnv.stderr).toContain('ROOMGATE_BALANCE: got "rr"');
-    const where = await runCli(['where', 'room1', '--workers', '2']);
+    const where = await runCliHere(['where', 'room1', '--workers', '2']);
     expect(where.code).toBe(2);
     expect(where.stderr).toContain('--workers is for start only');
   });
