@@ -16,8 +16,11 @@
 export class MessageBoundaries {
   /** Bytes of the current frame's header seen so far (0 when the next byte starts a frame). */
   private headerSeen = 0;
-  /** The current header's bytes (at most 14), kept only while a header spans two chunks. */
-  private readonly header = Buffer.alloc(14);
+  /**
+   * The current header's bytes (at most 14), kept only while a header spans two chunks: made the
+   * first time one does, so a tunnel whose headers never split costs no buffer.
+   */
+  private header: Buffer | null = null;
   /** Payload bytes of the current frame still to skip. */
   private payloadLeft = 0;
   /** A data message has begun and its FIN frame has not ended yet. */
@@ -64,9 +67,10 @@ export class MessageBoundaries {
       const need = headerLength(buf[i + 1] as number);
       if (to - i >= need) return this.startFrame(buf, i, need);
     }
-    while (i < to && (this.headerSeen < 2 || this.headerSeen < headerLength(this.header[1] as number))) this.header[this.headerSeen++] = buf[i++] as number;
-    if (this.headerSeen >= 2 && this.headerSeen === headerLength(this.header[1] as number)) {
-      this.startFrame(this.header, 0, this.headerSeen);
+    const h = (this.header ??= Buffer.alloc(14));
+    while (i < to && (this.headerSeen < 2 || this.headerSeen < headerLength(h[1] as number))) h[this.headerSeen++] = buf[i++] as number;
+    if (this.headerSeen >= 2 && this.headerSeen === headerLength(h[1] as number)) {
+      this.startFrame(h, 0, this.headerSeen);
       this.headerSeen = 0;
     }
     return i;

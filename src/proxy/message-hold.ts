@@ -6,7 +6,7 @@
 // messages (`messages`: unmasked, fragments joined) and hands them to the new owner. Only tunnels
 // to backends whose hello said `messages` are followed.
 import type { HeldMessage } from '../runtime/room-hold.js';
-import { MessageBoundaries } from './message-boundaries.js';
+import { headerLength, MessageBoundaries } from './message-boundaries.js';
 
 export class MessageHold {
   private readonly boundaries = new MessageBoundaries();
@@ -113,8 +113,9 @@ export class MessageHold {
     this.partial = null;
     // Whole frames: data kept, control passed on; the rest waits for the next chunk.
     for (;;) {
-      const end = frameEnd(bytes);
-      if (end === -1) break;
+      const f = frameAt(bytes, 0);
+      if (f === null) break;
+      const end = f.end;
       const frame = bytes.subarray(0, end);
       if (((frame[0] as number) & 0x0f) >= 8) this.forward(frame);
       else {
@@ -131,26 +132,24 @@ export class MessageHold {
   }
 }
 
-/** Where the frame at the start of `b` ends, or -1 when it is not whole yet. */
-function frameEnd(b: Buffer): number {
-  if (b.length < 2) return -1;
-  const b1 = b[1] as number;
+/**
+ * The frame starting at `b[i]`: where its payload starts (after the length and the mask key) and
+ * where it ends; null when it is not whole in `b` yet (or its length is past any hold's bound).
+ */
+function frameAt(b: Buffer, i: number): { readonly payloadAt: number; readonly end: number } | null {
+  if (i + 2 > b.length) return null;
+  const b1 = b[i + 1] as number;
+  const head = headerLength(b1);
+  if (i + head > b.length) return null;
   let len = b1 & 0x7f;
-  let at = 2;
-  if (len === 126) {
-    if (b.length < 4) return -1;
-    len = b.readUInt16BE(2);
-    at = 4;
-  } else if (len === 127) {
-    if (b.length < 10) return -1;
-    const big = b.readBigUInt64BE(2);
-    // Past what any hold keeps (its limits are far below): never whole here.
-    if (big > BigInt(Number.MAX_SAFE_INTEGER)) return -1;
+  if (len === 126) len = b.readUInt16BE(i + 2);
+  else if (len === 127) {
+    const big = b.readBigUInt64BE(i + 2);
+    if (big > BigInt(Number.MAX_SAFE_INTEGER)) return null;
     len = Number(big);
-    at = 10;
   }
-  if ((b1 & 0x80) !== 0) at += 4;
-  return b.length >= at + len ? at + len : -1;
+  const end = i + head + len;
+  return end <= b.length ? { payloadAt: i + head, end } : null;
 }
 
 /** Parses client frames (masked) into data messages. */
@@ -160,27 +159,16 @@ export function readMessages(bytes: Buffer, inflate: ((payload: Buffer) => Buffe
   let parts: Buffer[] = [];
   let opcode = 0;
   let compressed = false;
-  for (let i = 0; i + 2 <= bytes.length; ) {
+  for (let i = 0; ; ) {
+    // An unfinished frame (the socket closed mid-frame) ends the list.
+    const f = frameAt(bytes, i);
+    if (f === null) break;
     const b0 = bytes[i] as number;
-    const b1 = bytes[i + 1] as number;
-    let len = b1 & 0x7f;
-    let at = i + 2;
-    if (len === 126) {
-      if (at + 2 > bytes.length) break;
-      len = bytes.readUInt16BE(at);
-      at += 2;
-    } else if (len === 127) {
-      if (at + 8 > bytes.length) break;
-      len = Number(bytes.readBigUInt64BE(at));
-      at += 8;
-    }
-    const masked = (b1 & 0x80) !== 0;
-    const key = masked ? bytes.subarray(at, at + 4) : null;
-    if (masked) at += 4;
-    if (at + len > bytes.length) break; // unfinished: the socket closed mid-frame
-    const payload = Buffer.from(bytes.subarray(at, at + len));
+    const masked = ((bytes[i + 1] as number) & 0x80) !== 0;
+    const key = masked ? bytes.subarray(f.payloadAt - 4, f.payloadAt) : null;
+    const payload = Buffer.from(bytes.subarray(f.payloadAt, f.end));
     if (key) for (let k = 0; k < payload.length; k++) payload[k] = (payload[k] as number) ^ (key[k & 3] as number);
-    i = at + len;
+    i = f.end;
     const op = b0 & 0x0f;
     if (op === 8) break;
     if (op >= 8) continue;

@@ -31,7 +31,7 @@ export class TunnelMessages implements TunnelHold {
 
   constructor(private readonly host: HoldHost) {
     // Control frames pass while held: a ping gets its pong, a close completes its handshake.
-    this.follower = new MessageHold((frame) => host.writeUpstream(Buffer.from(frame)));
+    this.follower = new MessageHold((frame) => host.writeUpstream(frame));
   }
 
   get heldBytes(): number {
@@ -56,7 +56,7 @@ export class TunnelMessages implements TunnelHold {
     else this.closers.push(run);
   }
 
-  closeForLimit(): void {
+  endSocket(): void {
     this.host.endForHold();
   }
 

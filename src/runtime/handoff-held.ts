@@ -24,7 +24,7 @@ export async function holdRoom(o: HeldOptions, room: string, source: string, met
   const { holds } = o.tunnels.holdable(room, source);
   if (holds.length === 0) return null;
   const hold = new RoomHold(room, holds, o.limits);
-  await hold.begin(o.timeoutMs, (t) => t.closeForLimit());
+  await hold.begin(o.timeoutMs, (t) => t.endSocket());
   if (hold.holdTimeouts > 0) metrics.handoffHeld.inc({ result: 'hold-timeout' }, hold.holdTimeouts);
   return hold;
 }
@@ -57,7 +57,7 @@ export async function deliverHeld(
   hold.stop();
   // The old owner's release closes each socket (its close handshake passes the hold); one it did
   // not close in time is ended here. Either way the client's bytes are kept until it closes.
-  await hold.closed(CLOSE_WAIT_MS, (t) => t.closeForLimit());
+  await hold.closed(CLOSE_WAIT_MS, (t) => t.endSocket());
   if (hold.overLimit > 0) metrics.handoffHeld.inc({ result: 'over-limit' }, hold.overLimit);
   let messages = 0;
   let lostSockets = 0;

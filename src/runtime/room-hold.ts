@@ -22,8 +22,8 @@ export interface TunnelHold {
   messages(): { messages: HeldMessage[]; unreadable: number };
   /** Runs once when the socket has closed (at once when it already has). */
   onClosed(run: () => void): void;
-  /** Closes the socket as the protocol says (1012 to the client), its kept bytes kept. */
-  closeForLimit(): void;
+  /** Ends the socket (a limit passed, or it outlived its release): the backend side cut, the client ended; what the client sends until it closes is still kept. */
+  endSocket(): void;
 }
 
 export interface HoldLimits {
@@ -95,7 +95,7 @@ export class RoomHold {
     if (t.heldBytes <= this.limits.perSocketBytes && room <= this.limits.perRoomBytes) return;
     this.ended.add(t);
     this.overLimit++;
-    t.closeForLimit();
+    t.endSocket();
   }
 
   /** A rollback: every socket passes again, what it kept written on to the old owner. */

@@ -143,7 +143,7 @@ function fakeSocket(id: string): TunnelHold & { follower: MessageHold; ended: nu
     },
     messages: () => follower.messages(),
     onClosed: (run: () => void) => (closed ? run() : closers.push(run)),
-    closeForLimit: () => {
+    endSocket: () => {
       s.ended++;
     },
     close: () => {
