@@ -90,7 +90,7 @@ class ForwardedPrefixMiddleware:
     """ASGI: the per-tab path prefix roomgate stripped (X-Forwarded-Prefix, e.g. /r/42) becomes the
     request's root_path, from trusted proxies only (default: this host). Django then builds every
     URL of the page under it (reverse, {% url %}, redirects), so links keep the tab in its room,
-    and djust >= #3186's {% djust_client_config %} emits the prefixed socket path
+    and djust's {% djust_client_config %} (releases with the meta-tag socket path) emits the prefixed socket path
     (/r/42/ws/live/), which roomgate routes by the prefix. Put it outermost, around
     RoomOwnerMiddleware. Never set FORCE_SCRIPT_NAME (it wins over root_path) nor DJUST_WS_PATH
     (a fixed path would lose the prefix); the pin covers djust's fallback to /ws/live/."""
