@@ -20,6 +20,8 @@
  *         default /_roomgate/handoff; docs/handoff.md). They verify roomgate's proof like pushes.
  *       --handoff-version: the protocol its hello says (default 2: it takes a held socket's
  *         messages; 1: the hooks without them, as an app that has not moved to version 2).
+ *       --check-mounts on: a mount of another room than the handshake was routed by (X-Roomgate-Room)
+ *         is refused once, close 4400, as roomgate_kit's fence does (docs/per-tab-rooms.md).
  *       env ROOMGATE_BACKEND_KEYS: this backend's own keys, comma-separated, as
  *         `roomgate backend-key ID` prints them (ROOMGATE_BACKEND_KEYS_FILE: a file holding them,
  *         read again on SIGHUP, so keys rotate without a restart); without one every push and
@@ -66,6 +68,8 @@ export interface DemoBackendOptions {
   handoffVersion?: 1 | 2;
   /** Rooms whose moves are kept without a socket here; past it the oldest such room is forgotten. */
   maxRoomStates?: number;
+  /** Refuse (close 4400) a mount of another room than the handshake was routed by. Default off. */
+  checkMounts?: boolean;
 }
 
 export interface DemoBackend {
@@ -526,6 +530,11 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
           send(ws, { type: 'error', message: 'mount needs a room (room field, /game/{room}/ url or ?room=)' });
           return;
         }
+        if (opts.checkMounts === true && room !== client.handshakeRoom) {
+          send(ws, { type: 'error', error: 'wrong-room', message: 'this socket was routed for another room' });
+          ws.close(4400, 'wrong room');
+          return;
+        }
         // A second mount is a djust live_redirect: leave the old room first.
         if (client.room !== room) {
           leaveRoom(ws, client);
@@ -940,6 +949,7 @@ async function main(): Promise<void> {
       ...(args['handoff-path'] === undefined ? {} : { handoffPath: handoffPathArg(args['handoff-path']) }),
       ...(args['handoff-version'] === undefined ? {} : { handoffVersion: args['handoff-version'] === '1' ? 1 : args['handoff-version'] === '2' ? 2 : badVersion(args['handoff-version']) }),
       callKeys: callKeysOf(process.env),
+      checkMounts: args['check-mounts'] !== undefined,
       ...(process.env.ROOMGATE_BACKEND_ID ? { callerId: process.env.ROOMGATE_BACKEND_ID } : {}),
     });
   } catch (err) {

@@ -14,7 +14,7 @@ import django  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 if not settings.configured:
-    settings.configure(DEBUG=False, ALLOWED_HOSTS=["*"], INSTALLED_APPS=[], DATABASES={})
+    settings.configure(DEBUG=False, ALLOWED_HOSTS=["*"], INSTALLED_APPS=["roomgate_kit"], DATABASES={}, TEMPLATES=[{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}])
     django.setup()
 
 from roomgate_kit.fence import Headers  # noqa: E402

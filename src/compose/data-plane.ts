@@ -19,7 +19,7 @@ import { readErrorPages, Refuser } from '../proxy/refuser.js';
 import { Router } from '../proxy/router.js';
 import { UpgradeProxy } from '../proxy/upgrade-proxy.js';
 import { createKeyExtractor } from '../room/extract.js';
-import { signerFor, type RoomSigner } from '../room/signing.js';
+import { createPinSigner, signerFor, type RoomSigner } from '../room/signing.js';
 import { createRoomValidator } from '../room/validate.js';
 import { withVerifyCache } from '../room/verify-cache.js';
 import { hstsValue } from '../server/tls-config.js';
@@ -58,8 +58,11 @@ export interface DataPlaneDeps {
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {
   const { logger, metrics, runtime } = deps;
-  const signer = signerFor(config, cookieSecrets(config, logger));
-  const router = buildRouter(config, deps, signer);
+  const secrets = cookieSecrets(config, logger);
+  const signer = signerFor(config, secrets);
+  // Per-tab pins are keyed with the cookie's secrets whatever the cookie's format (docs/per-tab-rooms.md).
+  const pinSigner = secrets.length > 0 ? createPinSigner(secrets, config.room.pinMaxAgeS) : null;
+  const router = buildRouter(config, deps, signer, pinSigner);
   const forwarding = new Forwarding(config.proxy.trustedProxies);
   // The one forwarding core every path sends through (src/forward/forwarder.ts).
   const forwarder = new Forwarder({ placement: router, pool: runtime.pool, metrics, logger });
@@ -109,7 +112,7 @@ function cookieSecrets(config: LoadedConfig, logger: Logger): readonly string[] 
   return [randomBytes(32).toString('base64url')];
 }
 
-function buildRouter(config: LoadedConfig, deps: DataPlaneDeps, signer: RoomSigner | null): Router {
+function buildRouter(config: LoadedConfig, deps: DataPlaneDeps, signer: RoomSigner | null, pinSigner: RoomSigner | null): Router {
   return new Router({
     extractKey: createKeyExtractor({
       sources: config.room.sources,
@@ -120,6 +123,8 @@ function buildRouter(config: LoadedConfig, deps: DataPlaneDeps, signer: RoomSign
       cookieName: config.cookie.name,
       // Verified cookies are reused for a second: no HMAC per request of a known room.
       signer: signer && withVerifyCache(signer, { maxEntries: 10_000, ttlMs: 1_000 }),
+      pinParam: config.room.pinParam,
+      pinSigner: pinSigner && withVerifyCache(pinSigner, { maxEntries: 10_000, ttlMs: 1_000 }),
     }),
     placer: deps.runtime.placer,
     pool: deps.runtime.pool,

@@ -43,7 +43,7 @@ const positiveMs = doc(z.number().int().min(1).max(86_400_000), { unit: 'ms' });
 const optionalMs = doc(z.number().int().min(0).max(86_400_000), { unit: 'ms', zero: 'off' });
 const seconds = (min: number, max: number) => doc(z.number().int().min(min).max(max), { unit: 's' });
 
-export const KEY_SOURCES = ['path-prefix', 'query', 'page-path', 'cookie', 'header'] as const;
+export const KEY_SOURCES = ['pin', 'path-prefix', 'query', 'page-path', 'cookie', 'header'] as const;
 export type KeySource = (typeof KEY_SOURCES)[number];
 
 const regex = doc(
@@ -560,8 +560,10 @@ export const configSchema = z.strictObject({
         .array(z.enum(KEY_SOURCES))
         .min(1)
         .refine((a) => new Set(a).size === a.length, { message: 'each source at most once' })
-        .default(['path-prefix', 'query', 'page-path', 'cookie', 'header']),
-      { text: 'Where the room key is read from, in order; the first valid key wins.' },
+        .default(['pin', 'path-prefix', 'query', 'page-path', 'cookie', 'header']),
+      {
+        text: 'Where the room key is read from, in order; the first valid key wins. pin: the signed per-tab room pin (`pinParam`, docs/per-tab-rooms.md); unlike the other sources a pin that is present but forged, malformed or expired is refused (400/403), never passed over.',
+      },
     ),
     pattern: doc(regex.default('^[A-Za-z0-9_.:-]{1,128}$'), { text: 'A room key must match this (and be at most 1024 characters).' }),
     queryParam: doc(z.string().min(1).default('room'), { text: 'Query parameter carrying the key: ?room=42.' }),
@@ -569,6 +571,13 @@ export const configSchema = z.strictObject({
       text: 'Per-tab prefix: /r/42/ws/live/ is forwarded as /ws/live/.',
     }),
     pagePaths: doc(z.array(pagePattern).default(['/game/{room}/']), { text: 'Page paths that name the room (not stripped).' }),
+    pinParam: doc(matching(/^[A-Za-z0-9_-]{1,64}$/, 'a query parameter name of 1-64 characters from A-Z a-z 0-9 _ -').default('roomgate_pin'), {
+      text: "Query parameter carrying a signed per-tab room pin (the `pin` source): /ws/live/?roomgate_pin=<room.ts.sig>, put there by /_roomgate/room-pin.v1.js. Signed with `cookie.secrets` (first signs, all verify) whatever `cookie.format`; always removed before the request is forwarded.",
+    }),
+    pinMaxAgeS: doc(seconds(0, 31_536_000).default(604_800), {
+      text: 'The oldest room pin accepted: a tab left open longer gets 403 on its next socket until the page is reloaded. Keep a rotated-out cookie secret this long.',
+      zero: 'no expiry',
+    }),
     header: doc(matching(/^[A-Za-z0-9-]+$/, 'an HTTP header name (A-Z a-z 0-9 -), e.g. "X-Room-Key"').default('X-Room-Key'), {
       text: 'Header carrying the key, for non-browser clients and upstream balancers.',
     }),

@@ -9,6 +9,8 @@
 // when a gateway builds its control plane with its first health probes in flight. Building the
 // apps is asynchronous; requests that arrive before they are ready wait for them.
 import { AuthThrottle } from '../http/auth-throttle.js';
+import { ROOM_PIN_SCRIPT_PATH } from '../pages/room-pin-script.js';
+import { registerScriptRoutes } from './script-routes.js';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TokenCheck } from '../http/auth.js';
@@ -76,7 +78,11 @@ export class ControlPlane {
   constructor(private readonly o: ControlPlaneOptions) {
     const { config } = o;
     this.api = config.api.enabled;
-    this.pagePaths = new Set([...(config.api.enabled && config.api.publicReads ? LOBBY_PATHS : []), ...(config.status.public !== 'off' ? STATUS_PATHS : [])]);
+    this.pagePaths = new Set([
+      ...(config.api.enabled && config.api.publicReads ? LOBBY_PATHS : []),
+      ...(config.status.public !== 'off' ? STATUS_PATHS : []),
+      ...(config.room.sources.includes('pin') ? [ROOM_PIN_SCRIPT_PATH] : []),
+    ]);
     this.handle = (req, res) => this.route(false, req, res);
     this.adminServer = config.admin.enabled ? http.createServer((req, res) => this.route(true, req, res)) : null;
     this.building = this.build();
@@ -207,6 +213,7 @@ export class ControlPlane {
         registerLobbyRoutes(pub.app, { sharedData, listing: { patterns: config.api.listRooms }, validateRoom, roomPagePaths: config.room.pagePaths, roomPathPrefix: config.room.pathPrefix });
       }
     }
+    if (config.room.sources.includes('pin')) registerScriptRoutes(pub.app);
     if (config.status.public !== 'off') {
       const token = config.status.public === 'token' ? new TokenCheck([config.admin.token]) : null;
       statusStreams.push(registerStatusRoutes(pub.app, { view, internal: false, slots: publicSlots, token, throttle, prettyJson: false, ...knobs }));

@@ -24,6 +24,8 @@ export const REFUSALS = {
   'method-not-allowed': { status: 405, text: 'this method is not allowed here', log: 'a method outside proxy.methods' },
   'method-unknown': { status: 501, text: 'this method is not implemented', log: 'a method roomgate does not know' },
   'body-too-large': { status: 413, text: 'the request body is too large', log: 'a body over proxy.maxBodyBytes' },
+  'room-pin-malformed': { status: 400, text: 'the room pin of this page is malformed: reload the page', log: 'a room pin that does not parse or names a room room.pattern refuses' },
+  'room-pin-refused': { status: 403, text: 'the room pin of this page is not valid or has expired: reload the page', log: 'a room pin with a bad signature (not one of cookie.secrets) or older than room.pinMaxAgeS' },
   'body-timeout': { status: 408, text: 'the request body stopped arriving', log: 'a streamed body idle for proxy.bodyIdleTimeoutMs' },
 } as const satisfies Record<string, { readonly status: number; readonly text: string; readonly log: string }>;
 

@@ -14,7 +14,8 @@
 //   5. method           the methods forwarded to the app (src/http/methods.ts): 405 or 501 else;
 //                       a WebSocket handshake: its rules instead (RFC 6455, proxy.websocketPaths)
 //   6. body             read up to proxy.bufferBodyBytes before any backend request opens (413)
-//   7. room key         the pure extractor (src/room/extract.ts) through the Router
+//   7. room key         the pure extractor (src/room/extract.ts) through the Router; a request
+//                       whose per-tab room pin is bad is refused here (400/403), never routed
 //   8. cache            the page cache answers, or passes the request on with its Cache-Status
 //   9. placement,       the forwarding core (src/forward/forwarder.ts): the room's backend by its
 //      admission,       placement, the upgrade admission limits, then the attempt on the request's
@@ -67,6 +68,8 @@ export interface UpgradePath {
   refusal(r: ClientRequest, key: KeyResult): ClientRefusal | null;
   /** A handshake the rules refused: the client's own mistake, answered on its socket. */
   refuseHandshake(client: Socket, refusal: ClientRefusal): void;
+  /** roomgate's own answer from the catalogue (src/http/refusals.ts), on the client's socket. */
+  refuse(client: Socket, refusal: Refusal): void;
   /** The handshake as the forwarding core carries it: admitted per backend, then a tunnel. */
   exchange(r: ClientRequest, key: KeyResult, client: Socket, rest: Buffer | null): Exchange;
 }
@@ -129,6 +132,8 @@ export class RequestPipeline {
     const key = o.roomKey.keyFor(r, now);
     const refusal = o.upgrades.refusal(r, key);
     if (refusal !== null) return o.upgrades.refuseHandshake(client, refusal);
+    const pin = pinRefusal(key);
+    if (pin !== null) return o.upgrades.refuse(client, pin);
     o.forward.route(o.upgrades.exchange(r, key, client, rest), now);
   }
 
@@ -145,6 +150,8 @@ export class RequestPipeline {
       if (body.kind === 'too-large') return path.refuse(r, t, { code: 'body-too-large', detail: r.body });
       const now = Date.now();
       const key = o.roomKey.keyFor(r, now);
+      const pin = pinRefusal(key);
+      if (pin !== null) return path.refuse(r, t, pin);
       const cache = o.cache;
       if (cache === null) return o.forward.route(path.exchange(r, t, key, body, null), now);
       const ctx = { peer: r.peer, encrypted: r.encrypted, strippedPrefix: key.strippedPrefix };
@@ -153,6 +160,18 @@ export class RequestPipeline {
       cache.handle(request, path.cacheWriter(r, t), (cacheStatus) => o.forward.route(path.exchange(r, t, key, body, cacheStatus), Date.now()));
     });
   }
+}
+
+/**
+ * The answer to a request whose room pin was refused (step 7), or null. A bad pin is not passed
+ * over like other bad keys: the page meant that room, and routing the socket by the cookie instead
+ * is the split the pin exists to prevent. The reason goes to the log, never the pin's value.
+ */
+function pinRefusal(key: KeyResult): Refusal | null {
+  const why = key.pinRefused;
+  if (why === null) return null;
+  const code = why === 'malformed' || why === 'invalid' ? 'room-pin-malformed' : 'room-pin-refused';
+  return { code, detail: why };
 }
 
 /** A plain-text answer of roomgate's own (health), on an HTTP/1.1 or HTTP/2 response. */

@@ -31,6 +31,12 @@ export interface KeyResult {
   readonly cookieRoom: string | null;
   /** Candidates that were present but refused: counted and logged by the caller, never routed. */
   readonly rejected: readonly RejectedKey[];
+  /**
+   * Why the request's room pin (the `pin` source) was refused, or null (none, or a good one).
+   * Unlike every other source a bad pin is not passed over: the pipeline refuses the request
+   * (400 malformed or invalid, 403 forged or expired), since the page that sent it meant that room.
+   */
+  readonly pinRefused: RejectReason | null;
 }
 
 export interface KeyExtractorOptions {
@@ -42,6 +48,10 @@ export interface KeyExtractorOptions {
   cookieName: string;
   /** null: the cookie is a plain, unsigned room key (trusted networks only). */
   signer: RoomSigner | null;
+  /** The query parameter of the `pin` source. */
+  pinParam: string;
+  /** Verifies pins (src/room/signing.ts createPinSigner); null: no secret to check one with, so every pin is refused. */
+  pinSigner: RoomSigner | null;
 }
 
 export type KeyExtractor = (req: KeyRequest, nowMs: number) => KeyResult;
@@ -51,7 +61,10 @@ interface PagePath {
   readonly after: string;
 }
 
-type Candidate = { ok: true; room: string } | { ok: false; reason: RejectReason } | null;
+/** A source's candidate key, good or refused. */
+type Found = { ok: true; room: string } | { ok: false; reason: RejectReason };
+/** null: the source has no candidate. */
+type Candidate = Found | null;
 
 const NONE: readonly RejectedKey[] = Object.freeze([]);
 
@@ -68,8 +81,10 @@ export function createKeyExtractor(opts: KeyExtractorOptions): KeyExtractor {
   const { pathPrefix } = opts;
   const sources = [...opts.sources];
   const usesPrefix = sources.includes('path-prefix');
+  const usesPin = sources.includes('pin');
   const usesCookie = sources.includes('cookie');
-  const { check, fromQuery, fromPagePath, fromCookie, fromHeader } = keyReaders(opts);
+  const pinNeedle = `${opts.pinParam}=`;
+  const { check, fromQuery, fromPagePath, fromCookie, fromHeader, fromPin } = keyReaders(opts);
 
   return function extract(req, nowMs) {
     const url = req.url;
@@ -80,7 +95,7 @@ export function createKeyExtractor(opts: KeyExtractorOptions): KeyExtractor {
     // The path prefix is looked at first whatever the order: a valid prefix is always stripped,
     // because the app behind us never knows about it, even when another source wins.
     let prefixCandidate: Candidate = null;
-    let forwardUrl = url;
+    let forwardPath = path;
     let strippedPrefix: string | null = null;
     if (usesPrefix && path.startsWith(pathPrefix)) {
       const rest = path.slice(pathPrefix.length);
@@ -91,17 +106,28 @@ export function createKeyExtractor(opts: KeyExtractorOptions): KeyExtractor {
         prefixCandidate = c;
         if (c !== null && c.ok) {
           strippedPrefix = path.slice(0, pathPrefix.length + segment.length);
-          forwardUrl = (slash === -1 ? '/' : rest.slice(slash)) + (q === -1 ? '' : url.slice(q));
+          forwardPath = slash === -1 ? '/' : rest.slice(slash);
         }
       }
     }
+    // The pin too: it is roomgate's, never the app's (always removed), and a bad one is refused
+    // wherever the pin stands in the order, so it is checked even when an earlier source wins.
+    const pin = usesPin && query.includes(pinNeedle) ? splitPin(query, pinNeedle) : null;
+    const pinCandidate = pin === null ? null : fromPin(pin.value, nowMs);
+    const forwardQuery = pin === null ? (q === -1 ? '' : url.slice(q)) : pin.rest === '' ? '' : `?${pin.rest}`;
+    const forwardUrl = forwardPath === path && pin === null ? url : forwardPath + forwardQuery;
 
     let rejected: RejectedKey[] | null = null;
     let room: string | null = null;
     let source: KeySource | null = null;
-    for (const s of sources) {
+    const pinRefused = pinCandidate !== null && !pinCandidate.ok ? pinCandidate.reason : null;
+    if (pinRefused !== null) rejected = [{ source: 'pin', reason: pinRefused }];
+    for (const s of pinRefused === null ? sources : []) {
       let c: Candidate;
       switch (s) {
+        case 'pin':
+          c = pinCandidate;
+          break;
         case 'path-prefix':
           c = prefixCandidate;
           break;
@@ -134,29 +160,42 @@ export function createKeyExtractor(opts: KeyExtractorOptions): KeyExtractor {
       const c = fromCookie(req.cookieHeader, nowMs);
       if (c?.ok) cookieRoom = c.room;
     }
-    return { room, source, forwardUrl, strippedPrefix, cookieRoom, rejected: rejected ?? NONE };
+    return { room, source, forwardUrl, strippedPrefix, cookieRoom, rejected: rejected ?? NONE, pinRefused };
   };
+}
+
+/** The pin parameters of a query: the first one's raw value, and the query without any of them; null when there is none. */
+function splitPin(query: string, needle: string): { readonly value: string; readonly rest: string } | null {
+  let value: string | null = null;
+  const kept: string[] = [];
+  for (const part of query.split('&')) {
+    if (part.startsWith(needle)) value ??= part.slice(needle.length);
+    else kept.push(part);
+  }
+  return value === null ? null : { value, rest: kept.join('&') };
 }
 
 interface KeyReaders {
   /** A decoded candidate (null: bad percent-encoding) through the validator. */
-  readonly check: (raw: string | null) => Candidate;
+  readonly check: (raw: string | null) => Found;
   readonly fromQuery: (query: string) => Candidate;
   readonly fromPagePath: (path: string) => Candidate;
   readonly fromCookie: (header: string | undefined, nowMs: number) => Candidate;
   readonly fromHeader: (h: string | string[] | undefined) => Candidate;
+  /** A present pin's raw query value: never null (a present pin is a candidate, good or bad). */
+  readonly fromPin: (raw: string, nowMs: number) => Found;
 }
 
 /** One reader per source (the path prefix is the extractor's own: it also rewrites the URL); null: the source has no candidate. */
 function keyReaders(opts: KeyExtractorOptions): KeyReaders {
-  const { validate, queryParam, cookieName, signer } = opts;
+  const { validate, queryParam, cookieName, signer, pinSigner } = opts;
   const pagePaths: PagePath[] = opts.pagePaths.map((p) => {
     const [before = '', after = ''] = p.split('{room}');
     return { before, after };
   });
   const queryNeedle = `${encodeURIComponent(queryParam)}=`;
 
-  function check(raw: string | null): Candidate {
+  function check(raw: string | null): Found {
     if (raw === null) return { ok: false, reason: 'malformed' };
     return validate(raw) ? { ok: true, room: raw } : { ok: false, reason: 'invalid' };
   }
@@ -196,5 +235,14 @@ function keyReaders(opts: KeyExtractorOptions): KeyReaders {
     return check(v.trim());
   }
 
-  return { check, fromQuery, fromPagePath, fromCookie, fromHeader };
+  function fromPin(raw: string, nowMs: number): Found {
+    const value = decode(raw);
+    if (value === null || value === '') return { ok: false, reason: 'malformed' };
+    if (pinSigner === null) return { ok: false, reason: 'bad-signature' };
+    const v = pinSigner.verify(value, nowMs);
+    // A signed room the pattern refuses is refused like any bad pin (400, as a malformed one).
+    return v.ok ? check(v.room) : { ok: false, reason: v.reason };
+  }
+
+  return { check, fromQuery, fromPagePath, fromCookie, fromHeader, fromPin };
 }

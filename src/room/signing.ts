@@ -72,7 +72,7 @@ export function createRoomSigner(opts: SigningOptions): RoomSigner {
   }
   switch (format) {
     case 'roomgate':
-      return roomgateSigner(opts);
+      return roomgateSigner(opts, `roomgate.v1|${opts.salt}|`);
     case 'django-signer':
       // Signer(salt=S): `salt or 'django.core.signing.Signer'`, key = SECRET_KEY.
       return djangoSigner(opts, djangoKeys(secrets, '', opts.salt || 'django.core.signing.Signer'), false);
@@ -90,9 +90,9 @@ export function createRoomSigner(opts: SigningOptions): RoomSigner {
 // ---------------------------------------------------------------------------------------------
 // roomgate format
 
-function roomgateSigner(opts: SigningOptions): RoomSigner {
+/** `prefix` is MAC'd before every payload: it keeps the values of one purpose (cookie, pin) from verifying as another's. */
+function roomgateSigner(opts: Pick<SigningOptions, 'secrets' | 'maxAgeS'>, prefix: string): RoomSigner {
   const keys = opts.secrets.map((s) => createSecretKey(Buffer.from(s, 'utf8')));
-  const prefix = `roomgate.v1|${opts.salt}|`;
   const mac = (key: KeyObject, payload: string): string =>
     createHmac('sha256', key).update(prefix + payload, 'utf8').digest('base64url');
 
@@ -127,6 +127,25 @@ function roomgateSigner(opts: SigningOptions): RoomSigner {
     },
   };
 }
+
+/** What a pin's MAC covers before `room.ts`; the Python kit (roomgate_kit.pins) signs with the same. */
+export const PIN_PURPOSE = 'roomgate.pin.v1|';
+
+/**
+ * The signer of per-tab room pins (docs/per-tab-rooms.md): `room.ts.sig` as the roomgate cookie
+ * format, keyed with the cookie's secrets whatever the cookie's format, under its own purpose
+ * (`roomgate.pin.v1|`), so a pin never verifies as a cookie nor a cookie as a pin. Django never
+ * MACs with the bare SECRET_KEY as the key (salted_hmac hashes it with a salt first), so a pin
+ * keyed with it is no value the app accepts either.
+ */
+export function createPinSigner(secrets: readonly string[], maxAgeS: number): RoomSigner {
+  if (secrets.length === 0 || secrets.some((s) => typeof s !== 'string' || s.length === 0)) {
+    throw new Error('createPinSigner: secrets must be a non-empty list of non-empty strings (the first one signs)');
+  }
+  if (!Number.isFinite(maxAgeS) || maxAgeS < 0) throw new Error(`createPinSigner: maxAgeS must be a number >= 0, got ${maxAgeS}`);
+  return roomgateSigner({ secrets, maxAgeS }, PIN_PURPOSE);
+}
+
 
 // ---------------------------------------------------------------------------------------------
 // Django formats

@@ -35,7 +35,7 @@ describe('configuration', () => {
     const c = loadConfig({ env: {} });
     expect(c.listen.port).toBe(8080);
     expect(c.admin.host).toBe('127.0.0.1');
-    expect(c.room.sources).toEqual(['path-prefix', 'query', 'page-path', 'cookie', 'header']);
+    expect(c.room.sources).toEqual(['pin', 'path-prefix', 'query', 'page-path', 'cookie', 'header']);
     expect(c.backends).toEqual([]);
   });
 

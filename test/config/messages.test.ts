@@ -327,10 +327,10 @@ describe('messages', () => {
       'placement.boundedLoadFactor: got 0.5; expected 0 (bounded loads off: pure consistent hashing) or a number from 1 to 10',
     ]);
     expect(problemsOf({ room: { sources: 'query' } })).toEqual([
-      'room.sources: got "query"; expected a list of at least 1 item, each one of "path-prefix", "query", "page-path", "cookie" or "header"; each source at most once',
+      'room.sources: got "query"; expected a list of at least 1 item, each one of "pin", "path-prefix", "query", "page-path", "cookie" or "header"; each source at most once',
     ]);
     expect(problemsOf({ room: { sources: ['query', 'qeury'] } })).toEqual([
-      'room.sources.1: got "qeury"; expected one of "path-prefix", "query", "page-path", "cookie" or "header"; did you mean "query"?',
+      'room.sources.1: got "qeury"; expected one of "pin", "path-prefix", "query", "page-path", "cookie" or "header"; did you mean "query"?',
     ]);
     expect(problemsOf({ backends: 'http://a:1' })).toEqual(['backends: got "http://a:1"; expected a list, each a mapping with the keys id, url and weight']);
     expect(problemsOf({ listen: { port: '8080', keepAliveTimeoutMs: 0 } })).toEqual([

@@ -322,6 +322,14 @@ export const REQUEST_CASES: readonly RequestCase[] = [
   { name: 'push-path-tomcat-dots', cls: 'reserved path', parts: [get('/x/..;/_roomgate/push')], expect: refused(404) },
   { name: 'push-path-nbsp', cls: 'reserved path', parts: [get('/_roomgate/push%C2%A0')], expect: refused(404) },
   { name: 'handoff-double-encoded', cls: 'reserved path', parts: [post('Content-Length: 2\r\n', '{}', '/_roomgate%252Fhandoff/export')], expect: refused(404) },
+  // --- the per-tab room pin (docs/per-tab-rooms.md): a bad one is refused, never routed (a page's refusal keeps the
+  // connection, the request was whole; a handshake's closes it); a look-alike is the app's
+  { name: 'pin-forged', cls: 'room pin', parts: [get(`/a?roomgate_pin=room.1.${'A'.repeat(43)}`)], expect: { statuses: [403], forwarded: [], closed: false } },
+  { name: 'pin-bad-escape', cls: 'room pin', parts: [get('/a?roomgate_pin=%E0%A4%A')], expect: { statuses: [400], forwarded: [], closed: false } },
+  { name: 'pin-empty', cls: 'room pin', parts: [get('/a?x=1&roomgate_pin=')], expect: { statuses: [400], forwarded: [], closed: false } },
+  { name: 'pin-huge', cls: 'room pin', parts: [get(`/a?roomgate_pin=${'a.'.repeat(2_500)}`)], expect: { statuses: [400], forwarded: [], closed: false } },
+  { name: 'pin-forged-handshake', cls: 'room pin', parts: [HANDSHAKE(`/ws/live/?roomgate_pin=room.1.${'A'.repeat(43)}`).replace('game.example', 'a.example')], expect: refused(403) },
+  { name: 'pin-look-alike', cls: 'room pin', parts: [get('/a?xroomgate_pin=1&roomgate_pinx=2')], expect: ok1(fwd('GET', '/a?xroomgate_pin=1&roomgate_pinx=2')) },
   { name: 'prefixed-api', cls: 'reserved path', parts: [get('/r/victim/_roomgate/api/online')], expect: refused(404) },
   { name: 'prefixed-api-post', cls: 'reserved path', parts: [post('Content-Type: application/json\r\nContent-Length: 2\r\n', '{}', '/r/victim/_roomgate/api/rooms/victim/messages')], expect: refused(404) },
   { name: 'prefixed-roomgate-root', cls: 'reserved path', parts: [get('/r/victim/_roomgate')], expect: refused(404) },

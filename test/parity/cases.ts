@@ -29,7 +29,8 @@
 //  - rapid reset: streams a client resets before their answer draw on http2.maxResets per
 //    http2.resetWindowS, past it GOAWAY ENHANCE_YOUR_CALM (src/server/h2-front.ts;
 //    test/integration/h2-rapid-reset.test.ts). HTTP/1.1 cannot cancel a request and keep its connection.
-import { createRoomSigner } from '../../src/room/signing.js';
+import { ROOM_PIN_SCRIPT_PATH } from '../../src/pages/room-pin-script.js';
+import { createPinSigner, createRoomSigner } from '../../src/room/signing.js';
 
 export const FRONTS = ['h1-lean', 'h1-node', 'h1-tls', 'h2', 'h2-connect', 'worker'] as const;
 export type Front = (typeof FRONTS)[number];
@@ -110,6 +111,11 @@ export const PUBLIC = '{public}';
 const signer = createRoomSigner({ secrets: [PARITY_SECRET], format: 'roomgate', cookieName: 'roomgate_room', salt: '', maxAgeS: 86_400 });
 /** A valid signed room cookie for room 42 (made when the table loads; valid for a day). */
 export const ROOM_COOKIE = `roomgate_room=${signer.sign('42', Date.now())}`;
+/** Per-tab room pins (room.pinParam), signed with the same secret: room 43's, a forged one and one older than room.pinMaxAgeS (7 days). */
+const pins = createPinSigner([PARITY_SECRET], 604_800);
+const PIN_43 = pins.sign('43', Date.now());
+const PIN_FORGED = pins.sign('43', Date.now()).replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
+const PIN_STALE = pins.sign('43', Date.now() - 8 * 86_400_000);
 
 // Reasons a row cannot be sent on a front.
 const H2_CONNECTION_FIELD = 'RFC 9113 8.2.2: connection-specific fields are malformed on h2 (node:http2 refuses to send them; nghttp2 would reset the stream)';
@@ -325,6 +331,11 @@ export const rows: readonly Row[] = [
   { name: 'room header twice', method: 'GET', target: '/d', headers: [['X-Room-Key', '42'], ['X-Room-Key', '43']], expect: 'backend', backend: {} },
   { name: 'room by cookie', method: 'GET', target: '/d', headers: [['Cookie', ROOM_COOKIE]], expect: 'backend', backend: { room: '42' } },
   { name: 'room cookie with a bad signature', method: 'GET', target: '/d', headers: [['Cookie', `${ROOM_COOKIE}x`]], expect: 'backend', backend: {} },
+  { name: 'page with a room pin: the pin wins, removed', method: 'GET', target: `/d?x=1&roomgate_pin=${PIN_43}`, headers: [['Cookie', ROOM_COOKIE]], expect: 'backend', backend: { target: '/d?x=1', room: '43' } },
+  { name: 'page with a forged room pin: 403', method: 'GET', target: `/d?roomgate_pin=${PIN_FORGED}`, expect: 403, backend: 'nothing' },
+  { name: 'room pin script', method: 'GET', target: ROOM_PIN_SCRIPT_PATH, expect: 200, backend: 'nothing' },
+  { name: 'room pin script, HEAD', method: 'HEAD', target: ROOM_PIN_SCRIPT_PATH, expect: 200, backend: 'nothing' },
+  { name: 'room pin script, POST: 405', method: 'POST', target: ROOM_PIN_SCRIPT_PATH, body: 'x', expect: 405, backend: 'nothing' },
   { name: 'Cookie with two crumbs on one line', method: 'GET', target: '/d', headers: [['Cookie', 'a=1; b=2']], expect: 'backend', backend: { has: [['cookie', 'a=1; b=2']] } },
   { name: 'a value with a tab inside', method: 'GET', target: '/d', headers: [['X-Tab', 'a\tb']], expect: 'backend', backend: { has: [['x-tab', 'a\tb']] } },
   { name: 'a value with obs-text', method: 'GET', target: '/d', headers: [['X-Latin', 'caf\xe9']], expect: 'backend', backend: { has: [['x-latin', 'caf\xe9']] } },
@@ -434,6 +445,13 @@ export const rows: readonly Row[] = [
     backend: { room: '42' },
   },
   { name: 'WebSocket, room by header', method: 'GET', target: '/ws/live/', upgrade: true, headers: [['X-Room-Key', '42']], expect: 'upgraded', backend: { room: '42', has: [['x-room-key', '42']] } },
+  // The per-tab room pin (docs/per-tab-rooms.md): before the cookie, removed before the backend, a bad one refused.
+  { name: 'WebSocket, room pin and cookie disagree: the pin wins', method: 'GET', target: `/ws/live/?roomgate_pin=${PIN_43}`, upgrade: true, headers: [['Cookie', ROOM_COOKIE]], expect: 'upgraded', backend: { target: '/ws/live/', room: '43' } },
+  { name: 'WebSocket, room pin behind a per-tab prefix', method: 'GET', target: `/r/42/ws/live/?v=1&roomgate_pin=${PIN_43}`, upgrade: true, expect: 'upgraded', backend: { target: '/ws/live/?v=1', prefix: '/r/42', room: '43' } },
+  { name: 'WebSocket, forged room pin: 403', method: 'GET', target: `/ws/live/?roomgate_pin=${PIN_FORGED}`, upgrade: true, headers: [['Cookie', ROOM_COOKIE]], expect: 403, backend: 'nothing' },
+  { name: 'WebSocket, stale room pin: 403', method: 'GET', target: `/ws/live/?roomgate_pin=${PIN_STALE}`, upgrade: true, expect: 403, backend: 'nothing' },
+  { name: 'WebSocket, malformed room pin: 400', method: 'GET', target: '/ws/live/?roomgate_pin=%E0%A4%A', upgrade: true, headers: [['Cookie', ROOM_COOKIE]], expect: 400, backend: 'nothing' },
+  { name: 'WebSocket, a room cookie value as a pin: 403', method: 'GET', target: `/ws/live/?roomgate_pin=${ROOM_COOKIE.slice('roomgate_room='.length)}`, upgrade: true, expect: 403, backend: 'nothing' },
   {
     name: 'WebSocket with Connection: keep-alive, Upgrade (Firefox)',
     method: 'GET',

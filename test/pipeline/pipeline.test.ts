@@ -27,7 +27,7 @@ function part(name: string, prefix: string): OwnPaths {
 
 let ready = true;
 const upgrades: string[] = [];
-const NO_KEY = { room: null, source: null } as unknown as KeyResult;
+const NO_KEY = { room: null, source: null, pinRefused: null } as unknown as KeyResult;
 
 /**
  * The app's steps (5 to 9) as small recording parts: a page the forwarding core is given answers
@@ -63,6 +63,7 @@ function appParts(): Pick<PipelineOptions, 'methods' | 'roomKey' | 'cache' | 'co
       take: () => true,
       refusal: () => null,
       refuseHandshake: () => undefined,
+      refuse: () => undefined,
       exchange: (r, _key, socket) => ({
         path: 'upgrade',
         room: null,

@@ -9,8 +9,22 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../support/processes.js';
 import { proofVectors } from './proof-vectors.js';
+import { ROOM_PIN_SCRIPT_PATH, ROOM_PIN_SCRIPT_SRI } from '../../src/pages/room-pin-script.js';
+import { createPinSigner } from '../../src/room/signing.js';
 
 const VECTORS = join(ROOT, 'python/tests/fixtures/call-proofs.json');
+const PIN_VECTORS = join(ROOT, 'python/tests/fixtures/room-pins.json');
+
+/** Room pins as roomgate signs them (roomgate_kit.pins.sign_pin must make the same), and the script's name and SRI. */
+function pinVectors(): unknown {
+  const cases = [
+    { room: '42', secret: 'pin-secret-0123456789abcdef', nowS: 1_800_000_000 },
+    { room: 'game:a.b_c-d', secret: 'django-insecure-key-with-$pecial#chars', nowS: 0 },
+    { room: 'x'.repeat(128), secret: 'ünïcode-secret-0123456789', nowS: 2_000_000_123 },
+  ];
+  const pins = cases.map((c) => ({ ...c, pin: createPinSigner([c.secret], 0).sign(c.room, c.nowS * 1000) }));
+  return { scriptPath: ROOM_PIN_SCRIPT_PATH, scriptSri: ROOM_PIN_SCRIPT_SRI, pins };
+}
 
 function pytest(): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
@@ -33,6 +47,12 @@ describe('roomgate_kit (python/)', () => {
     const made = `${JSON.stringify(proofVectors(), null, 2)}\n`;
     if (process.env.ROOMGATE_WRITE_PROOF_VECTORS === '1') writeFileSync(VECTORS, made);
     expect(readFileSync(VECTORS, 'utf8')).toBe(made);
+  });
+
+  it("the room pins and the script SRI python/tests uses are roomgate's", () => {
+    const made = `${JSON.stringify(pinVectors(), null, 2)}\n`;
+    if (process.env.ROOMGATE_WRITE_PROOF_VECTORS === '1') writeFileSync(PIN_VECTORS, made);
+    expect(readFileSync(PIN_VECTORS, 'utf8')).toBe(made);
   });
 
   it('its pytest suite passes', async () => {

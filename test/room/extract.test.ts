@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { createKeyExtractor, type KeyExtractorOptions } from '../../src/room/extract.js';
-import { createRoomSigner } from '../../src/room/signing.js';
+import { createPinSigner, createRoomSigner } from '../../src/room/signing.js';
 import { createRoomValidator } from '../../src/room/validate.js';
 import { configSchema } from '../../src/config/schema.js';
 
 const NOW = 1_800_000_000_000;
 const defaults = configSchema.parse({});
 const signer = createRoomSigner({ secrets: ['s'.repeat(32)], format: 'roomgate', cookieName: 'roomgate_room', salt: '', maxAgeS: 3600 });
+const pins = createPinSigner(['s'.repeat(32)], 3600);
 
 function extractor(over: Partial<KeyExtractorOptions> = {}) {
   return createKeyExtractor({
@@ -17,6 +18,8 @@ function extractor(over: Partial<KeyExtractorOptions> = {}) {
     pagePaths: ['/game/{room}/'],
     cookieName: 'roomgate_room',
     signer,
+    pinParam: 'roomgate_pin',
+    pinSigner: pins,
     ...over,
   });
 }
@@ -100,5 +103,52 @@ describe('room key extraction', () => {
     expect(c(req('/play/77'), NOW)).toMatchObject({ room: '77', source: 'page-path' });
     expect(c(req('/g/8/board/'), NOW)).toMatchObject({ room: '8', source: 'page-path' });
     expect(c(req('/g/8/other/'), NOW)).toMatchObject({ room: null });
+  });
+});
+
+describe('the per-tab room pin', () => {
+  const x = extractor();
+  const cookie = `roomgate_room=${signer.sign('c', NOW)}`;
+  const pin = (room: string, at = NOW): string => encodeURIComponent(pins.sign(room, at));
+
+  it('wins over the cookie (and every other source) and is removed before forwarding', () => {
+    expect(x(req(`/ws/live/?roomgate_pin=${pin('p')}`, cookie), NOW)).toMatchObject({ room: 'p', source: 'pin', forwardUrl: '/ws/live/', cookieRoom: 'c', pinRefused: null });
+    expect(x(req(`/r/r1/ws/live/?a=1&roomgate_pin=${pin('p')}&room=q&b=2`, cookie, 'h'), NOW)).toMatchObject({ room: 'p', source: 'pin', forwardUrl: '/ws/live/?a=1&room=q&b=2', strippedPrefix: '/r/r1' });
+    // Every copy is removed; the first one counts.
+    expect(x(req(`/ws/live/?roomgate_pin=${pin('p')}&roomgate_pin=${pin('z')}`), NOW)).toMatchObject({ room: 'p', forwardUrl: '/ws/live/' });
+    // A parameter that only ends with the name is the app's.
+    expect(x(req(`/ws/live/?xroomgate_pin=${pin('p')}`, cookie), NOW)).toMatchObject({ room: 'c', source: 'cookie', forwardUrl: `/ws/live/?xroomgate_pin=${pin('p')}` });
+  });
+
+  it('refuses a forged, expired, malformed or unchecked pin, whatever the order of the sources', () => {
+    const forged = pins.sign('p', NOW).replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'));
+    expect(x(req(`/ws/live/?roomgate_pin=${forged}`, cookie), NOW)).toMatchObject({ room: null, pinRefused: 'bad-signature', forwardUrl: '/ws/live/', rejected: [{ source: 'pin', reason: 'bad-signature' }] });
+    expect(x(req(`/ws/live/?roomgate_pin=${pin('p', NOW - 7200_000)}`, cookie), NOW)).toMatchObject({ room: null, pinRefused: 'expired' });
+    expect(x(req('/ws/live/?roomgate_pin=', cookie), NOW)).toMatchObject({ pinRefused: 'malformed' });
+    expect(x(req('/ws/live/?roomgate_pin=%E0%A4%A'), NOW)).toMatchObject({ pinRefused: 'malformed' });
+    expect(x(req('/ws/live/?roomgate_pin=p.1.x'), NOW)).toMatchObject({ pinRefused: 'bad-signature' });
+    // A signed room that room.pattern refuses.
+    expect(x(req(`/ws/live/?roomgate_pin=${pin('a b')}`), NOW)).toMatchObject({ pinRefused: 'invalid' });
+    // A room cookie's value is no pin (and a pin no cookie): each is MAC'd under its own purpose.
+    expect(x(req(`/ws/live/?roomgate_pin=${signer.sign('p', NOW)}`), NOW)).toMatchObject({ pinRefused: 'bad-signature' });
+    expect(x(req('/ws/live/', `roomgate_room=${pins.sign('p', NOW)}`), NOW)).toMatchObject({ room: null, rejected: [{ source: 'cookie', reason: 'bad-signature' }] });
+    // Behind a winning source it is still checked.
+    const late = extractor({ sources: ['query', 'pin', 'cookie'] });
+    expect(late(req(`/ws/live/?room=q&roomgate_pin=${forged}`), NOW)).toMatchObject({ pinRefused: 'bad-signature' });
+    expect(late(req(`/ws/live/?room=q&roomgate_pin=${pin('p')}`), NOW)).toMatchObject({ room: 'q', source: 'query', forwardUrl: '/ws/live/?room=q', pinRefused: null });
+    // No secret to check it with: refused, never trusted.
+    expect(extractor({ pinSigner: null })(req(`/ws/live/?roomgate_pin=${pin('p')}`), NOW)).toMatchObject({ pinRefused: 'bad-signature' });
+  });
+
+  it('is not read when the pin source is off, and then reaches the app untouched', () => {
+    const off = extractor({ sources: ['query', 'cookie'] });
+    expect(off(req(`/ws/live/?roomgate_pin=${pin('p')}`, cookie), NOW)).toMatchObject({ room: 'c', forwardUrl: `/ws/live/?roomgate_pin=${pin('p')}`, pinRefused: null });
+  });
+
+  it('keeps the URL as it came when there is nothing to remove', () => {
+    expect(x(req('/ws/live/?'), NOW)).toMatchObject({ forwardUrl: '/ws/live/?' });
+    expect(x(req('/r/1/a?'), NOW)).toMatchObject({ forwardUrl: '/a?' });
+    expect(x(req(`/a?roomgate_pin=${pin('p')}&`), NOW)).toMatchObject({ forwardUrl: '/a' });
+    expect(x(req(`/a?b=&roomgate_pin=${pin('p')}`), NOW)).toMatchObject({ forwardUrl: '/a?b=' });
   });
 });

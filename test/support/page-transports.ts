@@ -232,7 +232,7 @@ export function pageRuntime(backends: readonly ResolvedBackend[], cleanup: Clean
     placer.close();
     await store.close();
   });
-  const extractKey = createKeyExtractor({ sources: ['path-prefix', 'query'], validate: createRoomValidator('^[a-z0-9-]{1,64}$'), queryParam: 'room', pathPrefix: '/r/', pagePaths: [], cookieName: 'rg', signer: null });
+  const extractKey = createKeyExtractor({ sources: ['path-prefix', 'query'], validate: createRoomValidator('^[a-z0-9-]{1,64}$'), queryParam: 'room', pathPrefix: '/r/', pagePaths: [], cookieName: 'rg', signer: null, pinParam: 'roomgate_pin', pinSigner: null });
   const router = new Router({ extractKey, placer, pool, metrics, logger });
   const forwarder = new Forwarder({ placement: router, pool, metrics, logger });
   const forwarding = new Forwarding([]);
