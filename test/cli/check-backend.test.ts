@@ -53,7 +53,7 @@ describe('roomgate check-backend', () => {
     expect(out[0]).toBe(`cb-1 at ${demo.url}, signed with 1 key`);
     expect(out).toContain('pass  push: genuine (to a room no socket holds): 204');
     expect(out).toContain('pass  push: the genuine one replayed: 403');
-    expect(out).toContain('pass  hello: genuine: 200 {"version":2,"messages":true}');
+    expect(out).toContain('pass  hello: genuine: 200 {"version":2,"messages":true,"resume":true}');
     expect(out.filter((l) => l.startsWith('pass  '))).toHaveLength(33);
     expect(out.at(-1)).toBe('33 of 33 checks passed');
   });
@@ -65,7 +65,7 @@ describe('roomgate check-backend', () => {
     const other = await runCliHere(['check-backend', demo.url, '--id', 'cb-1', '--json'], { ROOMGATE_BACKEND_KEYS: backendKeys(['another-call-secret-0123456789abcdef'], 'cb-1').join(',') });
     expect(other.code).toBe(1);
     const j = JSON.parse(other.stdout) as { failed: number; checks: { name: string; ok: boolean; saw: string }[] };
-    expect(j.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.saw}`)).toEqual(['push: genuine (to a room no socket holds): 403', 'hello: genuine: 403 handoff refused: bad-signature']);
+    expect(j.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.saw}`)).toEqual(['push: genuine (to a room no socket holds): 403', 'hello: genuine: 403 {"error":"handoff refused: bad-signature"}']);
     // The same backend checked under another id: every genuine call is made for a backend it is not.
     const misnamed = await runCliHere(['check-backend', demo.url, '--id', 'cb-2'], ownKeys('cb-2'));
     expect(misnamed.code).toBe(1);
