@@ -156,6 +156,8 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     handoffPath: opts.handoffPath ?? DEFAULT_HANDOFF_PATH,
     handoffVersion: opts.handoffVersion ?? 2,
     resume: opts.handoffResume ?? true,
+    // As before the kit: a socket routed under an older epoch is taken (only its pushes are refused).
+    refuseOlderSockets: false,
     log: (line) => process.stderr.write(`demo-backend ${id}: ${line}\n`),
   });
 

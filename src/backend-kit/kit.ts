@@ -41,6 +41,12 @@ export interface BackendKitOptions extends HandoffApp {
   readonly handoffVersion?: 1 | 2;
   /** Offer resume in the hello (default: when the app gives exportSocket and resumeSocket). */
   readonly resume?: boolean;
+  /**
+   * A socket routed under an older epoch than the room is held under here (it was routed before a
+   * newer placement) is refused before accept, 403 (default true); false accepts it as any other
+   * (docs/ownership.md: "it can be refused"). Pushes under an older epoch are refused either way.
+   */
+  readonly refuseOlderSockets?: boolean;
   readonly log?: (line: string) => void;
   /** The replay window (default 60 s) and the clock (tests). */
   readonly windowS?: number;
@@ -108,6 +114,7 @@ export function createBackendKit(o: BackendKitOptions): BackendKit {
     resumable,
     resume,
     ids,
+    refuseOlder: o.refuseOlderSockets ?? true,
     onSocket: (ws: WebSocket, req: IncomingMessage, info: SocketInfo) => o.onSocket(ws, req, info),
     onResume: (ws: WebSocket, req: IncomingMessage, r: ResumedSocket) => o.resumeSocket?.(ws, req, r),
   };

@@ -38,6 +38,8 @@ export interface UpgradeOptions {
   readonly resume: boolean;
   /** The socket ids of the room's sockets, for their states in an export. */
   readonly ids: WeakMap<WebSocket, string>;
+  /** Refuse a socket under an older epoch than the room is held under (403); false: accept it. */
+  readonly refuseOlder: boolean;
   onSocket(ws: WebSocket, req: IncomingMessage, info: SocketInfo): void;
   onResume(ws: WebSocket, req: IncomingMessage, resumed: ResumedSocket): void;
 }
@@ -84,7 +86,7 @@ export function upgrade(o: UpgradeOptions, req: IncomingMessage, socket: Duplex,
   const info: SocketInfo = { ...ownerOf(req.headers), socketId: socketIdOf(req.headers) };
   const seen = verdict(o.rooms, info);
   // Routed before a newer placement of the room: refused before accept (its client retries and is routed anew).
-  if (seen === 'older') return refuse(socket, 403, 'this room is held here under a newer placement');
+  if (seen === 'older' && o.refuseOlder) return refuse(socket, 403, 'this room is held here under a newer placement');
   o.wss.handleUpgrade(req, socket, head, (ws) => {
     if (seen === 'moved') {
       // The epoch fence: the room was handed off under that epoch; its sockets belong elsewhere now.
