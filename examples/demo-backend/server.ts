@@ -158,6 +158,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     resume: opts.handoffResume ?? true,
     // As before the kit: a socket routed under an older epoch is taken (only its pushes are refused).
     refuseOlderSockets: false,
+    maxBodyBytes: 1 << 20, // pushes and blobs up to 1 MiB, as before the kit
     log: (line) => process.stderr.write(`demo-backend ${id}: ${line}\n`),
   });
 

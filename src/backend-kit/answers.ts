@@ -28,8 +28,8 @@ export function writeAnswer(res: ServerResponse, a: Answer): void {
   res.end(a.body);
 }
 
-/** The request's body, or null past `max` bytes (read to the end all the same: the answer can be sent). */
-export function readBody(req: IncomingMessage, max: number): Promise<Buffer | null> {
+/** The request's body; 'too-large' past `max` bytes (read to the end all the same: the answer can be sent); 'broken'. */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer | 'too-large' | 'broken'> {
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -37,7 +37,7 @@ export function readBody(req: IncomingMessage, max: number): Promise<Buffer | nu
       size += c.length;
       if (size <= max) chunks.push(c);
     });
-    req.on('end', () => resolve(size > max ? null : Buffer.concat(chunks)));
-    req.on('error', () => resolve(null));
+    req.on('end', () => resolve(size > max ? 'too-large' : Buffer.concat(chunks)));
+    req.on('error', () => resolve('broken'));
   });
 }

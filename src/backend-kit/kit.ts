@@ -5,9 +5,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { WebSocket, WebSocketServer } from 'ws';
-import { readBody, writeAnswer } from './answers.js';
-import { HandoffHooks, type HandoffApp } from './handoff.js';
-import { createVerifier, type Verifier } from './proofs.js';
+import { error, readBody, writeAnswer, type Answer } from './answers.js';
+import { HandoffHooks, STEPS, type HandoffApp } from './handoff.js';
+import { createVerifier, earlyRefusal, type Verifier } from './proofs.js';
 import { receivePush, type Deliver } from './push.js';
 import { RoomTable } from './rooms.js';
 import { SocketStates } from './socket-states.js';
@@ -15,8 +15,8 @@ import { upgrade, type ResumedSocket, type SocketInfo } from './upgrade.js';
 
 export const DEFAULT_PUSH_PATH = '/_roomgate/push';
 export const DEFAULT_HANDOFF_PATH = '/_roomgate/handoff';
-/** A push's or a blob's body is read up to this (roomgate's push.maxBytes and handoff.maxStateBytes are smaller by default). */
-const BODY_MAX_BYTES = 1 << 20;
+/** A call's body is read up to this by default: roomgate's handoff.maxStateBytes default (16 MiB). */
+const BODY_MAX_BYTES = 16 << 20;
 
 export interface BackendKitOptions extends HandoffApp {
   /** This backend's id in roomgate's configuration (ROOMGATE_BACKEND_ID): the destination every call names. */
@@ -48,6 +48,8 @@ export interface BackendKitOptions extends HandoffApp {
    */
   readonly refuseOlderSockets?: boolean;
   readonly log?: (line: string) => void;
+  /** A call's body is read up to this (default 16 MiB, roomgate's handoff.maxStateBytes default); past it 413. */
+  readonly maxBodyBytes?: number;
   /** The replay window (default 60 s) and the clock (tests). */
   readonly windowS?: number;
   readonly now?: () => number;
@@ -95,15 +97,39 @@ export function createBackendKit(o: BackendKitOptions): BackendKit {
   const pushPath = o.pushPath ?? DEFAULT_PUSH_PATH;
   const handoffBase = (o.handoffPath ?? DEFAULT_HANDOFF_PATH).replace(/\/+$/, '');
 
+  /** What roomgate's call gets before its body is read: 404, 405, or 403 without a proof that can hold. */
+  function before(req: IncomingMessage, step: string | null): Answer | null {
+    if (step !== null && !STEPS.some((st) => st === step)) return error(404, 'no such handoff step');
+    if (req.method !== 'POST') return error(405, 'POST only');
+    const refused = earlyRefusal({ backendId: o.backendId, keys: o.keys, ...(o.windowS === undefined ? {} : { windowS: o.windowS }), ...(o.now === undefined ? {} : { now: o.now }) }, req.headers);
+    return refused === null ? null : error(403, `${step === null ? 'push' : 'handoff'} refused: ${refused}`);
+  }
+
+  async function answer(req: IncomingMessage, step: string | null): Promise<Answer> {
+    const early = before(req, step);
+    if (early !== null) {
+      req.resume();
+      return early;
+    }
+    const body = await readBody(req, o.maxBodyBytes ?? BODY_MAX_BYTES);
+    if (body === 'too-large') return error(413, 'too large');
+    if (body === 'broken') return error(400, 'the body did not arrive');
+    return step === null ? receivePush(rooms, verify, o.deliver, req.method, req.headers, body) : hooks.call(step, req.method, req.headers, body);
+  }
+
   function handleRequest(req: IncomingMessage, res: ServerResponse): boolean {
     const path = pathOf(req.url);
     const step = path.startsWith(`${handoffBase}/`) ? path.slice(handoffBase.length + 1) : null;
     if (path !== pushPath && step === null) return false;
-    void readBody(req, BODY_MAX_BYTES).then(async (body) => {
-      if (body === null) return writeAnswer(res, { status: 413, body: Buffer.from('{"error":"too large"}'), type: 'application/json' });
-      const answer = step === null ? await receivePush(rooms, verify, o.deliver, req.method, req.headers, body) : await hooks.call(step, req.method, req.headers, body);
-      writeAnswer(res, answer);
-    });
+    answer(req, step).then(
+      (a) => writeAnswer(res, a),
+      (err: unknown) => {
+        // The app's part threw (deliver, exportRoom, importRoom): a 500, never a crash.
+        log(`${step === null ? 'push' : `handoff ${step}`} failed: ${err instanceof Error ? err.message : String(err)}`);
+        if (!res.headersSent) writeAnswer(res, error(500, 'the call could not be served'));
+        else res.destroy();
+      },
+    );
     return true;
   }
 

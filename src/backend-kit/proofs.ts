@@ -61,6 +61,18 @@ export function field(headers: IncomingHttpHeaders, name: string): string | unde
   return typeof v === 'string' ? v : undefined;
 }
 
+/**
+ * Why a call is refused before its body is read: unsigned, made for another backend, or stale (the
+ * checks of verifyCall that come before the signature, run by verifyCall itself on an empty body);
+ * null when only the body can tell. A stranger cannot make the receiver read a large body.
+ */
+export function earlyRefusal(o: VerifierOptions, headers: IncomingHttpHeaders): Refusal | null {
+  const claims = { purpose: 'push' as const, destination: o.backendId, id: '', room: '', epoch: '', sender: '', body: Buffer.alloc(0) };
+  const proof = { timestamp: field(headers, 'x-roomgate-timestamp'), signature: field(headers, 'x-roomgate-signature'), destination: field(headers, 'x-roomgate-destination') };
+  const v = verifyCall(o.keys(), claims, proof, (o.now ?? Date.now)(), o.windowS ?? DEFAULT_WINDOW_S);
+  return v.ok || v.reason === 'bad-signature' ? null : v.reason;
+}
+
 export function createVerifier(o: VerifierOptions): Verifier {
   const windowS = o.windowS ?? DEFAULT_WINDOW_S;
   const cache = new ReplayCache(2 * windowS * 1000);

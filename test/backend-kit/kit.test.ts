@@ -88,6 +88,26 @@ describe('backend kit: the push receiver', () => {
   });
 });
 
+describe('backend kit: hostile calls', () => {
+  it('a call without a proof that can hold is refused before its body is read (403, not 413); a signed one past the bound 413; an app part that throws 500, never a crash', async () => {
+    const a = await app('b1', {
+      maxBodyBytes: 1024,
+      deliver: () => {
+        throw new Error('the app broke');
+      },
+    });
+    const big = 'x'.repeat(4096);
+    expect((await post(a.port, '/_roomgate/push', { 'X-Roomgate-Room': 'r', 'X-Roomgate-Epoch': '1' }, big)).status).toBe(403);
+    expect((await post(a.port, '/_roomgate/push', signed(SECRETS, 'push', 'b2', { id: 'p-0', room: 'r', epoch: '1', body: big }), big)).status).toBe(403);
+    expect((await post(a.port, '/_roomgate/push', signed(SECRETS, 'push', 'b1', { id: 'p-1', room: 'r', epoch: '1', body: big }), big)).status).toBe(413);
+    expect((await post(a.port, '/_roomgate/handoff/nope', {}, '')).status).toBe(404);
+    const thrown = await post(a.port, '/_roomgate/push', signed(SECRETS, 'push', 'b1', { id: 'p-2', room: 'r', epoch: '1', body: '{}' }), '{}');
+    expect([thrown.status, JSON.parse(thrown.text)]).toEqual([500, { error: 'the call could not be served' }]);
+    expect(a.seen.some((l) => l.includes('the app broke'))).toBe(true);
+    expect((await post(a.port, '/_roomgate/push', signed(SECRETS, 'push', 'b1', { id: 'p-3', room: '', epoch: '', body: '{}' }), '{}')).status).toBe(409);
+  });
+});
+
 describe('backend kit: the handoff hooks', () => {
   it('hello says what the app gives: version 2 with messages and resume; resume off; version 1', async () => {
     const hello = async (a: KitApp): Promise<unknown> => {
