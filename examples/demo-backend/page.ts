@@ -70,7 +70,7 @@ const PAGE_SCRIPT = `
           // The page and its socket must reach the same process: say so if they did not.
           if (b !== pageBackend) wsBackend.textContent += ' (the page came from ' + pageBackend + ': the room is split)';
         } else if (b !== current) {
-          // A handoff's release closes the room's sockets with 1012 "room moved" (handoff.ts): a
+          // A handoff's release closes the room's sockets with 1012 "room moved" (the backend kit): a
           // planned move. Any other close before a new backend: the old one went away.
           moved.textContent = handedOff
             ? 'Moved to backend ' + b + ' by a handoff (from backend ' + current + ')'
