@@ -46,7 +46,7 @@ import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer, WebSocket } from 'ws';
 import { CLOSE_SERVICE_RESTART, createBackendKit, DEFAULT_HANDOFF_PATH, keysFromEnv, type BackendKit } from '../../src/backend-kit/index.js';
-import { createGame, validRoom } from './game.js';
+import { Game, validRoom } from './game.js';
 import { PAGE_SCRIPT_CSP, PAGE_STYLE_CSP, renderGamePage, renderIndexPage } from './page.js';
 import { createMoveStore } from './room-moves.js';
 
@@ -136,7 +136,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
 
   // The room state the handoff carries; a room with sockets here or frozen by a handoff is never evicted.
   const moves = createMoveStore(opts.maxRoomStates ?? MAX_ROOM_STATES, (room) => game.live(room) || kit.rooms.frozen(room));
-  const game = createGame(id, moves, () => kit);
+  const game = new Game(id, moves, () => kit);
   const wss = new WebSocketServer({ noServer: true, maxPayload: 1 << 20 });
   // Let the proxy (and tests) see which backend answered the upgrade too.
   wss.on('headers', (headers) => headers.push(`X-Backend-Id: ${id}`));
