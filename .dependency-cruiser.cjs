@@ -5,7 +5,8 @@
 //   -> kit and ground (http, config, observability)
 // Nothing imports upward; the data plane (server, proxy, cache, static) and the control plane (api,
 // pages, control) never import each other; demo code is reached only from the CLI (main.ts and
-// src/cli), and src/cli only from main.ts.
+// src/cli), and src/cli only from main.ts. The backend kit (src/backend-kit, roomgate/backend)
+// stands apart: it runs in an app, imports only the proof format, and the gateway never imports it.
 const LOWER = '^src/(placement|shared-data|backends|room|redis|http|config|observability|lifecycle)/';
 const EDGE = '^src/(server|pipeline|proxy|cache|static|forward|api|pages|control)/';
 const DATA_PLANE = '^src/(server|pipeline|proxy|cache|static|forward)/';
@@ -97,6 +98,20 @@ module.exports = {
       severity: 'error',
       from: { path: '^src/cache/' },
       to: { path: '^src/(proxy|server|pipeline)/' },
+    },
+    {
+      name: 'backend-kit-stands-alone',
+      comment:
+        'the backend kit (src/backend-kit, the npm package\'s roomgate/backend) runs inside an app, not in the gateway: it imports nothing of roomgate but the proof format (src/http/call-proof.ts, shared with the signer), and nothing of the gateway imports it',
+      severity: 'error',
+      from: { path: '^src/backend-kit/' },
+      to: { path: '^src/', pathNot: ['^src/backend-kit/', '^src/http/call-proof\\.ts$'] },
+    },
+    {
+      name: 'nothing-of-the-gateway-imports-the-backend-kit',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/backend-kit/' },
+      to: { path: '^src/backend-kit/' },
     },
     {
       name: 'cli-only-from-main',

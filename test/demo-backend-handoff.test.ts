@@ -20,7 +20,7 @@ beforeAll(async () => {
     pushPath: '/_roomgate/push',
     prefix: 'demo',
     releaseCloseCode: 1012,
-    hello: { version: 2, messages: true },
+    hello: { version: 2, messages: true, resume: true },
     heldMoves: async (be, room) => ((await (await fetch(`${be.url}/_backend/moves/${room}`, { signal: AbortSignal.timeout(5_000) })).json()) as { moves: number }).moves,
   };
 }, 20_000);

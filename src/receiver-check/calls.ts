@@ -21,10 +21,12 @@ export interface ReceiverTarget {
   readonly pushPath: string | null;
   /** handoff.path as the backend serves it; null: not checked. */
   readonly handoffPath: string | null;
+  /** The app's WebSocket path, for the resume handshake (checked when the hello says resume); default /ws/live/. */
+  readonly wsPath?: string;
 }
 
-/** What an answer must be: 403; a 2xx; a hello's 200 with `{"version": N}`. */
-export type Want = 'refused' | 'taken' | 'hello';
+/** What an answer must be: 403; a 2xx; a hello's 200 with `{"version": N}`; a 4xx, never a 101. */
+export type Want = 'refused' | 'taken' | 'hello' | 'not-opened';
 
 export interface CheckCall {
   readonly name: string;
@@ -33,6 +35,8 @@ export interface CheckCall {
   readonly headers: Readonly<Record<string, string>>;
   readonly body: string;
   readonly want: Want;
+  /** A WebSocket handshake (GET with Upgrade) instead of a POST. */
+  readonly upgrade?: true;
 }
 
 /** A call's claims (the body as text), when it was signed, and with which keys. */
@@ -124,4 +128,33 @@ export function handoffCalls(t: ReceiverTarget, path: string, nowMs: number, tag
     );
   }
   return calls;
+}
+
+/**
+ * The resume handshake of protocol version 2 (docs/handoff.md, "Deliver"), for a backend whose hello
+ * says resume: a GET upgrade of its WebSocket path with X-Roomgate-Resume, signed for
+ * handoff-resume-socket over the socket id. Forged ones must be refused (403) before anything is
+ * attached; a genuine one for a socket no export carried must not open (a 4xx, never a 101).
+ */
+export function resumeCalls(t: ReceiverTarget, path: string, nowMs: number, tag = randomBytes(4).toString('hex')): CheckCall[] {
+  const room = `roomgate-check-${tag}`;
+  const socket = randomBytes(16).toString('base64url').slice(0, 22);
+  const id = `${tag}-resume`;
+  const fields = { 'X-Roomgate-Message-Id': id, 'X-Roomgate-Sender': SENDER, 'X-Roomgate-Room': room, 'X-Roomgate-Epoch': '2', 'X-Roomgate-Socket': socket, 'X-Roomgate-Resume': id };
+  const base: Proof = { purpose: 'handoff-resume-socket', destination: t.id, id, room, epoch: '2', sender: SENDER, body: socket, nowMs, keys: t.keys };
+  const call = (name: string, p: Partial<Proof> | null, want: Want = 'refused'): CheckCall => ({
+    name: `resume handshake: ${name}`,
+    path,
+    headers: { ...fields, ...(p === null ? {} : proofFields({ ...base, ...p })) },
+    body: '',
+    want,
+    upgrade: true,
+  });
+  return [
+    call('unsigned', null),
+    call('proof made for the resume hook', { purpose: 'handoff-resume' }),
+    call('made for another backend', { destination: `${t.id}~other` }),
+    call('stale (2 minutes old)', { nowMs: nowMs - MINUTES_2 }),
+    call('genuine, for a socket no export carried', {}, 'not-opened'),
+  ];
 }

@@ -47,7 +47,7 @@ describe('the layer rule', () => {
     expect(violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`)).toEqual([]);
   }, 60_000);
 
-  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle, a front imported by a rule, a front past the pipeline, a path importing the pipeline, the forwarding core reaching up, the cache past it and the edge reaching into the composition', async () => {
+  it('catches an upward import, a data plane reaching into the control plane, demo code in production, a cycle, a front imported by a rule, a front past the pipeline, a path importing the pipeline, the forwarding core reaching up, the cache past it, the edge reaching into the composition, and the backend kit importing more than the proof format or imported by the gateway', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'roomgate-layers-'));
     temps.push(dir);
     cpSync(path.join(ROOT, '.dependency-cruiser.cjs'), path.join(dir, '.dependency-cruiser.cjs'));
@@ -69,6 +69,10 @@ describe('the layer rule', () => {
       'src/room/b.ts': "import { a } from './a.js';\nexport const b = () => a;\n",
       'src/compose/parts.ts': 'export const parts = 1;\n',
       'src/proxy/wired.ts': "import { parts } from '../compose/parts.js';\nexport const wired = parts;\n",
+      'src/http/call-proof.ts': 'export const proof = 1;\n',
+      'src/http/ownership.ts': 'export const owner = 1;\n',
+      'src/backend-kit/proofs.ts': "import { proof } from '../http/call-proof.js';\nimport { owner } from '../http/ownership.js';\nexport const kit = proof + owner;\n",
+      'src/runtime/uses-kit.ts': "import { kit } from '../backend-kit/proofs.js';\nexport const uses = kit;\n",
     };
     for (const [file, text] of Object.entries(files)) {
       mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
@@ -87,6 +91,8 @@ describe('the layer rule', () => {
         'paths-below-the-pipeline: src/static/serve.ts -> src/pipeline/pipeline.ts',
         'cache-uses-the-forwarding-core-only: src/cache/fill.ts -> src/proxy/proxy.ts',
         'edge-not-composition: src/proxy/wired.ts -> src/compose/parts.ts',
+        'backend-kit-stands-alone: src/backend-kit/proofs.ts -> src/http/ownership.ts',
+        'nothing-of-the-gateway-imports-the-backend-kit: src/runtime/uses-kit.ts -> src/backend-kit/proofs.ts',
       ]),
     );
   }, 60_000);

@@ -7,7 +7,7 @@
 // load set it. Each page carries its signed room pin and loads roomgate's script
 // (/_roomgate/room-pin.v1.js, served by the gateway, checked by its SRI under a CSP without
 // 'unsafe-inline'). Through a real gateway in front of three demo backends (processes) that refuse
-// a mount of another room than the socket was routed by (--check-mounts on, close 4400), every
+// a mount of another room than the socket was routed by (the backend kit's fence, close 4400), every
 // socket is back on its own room's backend after a backend kill (SIGKILL), a move and a drain with
 // handoff: 0 mounts refused, and no room on two processes (each backend's /_backend/rooms).
 // A control run without the pin script shows what the test guards: after the kill the cookie
@@ -126,7 +126,7 @@ interface Run {
 }
 
 async function startRun(release: 'v1.1' | '3186', pinned: boolean): Promise<Run> {
-  const backends = await Promise.all(['b1', 'b2', 'b3'].map((id) => startBackend(id, ['--check-mounts', 'on'])));
+  const backends = await Promise.all(['b1', 'b2', 'b3'].map((id) => startBackend(id)));
   const gw = await startGateway({ backends, config: { admin: { token: TOKEN }, proxy: { websocketPaths: ['/ws/'] } } });
   // A page answered by page.route has no address of its own, so Chromium's Local Network Access
   // checks would take it for a public page opening sockets to 127.0.0.1 and block them.

@@ -53,23 +53,40 @@ describe('roomgate check-backend', () => {
     expect(out[0]).toBe(`cb-1 at ${demo.url}, signed with 1 key`);
     expect(out).toContain('pass  push: genuine (to a room no socket holds): 204');
     expect(out).toContain('pass  push: the genuine one replayed: 403');
-    expect(out).toContain('pass  hello: genuine: 200 {"version":2,"messages":true}');
-    expect(out.filter((l) => l.startsWith('pass  '))).toHaveLength(33);
-    expect(out.at(-1)).toBe('33 of 33 checks passed');
+    expect(out).toContain('pass  hello: genuine: 200 {"version":2,"messages":true,"resume":true}');
+    // Its hello offers resume, so the resume handshake's checks run too (5 of the 38).
+    expect(out).toContain('pass  resume handshake: proof made for the resume hook: 403');
+    expect(out).toContain('pass  resume handshake: genuine, for a socket no export carried: 409');
+    expect(out.filter((l) => l.startsWith('pass  '))).toHaveLength(38);
+    expect(out.at(-1)).toBe('38 of 38 checks passed');
   });
 
   it('keys derived from the call secrets work the same; keys that are not its own fail the genuine calls (exit 1)', async () => {
     const derived = await runCliHere(['check-backend', demo.url, '--id', 'cb-1', '--json'], { ROOMGATE_CALL_SECRETS: CALL_SECRET });
     expect(derived.code).toBe(0);
-    expect(JSON.parse(derived.stdout)).toMatchObject({ backend: 'cb-1', url: demo.url, passed: 33, failed: 0 });
+    expect(JSON.parse(derived.stdout)).toMatchObject({ backend: 'cb-1', url: demo.url, passed: 38, failed: 0 });
     const other = await runCliHere(['check-backend', demo.url, '--id', 'cb-1', '--json'], { ROOMGATE_BACKEND_KEYS: backendKeys(['another-call-secret-0123456789abcdef'], 'cb-1').join(',') });
     expect(other.code).toBe(1);
     const j = JSON.parse(other.stdout) as { failed: number; checks: { name: string; ok: boolean; saw: string }[] };
-    expect(j.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.saw}`)).toEqual(['push: genuine (to a room no socket holds): 403', 'hello: genuine: 403 handoff refused: bad-signature']);
+    expect(j.checks.filter((c) => !c.ok).map((c) => `${c.name}: ${c.saw}`)).toEqual(['push: genuine (to a room no socket holds): 403', 'hello: genuine: 403 {"error":"handoff refused: bad-signature"}']);
     // The same backend checked under another id: every genuine call is made for a backend it is not.
     const misnamed = await runCliHere(['check-backend', demo.url, '--id', 'cb-2'], ownKeys('cb-2'));
     expect(misnamed.code).toBe(1);
     expect(misnamed.stdout).toContain('FAIL  push: genuine (to a room no socket holds): expected a 2xx, saw 403');
+  });
+
+  it('a receiver whose hello offers resume and that opens every handshake fails every resume check (it would attach a forged socket)', async () => {
+    const url = await receiver((req) => (req.url?.endsWith('/hello') ? { status: 200, body: '{"version":2,"messages":true,"resume":true}' } : { status: 403 }));
+    const server = servers.at(-1) as Server;
+    server.on('upgrade', (_req, socket) => socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n'));
+    const results = await checkReceiver({ url, id: 'opens', keys: backendKeys(['x'.repeat(32)], 'opens'), pushPath: null, handoffPath: '/_roomgate/handoff' });
+    const resume = results.filter((r) => r.name.startsWith('resume handshake: '));
+    expect(resume).toHaveLength(5);
+    expect(resume.every((r) => !r.ok && r.saw === '101')).toBe(true);
+    // Without resume in the hello, no handshake is sent.
+    const plain = await receiver((req) => (req.url?.endsWith('/hello') ? { status: 200, body: '{"version":2,"messages":true}' } : { status: 403 }));
+    const none = await checkReceiver({ url: plain, id: 'opens', keys: backendKeys(['x'.repeat(32)], 'opens'), pushPath: null, handoffPath: '/_roomgate/handoff' });
+    expect(none.filter((r) => r.name.startsWith('resume handshake: '))).toEqual([]);
   });
 
   it('a receiver that takes everything fails every forged call, and passes only the genuine ones', async () => {

@@ -129,7 +129,7 @@ export interface Guarantee {
 
 export const HANDOFF_GUARANTEES: readonly Guarantee[] = [
   {
-    name: 'hello answers its version as JSON ({"version":1}, or {"version":2,"messages":true})',
+    name: 'hello answers its version as JSON ({"version":1}, or {"version":2,"messages":true} with "resume":true when it resumes sockets)',
     async check(k) {
       const a = await callHook(k.a, k.path, 'hello');
       expect([a.status, a.type?.split(';')[0], JSON.parse(a.body.toString())]).toEqual([200, 'application/json', k.hello]);

@@ -24,6 +24,9 @@ for another room, epoch, body, purpose or sender, a signature that is not ASCII:
 genuine push to a room made up for the check (a 2xx), then replayed three ways: 403. Handoff
 hooks: the hello (200 {"version": N}) and forged hellos (403); export, import, release and resume
 are sent only forged (403): nothing of a real room is touched, so it can run against an app in use.
+When the hello offers resume (protocol version 2), the resume handshake on /ws/live/: unsigned, with
+the resume hook's proof, made for another backend, stale (403 each), and a genuine one for a socket
+no export carried (a 4xx, never a 101).
 The genuine calls are signed with the backend's own keys, $ROOMGATE_BACKEND_KEYS as the backend
 holds them, else derived from $ROOMGATE_CALL_SECRETS (roomgate backend-key). Exit code 0 when every
 check passed, 1 when one failed, 2 for bad usage. --json: {"backend", "url", "passed", "failed",
@@ -32,7 +35,7 @@ check passed, 1 when one failed, 2 for bad usage. --json: {"backend", "url", "pa
   env: ['ROOMGATE_BACKEND_ID', 'ROOMGATE_BACKEND_KEYS', 'ROOMGATE_CALL_SECRETS', 'ROOMGATE_ADMIN_URL'],
   example: {
     line: 'ROOMGATE_CALL_SECRETS=help-examples-call-secret-0123456789abcdef check-backend demo-1',
-    output: 'demo-1 at http://127.0.0.1:<port>, signed with 1 key\npass push: unsigned: 403\n...\npass resume: made for another backend: 403\n33 of 33 checks passed',
+    output: 'demo-1 at http://127.0.0.1:<port>, signed with 1 key\npass push: unsigned: 403\n...\npass resume handshake: genuine, for a socket no export carried: 409\n38 of 38 checks passed',
   },
   run: async (p) => (await import('./check-backend-run.js')).runCheckBackend(p),
 };
