@@ -29,6 +29,8 @@
  *       process keeps serving everything else).
  *       These make it behave like the apps roomgate's health checks must cope with; each is
  *       off by default, and none can be switched over HTTP.
+ * djust's HTTP fallback: a POST to /game/{room}/ with X-Djust-Event is the room's next move, answered
+ * with its number as `version` (test/support/djust-client.mjs sends it while its socket is closed).
  * When listening it prints exactly one JSON line to stdout:
  *       {"event":"listening","id":"ID","port":<actual port>}
  * Everything else goes to stderr so a parent process can parse stdout safely.
@@ -88,6 +90,8 @@ const TICK_FRAME_BYTES = 140;
 const FORWARDED_PREFIX_RE = /^\/[A-Za-z0-9_.:/-]{0,200}$/;
 const MAX_ROOM_LENGTH = 128;
 const MAX_ROOM_STATES = 10_000;
+/** The HTTP fallback's event body, at most (djust's events are small). */
+const HTTP_EVENT_MAX_BYTES = 4096;
 /** What a client's event gets while its room is frozen by a handoff: send it again after the reconnect. */
 const ROOM_MOVING = { type: 'error', error: 'room-moving', retry: true, message: 'the room is moving to another server: send it again after the reconnect' } as const;
 
@@ -707,6 +711,37 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     pump();
   }
 
+  /**
+   * djust's HTTP fallback, minimal (what a page sends while its socket is closed): a POST to the
+   * game page with `X-Djust-Event`, its JSON body the event's data; recorded as a move like a
+   * socket's event and answered with the move number as the version (the room's, not a view's:
+   * the demo has no per-view version). A frozen room refuses it as a socket's event is refused.
+   */
+  function httpEvent(req: IncomingMessage, res: ServerResponse, pathname: string): void {
+    const game = /^\/game\/([^/]+)\/$/.exec(pathname);
+    const room = game?.[1] ? validRoom(safeDecode(game[1])) : null;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= HTTP_EVENT_MAX_BYTES) chunks.push(c);
+    });
+    req.on('end', () => {
+      if (room === null) return text(res, 404, 'not found\n');
+      if (size > HTTP_EVENT_MAX_BYTES) return text(res, 413, 'event too large\n');
+      let data: unknown = null;
+      try {
+        data = JSON.parse(Buffer.concat(chunks).toString() || 'null');
+      } catch {
+        return text(res, 400, 'expected a JSON body\n');
+      }
+      if (handoff.frozen(room)) return json(res, 503, ROOM_MOVING);
+      const move = moves.record(room, 'http', data).n;
+      broadcast(room, { type: 'patch', room, from: 'http', data, move });
+      json(res, 200, { type: 'patch', room, from: 'http', data, move, version: move });
+    });
+  }
+
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     res.setHeader('X-Backend-Id', id);
     const { pathname, query } = splitUrl(req.url);
@@ -719,6 +754,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     if (pathname.startsWith('/_backend/echo')) return echo(req, res);
     if (req.method === 'POST' && pathname === '/_roomgate/push') return receivePush(req, res);
     if (handoff.serve(req, res, pathname)) return;
+    if (req.method === 'POST' && req.headers['x-djust-event'] !== undefined) return httpEvent(req, res, pathname);
 
     // Other routes ignore the body; drain it so keep-alive connections stay usable.
     req.resume();
