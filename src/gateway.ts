@@ -82,7 +82,8 @@ export class Gateway {
       throw err;
     }
     this.parts.runtime.supervisor.start();
-    this.parts.handoff.start();
+    // The hellos first (bounded): a tunnel is followed only to a backend known to take held messages.
+    await this.parts.handoff.start();
     this.history.start();
     fronts.tls?.start(() => tlsSettings(this.config, this.ticketKeys), this.config.tls.reloadCheckMs);
     if (fronts.tls && this.opts.ticketKeysFromPrimary !== true) {

@@ -7,6 +7,8 @@
  * Prints one line `{"event":"listening","id":"b1","port":N}` on stdout, then serves:
  *   GET /healthz           200 ok
  *   GET /_bench/stats      {id, sockets, rooms, received}
+ *   POST /_roomgate/handoff/hello  {"version":2,"messages":true}: a version-2 app (roomgate then
+ *                          follows its tunnels when its calls are signed; proofs are not checked)
  *   GET anything else      a 10 KB HTML page (keep-alive)
  *   Upgrade on /ws/live/   joins the room named by the `room` cookie (else ?room=), sends
  *                          `W <id> <room>` at once; sockets with ?idle=1 get no broadcasts
@@ -93,12 +95,18 @@ wss.on('connection', (ws: WebSocket, req: IncomingMessage) => {
   ws.send(`W ${id} ${name}`);
 });
 
+/** roomgate's hello answered as an app of handoff protocol version 2 that takes held messages. */
+const HELLO = '{"version":2,"messages":true}';
+
 const server = http.createServer((req, res) => {
   req.resume();
   const path = req.url ?? '/';
   if (path === '/healthz') {
     res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': 3 });
     res.end('ok\n');
+  } else if (req.method === 'POST' && path === '/_roomgate/handoff/hello') {
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': HELLO.length });
+    res.end(HELLO);
   } else if (path === '/_bench/stats') {
     const body = JSON.stringify({ id, sockets, rooms: rooms.size, received });
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });

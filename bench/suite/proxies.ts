@@ -15,7 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { freePort, removeDir, startProc, stopProc, tempDir, waitHttpOk, which, type Proc } from './procs.js';
 import { NODE_FLAGS } from '../../src/node-flags.js';
 
-export const TARGETS = ['direct', 'nginx', 'haproxy', 'roomgate'] as const;
+/** `roomgate-b`: roomgate again, with --roomgate-config-b instead of --roomgate-config (two configurations in one run). */
+export const TARGETS = ['direct', 'nginx', 'haproxy', 'roomgate', 'roomgate-b'] as const;
 export type TargetName = (typeof TARGETS)[number];
 
 export const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -50,6 +51,8 @@ export interface ProxyContext {
   readonly nofile: number;
   /** Merged over roomgate's generated config (--roomgate-config). */
   readonly roomgateConfig?: Record<string, unknown>;
+  /** The same for the target roomgate-b (--roomgate-config-b). */
+  readonly roomgateConfigB?: Record<string, unknown>;
   /** --tls: every proxy terminates TLS with this certificate (pem: certificate and key, for HAProxy). */
   readonly tls?: { readonly cert: string; readonly key: string; readonly pem: string } | undefined;
   /** With tls: nginx and HAProxy offer h2 by ALPN too (roomgate does by default). */
@@ -66,7 +69,7 @@ export async function startTarget(name: TargetName, ctx: ProxyContext): Promise<
   try {
     if (name === 'nginx') proc = startNginx(dir, port, ctx);
     else if (name === 'haproxy') proc = startHaproxy(dir, port, ctx);
-    else proc = startRoomgate(dir, port, ctx);
+    else proc = startRoomgate(dir, port, name === 'roomgate-b' ? { ...ctx, roomgateConfig: ctx.roomgateConfigB ?? {} } : ctx);
     // /healthz: roomgate answers it itself; nginx and HAProxy proxy it to a backend.
     await waitHttpOk(proc, `${ctx.tls ? 'https' : 'http'}://127.0.0.1:${port}/healthz`, 20_000);
   } catch (err) {

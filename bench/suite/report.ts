@@ -242,7 +242,7 @@ export function markdown(records: readonly RunRecord[], meta: Meta): string {
 // ---------------------------------------------------------------------------------------------
 // SVG
 
-const COLORS: Record<TargetName, string> = { direct: '#9e9e9e', nginx: '#2e7d32', haproxy: '#1565c0', roomgate: '#e65100' };
+const COLORS: Record<TargetName, string> = { direct: '#9e9e9e', nginx: '#2e7d32', haproxy: '#1565c0', roomgate: '#e65100', 'roomgate-b': '#6a1b9a' };
 
 /** Text escaped for SVG/XML. */
 export function esc(s: string): string {

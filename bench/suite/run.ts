@@ -45,7 +45,7 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/suite/ru
   --duration S           measurement window of game, page and scale, seconds (default 6)
   --warmup S             traffic before a game window / wrk warm-up run, seconds (default 2)
   --only LIST            workloads: game,burst,page,scale (default all)
-  --targets LIST         direct,nginx,haproxy,roomgate (default all)
+  --targets LIST         direct,nginx,haproxy,roomgate,roomgate-b (default all but roomgate-b)
   --burst N              upgrades in the burst workload (default 2000), --burst-inflight N (default 200)
   --scale N              idle sockets in the scale workload (default 10000; capped by the open-files limit)
   --ping-ms N            ping interval of an idle socket (default 30000, djust's)
@@ -55,15 +55,25 @@ const USAGE = `usage: npm run bench -- [options]   (or: node dist/bench/suite/ru
   --tls                  every proxy terminates TLS (wss, https) with a P-256 certificate made here;
                          the direct target (plain backends) is left out
   --roomgate-config FILE YAML/JSON merged over roomgate's generated config (e.g. health: {timeoutMs: 3000})
+  --roomgate-config-b FILE  the same for the target roomgate-b: two roomgate configurations in one run
   --from-json FILE       run nothing: write the report and chart again from a latest.json
   -h, --help`;
+
+/** A --roomgate-config FILE's mapping (noted in the report), or undefined without the option. */
+function overrides(option: string, file: string | undefined, notes: string[]): Record<string, unknown> | undefined {
+  if (file === undefined) return undefined;
+  const parsed: unknown = parseYaml(readFileSync(file, 'utf8'));
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail(`--${option} ${file}: expected a mapping`);
+  notes.push(`roomgate config overrides (--${option}): ${JSON.stringify(parsed)}`);
+  return parsed as Record<string, unknown>;
+}
 
 function fail(msg: string): never {
   complain(`bench: ${msg}`);
   process.exit(2);
 }
 
-function parse(argv: string[]): { tls: boolean; roomgateConfig: string | undefined; fromJson: string | undefined; o: Options; rounds: number; games: number[]; kinds: WorkloadKind[]; targets: TargetName[]; burst: number; scale: number; proxyCpu: string; loadCpu: string; out: string } {
+function parse(argv: string[]): { tls: boolean; roomgateConfig: string | undefined; roomgateConfigB: string | undefined; fromJson: string | undefined; o: Options; rounds: number; games: number[]; kinds: WorkloadKind[]; targets: TargetName[]; burst: number; scale: number; proxyCpu: string; loadCpu: string; out: string } {
   const { values } = parseArgs({
     args: argv,
     strict: true,
@@ -73,7 +83,7 @@ function parse(argv: string[]): { tls: boolean; roomgateConfig: string | undefin
       duration: { type: 'string', default: '6' },
       warmup: { type: 'string', default: '2' },
       only: { type: 'string', default: KINDS.join(',') },
-      targets: { type: 'string', default: TARGETS.join(',') },
+      targets: { type: 'string', default: TARGETS.filter((t) => t !== 'roomgate-b').join(',') },
       burst: { type: 'string', default: '2000' },
       'burst-inflight': { type: 'string', default: '200' },
       scale: { type: 'string', default: '10000' },
@@ -84,6 +94,7 @@ function parse(argv: string[]): { tls: boolean; roomgateConfig: string | undefin
       out: { type: 'string', default: join(ROOT, 'bench/results') },
       'from-json': { type: 'string' },
       'roomgate-config': { type: 'string' },
+      'roomgate-config-b': { type: 'string' },
       tls: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
@@ -111,6 +122,7 @@ function parse(argv: string[]): { tls: boolean; roomgateConfig: string | undefin
     tls: values.tls === true,
     fromJson: values['from-json'],
     roomgateConfig: values['roomgate-config'],
+    roomgateConfigB: values['roomgate-config-b'],
     rounds: Math.round(num('rounds', values.rounds, 1, 100)),
     games: values.clients.split(',').map((s) => Math.round(num('clients', s, 1, 100_000))),
     kinds: list('only', values.only, KINDS),
@@ -207,13 +219,9 @@ async function main(): Promise<void> {
   if (!existsSync('/proc/self/stat')) fail('Linux only: CPU and memory are read from /proc');
   for (const f of [ROOMGATE_MAIN, BACKEND]) if (!existsSync(f)) fail(`${f} is missing: run npm run build first`);
   const notes: string[] = [];
-  let roomgateConfig: Record<string, unknown> | undefined;
-  if (a.roomgateConfig) {
-    const parsed: unknown = parseYaml(readFileSync(a.roomgateConfig, 'utf8'));
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail(`--roomgate-config ${a.roomgateConfig}: expected a mapping`);
-    roomgateConfig = parsed as Record<string, unknown>;
-    notes.push(`roomgate config overrides (--roomgate-config): ${JSON.stringify(roomgateConfig)}`);
-  }
+  const roomgateConfig = overrides('roomgate-config', a.roomgateConfig, notes);
+  const roomgateConfigB = overrides('roomgate-config-b', a.roomgateConfigB, notes);
+  if (a.targets.includes('roomgate-b') && roomgateConfigB === undefined) fail('--targets roomgate-b needs --roomgate-config-b FILE');
   let tls: Context['tls'];
   if (a.tls) {
     // The direct target is the backends themselves, which speak plain HTTP.
@@ -271,7 +279,7 @@ async function main(): Promise<void> {
   const secret = randomBytes(24).toString('base64url');
   const signer = createRoomSigner({ secrets: [secret], format: 'roomgate', cookieName: 'roomgate_room', salt: '', maxAgeS: 86_400 });
   const loadPids = [...backends.map((b) => b.pid), ...loadgen.pids];
-  const ctx: Context = { backends, proxyCpu: a.proxyCpu, loadCpu: a.loadCpu, secret, signer, nofile, loadgen, loadPids, roomgateConfig, opts: a.o, ...(tls ? { tls } : {}) };
+  const ctx: Context = { backends, proxyCpu: a.proxyCpu, loadCpu: a.loadCpu, secret, signer, nofile, loadgen, loadPids, roomgateConfig, roomgateConfigB, opts: a.o, ...(tls ? { tls } : {}) };
 
   const records: RunRecord[] = [];
   for (let round = 1; round <= a.rounds; round++) {

@@ -46,6 +46,7 @@ export interface Context {
   readonly nofile: number;
   readonly loadgen: LoadGen;
   readonly roomgateConfig?: Record<string, unknown>;
+  readonly roomgateConfigB?: Record<string, unknown>;
   /** Backends and load generators: their CPU is the load side's. */
   readonly loadPids: readonly number[];
   readonly opts: Options;
@@ -134,7 +135,7 @@ export async function runWorkload(ctx: Context, w: Workload, target: TargetName,
   const rec: RunRecord = { round, workload: w.key, kind: w.kind, target, ok: false, notes: [], m: {}, cond: { load1: loadAvg1(), windowS: 0, proxyCoreBusy: Number.NaN, loadCoreBusy: Number.NaN, loadSide: Number.NaN } };
   let run: Running;
   try {
-    run = await startTarget(target, { backends: ctx.backends, cpu: ctx.proxyCpu, secret: ctx.secret, nofile: ctx.nofile, roomgateConfig: ctx.roomgateConfig, tls: ctx.tls });
+    run = await startTarget(target, { backends: ctx.backends, cpu: ctx.proxyCpu, secret: ctx.secret, nofile: ctx.nofile, roomgateConfig: ctx.roomgateConfig, roomgateConfigB: ctx.roomgateConfigB, tls: ctx.tls });
   } catch (err) {
     rec.error = `${target} did not start: ${(err as Error).message}`;
     return rec;

@@ -13,7 +13,7 @@ import { CLOSE_SERVICE_RESTART, CLOSE_WRONG_ROOM, mountRefusal, type BackendKit,
 import type { MoveStore } from './room-moves.js';
 
 /** What a client's event gets while its room is frozen by a handoff: send it again after the reconnect. */
-const ROOM_MOVING = { type: 'error', error: 'room-moving', retry: true, message: 'the room is moving to another server: send it again after the reconnect' } as const;
+export const ROOM_MOVING = { type: 'error', error: 'room-moving', retry: true, message: 'the room is moving to another server: send it again after the reconnect' } as const;
 export const MAX_ROOM_LENGTH = 128;
 const SESSION_MAX_LENGTH = 64;
 
@@ -105,6 +105,18 @@ export class Game {
   private patch(room: string, from: string, data: unknown): void {
     const move = this.moves.record(room, from, data).n;
     for (const ws of this.members.get(room) ?? []) this.sendView(ws, { type: 'patch', room, from, data: data ?? null, move });
+  }
+
+  /**
+   * djust's HTTP fallback (an event POSTed to the page while its socket is closed): recorded as a
+   * move like a socket's event; its number is the answer's version (the room's, not a view's). Null
+   * while a handoff froze the room: refused as a socket's event is.
+   */
+  httpEvent(room: string, data: unknown): number | null {
+    if (this.kit().rooms.frozen(room)) return null;
+    const move = this.moves.record(room, 'http', data).n;
+    for (const ws of this.members.get(room) ?? []) this.sendView(ws, { type: 'patch', room, from: 'http', data: data ?? null, move });
+    return move;
   }
 
   private leave(ws: WebSocket, c: Client): void {

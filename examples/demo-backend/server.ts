@@ -34,6 +34,8 @@
  *       process keeps serving everything else).
  *       These make it behave like the apps roomgate's health checks must cope with; each is
  *       off by default, and none can be switched over HTTP.
+ * djust's HTTP fallback: a POST to /game/{room}/ with X-Djust-Event is the room's next move, answered
+ * with its number as `version` (test/support/djust-client.mjs sends it while its socket is closed).
  * When listening it prints exactly one JSON line to stdout:
  *       {"event":"listening","id":"ID","port":<actual port>}
  * Everything else goes to stderr so a parent process can parse stdout safely.
@@ -46,7 +48,7 @@ import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer, WebSocket } from 'ws';
 import { CLOSE_SERVICE_RESTART, createBackendKit, DEFAULT_HANDOFF_PATH, keysFromEnv, type BackendKit } from '../../src/backend-kit/index.js';
-import { Game, validRoom } from './game.js';
+import { Game, ROOM_MOVING, validRoom } from './game.js';
 import { PAGE_SCRIPT_CSP, PAGE_STYLE_CSP, renderGamePage, renderIndexPage } from './page.js';
 import { createMoveStore } from './room-moves.js';
 
@@ -94,6 +96,9 @@ const TICK_FRAME_BYTES = 140;
 /** Same rule roomgate uses; anything else in the header is ignored, never reflected. */
 const FORWARDED_PREFIX_RE = /^\/[A-Za-z0-9_.:/-]{0,200}$/;
 const MAX_ROOM_STATES = 10_000;
+/** The HTTP fallback's event body, at most (djust's events are small). */
+const HTTP_EVENT_MAX_BYTES = 4096;
+
 
 /** Split req.url without `new URL()`: a path like `//host/x` must not become a host. */
 function splitUrl(raw: string | undefined): { pathname: string; query: URLSearchParams } {
@@ -216,6 +221,31 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     pump();
   }
 
+  /** djust's HTTP fallback, minimal: a POST to the game page with `X-Djust-Event`, its JSON body the event's data. */
+  function httpEvent(req: IncomingMessage, res: ServerResponse, pathname: string): void {
+    const page = /^\/game\/([^/]+)\/$/.exec(pathname);
+    const room = page?.[1] ? validRoom(safeDecode(page[1])) : null;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= HTTP_EVENT_MAX_BYTES) chunks.push(c);
+    });
+    req.on('end', () => {
+      if (room === null) return text(res, 404, 'not found\n');
+      if (size > HTTP_EVENT_MAX_BYTES) return text(res, 413, 'event too large\n');
+      let data: unknown = null;
+      try {
+        data = JSON.parse(Buffer.concat(chunks).toString() || 'null');
+      } catch {
+        return text(res, 400, 'expected a JSON body\n');
+      }
+      const move = game.httpEvent(room, data);
+      if (move === null) return json(res, 503, ROOM_MOVING);
+      json(res, 200, { type: 'patch', room, from: 'http', data, move, version: move });
+    });
+  }
+
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     res.setHeader('X-Backend-Id', id);
     const { pathname, query } = splitUrl(req.url);
@@ -228,6 +258,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     if (pathname.startsWith('/_backend/echo')) return echo(req, res);
     // roomgate's calls: the push receiver and the handoff hooks (the kit checks every proof).
     if (kit.handleRequest(req, res)) return;
+    if (req.method === 'POST' && req.headers['x-djust-event'] !== undefined) return httpEvent(req, res, pathname);
 
     // Other routes ignore the body; drain it so keep-alive connections stay usable.
     req.resume();

@@ -53,7 +53,7 @@ export interface DataPlaneDeps {
   /** The page cache's clock (tests move it); default Date.now. */
   readonly cacheClock?: () => number;
   /** Whether new tunnels are followed message by message, so a version-2 handoff can hold them. */
-  readonly followsSockets?: () => boolean;
+  readonly followsSockets?: (backendId: string) => boolean;
 }
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {

@@ -71,10 +71,10 @@ export interface UpgradeProxyOptions {
   readonly metrics: Metrics;
   readonly logger: Logger;
   /**
-   * Whether a new tunnel is followed message by message (while handoffs can run: the calls are
-   * signed), so a version-2 handoff can hold it (src/proxy/tunnel-messages.ts).
+   * Whether a new tunnel to the backend is followed message by message (handoffs can run and the
+   * backend takes held messages), so a version-2 handoff can hold it (src/proxy/tunnel-messages.ts).
    */
-  readonly followsMessages?: () => boolean;
+  readonly followsMessages?: (backendId: string) => boolean;
 }
 
 // After one side has closed, how long the other may take to flush before it is destroyed.
@@ -332,7 +332,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     let text = this.a.handshake;
     for (let i = 0; i + 1 < owner.length; i += 2) text += `${owner[i] as string}: ${owner[i + 1] as string}\r\n`;
     // An h2 client's stream (RFC 8441) carries the same frames: followed the same way.
-    if (this.room !== null && o.followsMessages?.() === true) {
+    if (this.room !== null && o.followsMessages?.(this.backend.id) === true) {
       this.messageHold = new TunnelMessages({ writeUpstream: (b) => this.upstream.write(b), endForHold: () => this.endForHold() });
       text += `X-Roomgate-Socket: ${this.messageHold.socketId}\r\n`;
     }

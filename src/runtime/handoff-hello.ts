@@ -47,6 +47,11 @@ export class HelloCache {
     return k?.state === 'yes' && k.messages;
   }
 
+  /** Asks now, fresh answer or not (the gateway starts). */
+  refresh(backend: Backend): Promise<HookSupport> {
+    return this.ask(backend);
+  }
+
   /** The answer, asked now unless a fresh one is known. */
   async get(backend: Backend): Promise<HookSupport> {
     const k = this.known.get(backend.id);

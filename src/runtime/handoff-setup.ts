@@ -48,7 +48,7 @@ export interface HandoffParts {
 export interface HandoffRuntime {
   support(backendId: string): HookSupport;
   /** Whether a new tunnel is followed message by message (a handoff may then hold it). */
-  followsSockets(): boolean;
+  followsSockets(backendId: string): boolean;
   snapshot(): HandoffSnapshot;
   move(room: string, to: string, id?: string): Promise<HandoffOutcome>;
   drain(backend: string): DrainProgress;
@@ -57,7 +57,8 @@ export interface HandoffRuntime {
   /** A reload's handoff.rebalance (turning it off stops a rebalance at once). */
   configureRebalance(settings: RebalanceSettings): void;
   /** The gateway started (rebalancing reacts to backends coming back from now on). */
-  start(): void;
+  /** Starts rebalancing and asks every backend's hello; settles once they answered (bounded). */
+  start(): Promise<void>;
   stop(): void;
 }
 
@@ -128,13 +129,16 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
   );
   return {
     support: (id) => handoffs.support(id),
-    followsSockets: () => handoffs.followsSockets(),
+    followsSockets: (id) => handoffs.followsSockets(id),
     snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })), rebalance: rebalancer.state() }),
     move: (room, to, id) => handoffs.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,
     backendBack: (backend) => rebalancer.backendBack(backend),
     configureRebalance: (settings) => rebalancer.configure(settings),
-    start: () => rebalancer.start(),
+    start: () => {
+      rebalancer.start();
+      return handoffs.askHellos();
+    },
     stop: () => {
       drains.stop();
       rebalancer.stop();

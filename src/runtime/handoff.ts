@@ -80,6 +80,8 @@ export const RELEASE_GRACE_MS = 250;
 
 /** Handoff ids remembered (idempotency): a bound, oldest forgotten first. */
 const IDS_MAX = 1_000;
+/** How long a gateway's start waits for its backends' hellos (a tunnel opened before an answer is not followed). */
+export const HELLOS_AT_START_MS = 2_000;
 
 class Failure extends Error {}
 
@@ -120,12 +122,34 @@ export class Handoffs {
   }
 
   /**
-   * Whether a new tunnel is followed message by message: while this gateway can run a handoff
-   * (its calls are signed), so that any room can be held when its new owner takes held messages.
-   * Asks no backend anything: whether a target takes them is asked when a handoff starts.
+   * Whether a new tunnel to the backend is followed message by message: while this gateway can run
+   * a handoff (its calls are signed) and the backend's hello said it takes held messages (version
+   * 2, `messages`), the only tunnels a hold can use. Following costs CPU on every frame
+   * (docs/handoff.md "What following costs"), so a tunnel to any other backend is not followed.
+   * The hello is known before the first tunnel in most cases (askHellos at start); one not known
+   * yet or old is asked in the background, and a tunnel opened before the answer is not followed:
+   * version 1 behaviour for it (not held; the release closes it).
    */
-  followsSockets(): boolean {
-    return this.o.held !== undefined && this.o.signed();
+  followsSockets(backendId: string): boolean {
+    if (this.o.held === undefined || !this.o.signed()) return false;
+    const b = this.o.pool.get(backendId);
+    return b !== undefined && this.hello.takesMessages(b);
+  }
+
+  /**
+   * Asks every backend's hello (at start), so the first tunnels find the answer known; settles
+   * when all answered or after HELLOS_AT_START_MS (the answers still land later). A backend that
+   * joins later is asked when its first tunnel opens (that tunnel is not followed).
+   */
+  askHellos(): Promise<void> {
+    if (this.o.held === undefined || !this.o.signed()) return Promise.resolve();
+    const asks = this.o.pool.backends.map((b) => this.hello.refresh(b));
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, HELLOS_AT_START_MS);
+      timer.unref();
+    });
+    return Promise.race([Promise.allSettled(asks).then(() => undefined), bound]).finally(() => clearTimeout(timer));
   }
 
   /** Handoffs running through this gateway that involve the backend. */

@@ -12,21 +12,21 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos } from '../support/chaos.js';
 import { GameClient, GameRoom, roomGaps, stopAllGameClients, type GameClientOptions } from '../support/game-clients.js';
-import { runCli, startBackend, stop, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
-import { SplitWatcher, adminBackends, adminGet, adminPost, percentile, sleep, type GatewayTarget } from '../support/room-clients.js';
+import { waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { SplitWatcher, percentile, sleep, type GatewayTarget } from '../support/room-clients.js';
+import { drainWithHandoff, handoffTimes, restartBackend, rollingConfig, rollingPlan, type DrainFigures, type RollingCluster } from '../support/rolling-restart.js';
 import { startTwoGateways, stopTwoGateways, type TwoGateways } from '../support/two-gateways.js';
 
 const ROOMS = 300;
 const TOKEN = 'handoff-chaos-admin-token-0123456789';
 const PLAY: GameClientOptions = { moveEveryMs: [1_000, 3_000] };
-/** The drain's deadline: far beyond the test, so a room is only ever moved by its handoff. */
-const DEADLINE_MS = 600_000;
 
 let backends: BackendProc[];
 let gwA: GatewayProc;
 let gwB: GatewayProc;
 let watcher: SplitWatcher;
 let cluster: TwoGateways | undefined;
+let rolling: RollingCluster;
 const games = new Map<string, GameRoom>();
 const clients: GameClient[] = [];
 
@@ -37,22 +37,10 @@ const target = (name: string, gw: () => GatewayProc): GatewayTarget => ({
   },
 });
 
-function config(redisUrl: string, bs: readonly BackendProc[]): Record<string, unknown> {
-  return {
-    backends: bs.map((b) => ({ id: b.id, url: b.url })),
-    redis: { url: redisUrl, commandTimeoutMs: 500 },
-    health: { intervalMs: 500, timeoutMs: 400 },
-    placement: { heartbeatMs: 200, gatewayTtlMs: 1_000 },
-    presence: { ttlMs: 2_000 },
-    admin: { token: TOKEN },
-    // 600 sockets reconnecting in waves are the point here, not admission control.
-    admission: { upgradesPerSecond: 0 },
-  };
-}
-
 beforeAll(async () => {
-  cluster = await startTwoGateways(['b1', 'b2', 'b3'], config);
+  cluster = await startTwoGateways(['b1', 'b2', 'b3'], rollingConfig(TOKEN));
   ({ backends, gwA, gwB, watcher } = cluster);
+  rolling = { backends, gwA, gwB, token: TOKEN };
 }, 60_000);
 
 afterAll(async () => {
@@ -76,88 +64,6 @@ function settled(what: string, timeoutMs: number): Promise<Map<string, string>> 
     },
     100,
   );
-}
-
-async function roomsOn(b: BackendProc): Promise<number> {
-  const res = await fetch(`${b.url}/_backend/rooms`, { signal: AbortSignal.timeout(2_000) });
-  return Object.keys(((await res.json()) as { rooms: Record<string, number> }).rooms).length;
-}
-
-interface DrainFigures {
-  backend: string;
-  via: string;
-  moved: number;
-  failed: number;
-  ms: number;
-  reissued: number;
-}
-
-interface DrainProgress {
-  backend: string;
-  startedAt: string;
-  moved: number;
-  failed: number;
-  done: boolean;
-  reason: string;
-}
-
-async function drainDone(gw: GatewayProc, backend: string, since: number): Promise<DrainProgress> {
-  return waitFor(
-    `the drain with handoff of ${backend} done`,
-    60_000,
-    async () => {
-      const ev = await adminGet<{ handoffs: { drains: DrainProgress[] } }>(gw, '/events');
-      return ev.handoffs.drains.find((d) => d.backend === backend && d.done && Date.parse(d.startedAt) >= since - 1_000);
-    },
-    100,
-  );
-}
-
-/** Drains `b` with handoff through `gw` (the admin API, or the CLI), until it holds no room. */
-async function drainWithHandoff(b: BackendProc, gw: GatewayProc, via: 'api' | 'cli'): Promise<DrainFigures> {
-  const t0 = Date.now();
-  let reissued = 0;
-  const issue = async (): Promise<void> => {
-    if (via === 'api') {
-      const r = await adminPost(gw, `/backends/${b.id}/drain`, TOKEN, { handoff: true, deadlineMs: DEADLINE_MS });
-      expect(r.status, JSON.stringify(r.body)).toBe(200);
-    } else {
-      const r = await runCli(['drain', b.id, '--handoff', '--deadline', '10m'], { ROOMGATE_ADMIN_URL: `http://127.0.0.1:${gw.adminPort}`, ROOMGATE_ADMIN_TOKEN: TOKEN });
-      expect(r.code, r.stderr).toBe(0);
-    }
-  };
-  await issue();
-  let moved = 0;
-  let failed = 0;
-  for (;;) {
-    const since = Date.now();
-    const d = await drainDone(gw, b.id, reissued === 0 ? t0 : since);
-    moved += d.moved;
-    failed += d.failed;
-    // Presence lags a heartbeat: a room it had not reported yet is moved by the drain's next count,
-    // or, once the drain is over, by issuing it again (counted: the table says how often).
-    const empty = await waitFor(`${b.id} holding no room`, 5_000, async () => (await roomsOn(b)) === 0, 100).catch(() => false);
-    if (empty) break;
-    if (++reissued > 3) {
-      const recent = (await adminGet<{ handoffs: { recent: unknown[] } }>(gw, '/events')).handoffs.recent.slice(-5);
-      throw new Error(`${b.id} still holds ${await roomsOn(b)} rooms after ${reissued} drains with handoff (last: ${JSON.stringify(d)}); recent handoffs: ${JSON.stringify(recent)}`);
-    }
-    await issue();
-  }
-  return { backend: b.id, via: `${via === 'api' ? 'admin API' : 'CLI'} of gateway ${gw === gwA ? 'A' : 'B'}`, moved, failed, ms: Date.now() - t0, reissued };
-}
-
-/** Stops `b` (SIGTERM), starts it again on its port, waits until both gateways see it up, undrains it. */
-async function restart(i: number): Promise<number> {
-  const old = backends[i] as BackendProc;
-  const t0 = Date.now();
-  await stop(old, 'SIGTERM');
-  const fresh = await startBackend(old.id, ['--port', String(old.port)]);
-  backends[i] = fresh;
-  for (const gw of [gwA, gwB]) await waitFor(`${old.id} up for the gateway`, 15_000, async () => (await adminBackends(gw)).get(old.id)?.health === 'up', 100);
-  const r = await adminPost(gwA, `/backends/${old.id}/undrain`, TOKEN);
-  expect(r.status, JSON.stringify(r.body)).toBe(200);
-  return Date.now() - t0;
 }
 
 interface Tally {
@@ -201,25 +107,16 @@ describe('rolling restart of 3 backends with room handoff, 300 rooms playing, 2 
 
     const drains: DrainFigures[] = [];
     const restarts: number[] = [];
-    const plan: readonly (readonly [number, GatewayProc, 'api' | 'cli'])[] = [
-      [0, gwA, 'api'],
-      [1, gwB, 'cli'],
-      [2, gwA, 'api'],
-    ];
-    for (const [i, gw, via] of plan) {
-      drains.push(await drainWithHandoff(backends[i] as BackendProc, gw, via));
-      restarts.push(await restart(i));
+    for (const [i, gw, via] of rollingPlan(rolling)) {
+      drains.push(await drainWithHandoff(rolling, i, gw, via));
+      restarts.push(await restartBackend(rolling, i));
       // The game goes on between two restarts.
       await settled(`every client mounted again after ${backends[i]?.id}`, 30_000);
       await sleep(2_000);
     }
     const rollingMs = Date.now() - startedAt;
-    // One handoff, hello to release, as each gateway recorded its latest (100 each): what sizes a
-    // drain's batches (docs/deployment.md).
-    const handoffMs = (await Promise.all([gwA, gwB].map((gw) => adminGet<{ handoffs: { recent: { result: string; ms: number }[] } }>(gw, '/events'))))
-      .flatMap((e) => e.handoffs.recent)
-      .filter((h) => h.result === 'moved')
-      .map((h) => h.ms);
+    // One handoff, hello to release: what sizes a drain's batches (docs/deployment.md).
+    const handoffMs = await handoffTimes(rolling);
 
     for (const c of clients) c.quiet();
     await sleep(1_500); // answers of the last moves in flight

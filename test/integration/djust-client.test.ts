@@ -10,10 +10,11 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocket, WebSocketServer } from 'ws';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { startDemoBackend, type DemoBackend } from '../../examples/demo-backend/server.js';
 import type { Gateway } from '../../src/gateway.js';
 import { DJUST_MAX_ATTEMPTS, DjustClient, demoFrames, djustReconnectDelay, djustWsPath, type DjustClientOptions, type Timers } from '../support/djust-client.mjs';
+import { nodeDjustClient } from '../support/djust-node.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { waitFor } from '../support/processes.js';
 
@@ -27,23 +28,7 @@ const FAST: Timers = {
 const clients: DjustClient[] = [];
 
 function client(port: number, o: Partial<DjustClientOptions> & { page?: string } = {}): DjustClient {
-  const page = o.page ?? '/page/';
-  const origin = `http://127.0.0.1:${port}`;
-  // The browser sends Origin on its own; the `ws` package is told to.
-  const WS = class extends WebSocket {
-    constructor(url: string) {
-      super(url, { origin });
-    }
-  };
-  const c = new DjustClient({
-    WebSocket: WS,
-    fetch: (url, init) => fetch(url, { ...init, signal: AbortSignal.timeout(5_000) }),
-    location: { protocol: 'http:', host: `127.0.0.1:${port}`, pathname: page, href: `${origin}${page}` },
-    timers: FAST,
-    random: () => 0,
-    view: 'app.views.Counter',
-    ...o,
-  });
+  const c = nodeDjustClient(port, o.page ?? '/page/', { timers: FAST, random: () => 0, view: 'app.views.Counter', ...o });
   clients.push(c);
   return c;
 }
@@ -266,7 +251,7 @@ describe('the djust-faithful client through a gateway in front of the demo backe
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("mounts the room, gets each click acknowledged by the room's move, follows the room-mate's moves, and loses what it sends while the demo's POST fallback answers 404", async () => {
+  it("mounts the room, gets each click acknowledged by the room's move, follows the room-mate's moves; while closed its click goes by POST to the page and the answer's version is checked", async () => {
     const room = 'dj-1';
     const opts = { release: '3186' as const, wsPath: `/ws/live/?room=${room}`, frames: demoFrames, page: `/game/${room}/`, params: { room } };
     const a = client(gw.port, { ...opts, id: 'a' }).start();
@@ -280,13 +265,21 @@ describe('the djust-faithful client through a gateway in front of the demo backe
     expect(a.events.map((e) => e.applied.length)).toEqual([1, 1]);
     expect(a.unacknowledged()).toEqual([]);
     expect(a.reloads.length + a.resyncs + b.reloads.length + b.resyncs).toBe(0);
-    // While no socket is open the click is a POST to the page; the demo backend has no HTTP
-    // fallback (404), so djust drops it: lost, as a real page would lose it.
+    // While no socket is open the click is a POST to the page (routed by its path to the room's
+    // backend); the demo answers it with the room's next move as the version: b sees the move, and
+    // a page whose version was 3 takes 4 as following.
     a.stop();
-    const c = client(gw.port, { ...opts, id: 'c', random: () => 0.99 });
+    const c = client(gw.port, { ...opts, id: 'c' });
+    (c as unknown as { version: number }).version = 3;
     const ev = c.sendEvent('click', { x: 4 });
     await ev.done;
-    expect([ev.via, ev.httpStatus, ev.failed]).toEqual(['http', 404, 'HTTP 404']);
-    expect(c.unacknowledged()).toHaveLength(1);
+    expect([ev.via, ev.httpStatus, ev.failed, ev.applied]).toEqual(['http', 200, null, [4]]);
+    expect([c.version, c.reloads.length]).toEqual([4, 0]);
+    await waitFor('b saw the POSTed move', 5_000, () => b.version === 4, 5);
+    // A page that missed a move reloads: its POST's answer (5) does not follow its 3.
+    const late = client(gw.port, { ...opts, id: 'd' });
+    (late as unknown as { version: number }).version = 3;
+    await late.sendEvent('click').done;
+    expect(late.reloads).toMatchObject([{ expected: 4, got: 5, via: 'http' }]);
   });
 });

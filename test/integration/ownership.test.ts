@@ -25,6 +25,8 @@ class Recorder {
     this.server = http.createServer((req, res) => {
       req.resume();
       req.on('end', () => {
+        // roomgate's hello: this backend takes held messages, so its WebSockets are followed (X-Roomgate-Socket).
+        if (req.method === 'POST' && req.url === '/_roomgate/handoff/hello') return void res.end('{"version":2,"messages":true}');
         seen.push({ backend: id, method: req.method ?? '', url: req.url ?? '', headers: req.headers, raw: req.rawHeaders });
         res.writeHead(200, { 'Content-Type': 'text/plain', 'Cache-Control': req.url?.startsWith('/cached') ? 'max-age=60' : 'no-store' });
         res.end(`${id} ${req.url ?? ''}`);

@@ -28,6 +28,9 @@ import { h1Exchange, h2Exchange, type Answer } from './clients.js';
 export type Applies = { readonly run: true } | { readonly run: false; readonly reason: string };
 
 const UPGRADES_ON_CONNECT = 'an h2 WebSocket is an extended CONNECT: upgrade rows run on front h2-connect';
+/** roomgate's hello call to the backend (handoff.path's default), answered as a version-2 backend that takes held messages. */
+export const PARITY_HELLO = '/_roomgate/handoff/hello';
+const HELLO_ANSWER = '{"version":2,"messages":true}';
 const ONLY_UPGRADES = 'front h2-connect carries WebSocket handshakes only: plain requests run on front h2';
 
 export function applies(row: Row, front: Front): Applies {
@@ -137,6 +140,8 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
     backend = await startRawBackend({
       // A row's own answer (Row.answer) when it has one; else 200 (201 with the Location a row asks for).
       answer: (req: BackendRequest) => {
+        // roomgate's hello (signed calls): a backend that takes held messages, so its WebSockets are followed.
+        if (req.method === 'POST' && req.target === PARITY_HELLO) return { bytes: `HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${HELLO_ANSWER.length}\r\n\r\n${HELLO_ANSWER}` };
         const rowAnswer = scripted.get(req.target);
         if (rowAnswer !== undefined) return rowAnswer;
         const location = redirectFields(req, own);

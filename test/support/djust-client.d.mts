@@ -104,6 +104,8 @@ export interface MountRecord {
   readonly version: number | null;
   readonly applied: boolean;
   readonly sessionId: string | null;
+  /** The mount answer as it came (the demo's names its backend). */
+  readonly frame: Frame;
 }
 
 export interface ReloadRecord {

@@ -193,7 +193,7 @@ export class DjustClient {
     this.version = v ?? null;
     // On a pre-rendered page the mount's html is applied only with has_ids; else the old DOM stays.
     const applied = !this.prerendered || m.has_ids === true;
-    this.mounts.push({ at: this.now(), version: this.version, applied, sessionId: this.sessionId });
+    this.mounts.push({ at: this.now(), version: this.version, applied, sessionId: this.sessionId, frame: m });
     this.changed();
   }
 
