@@ -60,7 +60,7 @@ interface Cluster {
 }
 
 /** Two version-2 hook backends, gateways A and B on one Redis (a key prefix per test); resolves once each sees the other live. */
-async function cluster(): Promise<Cluster> {
+async function cluster(timeoutMs = 1_000): Promise<Cluster> {
   const [b1, b2] = await Promise.all(['b1', 'b2'].map((id) => new HandoffTestBackend(id, [CALL_SECRET]).start()));
   for (const b of [b1!, b2!]) b.version2 = true;
   cleanup.push(() => Promise.all([b1!.close(), b2!.close()]).then(() => undefined));
@@ -68,7 +68,7 @@ async function cluster(): Promise<Cluster> {
   const config = {
     ...handoffPairConfig(b1!, b2!, TOKEN, CALL_SECRET),
     redis: { url: redis.url, keyPrefix },
-    handoff: { timeoutMs: 1_000 },
+    handoff: { timeoutMs },
     placement: { heartbeatMs: 200, gatewayTtlMs: 1_000 },
     presence: { ttlMs: 1_000 },
   };
@@ -182,6 +182,20 @@ describe('version 2 through two gateways on one Redis', () => {
     await waitFor('the socket passes again', 5_000, () => (socketMessages(from, 'gw-2').includes('after') ? true : undefined));
   });
 
+  it('a gateway that never hears the end settles by itself after its bound: the placement says the room moved, so it delivers there', async () => {
+    const { c, sock, to, letGo, moving } = await moveWithExportHeld('gw-6', undefined, 400);
+    for (const t of ['u1', 'u2']) await new Promise<void>((r) => sock.ws.send(t, () => r()));
+    // B answered `held` (the export came after it); from now on it hears nothing more of the handoff.
+    c.deafB.on = true;
+    letGo();
+    expect((await moving).result).toBe('moved');
+    expect(await withTimeout(sock.closed, 5_000, 'the client socket closed')).toBe(1012);
+    // handoff.timeoutMs x 6 after the hold, B reads the placement and delivers to the new owner.
+    await waitFor('B delivered after its bound', 10_000, () => (to.messagesCalls.length === 1 ? true : undefined));
+    expect(delivered(to)).toEqual(['u1', 'u2']);
+    expect(await metric(c.b, 'delivered')).toBe(1);
+  });
+
   it('a gateway that does not hear the hold: the handoff goes on after handoff.timeoutMs, its answer counted missing', async () => {
     const c = await cluster();
     const sock = await openMountedRoom(c.b.port, 'gw-3');
@@ -226,8 +240,8 @@ describe('version 2 through two gateways on one Redis', () => {
  * A room with a socket through B, moved by A to the other backend with the old owner's export
  * held until `letGo`; resolves once the export arrived (so B answered `held` before it).
  */
-async function moveWithExportHeld(room: string, prepare: (to: HandoffTestBackend) => void = () => undefined) {
-  const c = await cluster();
+async function moveWithExportHeld(room: string, prepare: (to: HandoffTestBackend) => void = () => undefined, timeoutMs?: number) {
+  const c = await cluster(timeoutMs);
   const sock = await openMountedRoom(c.b.port, room);
   cleanup.push(() => sock.ws.terminate());
   const [from, to] = sock.backend === 'b1' ? [c.b1, c.b2] : [c.b2, c.b1];
