@@ -83,8 +83,9 @@ export interface HandoffOptions {
 /**
  * How long, after the move, this gateway's sockets of the room stay on the old owner waiting for
  * its release to close them (with 1012, which the app's page tells apart). Every other gateway cuts
- * its own at the placement event, and a client through one of them can be on the new owner half a
- * second later (djust's first reconnect): past that, a slow release would leave the room on two
+ * its own at the placement event (version 2: a gateway holding for this handoff waits this long
+ * too, handoff-remote.ts), and a client through one of them can be on the new owner half a second
+ * later (djust's first reconnect): past that, a slow release would leave the room on two
  * processes, so this gateway cuts its own sockets there too, well before handoff.timeoutMs.
  */
 export const RELEASE_GRACE_MS = 250;
