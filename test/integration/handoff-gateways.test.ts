@@ -182,13 +182,19 @@ describe('version 2 through two gateways on one Redis', () => {
     await waitFor('the socket passes again', 5_000, () => (socketMessages(from, 'gw-2').includes('after') ? true : undefined));
   });
 
-  it('a gateway that never hears the end settles by itself after its bound: the placement says the room moved, so it delivers there', async () => {
-    const { c, sock, to, letGo, moving } = await moveWithExportHeld('gw-6', undefined, 400);
+  it('a gateway that never hears the end settles by itself after its bound: the placement says the room moved, so it delivers there; a page meanwhile waits its own bound, then 503', async () => {
+    const { c, sock, to, letGo, moving } = await moveWithExportHeld('gw-6', undefined, 1_000);
     for (const t of ['u1', 'u2']) await new Promise<void>((r) => sock.ws.send(t, () => r()));
     // B answered `held` (the export came after it); from now on it hears nothing more of the handoff.
     c.deafB.on = true;
     letGo();
     expect((await moving).result).toBe('moved');
+    // B still holds (it did not hear the end): its page requests of the room wait at most
+    // handoff.timeoutMs x 5, which passes before B's own bound (x 6 from the hold): the defined answer.
+    const page = await fetch(`http://127.0.0.1:${c.b.port}/page/?room=gw-6`, { method: 'POST', body: 'x=1', signal: AbortSignal.timeout(15_000) });
+    expect(page.status).toBe(503);
+    expect(page.headers.get('retry-after')).toBe('1');
+    expect(await page.text()).toMatch(/this room is moving, retry shortly/);
     expect(await withTimeout(sock.closed, 5_000, 'the client socket closed')).toBe(1012);
     // handoff.timeoutMs x 6 after the hold, B reads the placement and delivers to the new owner.
     await waitFor('B delivered after its bound', 10_000, () => (to.messagesCalls.length === 1 ? true : undefined));
