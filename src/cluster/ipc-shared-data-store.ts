@@ -4,7 +4,7 @@
 // leaderboards are one. Lobby events come from the primary to every worker (the lobby stream of
 // each worker pushes changes made through any worker). Fails fast like the Redis store; once the
 // primary is gone every call rejects at once and `available` is false.
-import type { CachePurge, LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
+import type { CachePurge, HandoffSignal, LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
 import type { RpcPeer } from './ipc-rpc.js';
 import { SHARED_EVENT } from './store-host.js';
 
@@ -41,6 +41,14 @@ export class IpcSharedDataStore implements SharedDataStore {
 
   async publishCachePurge(purge: CachePurge): Promise<void> {
     await this.rpc.call('shared.publishCachePurge', [purge]);
+  }
+
+  async publishHandoff(signal: HandoffSignal): Promise<void> {
+    await this.rpc.call('shared.publishHandoff', [signal]);
+  }
+
+  otherGateways(): Promise<string[]> {
+    return this.rpc.call('shared.otherGateways');
   }
 
   async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {

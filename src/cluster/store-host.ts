@@ -3,6 +3,7 @@
 // worker is a gateway: its own heartbeat report, busy rooms and presence), served over the
 // worker's RPC peer. Every store event is broadcast to every worker, as Redis pub/sub would.
 // Workers use IpcPlacementStore and IpcSharedDataStore (same method names, see ipc-*-store.ts).
+import { parseHandoffSignal } from '../shared-data/handoff-signal.js';
 import { MemorySharedDataState, MemorySharedDataStore } from '../shared-data/memory-store.js';
 import type { CachePurge, LobbyQuery, RoomMeta, RoomPresence, ScoreMode } from '../shared-data/store.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../placement/memory-store.js';
@@ -66,6 +67,12 @@ export class StoreHost {
     peer.handle('shared.settleIdempotency', (key, answer, ttlMs) => s.settleIdempotency(str(key), str(answer), num(ttlMs)));
     peer.handle('shared.releaseIdempotency', (key) => s.releaseIdempotency(str(key)));
     peer.handle('shared.publishCachePurge', (purge) => s.publishCachePurge(purge as CachePurge));
+    // A worker's signal is checked as Redis' would be: the primary passes on only a well-formed one.
+    peer.handle('shared.publishHandoff', async (signal) => {
+      const checked = parseHandoffSignal(signal);
+      if (checked !== undefined) await s.publishHandoff(checked);
+    });
+    peer.handle('shared.otherGateways', () => s.otherGateways());
     peer.handle('shared.withdrawPresence', () => s.withdrawPresence());
     peer.handle('shared.online', () => s.online());
     peer.handle('shared.lobby', (q) => s.lobby(q as LobbyQuery));

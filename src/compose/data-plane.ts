@@ -43,6 +43,8 @@ export interface DataPlane {
   readonly statics: StaticFiles | null;
   /** The byte-level page path, or null when proxy.leanPages is off. */
   readonly leanPages: LeanPages | null;
+  /** Step 8a: page requests of a room in handoff wait for its end (src/runtime/handoff-pages.ts). */
+  readonly handoffWait?: { wait(room: string | null): Promise<boolean> | null };
 }
 
 export interface DataPlaneDeps {
@@ -54,6 +56,8 @@ export interface DataPlaneDeps {
   readonly cacheClock?: () => number;
   /** Whether new tunnels are followed message by message, so a version-2 handoff can hold them. */
   readonly followsSockets?: (backendId: string) => boolean;
+  /** A page request of a room in handoff waits for its end (src/runtime/handoff-pages.ts). */
+  readonly pageWait?: (room: string | null) => Promise<boolean> | null;
 }
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {
@@ -97,7 +101,9 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
   const leanPages = config.proxy.leanPages
     ? new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs, hsts: hstsValue(config) })
     : null;
-  return { router, forwarder, cookies, cache, methods, httpProxy, upgradeProxy, statics: buildStatics(config, deps), leanPages };
+  const { pageWait } = deps;
+  const handoffWait = pageWait ? { wait: pageWait } : undefined;
+  return { router, forwarder, cookies, cache, methods, httpProxy, upgradeProxy, statics: buildStatics(config, deps), leanPages, ...(handoffWait ? { handoffWait } : {}) };
 }
 
 /**

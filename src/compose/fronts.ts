@@ -61,6 +61,7 @@ export function pipelineOf(data: DataPlane, control: OwnPaths, isReady: () => bo
     pages: data.httpProxy,
     leanPages: data.leanPages,
     upgrades: data.upgradeProxy,
+    ...(data.handoffWait ? { handoffWait: data.handoffWait } : {}),
   });
 }
 

@@ -16,6 +16,7 @@ export const REFUSALS = {
   'no-room-key': { status: 400, text: 'this request needs a room key', log: 'no valid room key and room.noRoom is reject' },
   'no-backend': { status: 503, text: 'the service is unavailable, retry shortly', log: 'no backend can take the request' },
   'room-moving': { status: 503, text: 'this room is moving, retry shortly', log: 'the room is being placed by another request' },
+  'room-handoff': { status: 503, text: 'this room is moving, retry shortly', log: "a page request waited past the bound for its room's handoff (handoff.timeoutMs per step)" },
   'backend-busy': { status: 503, text: 'too many connections at once, retry shortly', log: 'admission limit of the backend' },
   'backend-unavailable': { status: 502, text: 'the service is unavailable, retry shortly', log: 'the backend could not be reached or broke the connection' },
   'backend-timeout': { status: 504, text: 'the service did not answer in time', log: 'the backend did not answer in time' },

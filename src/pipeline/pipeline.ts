@@ -17,6 +17,10 @@
 //   7. room key         the pure extractor (src/room/extract.ts) through the Router; a request
 //                       whose per-tab room pin is bad is refused here (400/403), never routed
 //   8. cache            the page cache answers, or passes the request on with its Cache-Status
+//   8a. handoff wait    a room in a version-2 handoff here (src/runtime/handoff-pages.ts): the
+//                       request waits for its end (handoff.timeoutMs per step still to run), then
+//                       goes on to step 9 and the room's owner at that moment; past the bound 503
+//                       `room-handoff` (Retry-After). A cached answer does not wait: no backend
 //   9. placement,       the forwarding core (src/forward/forwarder.ts): the room's backend by its
 //      admission,       placement, the upgrade admission limits, then the attempt on the request's
 //      forward          transport, retried on the next backend when nothing can be lost
@@ -95,6 +99,8 @@ export interface PipelineOptions {
   /** Page requests on the byte-level front (src/proxy/lean-pages.ts), or null when it is off. */
   readonly leanPages: PageTransport<PageClient> | null;
   readonly upgrades: UpgradePath;
+  /** Step 8a: a room in handoff here; null when it is not (the request goes on at once). */
+  readonly handoffWait?: { wait(room: string | null): Promise<boolean> | null };
 }
 
 export class RequestPipeline {
@@ -153,11 +159,21 @@ export class RequestPipeline {
       const pin = pinRefusal(key);
       if (pin !== null) return path.refuse(r, t, pin);
       const cache = o.cache;
-      if (cache === null) return o.forward.route(path.exchange(r, t, key, body, null), now);
+      if (cache === null) return this.forward(r, path, t, key, body, null);
       const ctx = { peer: r.peer, encrypted: r.encrypted, strippedPrefix: key.strippedPrefix };
       const setCookie = (): string | null => o.cookies.for(r, key);
       const request = { method: r.method, url: r.target, rawHeaders: r.rawHeaders, hasBody: r.body !== 'none', key, ctx, setCookie };
-      cache.handle(request, path.cacheWriter(r, t), (cacheStatus) => o.forward.route(path.exchange(r, t, key, body, cacheStatus), Date.now()));
+      cache.handle(request, path.cacheWriter(r, t), (cacheStatus) => this.forward(r, path, t, key, body, cacheStatus));
+    });
+  }
+
+  /** Steps 8a and 9: a room in handoff here waits for its end, then the forwarding core routes it. */
+  private forward<T>(r: ClientRequest, path: PageTransport<T>, t: T, key: KeyResult, body: BodyPlan, cacheStatus: string | null): void {
+    const waiting = this.o.handoffWait?.wait(key.room) ?? null;
+    if (waiting === null) return this.o.forward.route(path.exchange(r, t, key, body, cacheStatus), Date.now());
+    void waiting.then((ended) => {
+      if (!ended) return path.refuse(r, t, { code: 'room-handoff', retryAfterS: 1, detail: `room ${key.room ?? ''}` });
+      this.o.forward.route(path.exchange(r, t, key, body, cacheStatus), Date.now());
     });
   }
 }

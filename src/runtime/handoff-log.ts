@@ -39,6 +39,11 @@ export interface HandoffEvent {
    * owner took from them, and the sockets whose messages it did not take (absent: nothing held).
    */
   readonly held?: { readonly sockets: number; readonly messages: number; readonly lostSockets: number };
+  /**
+   * Version 2 through every gateway: the other gateways asked to hold their sockets of the room,
+   * how many answered in time with how many sockets, and how many did not (absent: none asked).
+   */
+  readonly gateways?: { readonly asked: number; readonly held: number; readonly sockets: number; readonly late: number };
   /** ISO 8601. */
   readonly at: string;
   /** Time it took (ms, rounded); null while it runs. */

@@ -8,13 +8,16 @@ import type { Metrics } from '../observability/metrics.js';
 import type { PlacementStore } from '../placement/store.js';
 import type { SharedDataStore } from '../shared-data/store.js';
 import type { BackendCalls } from './backend-calls.js';
-import { HookClient } from './handoff-calls.js';
+import { HookClient, type HookAnswer, type HookCall } from './handoff-calls.js';
 import { HandoffDrains, type DrainProgress } from './handoff-drain.js';
 import type { HookSupport } from './handoff-hello.js';
 import { HandoffLog, type HandoffEvent } from './handoff-log.js';
-import { Handoffs, type HandoffOutcome } from './handoff.js';
+import { HoldAsk } from './handoff-ask.js';
+import { HandoffPageWaits } from './handoff-pages.js';
+import { RemoteHolds } from './handoff-remote.js';
+import { Handoffs, RELEASE_GRACE_MS, type HandoffOutcome } from './handoff.js';
 import type { Placer } from './placer.js';
-import type { BackendPool } from './pool.js';
+import type { Backend, BackendPool } from './pool.js';
 import { Rebalancer, type RebalanceSettings, type RebalanceState } from './rebalance.js';
 import type { TunnelRegistry } from './tunnels.js';
 
@@ -34,7 +37,7 @@ export interface HandoffParts {
   readonly pool: BackendPool;
   readonly store: PlacementStore;
   readonly tunnels: TunnelRegistry;
-  readonly sharedData: Pick<SharedDataStore, 'lobby' | 'claimIdempotency'>;
+  readonly sharedData: Pick<SharedDataStore, 'lobby' | 'claimIdempotency' | 'publishHandoff' | 'otherGateways' | 'subscribe'>;
   readonly backendTls: BackendTls;
   readonly gatewayId: string;
   /** Signs each hook call for its backend and records it (shared with pushes). */
@@ -49,6 +52,8 @@ export interface HandoffRuntime {
   support(backendId: string): HookSupport;
   /** Whether a new tunnel is followed message by message (a handoff may then hold it). */
   followsSockets(backendId: string): boolean;
+  /** A page request of a room in handoff here waits (null: it is in none): the pipeline's step 8a. */
+  pageWait(room: string | null): Promise<boolean> | null;
   snapshot(): HandoffSnapshot;
   move(room: string, to: string, id?: string): Promise<HandoffOutcome>;
   drain(backend: string): DrainProgress;
@@ -78,20 +83,9 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
     backendTls: p.backendTls,
   });
   const log = new HandoffLog();
-  const handoffs = new Handoffs({
-    placer: p.placer,
-    pool: p.pool,
-    store: p.store,
-    tunnels: p.tunnels,
-    call: (b, call) => client.call(b, call),
-    log,
-    metrics: p.metrics,
-    logger: p.logger,
-    leaseMs: c.leaseMs,
-    maxConcurrentPerBackend: c.maxConcurrentPerBackend,
-    signed: () => p.calls.signed,
-    held: { tunnels: p.tunnels, limits: { perSocketBytes: c.heldBytesPerSocket, perRoomBytes: c.heldBytesPerRoom }, timeoutMs: c.timeoutMs },
-  });
+  const pages = new HandoffPageWaits(c.timeoutMs);
+  const call = (b: Backend, hook: HookCall): Promise<HookAnswer> => client.call(b, hook);
+  const { moves, ask, remote } = buildMoves(c, p, { log, pages, call });
   // Every gateway's live rooms on the backend (presence), and this one's at once (presence lags).
   const liveRoomsOn = async (backend: string): Promise<string[]> => {
     const rooms = new Set(p.tunnels.liveRooms().flatMap((r) => (r.backend === backend ? [r.room] : [])));
@@ -103,9 +97,9 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
     }
   };
   const drains = new HandoffDrains({
-    move: (req) => handoffs.move(req),
-    support: (id) => handoffs.support(id),
-    running: (id) => handoffs.running(id),
+    move: (req) => moves.move(req),
+    support: (id) => moves.support(id),
+    running: (id) => moves.running(id),
     pool: p.pool,
     liveRoomsOn,
     batch: c.drainBatch,
@@ -114,8 +108,8 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
   });
   const rebalancer = new Rebalancer(
     {
-      move: (req) => handoffs.move(req),
-      hooks: (id) => handoffs.hooks(id),
+      move: (req) => moves.move(req),
+      hooks: (id) => moves.hooks(id),
       pool: p.pool,
       liveRoomsOn,
       storeWorks: () => p.store.available && !p.placer.isDegraded,
@@ -128,20 +122,70 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
     c.rebalance,
   );
   return {
-    support: (id) => handoffs.support(id),
-    followsSockets: (id) => handoffs.followsSockets(id),
+    support: (id) => moves.support(id),
+    followsSockets: (id) => moves.followsSockets(id),
+    pageWait: (room) => pages.wait(room),
     snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })), rebalance: rebalancer.state() }),
-    move: (room, to, id) => handoffs.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
+    move: (room, to, id) => moves.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,
     backendBack: (backend) => rebalancer.backendBack(backend),
     configureRebalance: (settings) => rebalancer.configure(settings),
     start: () => {
       rebalancer.start();
-      return handoffs.askHellos();
+      return moves.askHellos();
     },
     stop: () => {
+      ask.close();
+      remote.close();
       drains.stop();
       rebalancer.stop();
     },
   };
+}
+
+/**
+ * The orchestrator, with version 2 through every gateway: this gateway asks the others to hold
+ * their sockets of a room it moves (handoff-ask.ts), and holds its own for theirs (handoff-remote.ts).
+ */
+function buildMoves(
+  c: LoadedConfig['handoff'],
+  p: HandoffParts,
+  d: { readonly log: HandoffLog; readonly pages: HandoffPageWaits; readonly call: (b: Backend, hook: HookCall) => Promise<HookAnswer> },
+): { moves: Handoffs; ask: HoldAsk; remote: RemoteHolds } {
+  const held = { tunnels: p.tunnels, limits: { perSocketBytes: c.heldBytesPerSocket, perRoomBytes: c.heldBytesPerRoom }, timeoutMs: c.timeoutMs };
+  const ask = new HoldAsk({ gatewayId: p.gatewayId, store: p.sharedData, timeoutMs: c.timeoutMs, logger: p.logger });
+  let moves: Handoffs | undefined;
+  const remote = new RemoteHolds({
+    gatewayId: p.gatewayId,
+    store: p.sharedData,
+    placements: p.store,
+    held,
+    follows: () => moves?.canHold() === true,
+    holdsLocally: (room) => moves?.holdsRoom(room) === true,
+    placer: p.placer,
+    tunnels: p.tunnels,
+    pool: p.pool,
+    call: d.call,
+    pages: d.pages,
+    metrics: p.metrics,
+    logger: p.logger,
+    releaseGraceMs: RELEASE_GRACE_MS,
+  });
+  moves = new Handoffs({
+    placer: p.placer,
+    pool: p.pool,
+    store: p.store,
+    tunnels: p.tunnels,
+    call: d.call,
+    log: d.log,
+    metrics: p.metrics,
+    logger: p.logger,
+    leaseMs: c.leaseMs,
+    maxConcurrentPerBackend: c.maxConcurrentPerBackend,
+    signed: () => p.calls.signed,
+    held,
+    others: { ask: (...a) => ask.ask(...a), end: (...a) => ask.end(...a), holding: (room) => remote.holding(room) },
+    pages: d.pages,
+  });
+  return { moves, ask, remote };
 }

@@ -11,9 +11,11 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import { describe as describeAnswer, succeeded, type HookAnswer, type HookCall, type HookStep } from './handoff-calls.js';
+import type { OthersHeld } from './handoff-ask.js';
 import { deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
 import { HelloCache, type HookSupport } from './handoff-hello.js';
 import type { HandoffEvent, HandoffLog, HandoffResult, HandoffStage } from './handoff-log.js';
+import { HANDOFF_STEPS, type HandoffPageWaits } from './handoff-pages.js';
 import type { Placer } from './placer.js';
 import type { Backend, BackendPool } from './pool.js';
 import type { RoomHold } from './room-hold.js';
@@ -64,6 +66,15 @@ export interface HandoffOptions {
   readonly signed: () => boolean;
   /** Version 2: where this gateway's sockets of a room are held (absent: no hold, version 1). */
   readonly held?: HeldOptions;
+  /** Version 2 through every gateway (handoff-ask.ts, handoff-remote.ts): the others hold their sockets too. */
+  readonly others?: {
+    ask(id: string, room: string, from: string, to: string): Promise<OthersHeld>;
+    end(id: string, room: string, outcome: 'moved' | 'flush' | 'lost', to: string, epoch: number): Promise<void>;
+    /** This gateway holds the room for another gateway's handoff now. */
+    holding(room: string): boolean;
+  };
+  /** Page requests of a room in handoff wait for its end (handoff-pages.ts). */
+  readonly pages?: HandoffPageWaits;
   readonly now?: () => number;
   /** RELEASE_GRACE_MS unless a test says otherwise. */
   readonly releaseGraceMs?: number;
@@ -72,11 +83,15 @@ export interface HandoffOptions {
 /**
  * How long, after the move, this gateway's sockets of the room stay on the old owner waiting for
  * its release to close them (with 1012, which the app's page tells apart). Every other gateway cuts
- * its own at the placement event, and a client through one of them can be on the new owner half a
- * second later (djust's first reconnect): past that, a slow release would leave the room on two
+ * its own at the placement event (version 2: a gateway holding for this handoff waits this long
+ * too, handoff-remote.ts), and a client through one of them can be on the new owner half a second
+ * later (djust's first reconnect): past that, a slow release would leave the room on two
  * processes, so this gateway cuts its own sockets there too, well before handoff.timeoutMs.
  */
 export const RELEASE_GRACE_MS = 250;
+
+/** Steps still to run at each stage (a page request's wait, handoff-pages.ts). */
+const REMAINING: Record<HandoffStage, number> = { hello: HANDOFF_STEPS, export: HANDOFF_STEPS, import: 4, move: 3, release: 2, done: 1 };
 
 /** Handoff ids remembered (idempotency): a bound, oldest forgotten first. */
 const IDS_MAX = 1_000;
@@ -91,6 +106,10 @@ interface Run {
   readonly t0: number;
   /** Version 2: this gateway's sockets of the room held since before the export. */
   hold: RoomHold | null;
+  /** Version 2: the other gateways were asked to hold theirs (they wait for the end). */
+  asked: boolean;
+  /** Its page requests wait (handoff-pages.ts) until finish. */
+  pages: boolean;
 }
 
 export class Handoffs {
@@ -131,9 +150,14 @@ export class Handoffs {
    * version 1 behaviour for it (not held; the release closes it).
    */
   followsSockets(backendId: string): boolean {
-    if (this.o.held === undefined || !this.o.signed()) return false;
+    if (!this.canHold()) return false;
     const b = this.o.pool.get(backendId);
     return b !== undefined && this.hello.takesMessages(b);
+  }
+
+  /** Whether this gateway can hold sockets at all: a hold is configured and its calls are signed. */
+  canHold(): boolean {
+    return this.o.held !== undefined && this.o.signed();
   }
 
   /**
@@ -150,6 +174,11 @@ export class Handoffs {
       timer.unref();
     });
     return Promise.race([Promise.allSettled(asks).then(() => undefined), bound]).finally(() => clearTimeout(timer));
+  }
+
+  /** A handoff of this gateway holds the room's sockets now. */
+  holdsRoom(room: string): boolean {
+    return this.heldRooms.has(room);
   }
 
   /** Handoffs running through this gateway that involve the backend. */
@@ -193,7 +222,7 @@ export class Handoffs {
       at: new Date(this.now()).toISOString(),
       ms: null,
     };
-    return { ev, t0: performance.now(), hold: null };
+    return { ev, t0: performance.now(), hold: null, asked: false, pages: false };
   }
 
   private async run(r: Run, expectedFrom: string | undefined): Promise<HandoffOutcome> {
@@ -244,12 +273,8 @@ export class Handoffs {
     const { o } = this;
     const { room, id } = r.ev;
     const old = String(placement.epoch);
-    // Version 2: nothing more reaches the old owner from this gateway's sockets, nothing is refused.
-    if (o.held !== undefined && this.hello.takesMessages(target) && !this.heldRooms.has(room)) {
-      this.heldRooms.add(room);
-      r.hold = await holdRoom(o.held, room, source.id, o.metrics);
-      if (r.hold === null) this.heldRooms.delete(room);
-    }
+    // Version 2: nothing more reaches the old owner from any gateway's sockets, nothing is refused.
+    if (o.held !== undefined && this.hello.takesMessages(target) && !this.heldRooms.has(room) && o.others?.holding(room) !== true) await this.holdAll(r, o.held, source, target);
     this.stage(r, 'export');
     const exported = await o.call(source, { step: 'export', id, room, epoch: old, body: Buffer.from(JSON.stringify({ leaseMs: o.leaseMs })) });
     if (exported.kind === 'unreachable') return this.exportBroke(r, source, target, placement, exported);
@@ -280,10 +305,35 @@ export class Handoffs {
       // backend are cut; the old owner resumes by itself when its lease ends.
       o.placer.unhold(room);
       o.tunnels.closeRoom(room, target.id);
+      this.endOthers(r, 'lost', target.id, epoch);
       if (r.hold !== null) this.heldLost(r, 'the move\'s outcome is unknown');
       return this.finish(r, 'rolled-back', `${err.message}: the move's outcome is unknown; the old owner resumes when its lease ends`);
     }
+    // The other gateways wait for the old owner's release as this one does, then deliver theirs.
+    this.endOthers(r, 'moved', target.id, epoch);
     return this.release(r, source, target, placement, empty ? 'moved-empty' : 'moved');
+  }
+
+  /** This gateway's sockets of the room held, and every other gateway's (asked over the store's channel). */
+  private async holdAll(r: Run, held: HeldOptions, source: Backend, target: Backend): Promise<void> {
+    const { room, id } = r.ev;
+    this.heldRooms.add(room);
+    if (this.o.pages) {
+      this.o.pages.begin(room);
+      r.pages = true;
+    }
+    r.asked = this.o.others !== undefined;
+    const [hold, others] = await Promise.all([holdRoom(held, room, source.id, this.o.metrics), this.o.others?.ask(id, room, source.id, target.id)]);
+    r.hold = hold;
+    if (r.hold === null) this.heldRooms.delete(room);
+    if (others !== undefined && others.asked > 0) r.ev = { ...r.ev, gateways: { asked: others.asked, held: others.held, sockets: others.sockets, late: others.late } };
+  }
+
+  /** Version 2: what the other gateways do with what they held (once: the first outcome stands). */
+  private endOthers(r: Run, outcome: 'moved' | 'flush' | 'lost', to: string, epoch: number): void {
+    if (!r.asked) return;
+    r.asked = false;
+    void this.o.others?.end(r.ev.id, r.ev.room, outcome, to, epoch);
   }
 
   /**
@@ -335,6 +385,7 @@ export class Handoffs {
     const resumed = await this.o.call(source, { step: 'resume', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
     if (resumed.kind !== 'unreachable') {
       if (r.hold !== null) flushHeld(r.hold, this.o.metrics);
+      this.endOthers(r, 'flush', source.id, placement.epoch);
       return this.finish(r, 'rolled-back', describeAnswer('export', a), resumed);
     }
     const why = `the old owner ${source.id} died during the export (${describeAnswer('export', a)}); its state of the room is lost`;
@@ -345,6 +396,7 @@ export class Handoffs {
       const ok = await this.moved(r, source.id, target.id, placement.epoch, epoch);
       this.o.placer.unhold(room);
       const cut = this.o.tunnels.closeRoom(room, target.id);
+      this.endOthers(r, ok ? 'moved' : 'lost', target.id, epoch);
       if (!ok) {
         if (r.hold !== null) this.heldLost(r, 'another gateway placed the room meanwhile');
         return this.finish(r, 'owner-lost', `${why}; another gateway placed the room meanwhile`);
@@ -355,6 +407,7 @@ export class Handoffs {
     } catch {
       this.o.placer.unhold(room);
       this.o.tunnels.closeRoom(room, target.id);
+      this.endOthers(r, 'lost', target.id, 0);
       if (r.hold !== null) this.heldLost(r, 'the placement store became unavailable');
       return this.finish(r, 'owner-lost', `${why}; the placement store is unavailable: the room is re-placed as its clients reconnect`);
     }
@@ -367,6 +420,7 @@ export class Handoffs {
     const resumed = await this.o.call(source, { step: 'resume', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
     // After the resume: what the held sockets sent reaches the old owner once it takes events again.
     if (r.hold !== null) flushHeld(r.hold, this.o.metrics);
+    this.endOthers(r, 'flush', source.id, placement.epoch);
     return this.finish(r, 'rolled-back', why, resumed);
   }
 
@@ -388,6 +442,7 @@ export class Handoffs {
 
   private stage(r: Run, stage: HandoffStage): void {
     r.ev = { ...r.ev, stage };
+    if (r.pages) this.o.pages?.step(r.ev.room, REMAINING[stage]);
     this.o.log.update(r.ev);
   }
 
@@ -402,6 +457,9 @@ export class Handoffs {
       r.hold.stop();
       this.heldRooms.delete(r.ev.room);
     }
+    // Never reached with the others still holding (each way out of the steps ended them); a guard.
+    this.endOthers(r, 'flush', r.ev.from ?? '', 0);
+    if (r.pages) this.o.pages?.end(r.ev.room);
     // A resume that did not answer: the old owner's lease resumes the room by itself.
     const reason = resumed === undefined || succeeded(resumed) ? why : `${why}; ${describeAnswer('resume', resumed)} (the lease resumes the room)`;
     // A refused handoff keeps the stage it was refused at; any other ends 'done'.

@@ -472,6 +472,16 @@ export class Placer {
     }
   }
 
+  /** Another gateway's handoff holds this gateway's sockets of the room: its move's event leaves them to the release (handoff-remote.ts). */
+  keepSockets(room: string): void {
+    this.held.add(room);
+  }
+
+  /** The room moved by another gateway's handoff: the next request reads its placement from the store. */
+  forget(room: string): void {
+    this.cache.delete(room);
+  }
+
   /** The handoff of the room is over: its placement events cut sockets on old backends again. */
   unhold(room: string): void {
     this.held.delete(room);

@@ -4,6 +4,7 @@
 import { IDEMPOTENCY_PENDING } from './store.js';
 import type {
   CachePurge,
+  HandoffSignal,
   LobbyPage,
   LobbyQuery,
   LobbyRoom,
@@ -210,6 +211,17 @@ export class MemorySharedDataStore implements SharedDataStore {
   async publishCachePurge(purge: CachePurge): Promise<void> {
     this.ensureOpen();
     this.state.emit({ type: 'cache-purge', purge: { ...purge } });
+  }
+
+  async publishHandoff(signal: HandoffSignal): Promise<void> {
+    this.ensureOpen();
+    this.state.emit({ type: 'handoff', signal: structuredClone(signal) });
+  }
+
+  async otherGateways(): Promise<string[]> {
+    this.ensureOpen();
+    const now = this.now();
+    return [...this.state.gateways].flatMap(([id, g]) => (id !== this.gatewayId && g.expiresAt > now ? [id] : []));
   }
 
   async setMeta(room: string, meta: RoomMeta, pinned: boolean, listed = true): Promise<void> {

@@ -34,7 +34,8 @@
 //                           Keep-max is `ZADD LT` on the negated score (Redis >= 6.2). 0 is stored
 //                           as 0, never -0. A board exists while it has a member.
 //   B lobby           pub/sub channel (not a key): JSON {type:'lobby', rooms:[...]} (and
-//                     {type:'cache-purge', purge} from the admin API).
+//                     {type:'cache-purge', purge} from the admin API, {type:'handoff', signal}
+//                     between gateways during a version-2 handoff: handoff-signal.ts).
 //   B idem:<sha256>   string, PX the push idempotency window: "pending", then the first call's
 //                     recorded answer (JSON).
 //                     Pub/sub ignores the database number (redis://host/<db>): stores on
@@ -91,9 +92,11 @@ import {
   type LivePresence,
   type LobbyEntry,
 } from './rules.js';
+import { parseHandoffSignal } from './handoff-signal.js';
 import { IDEMPOTENCY_PENDING } from './store.js';
 import type {
   CachePurge,
+  HandoffSignal,
   LobbyPage,
   LobbyQuery,
   LobbyRoom,
@@ -350,7 +353,12 @@ local stop = math.min(r + n, redis.call('ZCARD', KEYS[1]) - 1)
 return {start, redis.call('ZRANGE', KEYS[1], start, stop, 'WITHSCORES')}
 `);
 
-const SCRIPTS = [PUBLISH_PRESENCE, WITHDRAW, SNAPSHOT, ROOM, SET_META, DELETE_META, SCORE, MEMBER, AROUND];
+/** otherGateways(): the gateways whose presence counts now (this one filtered out by the caller). KEYS: 1 pres:gws. */
+const LIVE_GATEWAYS = new LuaScript(`${NOW}
+return redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ms(now), '+inf')
+`);
+
+const SCRIPTS = [PUBLISH_PRESENCE, WITHDRAW, SNAPSHOT, ROOM, LIVE_GATEWAYS, SET_META, DELETE_META, SCORE, MEMBER, AROUND];
 
 /** A stored score (negated, as Redis formats doubles) -> the score. */
 function decodeScore(raw: unknown): number {
@@ -413,6 +421,10 @@ function parseEvent(message: string): SharedDataEvent | undefined {
       else if (f !== undefined) return undefined;
     }
     return Object.keys(out).length === 0 ? undefined : { type: 'cache-purge', purge: out };
+  }
+  if (isRecord(v) && v.type === 'handoff') {
+    const signal = parseHandoffSignal(v.signal);
+    return signal === undefined ? undefined : { type: 'handoff', signal };
   }
   if (!isRecord(v) || v.type !== 'lobby' || !Array.isArray(v.rooms)) return undefined;
   // cjson encodes an empty Lua table as {} (never sent: empty changes are not published).
@@ -594,6 +606,16 @@ export class RedisSharedDataStore implements SharedDataStore {
 
   async publishCachePurge(purge: CachePurge): Promise<void> {
     await this.link.commands().publish(this.channel, JSON.stringify({ type: 'cache-purge', purge }));
+  }
+
+  async publishHandoff(signal: HandoffSignal): Promise<void> {
+    await this.link.commands().publish(this.channel, JSON.stringify({ type: 'handoff', signal }));
+  }
+
+  async otherGateways(): Promise<string[]> {
+    const reply = await this.link.run(LIVE_GATEWAYS, [this.keys.gateways], []);
+    if (!Array.isArray(reply)) throw new Error(`redis lobby store: unexpected live gateways reply ${JSON.stringify(reply)}`);
+    return reply.map(String).filter((id) => id !== this.opts.gatewayId);
   }
 
   async setMeta(room: string, meta: RoomMeta, pinned: boolean, listed = true): Promise<void> {

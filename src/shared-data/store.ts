@@ -2,6 +2,9 @@
 // gateway sharing the store), the lobby (rooms with live sockets and app metadata) and
 // leaderboards. In memory for one gateway (the embedded default), Redis for several. Each
 // gateway's presence is its own contribution and vanishes when that gateway stops heartbeating.
+import type { HandoffSignal } from './handoff-signal.js';
+
+export type { HandoffSignal } from './handoff-signal.js';
 
 /** One room as this gateway sees it, sent every heartbeat (batched: no store call per socket). */
 export interface RoomPresence {
@@ -91,6 +94,8 @@ export type SharedDataEvent =
   | { readonly type: 'lobby'; readonly rooms: readonly string[] }
   /** An operator purged page cache answers (any gateway, this one included). */
   | { readonly type: 'cache-purge'; readonly purge: CachePurge }
+  /** A version-2 handoff's message between gateways (any gateway, this one included). */
+  | { readonly type: 'handoff'; readonly signal: HandoffSignal }
   | { readonly type: 'available'; readonly available: boolean };
 
 export interface SharedDataStore {
@@ -113,6 +118,14 @@ export interface SharedDataStore {
 
   /** Announces a page cache purge to every gateway sharing the store (this one hears it too). */
   publishCachePurge(purge: CachePurge): Promise<void>;
+
+  /** Sends a version-2 handoff's message to every gateway sharing the store (this one hears it too). */
+  publishHandoff(signal: HandoffSignal): Promise<void>;
+  /**
+   * The other gateways whose presence counts now (each publishes it every heartbeat, rooms or
+   * none), by their id in the store (which need not be the id they sign their messages with).
+   */
+  otherGateways(): Promise<string[]>;
 
   /** Replaces this gateway's presence; it expires ttlMs after the last call (crash, kill -9). */
   publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void>;

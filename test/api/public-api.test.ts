@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../src/control/api-routes.js';
 import type { ControlPlane } from '../../src/control/control-plane.js';
 import { MemorySharedDataState, MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
-import type { CachePurge, LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
+import type { CachePurge, HandoffSignal, LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
 import { makeControl, memoryLogger } from '../support/control.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
@@ -198,6 +198,14 @@ class FlakyStore implements SharedDataStore {
 
   publishCachePurge(purge: CachePurge): Promise<void> {
     return this.go('publishCachePurge', () => this.inner.publishCachePurge(purge));
+  }
+
+  publishHandoff(signal: HandoffSignal): Promise<void> {
+    return this.go('publishHandoff', () => this.inner.publishHandoff(signal));
+  }
+
+  otherGateways(): Promise<string[]> {
+    return this.go('otherGateways', () => this.inner.otherGateways());
   }
 
   publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {

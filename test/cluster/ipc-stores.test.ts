@@ -227,3 +227,24 @@ describe('presence, lobby and leaderboards shared through the primary', () => {
     await expect(w1.sharedData.score('weekly', 'ana', Number.NaN, 'set')).rejects.toThrow(/score must be a finite number/);
   });
 });
+
+describe("a version-2 handoff's messages between workers (src/runtime/handoff-ask.ts, handoff-remote.ts)", () => {
+  it('reach every worker, the sender included; the other live workers are counted; a malformed one is dropped by the primary', async () => {
+    const host = new StoreHost(TIMING);
+    const w1 = worker(host, 'w1');
+    const w2 = worker(host, 'w2');
+    // Every worker publishes presence each heartbeat, rooms or none: that is what makes it live.
+    await w1.sharedData.publishPresence([], 5_000);
+    await w2.sharedData.publishPresence([{ room: 'r1', backend: 'b1', sockets: 1, since: 1 }], 5_000);
+    expect(await w1.sharedData.otherGateways()).toEqual(['w2']);
+    expect(await w2.sharedData.otherGateways()).toEqual(['w1']);
+    const hold = { kind: 'hold', id: 'h1', room: 'r1', from: 'b1', to: 'b2', gateway: 'gw-1' } as const;
+    // A worker's bytes are checked by the primary as Redis' subscribers check theirs.
+    await w2.sharedData.publishHandoff({ kind: 'held', id: 'h1', gateway: '', sockets: -1 } as never);
+    await w1.sharedData.publishHandoff(hold);
+    const handoff = (w: FakeWorker): SharedDataEvent[] => w.sharedEvents.filter((e) => e.type === 'handoff');
+    await waitFor('the hold at both workers', 2_000, () => handoff(w1).length > 0 && handoff(w2).length > 0);
+    expect(handoff(w1)).toEqual([{ type: 'handoff', signal: hold }]);
+    expect(handoff(w2)).toEqual([{ type: 'handoff', signal: hold }]);
+  });
+});

@@ -540,6 +540,27 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
       });
     });
 
+    it("a handoff's messages reach every gateway, the sender too; the other gateways are those whose presence counts, rooms or none", async () => {
+      await setup();
+      const c = await h.open('gw-c');
+      await a.publishPresence([], TTL);
+      await b.publishPresence([p('r1', 'b1', 1)], TTL);
+      expect((await a.otherGateways()).sort()).toEqual(['gw-b']);
+      expect((await b.otherGateways()).sort()).toEqual(['gw-a']);
+      // gw-c never published presence: not counted, yet it hears the messages.
+      expect((await c.otherGateways()).sort()).toEqual(['gw-a', 'gw-b']);
+      const seenA = record(a);
+      const seenC = record(c);
+      const hold = { kind: 'hold', id: 'h1', room: 'r1', from: 'b1', to: 'b2', gateway: 'gw-a' } as const;
+      await a.publishHandoff(hold);
+      await waitFor('the hold everywhere', 3000, () => seenA.length > 0 && seenC.length > 0);
+      expect(seenA).toEqual([{ type: 'handoff', signal: hold }]);
+      expect(seenC).toEqual([{ type: 'handoff', signal: hold }]);
+      // A gateway whose presence expired is no longer counted.
+      await h.advance(PAST_TTL);
+      expect(await a.otherGateways()).toEqual([]);
+    });
+
     it('keys like __proto__ and constructor are plain keys everywhere', async () => {
       await setup();
       const evil = JSON.parse('{"__proto__": {"polluted": 1}, "constructor": "c", "status": "open"}') as Record<string, unknown>;
