@@ -54,6 +54,8 @@ export interface DataPlaneDeps {
   readonly cacheClock?: () => number;
   /** Whether new tunnels are followed message by message, so a version-2 handoff can hold them. */
   readonly followsSockets?: () => boolean;
+  /** Whether a new followed tunnel to the backend is made ready for a resume (src/proxy/tunnel-resume.ts). */
+  readonly resumesOn?: (backendId: string) => boolean;
 }
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {
@@ -187,6 +189,7 @@ function buildUpgradeProxy(
     metrics: deps.metrics,
     logger: deps.logger,
     ...(deps.followsSockets ? { followsMessages: deps.followsSockets } : {}),
+    ...(deps.resumesOn ? { resumesOn: deps.resumesOn } : {}),
   });
 }
 

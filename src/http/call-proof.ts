@@ -44,7 +44,9 @@ export type CallPurpose =
   | 'handoff-release'
   | 'handoff-resume'
   // Version 2: a held socket's messages delivered to the new owner.
-  | 'handoff-messages';
+  | 'handoff-messages'
+  // Version 2: a client socket resumed on the new owner (the resume handshake; the body is the socket id).
+  | 'handoff-resume-socket';
 
 export const SIGNATURE_FIELD = 'X-Roomgate-Signature';
 export const TIMESTAMP_FIELD = 'X-Roomgate-Timestamp';

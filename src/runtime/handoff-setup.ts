@@ -39,7 +39,7 @@ export interface HandoffParts {
   readonly gatewayId: string;
   /** Signs each hook call for its backend and records it (shared with pushes). */
   readonly calls: BackendCalls;
-  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'rebalanceMoves'>;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'rebalanceMoves'>;
   readonly logger: Logger;
   /** Rebalancing's timer (RebalancerOptions.after): tests fire it themselves. */
   readonly after?: (ms: number, fn: () => Promise<void>) => () => void;
@@ -49,6 +49,8 @@ export interface HandoffRuntime {
   support(backendId: string): HookSupport;
   /** Whether a new tunnel is followed message by message (a handoff may then hold it). */
   followsSockets(): boolean;
+  /** Whether a new followed tunnel to the backend is made ready for a resume (its hello said `resume`). */
+  resumesOn(backendId: string): boolean;
   snapshot(): HandoffSnapshot;
   move(room: string, to: string, id?: string): Promise<HandoffOutcome>;
   drain(backend: string): DrainProgress;
@@ -89,7 +91,12 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
     leaseMs: c.leaseMs,
     maxConcurrentPerBackend: c.maxConcurrentPerBackend,
     signed: () => p.calls.signed,
-    held: { tunnels: p.tunnels, limits: { perSocketBytes: c.heldBytesPerSocket, perRoomBytes: c.heldBytesPerRoom }, timeoutMs: c.timeoutMs },
+    held: {
+      tunnels: p.tunnels,
+      limits: { perSocketBytes: c.heldBytesPerSocket, perRoomBytes: c.heldBytesPerRoom },
+      timeoutMs: c.timeoutMs,
+      resume: { sender: p.gatewayId, sign: (claims) => p.calls.sign(claims) },
+    },
   });
   // Every gateway's live rooms on the backend (presence), and this one's at once (presence lags).
   const liveRoomsOn = async (backend: string): Promise<string[]> => {
@@ -129,6 +136,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
   return {
     support: (id) => handoffs.support(id),
     followsSockets: () => handoffs.followsSockets(),
+    resumesOn: (id) => handoffs.resumesOn(id),
     snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })), rebalance: rebalancer.state() }),
     move: (room, to, id) => handoffs.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,

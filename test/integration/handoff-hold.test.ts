@@ -15,7 +15,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { h2Session } from '../support/h2-session.js';
-import { HandoffTestBackend, handoffPairConfig, openMountedRoom } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, handoffPairConfig, hellosAnswered, moveRoom, openMountedRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, startBackend, stop, waitFor, withTimeout, type BackendProc } from '../support/processes.js';
 
@@ -145,24 +145,11 @@ async function testPair(extra: Record<string, unknown> = {}): Promise<{ gw: Gate
   for (const b of [b1!, b2!]) b.version2 = true;
   const gw = await startInProcessGateway(dir, b1!.url, { ...handoffPairConfig(b1!, b2!, TOKEN, CALL_SECRET), handoff: { timeoutMs: 500 }, ...extra });
   running.push({ gw, backends: [], test: [b1!, b2!] });
-  await waitFor('both hellos answered', 10_000, async () => {
-    const res = await fetch(`http://127.0.0.1:${gw.adminPort}/backends`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(5_000) });
-    const list = ((await res.json()) as { backends: { handoffHooks?: string }[] }).backends;
-    return list.every((b) => b.handoffHooks === 'yes') ? true : undefined;
-  }, 100);
+  await hellosAnswered(gw.adminPort, TOKEN);
   return { gw, b1: b1!, b2: b2! };
 }
 
-async function move(gw: Gateway, room: string, to: string): Promise<Record<string, any>> {
-  const res = await fetch(`http://127.0.0.1:${gw.adminPort}/rooms/${room}/move`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ to }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const j = (await res.json()) as { handoff?: Record<string, any>; error?: { handoff?: Record<string, any> } };
-  return (j.handoff ?? j.error?.handoff) as Record<string, any>;
-}
+const move = (gw: Gateway, room: string, to: string): Promise<Record<string, any>> => moveRoom(gw.adminPort, TOKEN, room, to);
 
 describe('version 2 on the wire', () => {
   it('the messages call: the socket id of the handshake, the held messages in order, text and binary', async () => {
@@ -200,7 +187,7 @@ describe('version 2 on the wire', () => {
     letGo();
     const done = await second;
     expect(done.result).toBe('moved');
-    expect(done.held).toEqual({ sockets: 1, messages: 2, lostSockets: 0 });
+    expect(done.held).toEqual({ sockets: 1, resumed: 0, messages: 2, lostSockets: 0 });
     expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'four' }, { binary: Buffer.from([9]).toString('base64') }] } }]);
     expect(from.log.filter((l) => l.includes('four'))).toEqual([]);
   });
@@ -242,7 +229,7 @@ describe('version 2 over HTTP/2 (an RFC 8441 WebSocket)', () => {
       letGo();
       const done = await moved;
       expect(done.result).toBe('moved');
-      expect(done.held).toEqual({ sockets: 1, messages: 2, lostSockets: 0 });
+      expect(done.held).toEqual({ sockets: 1, resumed: 0, messages: 2, lostSockets: 0 });
       expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'over h2' }, { binary: Buffer.from([7, 7]).toString('base64') }] } }]);
       expect(from.log.filter((l) => l.includes('over h2'))).toEqual([]);
     } finally {
