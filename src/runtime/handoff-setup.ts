@@ -137,7 +137,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
     support: (id) => handoffs.support(id),
     followsSockets: () => handoffs.followsSockets(),
     resumesOn: (id) => handoffs.resumesOn(id),
-    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })), rebalance: rebalancer.state() }),
+    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d, sockets: { ...d.sockets } })), rebalance: rebalancer.state() }),
     move: (room, to, id) => handoffs.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,
     backendBack: (backend) => rebalancer.backendBack(backend),
