@@ -172,6 +172,8 @@ export class TunnelResume {
       p.socket.destroy();
       return { ok: false, why: 'the client socket closed' };
     }
+    // On its new owner the socket can be resumed again by a later handoff.
+    this.started = false;
     return { ok: true, messages: h.messages };
   }
 

@@ -161,7 +161,13 @@ describe('version 2 resume that fails: the messages way, then a reconnect', () =
       const [from, to] = c.backend === 'b1' ? [b1, b2] : [b2, b1];
       to.resumeAnswer = answer;
       await waitFor('events acknowledged', 5_000, () => (c.acks().length > 20 ? true : undefined));
-      const moved = await move(gw, 'res-2', to.id);
+      // The client stops once the export is asked for: sending for the whole of a hung resume
+      // (handoff.timeoutMs) would pass the per-socket hold limit, which cuts the socket (1006).
+      const exporting = from.arrival('export');
+      const moving = move(gw, 'res-2', to.id);
+      await exporting;
+      c.stop();
+      const moved = await moving;
       expect(moved.result, JSON.stringify(moved)).toBe('moved');
       expect(moved.held).toMatchObject({ sockets: 1, resumed: 0, lostSockets: 0 });
       expect(await withTimeout(c.closed, 5_000, 'the client socket closed')).toBe(1012);
@@ -243,6 +249,12 @@ describe('version 2 resume over HTTP/2 (an RFC 8441 WebSocket)', () => {
         { type: 'ack', seq: 2, backend: to.id, text: 'x2' },
         { type: 'ack', seq: 3, backend: to.id, text: 'x3' },
       ]);
+      // Moved back: a resumed socket is resumed again, its sequence still going on.
+      const back = await move(gw, 'h2-res', from.id);
+      expect(back.held).toEqual({ sockets: 1, resumed: 1, messages: 0, lostSockets: 0 });
+      await send('x4');
+      await waitFor('x4 acknowledged by the first owner again', 5_000, () => json().find((m) => m.type === 'ack' && m.seq === 4));
+      expect(json().filter((m) => m.type === 'ack').at(-1)).toEqual({ type: 'ack', seq: 4, backend: from.id, text: 'x4' });
       // No close frame reached the client, and its stream is open.
       expect(serverFrames(Buffer.concat(data)).some((f) => f.op === 8)).toBe(false);
       expect(ended).toBe(false);
