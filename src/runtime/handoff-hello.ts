@@ -50,13 +50,12 @@ export class HelloCache {
   }
 
   /**
-   * Whether the backend takes a resumed socket, as known now, without waiting (an old or missing
-   * answer is asked for in the background; until it comes, no). A tunnel opened while this is no
-   * is not prepared for a resume (its client reconnects through the `messages` way).
+   * Whether the backend's last answer said `resume`, without asking anything (an upgrade asks no
+   * backend anything; a handoff, the status page and the admin API ask). A tunnel opened while
+   * this is no is not made ready for a resume (its client reconnects through the `messages` way).
    */
   resumes(backend: Backend): boolean {
     const k = this.known.get(backend.id);
-    if (!this.fresh(k)) void this.ask(backend);
     return k?.state === 'yes' && k.resume;
   }
 

@@ -132,8 +132,8 @@ export class Handoffs {
   }
 
   /**
-   * Whether a new followed tunnel to the backend is made ready for a resume: its hello said
-   * `resume`, as known now (not yet asked: no; asked in the background for the next one).
+   * Whether a new followed tunnel to the backend is made ready for a resume: its last hello said
+   * `resume` (not yet asked: no). Asks no backend anything, like followsSockets.
    */
   resumesOn(backendId: string): boolean {
     const b = this.o.pool.get(backendId);
