@@ -58,6 +58,8 @@ export interface DataPlaneDeps {
   readonly followsSockets?: (backendId: string) => boolean;
   /** A page request of a room in handoff waits for its end (src/runtime/handoff-pages.ts). */
   readonly pageWait?: (room: string | null) => Promise<boolean> | null;
+  /** Whether a new followed tunnel to the backend is made ready for a resume (src/proxy/tunnel-resume.ts). */
+  readonly resumesOn?: (backendId: string) => boolean;
 }
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {
@@ -198,6 +200,7 @@ function buildUpgradeProxy(
     metrics: deps.metrics,
     logger: deps.logger,
     ...(deps.followsSockets ? { followsMessages: deps.followsSockets } : {}),
+    ...(deps.resumesOn ? { resumesOn: deps.resumesOn } : {}),
   });
 }
 

@@ -99,7 +99,7 @@ export function composeGateway(config: LoadedConfig, opts: GatewayOptions, state
   });
   // The pool's list is applied only now that every listener of its changes exists.
   runtime.pool.setBackends(config.backends);
-  data = buildDataPlane(config, { logger, metrics, backendTls, runtime, cacheClock: opts.cacheClock, followsSockets: (id) => handoff.followsSockets(id), pageWait: (room) => handoff.pageWait(room) });
+  data = buildDataPlane(config, { logger, metrics, backendTls, runtime, cacheClock: opts.cacheClock, followsSockets: (id) => handoff.followsSockets(id), pageWait: (room) => handoff.pageWait(room), resumesOn: (id) => handoff.resumesOn(id) });
   const fronts = buildFronts(config, { logger, metrics, control, data, isReady: state.isReady, port: state.port, ticketKeys: state.ticketKeys });
   const discovery = buildDiscovery(config, runtime.pool, logger);
   return { metrics, history, stores, runtime, control, handoff, data, fronts, discovery };

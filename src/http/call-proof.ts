@@ -45,7 +45,7 @@ export type CallPurpose =
   | 'handoff-resume'
   // Version 2: a held socket's messages delivered to the new owner.
   | 'handoff-messages'
-  // Version 2: the resume handshake of a held socket at the new owner (body: the socket id).
+  // Version 2: a client socket resumed on the new owner (the resume handshake; the body is the socket id).
   | 'handoff-resume-socket';
 
 export const SIGNATURE_FIELD = 'X-Roomgate-Signature';

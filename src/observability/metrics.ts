@@ -27,6 +27,7 @@ export interface Metrics {
   readonly handoffs: Counter<'result'>;
   readonly handoffSeconds: Histogram<'result'>;
   readonly handoffHeld: Counter<'result'>;
+  readonly handoffSockets: Counter<'result'>;
   readonly rebalanceMoves: Counter<'result'>;
   readonly backendCalls: Counter<'backend' | 'call' | 'result'>;
 }
@@ -137,7 +138,7 @@ function trafficMetrics(registry: Registry, liveSocketsByBackend: () => Iterable
 
 type ServiceMetrics = Pick<
   Metrics,
-  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
+  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
 >;
 
 /** What roomgate does besides relaying: placements, static files, pushes, the limits it enforces, the placement store's health. */
@@ -183,7 +184,13 @@ function serviceMetrics(registry: Registry): ServiceMetrics {
     }),
     handoffHeld: new Counter({
       name: 'roomgate_handoff_held_total',
-      help: "Sockets whose client messages a version-2 handoff held, by how the hold ended: delivered (to the new owner), flushed (a rollback wrote them on to the old owner), over-limit (closed past handoff.heldBytesPerSocket or heldBytesPerRoom, its messages still delivered), hold-timeout (no message boundary in time: cut), lost (the new owner did not take them)",
+      help: "Sockets whose client messages a version-2 handoff held, by how the hold ended: delivered (to the new owner, by the messages hook), resumed (written to the socket's new upstream on the new owner), flushed (a rollback wrote them on to the old owner), over-limit (closed past handoff.heldBytesPerSocket or heldBytesPerRoom, its messages still delivered), hold-timeout (no message boundary in time: cut), lost (the new owner did not take them)",
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    handoffSockets: new Counter({
+      name: 'roomgate_handoff_sockets_total',
+      help: 'Client sockets a version-2 handoff held, by what became of them: resumed (kept open, spliced to the new owner), resume-failed (the resume was tried and failed: the client reconnects), reconnected (no resume: the client reconnects)',
       labelNames: ['result'],
       registers: [registry],
     }),

@@ -6,8 +6,10 @@
 // backend's inflater.
 import { randomBytes } from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
-import type { HeldMessage, TunnelHold } from '../runtime/room-hold.js';
-import { MessageHold } from './message-hold.js';
+import type { Backend } from '../runtime/pool.js';
+import type { HeldMessage, ResumeStep, TunnelHold } from '../runtime/room-hold.js';
+import { MessageHold, readMessages } from './message-hold.js';
+import type { TunnelResume } from './tunnel-resume.js';
 
 /** What the tunnel gives its hold. */
 export interface HoldHost {
@@ -26,12 +28,41 @@ export class TunnelMessages implements TunnelHold {
   readonly follower: MessageHold;
   /** Set when the 101 negotiated permessage-deflate (each client message then compressed alone). */
   deflate = false;
+  /** Set on a tunnel to a backend that said `resume` when it opened (tunnel-resume.ts). */
+  resume: TunnelResume | null = null;
   private closed = false;
+  /** The client sent a close while held: it is leaving, not to be resumed. */
+  private clientClosing = false;
   private readonly closers: (() => void)[] = [];
 
   constructor(private readonly host: HoldHost) {
     // Control frames pass while held: a ping gets its pong, a close completes its handshake.
-    this.follower = new MessageHold((frame) => host.writeUpstream(frame));
+    this.follower = new MessageHold((frame) => {
+      if (((frame[0] as number) & 0x0f) === 8) this.clientClosing = true;
+      host.writeUpstream(frame);
+    });
+  }
+
+  get resumable(): boolean {
+    return this.resume !== null && this.resume.resumable && this.follower.followable && !this.closed && !this.clientClosing;
+  }
+
+  openResume(to: Backend, fields: readonly string[], timeoutMs: number): Promise<ResumeStep> {
+    if (this.resume === null || !this.resumable) return Promise.resolve({ ok: false, why: 'not resumable' });
+    return this.resume.open(to, fields, timeoutMs);
+  }
+
+  completeResume(waitMs: number): Promise<ResumeStep> {
+    if (this.resume === null) return Promise.resolve({ ok: false, why: 'not resumable' });
+    if (this.clientClosing || this.closed) return Promise.resolve(this.resume.fail('the client closed its socket'));
+    return this.resume.complete(waitMs, () => {
+      // Raw client frames, in order, the partial one last: the client's next bytes continue it.
+      const bytes = this.follower.flush();
+      if (bytes === null) return { bytes, messages: 0 };
+      // Counted, not read: a compressed one counts as well (the new owner inflates it).
+      const m = readMessages(bytes, null);
+      return { bytes, messages: m.messages.length + m.unreadable };
+    });
   }
 
   get heldBytes(): number {

@@ -41,6 +41,8 @@ import { connectBackend } from './backend-connect.js';
 import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
 import { SilenceSweep, type Listened } from './client-silence.js';
 import { TunnelMessages, withoutClientContext } from './tunnel-messages.js';
+import { TunnelResume, type ResumeHost } from './tunnel-resume.js';
+import { attachReader, resumeReady } from './resume-handshake.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 
 export interface UpgradeProxyOptions {
@@ -75,6 +77,11 @@ export interface UpgradeProxyOptions {
    * backend takes held messages), so a version-2 handoff can hold it (src/proxy/tunnel-messages.ts).
    */
   readonly followsMessages?: (backendId: string) => boolean;
+  /**
+   * Whether a new followed tunnel to this backend is made ready for a resume (its hello said
+   * `resume`, as known now): its deflate offer keeps no context, its backend's frames are followed.
+   */
+  readonly resumesOn?: (backendId: string) => boolean;
 }
 
 // After one side has closed, how long the other may take to flush before it is destroyed.
@@ -255,14 +262,15 @@ const kTunnel = Symbol('roomgate.tunnel');
 type TunnelSocket = Socket & { [kTunnel]?: UpgradeTunnel };
 
 /** One attempt to join a client to a backend, and then the tunnel between them. */
-class UpgradeTunnel implements Tunnel, Listened, Expiring {
+class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
   state: TunnelState = 'connecting';
   /** The client sent something since the silence sweep last looked (SilenceSweep). */
   heard = false;
   quietSince = 0;
   readonly room: string | null;
   readonly client: Socket;
-  readonly upstream: Socket;
+  /** The backend's connection; a resume (tunnel-resume.ts) replaces it with the new owner's. */
+  upstream: Socket;
   private readonly o: UpgradeProxyOptions;
   private admitted = true;
   private timer: NodeJS.Timeout | null = null;
@@ -295,7 +303,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
   constructor(
     private readonly proxy: UpgradeProxy,
     private readonly a: Attempt,
-    readonly backend: Backend,
+    /** A resume moves the socket to the room's new owner. */
+    public backend: Backend,
     private readonly attempt: number,
     /** The room and its placement epoch, told to the backend (X-Roomgate-Room, X-Roomgate-Epoch). */
     private readonly owner: Owner | null,
@@ -333,8 +342,13 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
     for (let i = 0; i + 1 < owner.length; i += 2) text += `${owner[i] as string}: ${owner[i + 1] as string}\r\n`;
     // An h2 client's stream (RFC 8441) carries the same frames: followed the same way.
     if (this.room !== null && o.followsMessages?.(this.backend.id) === true) {
-      this.messageHold = new TunnelMessages({ writeUpstream: (b) => this.upstream.write(b), endForHold: () => this.endForHold() });
+      this.messageHold = new TunnelMessages({ writeUpstream: (b) => void (this.upstream.destroyed || this.upstream.write(b)), endForHold: () => this.endForHold() });
       text += `X-Roomgate-Socket: ${this.messageHold.socketId}\r\n`;
+      if (o.resumesOn?.(this.backend.id) === true) {
+        const ready = resumeReady(text);
+        this.messageHold.resume = new TunnelResume(this, ready.path, ready.host);
+        text = ready.text;
+      }
     }
     // latin1: Node decoded each header byte to one char; this writes the same bytes back.
     this.upstream.write(Buffer.from(`${text}\r\n`, 'latin1'));
@@ -344,7 +358,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
   read(n: number, buf: Buffer): boolean {
     switch (this.state) {
       case 'open':
-        return this.relay(buf, 0, n);
+        return this.relayOpen(buf, n);
       case 'awaiting-answer':
         this.answer = this.answer === null ? Buffer.from(buf.subarray(0, n)) : Buffer.concat([this.answer, buf.subarray(0, n)]);
         return this.readAnswer();
@@ -353,6 +367,62 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
       default:
         return false;
     }
+  }
+
+  /** An open tunnel's read; one that may be resumed follows its frames, and its old owner's stream can end. */
+  private relayOpen(buf: Buffer, n: number): boolean {
+    const down = this.messageHold?.resume?.down;
+    if (down === undefined) return this.relay(buf, 0, n);
+    const end = down.follow(buf, 0, n);
+    if (end === n) return this.relay(buf, 0, n);
+    // The old owner's stream ended for a resume: what came before its close reaches the client, nothing after.
+    if (end > 0 && !this.client.destroyed) this.client.write(Buffer.from(buf.subarray(0, end)));
+    return false;
+  }
+
+  get backendTls(): BackendTls {
+    return this.o.backendTls;
+  }
+
+  /** A resume opened on `to`: the socket counts there from now on (a cut of the room's other sockets spares it). */
+  rehome(to: Backend): boolean {
+    if (this.state !== 'open') return false;
+    this.o.tunnels.remove(this);
+    this.backend = to;
+    this.o.tunnels.add(this);
+    return true;
+  }
+
+  /** The resume's splice: the old owner's connection dropped, the new one's read from now on. */
+  splice(socket: Socket, held: Buffer | null, early: Buffer | null): boolean {
+    if (this.state !== 'open' || this.client.destroyed) return false;
+    const old = this.upstream;
+    delete (old as TunnelSocket)[kTunnel];
+    old.destroy();
+    this.upstream = socket;
+    (socket as TunnelSocket)[kTunnel] = this;
+    socket.on('error', onUpstreamError);
+    socket.on('close', onUpstreamClose);
+    socket.on('end', onUpstreamEnd);
+    socket.on('drain', onUpstreamDrain);
+    if (held !== null) socket.write(held);
+    attachReader(socket, this);
+    // The client may wait for the old connection's drain, which will not come.
+    if (this.client.isPaused()) this.client.resume();
+    if (early === null || this.relayOpen(early, early.length)) socket.resume();
+    return true;
+  }
+
+  writeClient(bytes: Buffer): void {
+    if (!this.client.destroyed) this.client.write(bytes);
+  }
+
+  /** While a resume waits for it, the old owner's connection ending is its stream's end, not the client's. */
+  oldOwnerLeft(): boolean {
+    const down = this.messageHold?.resume?.down;
+    if (down === undefined || !down.swallowing) return false;
+    down.gone();
+    return true;
   }
 
   private readAnswer(): boolean {
@@ -528,6 +598,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
       case 'closed':
         return;
       case 'open':
+        if (this.oldOwnerLeft()) return;
         // Inside a live WebSocket: close the client's socket, write nothing.
         this.proxy.forwarder.lost(this.a, this.backend, err);
         this.finish('destroy');
@@ -644,6 +715,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring {
 
   /** The open tunnel's backend side closed: the client gets an end and time to flush. */
   upstreamClosed(): void {
+    if (this.state === 'open' && this.oldOwnerLeft()) return;
     if (this.state !== 'open') return this.upstreamFailed(Object.assign(new Error('closed before answering'), { code: 'ECONNRESET' }));
     this.state = 'closed';
     this.clearTimer();
@@ -696,7 +768,7 @@ function onUpstreamClose(this: Socket): void {
 }
 function onUpstreamEnd(this: Socket): void {
   const t = tunnelOf(this);
-  if (t) t.halfClosed(t.client);
+  if (t && !t.oldOwnerLeft()) t.halfClosed(t.client);
 }
 function onUpstreamDrain(this: Socket): void {
   tunnelOf(this)?.client.resume();
@@ -763,8 +835,12 @@ function switchingHead(head: ResponseHead, followed: TunnelMessages | null): Buf
       // A followed tunnel's client compresses each message alone, so a held one can be read.
       const alone = withoutClientContext(value);
       if (alone !== null) followed.deflate = true;
+      followed.resume?.noteAnswerField(lower, alone ?? value);
       text += `${name}: ${alone ?? value}\r\n`;
-    } else if (!drops(lower) && lower !== 'content-length') text += `${name}: ${value}\r\n`;
+    } else {
+      if (lower === 'sec-websocket-protocol') followed?.resume?.noteAnswerField(lower, value);
+      if (!drops(lower) && lower !== 'content-length') text += `${name}: ${value}\r\n`;
+    }
   }
   if (!connection) text += 'Connection: Upgrade\r\n';
   return Buffer.from(`${text}\r\n`, 'latin1');

@@ -19,6 +19,11 @@ export interface DrainProgress {
   failed: number;
   /** Live rooms of the backend at the last count (from presence). */
   left: number;
+  /**
+   * Version 2, this gateway's sockets of the moved rooms: kept open (resumed on the new owner) or
+   * closed to reconnect, and the held messages the new owners took.
+   */
+  sockets: { resumed: number; reconnected: number; messages: number };
   done: boolean;
   /** Why it ended early ('' while running or when every room was tried). */
   reason: string;
@@ -54,7 +59,7 @@ export class HandoffDrains {
   start(backend: string): { progress: DrainProgress; done: Promise<void> } {
     const running = this.drains.get(backend);
     if (running && !running.progress.done) return running;
-    const progress: DrainProgress = { backend, startedAt: new Date(this.now()).toISOString(), moved: 0, failed: 0, left: 0, done: false, reason: '' };
+    const progress: DrainProgress = { backend, startedAt: new Date(this.now()).toISOString(), moved: 0, failed: 0, left: 0, sockets: { resumed: 0, reconnected: 0, messages: 0 }, done: false, reason: '' };
     const entry = { progress, done: this.run(progress) };
     this.drains.set(backend, entry);
     return entry;
@@ -89,7 +94,7 @@ export class HandoffDrains {
       d.reason = `live rooms could not be read: ${(err as Error).message}`;
     }
     d.done = true;
-    const fields = { backend: d.backend, moved: d.moved, failed: d.failed, left: d.left, ...(d.reason ? { reason: d.reason } : {}) };
+    const fields = { backend: d.backend, moved: d.moved, failed: d.failed, left: d.left, sockets: d.sockets, ...(d.reason ? { reason: d.reason } : {}) };
     if (d.reason || d.failed > 0) this.o.logger.warn(fields, 'drain with handoff ended');
     else this.o.logger.info(fields, 'drain with handoff done');
   }
@@ -123,6 +128,12 @@ export class HandoffDrains {
     if (result === 'moved' || result === 'moved-empty') {
       tries.set(room, TRIES);
       d.moved++;
+      const held = out.event.held;
+      if (held !== undefined) {
+        d.sockets.resumed += held.resumed;
+        d.sockets.reconnected += held.sockets - held.resumed;
+        d.sockets.messages += held.messages;
+      }
       return;
     }
     // Another gateway's handoffs took the slots: not an attempt.

@@ -7,17 +7,20 @@ import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { succeeded, type HookAnswer, type HookCall } from './handoff-calls.js';
 import type { Backend } from './pool.js';
+import type { ResumeSigner } from './handoff-resume.js';
 import { RoomHold, type HoldLimits, type TunnelHold } from './room-hold.js';
 
 export interface HeldOptions {
   readonly tunnels: { holdable(room: string, backend: string): { holds: TunnelHold[]; others: number } };
   readonly limits: HoldLimits;
-  /** handoff.timeoutMs: how long a socket has to reach a message boundary. */
+  /** handoff.timeoutMs: how long a socket has to reach a message boundary (and a resumed one its 101). */
   readonly timeoutMs: number;
+  /** Signs the resume handshakes (absent: no socket is resumed). */
+  readonly resume?: ResumeSigner;
 }
 
 /** How long the released sockets have to close before they are ended (their late bytes are still kept). */
-const CLOSE_WAIT_MS = 1_000;
+export const CLOSE_WAIT_MS = 1_000;
 
 /** Holds this gateway's sockets of `room` on `source`; null when none of them can be held. */
 export async function holdRoom(o: HeldOptions, room: string, source: string, metrics: Pick<Metrics, 'handoffHeld'>): Promise<RoomHold | null> {
@@ -53,15 +56,18 @@ export async function deliverHeld(
   call: (backend: Backend, call: HookCall) => Promise<HookAnswer>,
   metrics: Pick<Metrics, 'handoffHeld'>,
   logger: Logger,
+  /** Sockets resumed on the new owner: their messages went to its new upstream, they stay open. */
+  resumed: ReadonlySet<TunnelHold> = new Set(),
 ): Promise<Delivered> {
   hold.stop();
   // The old owner's release closes each socket (its close handshake passes the hold); one it did
   // not close in time is ended here. Either way the client's bytes are kept until it closes.
-  await hold.closed(CLOSE_WAIT_MS, (t) => t.endSocket());
+  await hold.closed(CLOSE_WAIT_MS, (t) => t.endSocket(), resumed);
   if (hold.overLimit > 0) metrics.handoffHeld.inc({ result: 'over-limit' }, hold.overLimit);
   let messages = 0;
   let lostSockets = 0;
   for (const t of hold.sockets) {
+    if (resumed.has(t)) continue;
     const held = t.messages();
     if (held.unreadable > 0) logger.warn({ handoff: h.id, room: h.room, socket: t.socketId, messages: held.unreadable }, 'held messages that could not be read (compressed with context): not delivered');
     if (held.messages.length === 0) continue;

@@ -1,5 +1,5 @@
 // Whether each backend serves the handoff hooks (POST {handoff.path}/hello answers 200
-// {"version":1}), asked once and remembered: the status page and the admin API show it, and a
+// {"version":1}, or {"version":2} with `messages` and `resume`), asked once and remembered: the status page and the admin API show it, and a
 // handoff asks only when the answer is old. An app without the hooks (404, no proof support,
 // anything else) is "no": it keeps today's behaviour. A backend that could not be asked is
 // "unknown", asked again after a short while.
@@ -18,6 +18,8 @@ interface Known {
   readonly state: HookSupport;
   /** Its hello said version 2 with `messages`: it takes held messages (docs/handoff.md, version 2). */
   readonly messages: boolean;
+  /** Its hello said `resume` too: it takes a resumed socket (implies `messages`). */
+  readonly resume: boolean;
   readonly at: number;
 }
 
@@ -52,6 +54,16 @@ export class HelloCache {
     return this.ask(backend);
   }
 
+  /**
+   * Whether the backend's last answer said `resume`, without asking anything (an upgrade asks no
+   * backend anything; a handoff, the status page and the admin API ask). A tunnel opened while
+   * this is no is not made ready for a resume (its client reconnects through the `messages` way).
+   */
+  resumes(backend: Backend): boolean {
+    const k = this.known.get(backend.id);
+    return k?.state === 'yes' && k.resume;
+  }
+
   /** The answer, asked now unless a fresh one is known. */
   async get(backend: Backend): Promise<HookSupport> {
     const k = this.known.get(backend.id);
@@ -69,8 +81,8 @@ export class HelloCache {
     if (p) return p;
     p = this.call(backend, { step: 'hello', id: randomUUID(), room: '', epoch: '', body: Buffer.alloc(0) })
       .then((a) => verdict(a))
-      .then(({ state, messages }) => {
-        this.known.set(backend.id, { state, messages, at: this.now() });
+      .then(({ state, messages, resume }) => {
+        this.known.set(backend.id, { state, messages, resume, at: this.now() });
         return state;
       })
       .finally(() => this.asking.delete(backend.id));
@@ -79,20 +91,26 @@ export class HelloCache {
   }
 }
 
+type Verdict = { state: HookSupport; messages: boolean; resume: boolean };
+
+const NO: Verdict = { state: 'no', messages: false, resume: false };
+
 /**
- * 200 with {"version":1}, or {"version":2} (with `messages: true`: it takes held messages): yes;
- * any other answer: no; no answer: unknown.
+ * 200 with {"version":1}, or {"version":2} (with `messages: true`: it takes held messages; with
+ * `resume: true`: it takes resumed sockets, which implies messages): yes; any other answer: no;
+ * no answer: unknown.
  */
-function verdict(a: HookAnswer): { state: HookSupport; messages: boolean } {
-  if (a.kind === 'timeout' || a.kind === 'unreachable') return { state: 'unknown', messages: false };
-  if (a.kind !== 'answer' || a.status !== 200) return { state: 'no', messages: false };
+function verdict(a: HookAnswer): Verdict {
+  if (a.kind === 'timeout' || a.kind === 'unreachable') return { state: 'unknown', messages: false, resume: false };
+  if (a.kind !== 'answer' || a.status !== 200) return NO;
   try {
     const v = JSON.parse(a.body.toString('utf8')) as unknown;
-    if (typeof v !== 'object' || v === null) return { state: 'no', messages: false };
-    const { version, messages } = v as { version?: unknown; messages?: unknown };
-    if (version === 1) return { state: 'yes', messages: false };
-    return version === 2 ? { state: 'yes', messages: messages === true } : { state: 'no', messages: false };
+    if (typeof v !== 'object' || v === null) return NO;
+    const { version, messages, resume } = v as { version?: unknown; messages?: unknown; resume?: unknown };
+    if (version === 1) return { state: 'yes', messages: false, resume: false };
+    // A resume that fails falls back to delivering the messages: `resume` says both.
+    return version === 2 ? { state: 'yes', messages: messages === true || resume === true, resume: resume === true } : NO;
   } catch {
-    return { state: 'no', messages: false };
+    return NO;
   }
 }

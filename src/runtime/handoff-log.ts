@@ -35,10 +35,11 @@ export interface HandoffEvent {
   /** Bytes of state handed over. */
   readonly bytes: number | null;
   /**
-   * Version 2: this gateway's sockets of the room held during the handoff, the messages the new
+   * Version 2: this gateway's sockets of the room held during the handoff, those of them resumed
+   * on the new owner (their clients saw no close; the others reconnected), the messages the new
    * owner took from them, and the sockets whose messages it did not take (absent: nothing held).
    */
-  readonly held?: { readonly sockets: number; readonly messages: number; readonly lostSockets: number };
+  readonly held?: { readonly sockets: number; readonly resumed: number; readonly messages: number; readonly lostSockets: number };
   /**
    * Version 2 through every gateway: the other gateways asked to hold their sockets of the room,
    * how many answered in time with how many sockets, and how many did not (absent: none asked).

@@ -42,7 +42,7 @@ export interface HandoffParts {
   readonly gatewayId: string;
   /** Signs each hook call for its backend and records it (shared with pushes). */
   readonly calls: BackendCalls;
-  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'rebalanceMoves'>;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'rebalanceMoves'>;
   readonly logger: Logger;
   /** Rebalancing's timer (RebalancerOptions.after): tests fire it themselves. */
   readonly after?: (ms: number, fn: () => Promise<void>) => () => void;
@@ -54,6 +54,8 @@ export interface HandoffRuntime {
   followsSockets(backendId: string): boolean;
   /** A page request of a room in handoff here waits (null: it is in none): the pipeline's step 8a. */
   pageWait(room: string | null): Promise<boolean> | null;
+  /** Whether a new followed tunnel to the backend is made ready for a resume (its hello said `resume`). */
+  resumesOn(backendId: string): boolean;
   snapshot(): HandoffSnapshot;
   move(room: string, to: string, id?: string): Promise<HandoffOutcome>;
   drain(backend: string): DrainProgress;
@@ -124,8 +126,9 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
   return {
     support: (id) => moves.support(id),
     followsSockets: (id) => moves.followsSockets(id),
+    resumesOn: (id) => moves.resumesOn(id),
     pageWait: (room) => pages.wait(room),
-    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d })), rebalance: rebalancer.state() }),
+    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d, sockets: { ...d.sockets } })), rebalance: rebalancer.state() }),
     move: (room, to, id) => moves.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,
     backendBack: (backend) => rebalancer.backendBack(backend),
@@ -152,7 +155,7 @@ function buildMoves(
   p: HandoffParts,
   d: { readonly log: HandoffLog; readonly pages: HandoffPageWaits; readonly call: (b: Backend, hook: HookCall) => Promise<HookAnswer> },
 ): { moves: Handoffs; ask: HoldAsk; remote: RemoteHolds } {
-  const held = { tunnels: p.tunnels, limits: { perSocketBytes: c.heldBytesPerSocket, perRoomBytes: c.heldBytesPerRoom }, timeoutMs: c.timeoutMs };
+  const held = { tunnels: p.tunnels, limits: { perSocketBytes: c.heldBytesPerSocket, perRoomBytes: c.heldBytesPerRoom }, timeoutMs: c.timeoutMs, resume: { sender: p.gatewayId, sign: (claims: Parameters<typeof p.calls.sign>[0]) => p.calls.sign(claims) } };
   const ask = new HoldAsk({ gatewayId: p.gatewayId, store: p.sharedData, timeoutMs: c.timeoutMs, logger: p.logger });
   let moves: Handoffs | undefined;
   const remote = new RemoteHolds({

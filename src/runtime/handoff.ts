@@ -12,13 +12,14 @@ import type { Metrics } from '../observability/metrics.js';
 import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import { describe as describeAnswer, succeeded, type HookAnswer, type HookCall, type HookStep } from './handoff-calls.js';
 import type { OthersHeld } from './handoff-ask.js';
-import { deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
+import { CLOSE_WAIT_MS, deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
+import { completeResumes, startResumes } from './handoff-resume.js';
 import { HelloCache, type HookSupport } from './handoff-hello.js';
 import type { HandoffEvent, HandoffLog, HandoffResult, HandoffStage } from './handoff-log.js';
 import { HANDOFF_STEPS, type HandoffPageWaits } from './handoff-pages.js';
 import type { Placer } from './placer.js';
 import type { Backend, BackendPool } from './pool.js';
-import type { RoomHold } from './room-hold.js';
+import type { RoomHold, TunnelHold } from './room-hold.js';
 
 /** Why a handoff did not start (the admin API's answer). */
 export type HandoffRefusal =
@@ -58,7 +59,7 @@ export interface HandoffOptions {
   /** One hook call (src/runtime/handoff-calls.ts). */
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
   readonly log: HandoffLog;
-  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld'>;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets'>;
   readonly logger: Logger;
   readonly leaseMs: number;
   readonly maxConcurrentPerBackend: number;
@@ -110,6 +111,8 @@ interface Run {
   asked: boolean;
   /** Its page requests wait (handoff-pages.ts) until finish. */
   pages: boolean;
+  /** Held sockets whose resume started as the release was asked for (to splice after it), once each 101 came or failed. */
+  resuming: Promise<TunnelHold[]> | null;
 }
 
 export class Handoffs {
@@ -181,6 +184,15 @@ export class Handoffs {
     return this.heldRooms.has(room);
   }
 
+  /**
+   * Whether a new followed tunnel to the backend is made ready for a resume: its last hello said
+   * `resume` (not yet asked: no). Asks no backend anything, like followsSockets.
+   */
+  resumesOn(backendId: string): boolean {
+    const b = this.o.pool.get(backendId);
+    return b !== undefined && this.followsSockets(backendId) && this.o.held?.resume !== undefined && this.hello.resumes(b);
+  }
+
   /** Handoffs running through this gateway that involve the backend. */
   running(backendId: string): number {
     return this.busy.get(backendId) ?? 0;
@@ -222,7 +234,7 @@ export class Handoffs {
       at: new Date(this.now()).toISOString(),
       ms: null,
     };
-    return { ev, t0: performance.now(), hold: null, asked: false, pages: false };
+    return { ev, t0: performance.now(), hold: null, asked: false, pages: false, resuming: null };
   }
 
   private async run(r: Run, expectedFrom: string | undefined): Promise<HandoffOutcome> {
@@ -355,6 +367,8 @@ export class Handoffs {
   private async release(r: Run, source: Backend, target: Backend, placement: PlacementRecord, result: HandoffResult): Promise<HandoffOutcome> {
     const { room, id } = r.ev;
     this.stage(r, 'release');
+    // Resumes start with the release: the old owner's close then never reaches those clients.
+    this.startResumes(r, target);
     let cut = 0;
     const slow = setTimeout(() => {
       cut += this.o.tunnels.closeRoom(room, target.id);
@@ -364,14 +378,15 @@ export class Handoffs {
     this.o.placer.unhold(room);
     if (succeeded(answer)) {
       r.ev = { ...r.ev, release: 'released' };
-      await this.deliver(r, target);
+      await this.deliver(r, target, CLOSE_WAIT_MS);
       return this.finish(r, result, '');
     }
     // The old owner did not close the room's sockets: they are cut here (its epoch fence refuses
     // whatever still reaches it); every other gateway cut its own at the placement event.
     cut += this.o.tunnels.closeRoom(room, target.id);
     r.ev = { ...r.ev, release: 'cut' };
-    await this.deliver(r, target);
+    // No close will come from the old owner: its stream ends where it is.
+    await this.deliver(r, target, 0);
     return this.finish(r, result, `${describeAnswer('release', answer)}: cut ${cut} socket${cut === 1 ? '' : 's'} of the room on ${source.id}`);
   }
 
@@ -402,7 +417,7 @@ export class Handoffs {
         return this.finish(r, 'owner-lost', `${why}; another gateway placed the room meanwhile`);
       }
       r.ev = { ...r.ev, release: 'cut' };
-      await this.deliver(r, target);
+      await this.deliver(r, target, 0);
       return this.finish(r, 'owner-lost', `${why}; placed empty on ${target.id}, ${cut} socket${cut === 1 ? '' : 's'} cut`);
     } catch {
       this.o.placer.unhold(room);
@@ -424,12 +439,34 @@ export class Handoffs {
     return this.finish(r, 'rolled-back', why, resumed);
   }
 
-  /** Version 2: the held sockets' messages to the new owner, once the room is there (and the event says how many). */
-  private async deliver(r: Run, target: Backend): Promise<void> {
+  /** Version 2 with `resume`: the held sockets' new upstreams on the new owner, opened from now (after the move). */
+  private startResumes(r: Run, target: Backend): void {
+    const signer = this.o.held?.resume;
+    if (r.hold === null || signer === undefined || !this.hello.resumes(target)) return;
+    const { id, room, epoch } = r.ev;
+    r.resuming = startResumes(r.hold, target, { id, room, epoch: String(epoch) }, signer, (this.o.held as HeldOptions).timeoutMs);
+  }
+
+  /**
+   * Version 2: the held sockets' messages to the new owner, once the room is there (and the event
+   * says how many): the resumed ones spliced to their new upstream (the old owner's stream ending
+   * within `waitMs`), the others through the `messages` hook.
+   */
+  private async deliver(r: Run, target: Backend, waitMs: number): Promise<void> {
     if (r.hold === null) return;
     const { id, room, epoch } = r.ev;
-    const out = await deliverHeld(r.hold, target, { id, room, epoch: String(epoch) }, this.o.call, this.o.metrics, this.o.logger);
-    r.ev = { ...r.ev, held: { sockets: r.hold.sockets.length, messages: out.messages, lostSockets: out.lostSockets } };
+    const ids = { id, room, epoch: String(epoch) };
+    const done = await completeResumes(r.resuming === null ? [] : await r.resuming, waitMs, ids, this.o.logger);
+    const out = await deliverHeld(r.hold, target, ids, this.o.call, this.o.metrics, this.o.logger, done.resumed);
+    const sockets = r.hold.sockets.length;
+    const resumed = done.resumed.size;
+    const failed = done.failed;
+    const m = this.o.metrics.handoffSockets;
+    if (resumed > 0) m.inc({ result: 'resumed' }, resumed);
+    if (failed > 0) m.inc({ result: 'resume-failed' }, failed);
+    if (sockets - resumed - failed > 0) m.inc({ result: 'reconnected' }, sockets - resumed - failed);
+    if (resumed > 0) this.o.metrics.handoffHeld.inc({ result: 'resumed' }, resumed);
+    r.ev = { ...r.ev, held: { sockets, resumed, messages: out.messages + done.messages, lostSockets: out.lostSockets } };
   }
 
   /** The held sockets were cut and the room's owner cannot be told: their messages are lost, and said so. */

@@ -5,6 +5,8 @@
 // A rollback writes them on to the old owner instead. The sockets themselves are the data plane's
 // (src/proxy/message-hold.ts behind TunnelHold); this module sees only the interface.
 
+import type { Backend } from './pool.js';
+
 /** One held data message, as the `messages` hook's body carries it. */
 export type HeldMessage = { readonly text: string } | { readonly binary: string };
 
@@ -24,7 +26,29 @@ export interface TunnelHold {
   onClosed(run: () => void): void;
   /** Ends the socket (a limit passed, or it outlived its release): the backend side cut, the client ended; what the client sends until it closes is still kept. */
   endSocket(): void;
+  /**
+   * Whether it can be resumed on another backend (docs/handoff.md, "Deliver", item 1): its tunnel
+   * follows both directions and its compression, if any, keeps no context. No: it goes the
+   * `messages` way.
+   */
+  readonly resumable: boolean;
+  /**
+   * Opens the socket's new upstream on `to` (the resume handshake, with `fields`: ownership, ids,
+   * proof) and consumes its 101 within `timeoutMs`. Ok: the socket counts on `to` from now on and
+   * the old owner's close will not reach the client. Not ok: nothing changed.
+   */
+  openResume(to: Backend, fields: readonly string[], timeoutMs: number): Promise<ResumeStep>;
+  /**
+   * After the release, for a socket whose resume opened: the old owner's stream ended at a message
+   * boundary (its close, its end, or `waitMs` passed), the held messages written to the new
+   * upstream in order, the client spliced to it. Not ok: the socket was ended (1012), and what its
+   * client sent is still kept for the `messages` way.
+   */
+  completeResume(waitMs: number): Promise<ResumeStep>;
 }
+
+/** A resume step's outcome; `messages`: the held messages the new upstream got (completeResume). */
+export type ResumeStep = { readonly ok: true; readonly messages: number } | { readonly ok: false; readonly why: string };
 
 export interface HoldLimits {
   readonly perSocketBytes: number;
@@ -32,7 +56,7 @@ export interface HoldLimits {
 }
 
 /** How one socket's hold ended, for the metric roomgate_handoff_held_total{result}. */
-export type HeldResult = 'delivered' | 'flushed' | 'over-limit' | 'hold-timeout' | 'lost';
+export type HeldResult = 'delivered' | 'resumed' | 'flushed' | 'over-limit' | 'hold-timeout' | 'lost';
 
 /** A room held: its sockets, the ones still to reach a boundary, and the limits. */
 export class RoomHold {
@@ -104,9 +128,9 @@ export class RoomHold {
     for (const t of this.sockets) t.flush();
   }
 
-  /** Resolves once every held socket has closed, or after `timeoutMs` (the rest then cut). */
-  closed(timeoutMs: number, cut: (t: TunnelHold) => void): Promise<void> {
-    const open = new Set(this.sockets);
+  /** Resolves once every held socket but `staying` has closed, or after `timeoutMs` (the rest then cut). */
+  closed(timeoutMs: number, cut: (t: TunnelHold) => void, staying: ReadonlySet<TunnelHold> = new Set()): Promise<void> {
+    const open = new Set(this.sockets.filter((t) => !staying.has(t)));
     return new Promise((resolve) => {
       const timer = setTimeout(() => {
         for (const t of open) cut(t);
@@ -117,7 +141,7 @@ export class RoomHold {
         clearTimeout(timer);
         resolve();
       };
-      for (const t of this.sockets)
+      for (const t of [...open])
         t.onClosed(() => {
           open.delete(t);
           check();

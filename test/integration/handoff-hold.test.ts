@@ -15,7 +15,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { h2Session } from '../support/h2-session.js';
-import { HandoffTestBackend, handoffPairConfig, openMountedRoom } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, handoffPairConfig, hellosAnswered, moveRoom, openMountedRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, startBackend, stop, waitFor, withTimeout, type BackendProc } from '../support/processes.js';
 
@@ -36,9 +36,12 @@ afterEach(async () => {
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Two demo backends speaking `version` and a gateway in front; resolves once it knows their hellos. */
-async function pair(version: 1 | 2): Promise<{ gw: Gateway; backends: BackendProc[]; admin: (path: string, body?: unknown) => Promise<{ status: number; json: any }> }> {
-  const backends = await Promise.all(['h1', 'h2'].map((id) => startBackend(id, ['--handoff-version', String(version)])));
+/**
+ * Two demo backends speaking `version` and a gateway in front; resolves once it knows their hellos.
+ * Without `resume` the backends offer no socket resume: their held messages go the `messages` way.
+ */
+async function pair(version: 1 | 2, resume = false): Promise<{ gw: Gateway; backends: BackendProc[]; admin: (path: string, body?: unknown) => Promise<{ status: number; json: any }> }> {
+  const backends = await Promise.all(['h1', 'h2'].map((id) => startBackend(id, ['--handoff-version', String(version), ...(resume ? [] : ['--handoff-resume', 'off'])])));
   const gw = await startInProcessGateway(dir, backends[0]!.url, {
     backends: backends.map((b) => ({ id: b.id, url: b.url })),
     health: { path: null },
@@ -123,6 +126,27 @@ describe('version 2: a room moved while its client clicks', () => {
     expect(metrics).toMatch(/roomgate_handoff_held_total\{result="delivered"\} 1/);
   });
 
+  it('with resume (the demo backend on the Node kit): the socket stays open, and every event lands once on the new owner', async () => {
+    const { gw, backends, admin } = await pair(2, true);
+    const c = await clicker(gw, 'hold-resume');
+    await waitFor('some events applied first', 5_000, () => (c.sent() > 50 ? true : undefined));
+    const from = backends.find((b) => b.id === c.backend)!;
+    const to = backends.find((b) => b.id !== c.backend)!;
+    const moved = await admin('/rooms/hold-resume/move', { to: to.id });
+    expect(moved.status, JSON.stringify(moved.json)).toBe(200);
+    expect(moved.json.handoff.result).toBe('moved');
+    expect(moved.json.handoff.held).toMatchObject({ sockets: 1, resumed: 1, lostSockets: 0 });
+    // The client goes on clicking on the same socket, now spliced to the new owner.
+    const after = c.sent();
+    await waitFor('events sent after the move', 5_000, () => (c.sent() > after + 50 ? true : undefined));
+    c.stopClicking();
+    const open = await Promise.race([c.closed.then(() => false), new Promise<boolean>((r) => setTimeout(() => r(true), 200))]);
+    expect(open).toBe(true);
+    expect(c.refused()).toBe(0);
+    await waitFor('every event the client wrote applied on the new owner', 5_000, async () => ((await movesOn(to, 'hold-resume')) === c.sent() ? true : undefined));
+    expect(await movesOn(from, 'hold-resume')).toBe(0);
+  });
+
   it('version 1 backends: nothing held; the frozen owner refuses what arrives during the export', async () => {
     const { gw, backends, admin } = await pair(1);
     const c = await clicker(gw, 'hold-2');
@@ -145,24 +169,11 @@ async function testPair(extra: Record<string, unknown> = {}): Promise<{ gw: Gate
   for (const b of [b1!, b2!]) b.version2 = true;
   const gw = await startInProcessGateway(dir, b1!.url, { ...handoffPairConfig(b1!, b2!, TOKEN, CALL_SECRET), handoff: { timeoutMs: 500 }, ...extra });
   running.push({ gw, backends: [], test: [b1!, b2!] });
-  await waitFor('both hellos answered', 10_000, async () => {
-    const res = await fetch(`http://127.0.0.1:${gw.adminPort}/backends`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(5_000) });
-    const list = ((await res.json()) as { backends: { handoffHooks?: string }[] }).backends;
-    return list.every((b) => b.handoffHooks === 'yes') ? true : undefined;
-  }, 100);
+  await hellosAnswered(gw.adminPort, TOKEN);
   return { gw, b1: b1!, b2: b2! };
 }
 
-async function move(gw: Gateway, room: string, to: string): Promise<Record<string, any>> {
-  const res = await fetch(`http://127.0.0.1:${gw.adminPort}/rooms/${room}/move`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ to }),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const j = (await res.json()) as { handoff?: Record<string, any>; error?: { handoff?: Record<string, any> } };
-  return (j.handoff ?? j.error?.handoff) as Record<string, any>;
-}
+const move = (gw: Gateway, room: string, to: string): Promise<Record<string, any>> => moveRoom(gw.adminPort, TOKEN, room, to);
 
 describe('version 2 on the wire', () => {
   it('the messages call: the socket id of the handshake, the held messages in order, text and binary', async () => {
@@ -200,7 +211,7 @@ describe('version 2 on the wire', () => {
     letGo();
     const done = await second;
     expect(done.result).toBe('moved');
-    expect(done.held).toEqual({ sockets: 1, messages: 2, lostSockets: 0 });
+    expect(done.held).toEqual({ sockets: 1, resumed: 0, messages: 2, lostSockets: 0 });
     expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'four' }, { binary: Buffer.from([9]).toString('base64') }] } }]);
     expect(from.log.filter((l) => l.includes('four'))).toEqual([]);
   });
@@ -242,7 +253,7 @@ describe('version 2 over HTTP/2 (an RFC 8441 WebSocket)', () => {
       letGo();
       const done = await moved;
       expect(done.result).toBe('moved');
-      expect(done.held).toEqual({ sockets: 1, messages: 2, lostSockets: 0 });
+      expect(done.held).toEqual({ sockets: 1, resumed: 0, messages: 2, lostSockets: 0 });
       expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'over h2' }, { binary: Buffer.from([7, 7]).toString('base64') }] } }]);
       expect(from.log.filter((l) => l.includes('over h2'))).toEqual([]);
     } finally {

@@ -150,6 +150,10 @@ function fakeSocket(id: string): TunnelHold & { follower: MessageHold; ended: nu
       closed = true;
       closers.splice(0).forEach((r) => r());
     },
+    // The room hold never resumes (handoff-resume.ts does): a socket that cannot be.
+    resumable: false,
+    openResume: () => Promise.resolve({ ok: false as const, why: 'not resumable' }),
+    completeResume: () => Promise.resolve({ ok: false as const, why: 'not resumable' }),
   };
   return s;
 }

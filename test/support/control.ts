@@ -142,7 +142,7 @@ export class FakeView implements RuntimeView {
   }
   drainWithHandoff(backend: string): DrainProgress {
     this.handoffDrains.push(backend);
-    return { backend, startedAt: '2025-01-01T00:00:00.000Z', moved: 0, failed: 0, left: 0, done: false, reason: '' };
+    return { backend, startedAt: '2025-01-01T00:00:00.000Z', moved: 0, failed: 0, left: 0, sockets: { resumed: 0, reconnected: 0, messages: 0 }, done: false, reason: '' };
   }
 }
 

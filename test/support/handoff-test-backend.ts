@@ -5,11 +5,16 @@
 // WebSockets (/ws/?room=R) join the room, so a gateway in front of it has live rooms. A test can
 // tell each hook to refuse (an HTTP status), hang (never answer: the test fires the gateway's
 // deadline), or die (the connection cut and the listener closed: the backend is gone), and can
-// wait for a call to arrive. Every server is closed by close(); nothing is left behind.
+// wait for a call to arrive. With `resumes` set it is a receiver that resumes (docs/handoff.md,
+// version 2): each socket's messages are acknowledged with a per-socket sequence number that
+// travels in the export, and a resumed socket (the signed resume handshake) is attached to the
+// imported room without a greeting, its sequence continued. Every server is closed by close();
+// nothing is left behind.
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { WebSocket, WebSocketServer } from 'ws';
 import { backendKeys, verifyCall, type CallPurpose } from '../../src/http/call-proof.js';
+import { waitFor } from './processes.js';
 
 export type Step = 'hello' | 'export' | 'import' | 'release' | 'resume' | 'messages';
 export type Behaviour = { readonly refuse: number } | { readonly until: Promise<void> } | 'hang' | 'die';
@@ -45,6 +50,18 @@ export class HandoffTestBackend {
   hooks = true;
   /** true: the hello says version 2 with `messages` (docs/handoff.md), and the messages hook is served. */
   version2 = false;
+  /** true: version 2 with `resume` too: acks with a per-socket sequence, resumed sockets taken. */
+  resumes = false;
+  /** true: the WebSockets negotiate permessage-deflate (every message compressed). */
+  deflate = false;
+  /** The resume handshake answered with this status (the signed one refused), or never answered. */
+  resumeAnswer: number | 'hang' | null = null;
+  /** Each resumed socket taken: its X-Roomgate-Socket, in order. */
+  readonly resumed: string[] = [];
+  /** The extensions each resumed socket negotiated (ws's names). */
+  readonly resumedExtensions: string[] = [];
+  /** The last sequence number acknowledged per socket id (resume mode), carried in the export. */
+  readonly seqs = new Map<string, number>();
   /** In order: `arrive <step>` as each hook call arrives, `message <room> <text>` as each socket message does. */
   readonly log: string[] = [];
   /** Each messages call taken: its X-Roomgate-Socket and body. */
@@ -60,6 +77,8 @@ export class HandoffTestBackend {
   private waiters: { step: Step; resolve: () => void }[] = [];
   private readonly server: http.Server;
   private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly wssDeflate = new WebSocketServer({ noServer: true, perMessageDeflate: { threshold: 0 } });
+  private readonly held = new Set<Socket>();
   private readonly conns = new Set<Socket>();
   url = '';
 
@@ -75,18 +94,59 @@ export class HandoffTestBackend {
     });
     this.server.on('upgrade', (req, socket, head) => {
       const room = new URL(req.url ?? '/', 'http://x').searchParams.get('room') ?? '';
+      if (header(req, 'x-roomgate-resume') !== undefined) return this.resumeSocket(req, socket as Socket, head, room);
       // A room's first socket here starts its state, at the epoch roomgate sent.
       if (!this.rooms.has(room)) this.rooms.set(room, { state: `started on ${this.id}`, epoch: Number(header(req, 'x-roomgate-epoch') ?? 0), frozenBy: null });
       const socketId = header(req, 'x-roomgate-socket');
       if (socketId !== undefined) this.socketIds.set(room, [...(this.socketIds.get(room) ?? []), socketId]);
-      this.wss.handleUpgrade(req, socket, head, (ws) => {
-        ws.on('message', (d) => this.log.push(`message ${room} ${String(d)}`));
-        let set = this.sockets.get(room);
-        if (!set) this.sockets.set(room, (set = new Set()));
-        set.add(ws);
-        ws.on('close', () => set.delete(ws));
+      this.server$(req).handleUpgrade(req, socket, head, (ws) => {
+        this.attach(ws, room, socketId ?? '');
         ws.send(JSON.stringify({ type: 'mounted', backend: this.id, room }));
       });
+    });
+  }
+
+  private server$(req: http.IncomingMessage): WebSocketServer {
+    return this.deflate && /permessage-deflate/i.test(header(req, 'sec-websocket-extensions') ?? '') ? this.wssDeflate : this.wss;
+  }
+
+  /** A socket joins the room; in resume mode each message it sends is acknowledged with its next sequence number. */
+  private attach(ws: WebSocket, room: string, socketId: string): void {
+    ws.on('message', (d) => {
+      this.log.push(`message ${room} ${String(d)}`);
+      if (!this.resumes) return;
+      const seq = (this.seqs.get(socketId) ?? 0) + 1;
+      this.seqs.set(socketId, seq);
+      ws.send(JSON.stringify({ type: 'ack', seq, backend: this.id, text: String(d) }));
+    });
+    let set = this.sockets.get(room);
+    if (!set) this.sockets.set(room, (set = new Set()));
+    set.add(ws);
+    ws.on('close', () => set.delete(ws));
+  }
+
+  /**
+   * The resume handshake: verified as a call for `handoff-resume-socket` whose body is the socket
+   * id, for a room imported here at that epoch; then the socket is attached with no greeting.
+   */
+  private resumeSocket(req: http.IncomingMessage, socket: Socket, head: Buffer, room: string): void {
+    const socketId = header(req, 'x-roomgate-socket') ?? '';
+    const id = header(req, 'x-roomgate-resume') ?? '';
+    const epoch = header(req, 'x-roomgate-epoch') ?? '';
+    this.log.push(`arrive resume-socket`);
+    if (this.resumeAnswer === 'hang') return void this.held.add(socket);
+    const claims = { purpose: 'handoff-resume-socket' as CallPurpose, destination: this.id, id, room, epoch, sender: header(req, 'x-roomgate-sender') ?? '', body: Buffer.from(socketId) };
+    const proofFields = { timestamp: header(req, 'x-roomgate-timestamp'), signature: header(req, 'x-roomgate-signature'), destination: header(req, 'x-roomgate-destination') };
+    const v = verifyCall(backendKeys(this.secrets, this.id), claims, proofFields, Date.now());
+    const here = this.rooms.get(room);
+    const status = this.resumeAnswer ?? (!this.resumes || !v.ok || this.proofs.has(v.proof) || here === undefined || String(here.epoch) !== epoch || id !== header(req, 'x-roomgate-message-id') ? 403 : 101);
+    if (status !== 101) return void socket.end(`HTTP/1.1 ${status} No\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`);
+    if (v.ok) this.proofs.add(v.proof);
+    this.socketIds.set(room, [...(this.socketIds.get(room) ?? []), socketId]);
+    this.server$(req).handleUpgrade(req, socket, head, (ws) => {
+      this.resumed.push(socketId);
+      this.resumedExtensions.push(ws.extensions);
+      this.attach(ws, room, socketId);
     });
   }
 
@@ -112,8 +172,11 @@ export class HandoffTestBackend {
 
   async close(): Promise<void> {
     for (const res of this.hanging) res.destroy();
-    for (const c of this.wss.clients) c.terminate();
-    this.wss.close();
+    for (const s of this.held) s.destroy();
+    for (const w of [this.wss, this.wssDeflate]) {
+      for (const c of w.clients) c.terminate();
+      w.close();
+    }
     if (!this.server.listening) return;
     this.server.closeAllConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
@@ -160,16 +223,35 @@ export class HandoffTestBackend {
     const v = verifyCall(backendKeys(this.secrets, this.id), claims, proofFields, Date.now());
     if (!v.ok || this.proofs.has(v.proof)) return answer(403, 'forbidden');
     this.proofs.add(v.proof);
-    if (step === 'hello') return answer(200, this.version2 ? '{"version":2,"messages":true}' : '{"version":1}', 'application/json');
+    if (step === 'hello') return answer(200, this.resumes ? '{"version":2,"messages":true,"resume":true}' : this.version2 ? '{"version":2,"messages":true}' : '{"version":1}', 'application/json');
     if (step === 'messages') {
-      if (!this.version2) return answer(404, 'not found');
+      if (!this.version2 && !this.resumes) return answer(404, 'not found');
       this.messagesCalls.push({ socket: header(req, 'x-roomgate-socket') ?? '', body: JSON.parse(body.toString('utf8')) as unknown });
       return answer(204);
     }
-    if (step === 'export') this.export(id, room, answer);
+    if (step === 'export') void this.settled(room).then(() => this.export(id, room, answer));
     else if (step === 'import') this.import(id, room, Number(epoch), body, answer);
     else if (step === 'release') this.release(id, room, answer);
     else this.resume(id, room, answer);
+  }
+
+  /**
+   * Resume mode: the export covers every message its sockets received before it, as an app's must.
+   * ws inflates compressed messages asynchronously, so a message roomgate passed before the hold
+   * may still be on its way to the 'message' event: wait (bounded) until each socket's receiver
+   * has nothing pending. ws 8's receiver state: 0 (reading the next frame's header) and no
+   * buffered bytes is idle.
+   */
+  private async settled(room: string): Promise<void> {
+    if (!this.resumes) return;
+    const busy = (): boolean =>
+      [...(this.sockets.get(room) ?? [])].some((ws) => {
+        const r = (ws as unknown as { _receiver?: { _state: number; _bufferedBytes: number } })._receiver;
+        return r !== undefined && (r._state !== 0 || r._bufferedBytes > 0);
+      });
+    const until = Date.now() + 1_000;
+    do await new Promise((r) => setImmediate(r));
+    while (busy() && Date.now() < until);
   }
 
   private export(id: string, room: string, answer: (s: number, out?: Buffer | string, type?: string) => void): void {
@@ -179,15 +261,18 @@ export class HandoffTestBackend {
     if (!r) return answer(404, 'room not here');
     if (r.frozenBy !== null) return answer(409, 'room frozen by another handoff');
     r.frozenBy = id;
-    const blob = Buffer.from(JSON.stringify({ state: r.state }));
+    // Resume mode: each socket's sequence travels with the room (the per-socket part of the state).
+    const seqs = Object.fromEntries((this.socketIds.get(room) ?? []).map((s) => [s, this.seqs.get(s) ?? 0]));
+    const blob = Buffer.from(JSON.stringify(this.resumes ? { state: r.state, seqs } : { state: r.state }));
     this.exported.set(id, blob);
     answer(200, blob, 'application/octet-stream');
   }
 
   private import(id: string, room: string, epoch: number, body: Buffer, answer: (s: number) => void): void {
     if (!this.doneIds.has(`import ${id}`)) {
-      const { state } = JSON.parse(body.toString('utf8')) as { state: string };
+      const { state, seqs } = JSON.parse(body.toString('utf8')) as { state: string; seqs?: Record<string, number> };
       this.rooms.set(room, { state, epoch, frozenBy: null });
+      for (const [s, n] of Object.entries(seqs ?? {})) this.seqs.set(s, n);
       this.doneIds.add(`import ${id}`);
     }
     answer(204);
@@ -211,7 +296,7 @@ export class HandoffTestBackend {
     this.server.close();
     req.socket.destroy();
     for (const c of this.conns) c.destroy();
-    for (const ws of this.wss.clients) ws.terminate();
+    for (const ws of [...this.wss.clients, ...this.wssDeflate.clients]) ws.terminate();
   }
 }
 
@@ -249,4 +334,25 @@ export function handoffPairConfig(b1: HandoffTestBackend, b2: HandoffTestBackend
     admin: { enabled: true, host: '127.0.0.1', port: 0, token },
     backendCalls: { secrets: [secret] },
   };
+}
+
+/** Resolves once the gateway at `adminPort` knows every backend's hello (a socket opened after it is followed, or made ready for a resume). */
+export async function hellosAnswered(adminPort: number | null, token: string): Promise<void> {
+  await waitFor('every hello answered', 10_000, async () => {
+    const res = await fetch(`http://127.0.0.1:${adminPort}/backends`, { headers: { authorization: `Bearer ${token}` }, signal: AbortSignal.timeout(5_000) });
+    const list = ((await res.json()) as { backends: { handoffHooks?: string }[] }).backends;
+    return list.every((b) => b.handoffHooks === 'yes') ? true : undefined;
+  }, 100);
+}
+
+/** Moves a room through the admin API: the handoff's record (a refusal's too). */
+export async function moveRoom(adminPort: number | null, token: string, room: string, to: string): Promise<Record<string, any>> {
+  const res = await fetch(`http://127.0.0.1:${adminPort}/rooms/${room}/move`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ to }),
+    signal: AbortSignal.timeout(10_000),
+  });
+  const j = (await res.json()) as { handoff?: Record<string, any>; error?: { handoff?: Record<string, any> } };
+  return (j.handoff ?? j.error?.handoff) as Record<string, any>;
 }

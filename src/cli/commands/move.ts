@@ -16,12 +16,22 @@ interface Handoff {
   readonly release: string | null;
   readonly bytes: number | null;
   readonly ms: number | null;
+  /** Version 2: this gateway's sockets of the room, how many stayed open, the held messages delivered. */
+  readonly held?: { readonly sockets: number; readonly resumed: number; readonly messages: number; readonly lostSockets: number };
+}
+
+/** What became of the room's sockets (version 2), or '' when none were held. */
+function socketsText(h: Handoff): string {
+  const s = h.held;
+  if (s === undefined) return '';
+  const lost = s.lostSockets > 0 ? `, the messages of ${s.lostSockets} lost` : '';
+  return `; sockets: ${s.resumed} resumed, ${s.sockets - s.resumed} reconnected; ${s.messages} held message${s.messages === 1 ? '' : 's'} delivered${lost}`;
 }
 
 function sentence(h: Handoff): string {
   const state = h.result === 'moved' ? `with its state (${h.bytes ?? 0} bytes)` : 'with no state to hand over (the old owner held none)';
   const cut = h.release === 'cut' ? '; the old owner did not release it, its sockets were cut' : '';
-  return `${h.room} moved from ${h.from ?? '-'} to ${h.to ?? '-'} ${state} in ${h.ms ?? 0} ms${cut}`;
+  return `${h.room} moved from ${h.from ?? '-'} to ${h.to ?? '-'} ${state} in ${h.ms ?? 0} ms${cut}${socketsText(h)}`;
 }
 
 async function run(room: string, values: Values): Promise<number> {
@@ -58,7 +68,9 @@ export const move: Command = {
   summary: 'move ROOM to another backend now, with its state (room handoff)',
   description: `ROOM moves to --to BACKEND now: its old backend hands its state over (export), the new one
 takes it (import), the placement follows, and the old backend closes the room's sockets, which
-reconnect to the new one. Both apps must serve the handoff hooks (docs/handoff.md). Any
+reconnect to the new one (or, where the apps resume, stay open: the line then says how many
+sockets were resumed and reconnected and how many held messages were delivered). Both apps must
+serve the handoff hooks (docs/handoff.md). Any
 failure before the placement moves leaves the room where it was, with its state; the error says why.
 Prints one line: ROOM<TAB>FROM<TAB>TO<TAB>RESULT<TAB>RELEASE<TAB>MS in a pipe; --json: the handoff.
 Exit code 0 when the room moved, 1 when it did not (refused or rolled back), 2 for a wrong ROOM or BACKEND.
