@@ -128,18 +128,20 @@ describe('backend kit: the handoff hooks', () => {
     await s.next('mounted');
     s.send({ type: 'event' });
     expect(await s.next('count')).toMatchObject({ count: 1 });
-    const first = await hook(SECRETS, b1, 'export', { id: 'h1', room: 'r', epoch: 3, body: '{"leaseMs":300}' });
+    // A lease of 2 s: the calls that must land inside it take well under that even on a loaded machine
+    // (a 300 ms lease ran out before the room-moving check once, at load 20).
+    const first = await hook(SECRETS, b1, 'export', { id: 'h1', room: 'r', epoch: 3, body: '{"leaseMs":2000}' });
     // A retry is signed anew; a retry within the same second would be the same proof (a replay), so
     // its body differs in a space, as a retry made a second later differs in its timestamp.
-    const again = await hook(SECRETS, b1, 'export', { id: 'h1', room: 'r', epoch: 3, body: '{"leaseMs": 300}' });
+    const again = await hook(SECRETS, b1, 'export', { id: 'h1', room: 'r', epoch: 3, body: '{"leaseMs": 2000}' });
     expect(first.kind === 'answer' && again.kind === 'answer' && first.status === 200 && first.body.equals(again.body)).toBe(true);
-    expect(await hook(SECRETS, b1, 'export', { id: 'h2', room: 'r', epoch: 3, body: '{"leaseMs":300}' })).toMatchObject({ status: 409 });
+    expect(await hook(SECRETS, b1, 'export', { id: 'h2', room: 'r', epoch: 3, body: '{"leaseMs":2000}' })).toMatchObject({ status: 409 });
     s.send({ type: 'event' });
     expect(await s.next('error')).toMatchObject({ error: 'room-moving' });
-    await withTimeout(new Promise((r) => setTimeout(r, 400)), 'the lease');
+    await withTimeout(new Promise((r) => setTimeout(r, 2_100)), 'the lease');
     s.send({ type: 'event' });
     expect(await s.next('count')).toMatchObject({ count: 2 });
-    expect(await hook(SECRETS, b1, 'export', { id: 'h1', room: 'r', epoch: 3, body: '{"leaseMs":  300}' })).toMatchObject({ status: 409 });
+    expect(await hook(SECRETS, b1, 'export', { id: 'h1', room: 'r', epoch: 3, body: '{"leaseMs":  2000}' })).toMatchObject({ status: 409 });
     expect(await hook(SECRETS, b1, 'import', { id: 'h3', room: 'r', epoch: 2, body: first.kind === 'answer' ? first.body.toString() : '' })).toMatchObject({ status: 409 });
   });
 });
