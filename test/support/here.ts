@@ -25,6 +25,8 @@ export interface GatewayHere {
   readonly adminPort: number;
   readonly url: string;
   readonly wsUrl: string;
+  /** Log lines (JSON text, as the process writes them) so far. */
+  readonly lines: string[];
   /** Log lines (parsed JSON) so far. */
   logs(): Record<string, unknown>[];
   /** A graceful stop, as SIGTERM gives the process. */
@@ -64,6 +66,7 @@ export async function startGatewayHere(o: GatewayOptions = {}): Promise<GatewayH
     adminPort: gateway.adminPort ?? 0,
     url: `http://127.0.0.1:${port}`,
     wsUrl: `ws://127.0.0.1:${port}`,
+    lines,
     logs: () =>
       lines.flatMap((l) => {
         try {
