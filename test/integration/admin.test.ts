@@ -176,9 +176,15 @@ let b1Rooms: string[];
 let withoutB1: Map<string, string>;
 let owners: Map<string, string>;
 
+/**
+ * The first check's result is read (it passed): a 5 s limit, as under load the 1 s default timed
+ * a connect out (red once, "ok: false").
+ */
+const HEALTH = { intervalMs: 5_000, timeoutMs: 5_000 };
+
 beforeAll(async () => {
   backends = await startBackendsHere(['b1', 'b2', 'b3']);
-  [gw, readOnly] = await Promise.all([startGatewayHere({ backends, config: { admin: { token: TOKEN, allowedHosts: [ALLOWED_NAME] } } }), startGatewayHere({ backends, config: { room: { pattern: NARROW_PATTERN } } })]);
+  [gw, readOnly] = await Promise.all([startGatewayHere({ backends, config: { admin: { token: TOKEN, allowedHosts: [ALLOWED_NAME] }, health: HEALTH } }), startGatewayHere({ backends, config: { room: { pattern: NARROW_PATTERN } } })]);
   const candidates = ['adm-live', 'adm-never-seen', ...Array.from({ length: 120 }, (_, i) => `adm-${i}`)];
   ({ owners, without: withoutB1 } = ringPlaces(candidates, backends, 'b1'));
   // The CLI agrees with that ring (one spot check through `roomgate where`).
