@@ -6,7 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGatewayHere, stopAllHere, type GatewayHere } from '../support/here.js';
-import { waitFor } from '../support/processes.js';
+import { stopAll, waitFor } from '../support/processes.js';
 import { startRawBackend, type RawBackend } from '../conformance/backend.js';
 import { aliveProblem, closeLoggingBackends, exchange, HANDSHAKE, loggingBackend, statuses, type Seen } from '../conformance/raw.js';
 
@@ -18,6 +18,7 @@ async function alive(gw: GatewayHere): Promise<void> {
 
 afterAll(async () => {
   await stopAllHere();
+  await stopAll(); // the gateways' config files
   await closeLoggingBackends();
   await Promise.all(rawBackends.map((b) => b.close()));
 });
