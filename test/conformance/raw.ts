@@ -90,8 +90,9 @@ export const HANDSHAKE = (path: string, extra = ''): string =>
   `GET ${path} HTTP/1.1\r\nHost: game.example\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`;
 
 /** The gateway child is running and answers /healthz; a reason otherwise. */
-export async function aliveProblem(gw: { readonly url: string; readonly child: { readonly exitCode: number | null; readonly signalCode: string | null } }): Promise<string | null> {
-  if (gw.child.exitCode !== null || gw.child.signalCode !== null) return `gateway exited (${gw.child.exitCode ?? gw.child.signalCode})`;
+export async function aliveProblem(gw: { readonly url: string; readonly child?: { readonly exitCode: number | null; readonly signalCode: string | null } }): Promise<string | null> {
+  // A gateway in the test's process has no exit to read: a crash there fails the test run itself.
+  if (gw.child && (gw.child.exitCode !== null || gw.child.signalCode !== null)) return `gateway exited (${gw.child.exitCode ?? gw.child.signalCode})`;
   try {
     const res = await fetch(`${gw.url}/healthz`, { signal: AbortSignal.timeout(5_000) });
     await res.arrayBuffer();

@@ -1,4 +1,5 @@
-// The admin API and the admin CLI against a real gateway process and 3 demo backends: the read
+// The admin API and the admin CLI against a real gateway and 3 demo backends (in the test's
+// process, test/support/here.ts, as are the CLI runs, test/cli/in-process.ts): the read
 // routes (/backends, /status, /rooms/R, /events), the bearer token on writes, drain / undrain /
 // maintenance with their effect on real sockets, request validation, and `roomgate drain|undrain|
 // status` talking to the running gateway. The demo backends are the witness of where a socket is.
@@ -6,9 +7,14 @@ import http from 'node:http';
 import net from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
-import { Client, backendRooms, httpRequest, runCli, startBackends, startGateway, stopAll, waitFor, type BackendProc, type GatewayProc, withTimeout } from '../support/processes.js';
+import { runCliHere } from '../cli/in-process.js';
+import { startBackendsHere, startGatewayHere, stopAllHere, type BackendHere, type GatewayHere } from '../support/here.js';
+import { Client, backendRooms, httpRequest, stopAll, waitFor, withTimeout } from '../support/processes.js';
 
-afterAll(stopAll);
+afterAll(async () => {
+  await stopAll();
+  await stopAllHere();
+});
 
 const TOKEN = 'admin-token-for-tests-0123456789';
 const WRONG = 'admin-token-for-tests-012345678X';
@@ -26,7 +32,7 @@ interface Answer {
 }
 
 /** One admin API call; the whole exchange is bounded by 5 s. */
-async function admin(gw: GatewayProc, method: string, path: string, o: { token?: string; body?: string; auth?: string } = {}): Promise<Answer> {
+async function admin(gw: GatewayHere, method: string, path: string, o: { token?: string; body?: string; auth?: string } = {}): Promise<Answer> {
   const headers: Record<string, string> = {};
   if (o.auth !== undefined) headers.authorization = o.auth;
   else if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
@@ -54,7 +60,7 @@ interface BackendJson {
   healthHistory: { at: number; ok: boolean; ms: number; error?: string }[];
 }
 
-async function backendsOf(gw: GatewayProc): Promise<Map<string, BackendJson>> {
+async function backendsOf(gw: GatewayHere): Promise<Map<string, BackendJson>> {
   const r = await admin(gw, 'GET', '/backends');
   expect(r.status).toBe(200);
   return new Map((r.json.backends as BackendJson[]).map((b) => [b.id, b]));
@@ -69,7 +75,7 @@ interface RoomJson {
   socketsHere: number;
 }
 
-async function roomOf(gw: GatewayProc, room: string): Promise<RoomJson> {
+async function roomOf(gw: GatewayHere, room: string): Promise<RoomJson> {
   const r = await admin(gw, 'GET', `/rooms/${encodeURIComponent(room)}`);
   expect(r.status).toBe(200);
   return r.json as unknown as RoomJson;
@@ -80,7 +86,7 @@ async function roomOf(gw: GatewayProc, room: string): Promise<RoomJson> {
  * here in process to save two process starts): its owner, and the first backend after it that is
  * not `skip` (where it goes while `skip` takes no new rooms).
  */
-function ringPlaces(rooms: readonly string[], backends: readonly BackendProc[], skip: string): { owners: Map<string, string>; without: Map<string, string> } {
+function ringPlaces(rooms: readonly string[], backends: readonly BackendHere[], skip: string): { owners: Map<string, string>; without: Map<string, string> } {
   const ring = buildRing(backends.map((b) => ({ id: b.id, weight: 1 })));
   return {
     owners: new Map(rooms.map((r) => [r, ring.first(r)!])),
@@ -104,7 +110,7 @@ async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) 
 
 const clients: Client[] = [];
 /** Opens a socket of `room` through the gateway and mounts it; resolves with the serving backend. */
-async function join(gw: GatewayProc, room: string): Promise<{ client: Client; backend: string }> {
+async function join(gw: GatewayHere, room: string): Promise<{ client: Client; backend: string }> {
   const client = new Client(`${gw.wsUrl}/ws/live/?room=${encodeURIComponent(room)}`);
   clients.push(client);
   const backend = await withTimeout(client.join(room), 10_000, `socket of ${room}`);
@@ -115,7 +121,7 @@ async function join(gw: GatewayProc, room: string): Promise<{ client: Client; ba
  * Joins like djust's client: a refused handshake (503 with Retry-After) is retried after a short
  * pause until `boundMs`. Returns the refusals met on the way.
  */
-async function joinRetrying(gw: GatewayProc, room: string, boundMs: number): Promise<{ client: Client; backend: string; refusals: { status: number; retryAfter: string | null }[] }> {
+async function joinRetrying(gw: GatewayHere, room: string, boundMs: number): Promise<{ client: Client; backend: string; refusals: { status: number; retryAfter: string | null }[] }> {
   const refusals: { status: number; retryAfter: string | null }[] = [];
   const end = Date.now() + boundMs;
   for (;;) {
@@ -161,22 +167,28 @@ function rawPost(port: number, path: string, body: Buffer, token: string): Promi
 
 // --- setup ---------------------------------------------------------------------------------
 
-let backends: BackendProc[];
-let gw: GatewayProc;
+let backends: BackendHere[];
+let gw: GatewayHere;
 /** Same backends, no admin.token: every write is refused. */
-let readOnly: GatewayProc;
+let readOnly: GatewayHere;
 let b1Rooms: string[];
 /** Where each candidate room goes when b1 takes no new rooms (the next backend on the ring). */
 let withoutB1: Map<string, string>;
 let owners: Map<string, string>;
 
+/**
+ * The first check's result is read (it passed): a 5 s limit, as under load the 1 s default timed
+ * a connect out (red once, "ok: false").
+ */
+const HEALTH = { intervalMs: 5_000, timeoutMs: 5_000 };
+
 beforeAll(async () => {
-  backends = await startBackends(['b1', 'b2', 'b3']);
-  [gw, readOnly] = await Promise.all([startGateway({ backends, config: { admin: { token: TOKEN, allowedHosts: [ALLOWED_NAME] } } }), startGateway({ backends, config: { room: { pattern: NARROW_PATTERN } } })]);
+  backends = await startBackendsHere(['b1', 'b2', 'b3']);
+  [gw, readOnly] = await Promise.all([startGatewayHere({ backends, config: { admin: { token: TOKEN, allowedHosts: [ALLOWED_NAME] }, health: HEALTH } }), startGatewayHere({ backends, config: { room: { pattern: NARROW_PATTERN } } })]);
   const candidates = ['adm-live', 'adm-never-seen', ...Array.from({ length: 120 }, (_, i) => `adm-${i}`)];
   ({ owners, without: withoutB1 } = ringPlaces(candidates, backends, 'b1'));
   // The CLI agrees with that ring (one spot check through `roomgate where`).
-  const w = await runCli(['where', 'adm-live', 'adm-never-seen', ...backends.flatMap((b) => ['--backend', `${b.id}=${b.url}`])]);
+  const w = await runCliHere(['where', 'adm-live', 'adm-never-seen', ...backends.flatMap((b) => ['--backend', `${b.id}=${b.url}`])]);
   expect(w.code, w.stderr).toBe(0);
   expect(w.stdout).toContain(`adm-live\t${owners.get('adm-live')}\t`);
   expect(w.stdout).toContain(`adm-never-seen\t${owners.get('adm-never-seen')}\t`);
@@ -292,7 +304,7 @@ describe('admin API: read routes', () => {
 // --- Host check (DNS rebinding) ----------------------------------------------------------------
 
 describe('admin API: Host check against DNS rebinding', () => {
-  const withHost = (g: GatewayProc, path: string, host: string, o: { method?: string; auth?: string } = {}) =>
+  const withHost = (g: GatewayHere, path: string, host: string, o: { method?: string; auth?: string } = {}) =>
     httpRequest(g.adminPort, path, { method: o.method, headers: { host, ...(o.auth ? { authorization: o.auth } : {}) } });
 
   it('answers a Host that is an IP literal, localhost or in admin.allowedHosts (any port, any case)', async () => {
@@ -482,7 +494,7 @@ describe('roomgate drain / undrain / status', () => {
 
   it('drain --deadline 90s prints the backend as draining; undrain prints it active; status lists the backends', async () => {
     const t0 = Date.now();
-    const d = await runCli(['drain', 'b2', '--deadline', '90s', '--admin', url(), '--token', TOKEN, '--json']);
+    const d = await runCliHere(['drain', 'b2', '--deadline', '90s', '--admin', url(), '--token', TOKEN, '--json']);
     expect(d.code, d.stderr).toBe(0);
     const dj = JSON.parse(d.stdout) as BackendJson;
     expect(dj).toMatchObject({ id: 'b2', state: 'draining', admin: { state: 'draining' } });
@@ -491,7 +503,7 @@ describe('roomgate drain / undrain / status', () => {
     expect(deadline).toBeLessThanOrEqual(Date.now() + 90_000 + 1_000);
     expect((await backendsOf(gw)).get('b2')!.state).toBe('draining');
 
-    const s = await runCli(['status', '--admin', `${url()}/`, '--json']);
+    const s = await runCliHere(['status', '--admin', `${url()}/`, '--json']);
     expect(s.code, s.stderr).toBe(0);
     const sj = JSON.parse(s.stdout) as { backends: BackendJson[] };
     expect(sj.backends.map((b) => [b.id, b.state])).toEqual([
@@ -501,7 +513,7 @@ describe('roomgate drain / undrain / status', () => {
     ]);
 
     // The token from the environment works as well as --token.
-    const u = await runCli(['undrain', 'b2', '--admin', url(), '--json'], { ROOMGATE_ADMIN_TOKEN: TOKEN });
+    const u = await runCliHere(['undrain', 'b2', '--admin', url(), '--json'], { ROOMGATE_ADMIN_TOKEN: TOKEN });
     expect(u.code, u.stderr).toBe(0);
     expect(JSON.parse(u.stdout)).toMatchObject({ id: 'b2', state: 'up', admin: null });
     expect((await backendsOf(gw)).get('b2')).toMatchObject({ state: 'up', admin: null });
@@ -510,7 +522,7 @@ describe('roomgate drain / undrain / status', () => {
   it('a wrong token exits 2 with the status in stderr; a gateway without admin.token: exit 2 with 403; no gateway at --admin: exit 1; a bad --deadline: exit 2', async () => {
     const port = await deadPort();
     const badDeadlines = ['soon'];
-    // Independent runs, two at a time (each is a node process start; more only thrash 2 cores).
+    // Independent runs (runCliHere runs them one at a time).
     const [w, ro, n, ...bad] = await mapLimit(
       [
         ['drain', 'b2', '--admin', url(), '--token', WRONG],
@@ -519,7 +531,7 @@ describe('roomgate drain / undrain / status', () => {
         ...badDeadlines.map((d) => ['drain', 'b1', `--deadline=${d}`, '--admin', url(), '--token', TOKEN]),
       ],
       2,
-      (args) => runCli(args),
+      (args) => runCliHere(args),
     );
     expect(w!.code, w!.stderr).toBe(2);
     expect(w!.stderr).toMatch(/401/);

@@ -1,5 +1,5 @@
 // https:// backends: real Node https servers (with certificates from a test CA made here with
-// openssl) behind real gateway processes. Pages and WebSockets (the ws client through roomgate)
+// openssl) behind real gateways (in the test's process: test/support/here.ts). Pages and WebSockets (the ws client through roomgate)
 // reach them over TLS; verification is on by default (Node's trust store refuses the test CA),
 // `backendTls.ca` makes it pass, a certificate from another CA, an expired one or one naming
 // another host is refused (the backend marked down with the TLS reason, in logs, metrics and the
@@ -13,8 +13,10 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
+import { runCliHere } from '../cli/in-process.js';
 import { makeCa, makeSigned, type CertFiles } from '../support/certs.js';
-import { httpRequest, metricValue, runCli, startGateway, stopAll, waitFor, withTimeout, writeConfig, type GatewayProc } from '../support/processes.js';
+import { startGatewayHere, stopAllHere, type GatewayHere } from '../support/here.js';
+import { httpRequest, metricValue, stopAll, waitFor, withTimeout, writeConfig } from '../support/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-backend-tls-'));
 
@@ -89,7 +91,7 @@ async function startTlsBackend(id: string, files: CertFiles, clientCa?: string):
 }
 
 /** A WebSocket through the gateway: resolves with the socket and the backend's greeting once open. */
-function openSocket(gw: GatewayProc, room: string): Promise<{ ws: WebSocket; hello: Seen }> {
+function openSocket(gw: GatewayHere, room: string): Promise<{ ws: WebSocket; hello: Seen }> {
   const ws = new WebSocket(`${gw.wsUrl}/ws/live/?room=${room}`, { handshakeTimeout: 5_000 });
   clients.add(ws);
   return withTimeout(
@@ -104,7 +106,7 @@ function openSocket(gw: GatewayProc, room: string): Promise<{ ws: WebSocket; hel
 }
 
 /** The status a WebSocket handshake through the gateway was refused with. */
-function refusedSocket(gw: GatewayProc, room: string): Promise<number> {
+function refusedSocket(gw: GatewayHere, room: string): Promise<number> {
   const ws = new WebSocket(`${gw.wsUrl}/ws/live/?room=${room}`, { handshakeTimeout: 5_000 });
   clients.add(ws);
   return withTimeout(
@@ -140,17 +142,19 @@ interface BackendJson {
   healthHistory: { ok: boolean; error?: string }[];
 }
 
-async function adminJson<T>(gw: GatewayProc, path: string): Promise<T> {
+async function adminJson<T>(gw: GatewayHere, path: string): Promise<T> {
   const res = await fetch(`http://127.0.0.1:${gw.adminPort}${path}`, { signal: AbortSignal.timeout(5_000) });
   return (await res.json()) as T;
 }
 
-const backendOf = async (gw: GatewayProc, id: string): Promise<BackendJson | undefined> => (await adminJson<{ backends: BackendJson[] }>(gw, '/backends')).backends.find((b) => b.id === id);
+const backendOf = async (gw: GatewayHere, id: string): Promise<BackendJson | undefined> => (await adminJson<{ backends: BackendJson[] }>(gw, '/backends')).backends.find((b) => b.id === id);
 
-// Fast checks so that verdicts come within a test's time; the connect check is the TLS handshake.
-// A failing backend is marked down by them only after 3 checks (2 s): the first request sees the
-// TLS failure itself.
-const HEALTH = { intervalMs: 1_000, timeoutMs: 1_000, rise: 1, fall: 3 };
+// Checks often enough that verdicts come within a test's time; the connect check is the TLS
+// handshake. A failing backend is marked down by them only after 3 failures (the first check, the
+// first request's and the next check): the first request sees the TLS failure itself. A 2.5 s
+// limit, as the tests read every check's result: on a loaded 2-core machine a 1 s handshake
+// limit timed out (a check failing with "timeout", not the TLS reason).
+const HEALTH = { intervalMs: 2_500, timeoutMs: 2_500, rise: 1, fall: 3 };
 
 let ca: CertFiles;
 let good: CertFiles;
@@ -174,16 +178,17 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const ws of clients) ws.terminate();
+  await stopAllHere();
   await stopAll();
   await Promise.all(backends.map((b) => b.close()));
   rmSync(dir, { recursive: true, force: true });
 });
 
 describe('https backends', () => {
-  let gw: GatewayProc;
+  let gw: GatewayHere;
 
   beforeAll(async () => {
-    gw = await startGateway({
+    gw = await startGatewayHere({
       backends: [`mtls=https://localhost:${mtls.port}`],
       config: { backendTls: { ca: ca.cert, cert: client.cert, key: client.key }, health: HEALTH },
     });
@@ -211,7 +216,7 @@ describe('https backends', () => {
   });
 
   it('health checks pass by a verified TLS handshake with the client certificate', async () => {
-    const b = await waitFor('health checks recorded', 10_000, async () => {
+    const b = await waitFor('health checks recorded', 20_000, async () => {
       const j = await backendOf(gw, 'mtls');
       return j && j.healthHistory.length >= 2 ? j : undefined;
     });
@@ -224,7 +229,7 @@ describe('https backends', () => {
 describe('verification', () => {
   /** A gateway in front of one backend; its page answer, socket answer and admin view. */
   async function refused(backendUrl: string, backendTls: Record<string, unknown>, reason: RegExp, socketFirst = false): Promise<void> {
-    const gw = await startGateway({ backends: [`b=${backendUrl}`], config: { backendTls, health: HEALTH } });
+    const gw = await startGatewayHere({ backends: [`b=${backendUrl}`], config: { backendTls, health: HEALTH } });
     // The first attempt meets the TLS failure itself (a page, or a WebSocket handshake); the
     // backend is then down, and the second is refused without trying it.
     if (socketFirst) expect([502, 503]).toContain(await refusedSocket(gw, 'v-2'));
@@ -242,11 +247,13 @@ describe('verification', () => {
     await waitFor('the marked-down log line', 5_000, () => gw.lines.find((l) => l.includes('backend passively marked down') && reason.test(l)));
     const events = await adminJson<{ events: { kind: string; backend: string; detail: string }[] }>(gw, '/events');
     expect(events.events.find((e) => e.kind === 'down' && e.backend === 'b')?.detail).toMatch(reason);
-    const b = await waitFor('the checks marking it down', 10_000, async () => {
+    const b = await waitFor('the checks marking it down', 20_000, async () => {
       const j = await backendOf(gw, 'b');
       return j?.state === 'down' && j.healthHistory.some((h) => !h.ok && !h.error?.startsWith('proxy:')) ? j : undefined;
     });
     expect(b.healthHistory.filter((h) => !h.ok).every((h) => reason.test(h.error ?? ''))).toBe(true);
+    // Its checks (a TLS handshake a second) end with the test.
+    await gw.stop();
   }
 
   /**
@@ -279,42 +286,46 @@ describe('verification', () => {
     const b = await startTlsBackend('other-name', otherName);
     await refused(`https://127.0.0.1:${b.port}`, { ca: ca.cert }, /tls: ERR_TLS_CERT_ALTNAME_INVALID/);
     expect(b.seen).toEqual([]);
-    const gw = await startGateway({ backends: [`b=https://127.0.0.1:${b.port}`], config: { backendTls: { ca: ca.cert, servername: 'app.internal' } } });
+    const gw = await startGatewayHere({ backends: [`b=https://127.0.0.1:${b.port}`], config: { backendTls: { ca: ca.cert, servername: 'app.internal' } } });
     const page = await httpRequest(gw.port, '/game/n-1/');
     expect(page.status).toBe(200);
     expect(JSON.parse(page.body)).toMatchObject({ sni: 'app.internal', clientCn: null });
     const { ws, hello } = await openSocket(gw, 'n-2');
     expect(hello.sni).toBe('app.internal');
     ws.close();
+    await gw.stop();
   });
 
   it('a backend listed by address gets no SNI and its certificate must list that address', async () => {
     const b = await startTlsBackend('by-address', good);
-    const gw = await startGateway({ backends: [`b=https://127.0.0.1:${b.port}`], config: { backendTls: { ca: ca.cert } } });
+    const gw = await startGatewayHere({ backends: [`b=https://127.0.0.1:${b.port}`], config: { backendTls: { ca: ca.cert } } });
     const page = await httpRequest(gw.port, '/game/ip-1/');
     expect(page.status).toBe(200);
     expect(JSON.parse(page.body)).toMatchObject({ sni: null });
+    await gw.stop();
   });
 
   it('verify: false accepts any certificate, with a warning at start', async () => {
     const b = await startTlsBackend('unverified', rogue);
-    const gw = await startGateway({ backends: [`b=https://127.0.0.1:${b.port}`], config: { backendTls: { verify: false } } });
+    const gw = await startGatewayHere({ backends: [`b=https://127.0.0.1:${b.port}`], config: { backendTls: { verify: false } } });
     expect(gw.lines.some((l) => l.includes('"level":"warn"') && l.includes('backendTls.verify is false'))).toBe(true);
     expect((await httpRequest(gw.port, '/game/u-1/')).status).toBe(200);
+    await gw.stop();
   });
 
   it('a backend that requires a client certificate refuses a gateway without one', async () => {
     const before = requestsFor(mtls.seen, 'c-1');
-    const gw = await startGateway({ backends: [`b=https://localhost:${mtls.port}`], config: { backendTls: { ca: ca.cert } } });
+    const gw = await startGatewayHere({ backends: [`b=https://localhost:${mtls.port}`], config: { backendTls: { ca: ca.cert } } });
     const page = await httpRequest(gw.port, '/game/c-1/');
     expect([502, 503]).toContain(page.status);
     expect(await metricValue(gw, 'roomgate_proxy_errors_total', { backend: 'b', kind: 'tls' })).toBeGreaterThan(0);
     expect(requestsFor(mtls.seen, 'c-1')).toBe(before);
+    await gw.stop();
   });
 });
 
 describe('configuration', () => {
-  const checkConfig = (config: Record<string, unknown>) => runCli(['check-config', '--json', '--config', writeConfig(config)]);
+  const checkConfig = (config: Record<string, unknown>) => runCliHere(['check-config', '--json', '--config', writeConfig(config)]);
 
   it('accepts https:// URLs (port 443 by default) and discovery.dns.scheme', async () => {
     const r = await checkConfig({ backends: [{ id: 'a', url: 'https://app-1.internal' }, { id: 'b', url: 'https://10.0.0.5:8443' }], backendTls: { ca: ca.cert } });
@@ -351,7 +362,7 @@ describe('configuration', () => {
   });
 
   it('start refuses a bad file before listening (exit 2, naming the field)', async () => {
-    const r = await runCli(['start', '--port', '0', '--config', writeConfig({ backends: [{ url: 'https://127.0.0.1:1' }], backendTls: { ca: join(dir, 'nope.pem') } })], { ROOMGATE_ADMIN_PORT: '0' });
+    const r = await runCliHere(['start', '--port', '0', '--config', writeConfig({ backends: [{ url: 'https://127.0.0.1:1' }], backendTls: { ca: join(dir, 'nope.pem') } })], { ROOMGATE_ADMIN_PORT: '0' });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('backendTls.ca: cannot read');
   });

@@ -1,24 +1,15 @@
 // The signed room cookie end to end. Every gateway here has room.noRoom: reject, so a cookie the
 // gateway ignores shows up as a 400 on the socket, and a cookie it accepts as a socket on the
 // room's ring owner (checked against `roomgate where`). Django values are made live by the real
-// Django (/usr/bin/python3) as well as taken from test/fixtures/django-cookies.json.
+// Django (/usr/bin/python3) as well as taken from test/fixtures/django-cookies.json. The gateways,
+// demo backends and CLI runs are in the test's process (test/support/here.ts, test/cli/in-process.ts).
 import { execFile } from 'node:child_process';
 import { createHmac } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  Client,
-  ROOT,
-  TEST_SECRET,
-  backendRooms,
-  metricValue,
-  runCli,
-  startBackends,
-  startGateway,
-  stopAll,
-  type BackendProc,
-  type GatewayProc,
-} from '../support/processes.js';
+import { runCliHere } from '../cli/in-process.js';
+import { startBackendsHere, startGatewayHere, stopAllHere, type BackendHere, type GatewayHere } from '../support/here.js';
+import { Client, ROOT, TEST_SECRET, backendRooms, metricValue, stopAll } from '../support/processes.js';
 
 interface Fixture {
   secretKey: string;
@@ -60,7 +51,7 @@ function setCookie(res: Response, name: string): { value: string; header: string
 }
 
 async function sign(room: string, secrets: string): Promise<string> {
-  const r = await runCli(['sign', room], { ROOMGATE_COOKIE_SECRETS: secrets });
+  const r = await runCliHere(['sign', room], { ROOMGATE_COOKIE_SECRETS: secrets });
   expect(r.code, r.stderr).toBe(0);
   return r.stdout.trim();
 }
@@ -133,21 +124,21 @@ function django(ops: Record<string, unknown>[]): Promise<DjangoResult[]> {
 // ------------------------------------------------------------------------------------------------
 
 describe('room cookies (room.noRoom: reject)', () => {
-  let backends: BackendProc[];
+  let backends: BackendHere[];
   let backendArgs: string[];
-  let gwMain: GatewayProc; // roomgate format, ROOMGATE_COOKIE_SECRETS="NEW,OLD" (mid-rotation), maxAgeS 86400
-  let gwDjCookie: GatewayProc; // django-cookie, salt "roomgate", maxAgeS 3600
-  let gwDjCookieNoAge: GatewayProc; // django-cookie, salt "", maxAgeS 0, verify only (setOnPages false)
-  let gwDjSigner: GatewayProc; // django-signer, salt "roomgate"
-  let gwPlain: GatewayProc; // cookie.signed: false
+  let gwMain: GatewayHere; // roomgate format, ROOMGATE_COOKIE_SECRETS="NEW,OLD" (mid-rotation), maxAgeS 86400
+  let gwDjCookie: GatewayHere; // django-cookie, salt "roomgate", maxAgeS 3600
+  let gwDjCookieNoAge: GatewayHere; // django-cookie, salt "", maxAgeS 0, verify only (setOnPages false)
+  let gwDjSigner: GatewayHere; // django-signer, salt "roomgate"
+  let gwPlain: GatewayHere; // cookie.signed: false
   const owners = new Map<string, string>();
 
   const SIGNED_ROOMS = ['cookie-a', 'room:42', 'chat.general', 'a.b:c.d'];
   const DJ_ROOMS = ['dj-lobby', 'room:42', 'chat.general'];
   const FIXTURE_ROOMS = [...new Set(FIXTURE.cookie.map((c) => c.room))].filter((r) => VALID_ROOM.test(r));
 
-  // Child processes that need no gateway start right away, next to the gateways: each CLI or
-  // Django run costs ~0.5 s of CPU. Awaited where used, so a failure lands on those tests only.
+  // The runs that need no gateway start right away, next to the gateways (a Django run is a child
+  // process, ~0.5 s of CPU). Awaited where used, so a failure lands on those tests only.
   let cliSigned: Promise<{ a: string; abcd: string; rotOld: string }>;
   let djangoMade: Promise<DjangoResult>;
 
@@ -160,26 +151,29 @@ describe('room cookies (room.noRoom: reject)', () => {
     djangoMade = django([{ op: 'make', rooms: DJ_ROOMS, cookieName: DJ_COOKIE, salt: 'roomgate' }]).then((r) => r[0]!);
     cliSigned.catch(() => undefined);
     djangoMade.catch(() => undefined);
-    backends = await startBackends(['c1', 'c2', 'c3']);
+    backends = await startBackendsHere(['c1', 'c2', 'c3']);
     backendArgs = backends.flatMap((b) => ['--backend', `${b.id}=${b.url}`]);
     const djEnv = { ROOMGATE_COOKIE_SECRETS: DJANGO_KEY };
     [gwMain, gwDjCookie, gwDjCookieNoAge, gwDjSigner, gwPlain] = await Promise.all([
-      startGateway({ backends, config: { room: reject }, env: { ROOMGATE_COOKIE_SECRETS: `${NEW_SECRET},${OLD_SECRET}` } }),
-      startGateway({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-cookie', name: DJ_COOKIE, salt: 'roomgate', maxAgeS: 3600 } } }),
-      startGateway({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-cookie', name: DJ_COOKIE, salt: '', maxAgeS: 0, setOnPages: false } } }),
-      startGateway({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-signer', name: DJ_COOKIE, salt: 'roomgate' } } }),
-      startGateway({ backends, config: { room: reject, cookie: { signed: false } } }),
+      startGatewayHere({ backends, config: { room: reject }, env: { ROOMGATE_COOKIE_SECRETS: `${NEW_SECRET},${OLD_SECRET}` } }),
+      startGatewayHere({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-cookie', name: DJ_COOKIE, salt: 'roomgate', maxAgeS: 3600 } } }),
+      startGatewayHere({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-cookie', name: DJ_COOKIE, salt: '', maxAgeS: 0, setOnPages: false } } }),
+      startGatewayHere({ backends, env: djEnv, config: { room: reject, cookie: { format: 'django-signer', name: DJ_COOKIE, salt: 'roomgate' } } }),
+      startGatewayHere({ backends, config: { room: reject, cookie: { signed: false } } }),
       // Every room used below, in one `roomgate where` run.
       ownerOf(...SIGNED_ROOMS, ...DJ_ROOMS, ...FIXTURE_ROOMS, 'cookie-old', 'rot-room', 'rot-page', 'plain-room', 'plain-page'),
     ]);
   });
-  afterAll(stopAll);
+  afterAll(async () => {
+    await stopAll();
+    await stopAllHere();
+  });
 
   /** Ring owner of each room per `roomgate where` (the same backends as the gateways), cached. */
   async function ownerOf(...rooms: string[]): Promise<string[]> {
     const missing = [...new Set(rooms.filter((r) => !owners.has(r)))];
     if (missing.length > 0) {
-      const r = await runCli(['where', ...missing, '--json', ...backendArgs]);
+      const r = await runCliHere(['where', ...missing, '--json', ...backendArgs]);
       expect(r.code, r.stderr + r.stdout).toBe(0);
       for (const row of JSON.parse(r.stdout) as { room: string; backend: string }[]) owners.set(row.room, row.backend);
     }
@@ -187,7 +181,7 @@ describe('room cookies (room.noRoom: reject)', () => {
   }
 
   /** A socket whose only room key is the cookie; resolves with the backend that mounted `room`. */
-  async function socketWithCookie(gw: GatewayProc, cookie: string, room: string): Promise<string> {
+  async function socketWithCookie(gw: GatewayHere, cookie: string, room: string): Promise<string> {
     const c = new Client(`${gw.wsUrl}/ws/live/`, { headers: { Cookie: cookie } });
     try {
       return await c.join(room);
@@ -196,20 +190,20 @@ describe('room cookies (room.noRoom: reject)', () => {
     }
   }
 
-  async function expectRefused(gw: GatewayProc, cookie: string): Promise<void> {
+  async function expectRefused(gw: GatewayHere, cookie: string): Promise<void> {
     const c = new Client(`${gw.wsUrl}/ws/live/`, { headers: { Cookie: cookie } });
     await expect(c.opened, cookie).rejects.toThrow(/unexpected response 400/);
     c.ws.terminate();
   }
 
-  async function page(gw: GatewayProc, path: string, headers: Record<string, string> = {}): Promise<Response> {
+  async function page(gw: GatewayHere, path: string, headers: Record<string, string> = {}): Promise<Response> {
     const res = await fetch(`${gw.url}${path}`, { headers, signal: AbortSignal.timeout(5_000) });
     await res.arrayBuffer();
     expect(res.status, path).toBe(200);
     return res;
   }
 
-  const badKeys = (gw: GatewayProc, reason: string): Promise<number> =>
+  const badKeys = (gw: GatewayHere, reason: string): Promise<number> =>
     metricValue(gw, 'roomgate_bad_room_keys_total', { source: 'cookie', reason });
 
   describe('roomgate format', () => {

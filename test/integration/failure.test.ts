@@ -1,14 +1,32 @@
-// Failure handling against real processes: a backend killed under live sockets, HTTP answers for
-// dead, absent and silent backends, passive-mark expiry, idle sockets and large streamed bodies.
-// The demo backends are the witness: /_backend/rooms says where a room really is.
+// Failure handling: a backend killed under live sockets, HTTP answers for dead, absent and silent
+// backends, passive-mark expiry, idle sockets and large streamed bodies. The demo backends are the
+// witness: /_backend/rooms says where a room really is. A backend stopped (SIGSTOP) or killed
+// (kill -9) under live sockets is a process; the gateways and the other backends run in the test's
+// process (test/support/here.ts), and a backend that is merely gone (a refusing port) is one closed
+// here. `roomgate where` runs in this process too (test/cli/in-process.ts).
 import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Client, backendRooms, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc, pingPong, withTimeout } from '../support/processes.js';
+import { runCliHere } from '../cli/in-process.js';
+import { startBackendHere, startBackendsHere, startGatewayHere, stopAllHere, type GatewayHere } from '../support/here.js';
+import { Client, backendRooms, metricValue, startBackend, startBackends, stop, stopAll, waitFor, type BackendProc, pingPong, withTimeout } from '../support/processes.js';
 
 // Polls an async check (the harness's waitFor awaits it).
 const poll = waitFor;
 
-afterAll(stopAll);
+afterAll(async () => {
+  await stopAll();
+  await stopAllHere();
+});
+
+/**
+ * The active checks run once, at start: what the tests that use this count is passive marks (a
+ * refused connection), and a TCP check every 2 s (the default) adds failures of its own (a third
+ * one marks the backend down once more) at times that depend on how loaded the machine is.
+ */
+const CHECK_AT_START_ONLY = { health: { intervalMs: 3_600_000 } };
+
+/** A backend as `roomgate where` and the gateway know it. */
+type Member = { readonly id: string; readonly url: string };
 
 // --- helpers -------------------------------------------------------------------------------
 
@@ -30,10 +48,10 @@ async function request(url: string, init: RequestInit = {}, timeoutMs = 5_000): 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** `roomgate where ROOM... --json` with the given backends (the same ids and URLs the gateway has). */
-async function where(rooms: readonly string[], backends: readonly BackendProc[]): Promise<Map<string, string>> {
+async function where(rooms: readonly string[], backends: readonly Member[]): Promise<Map<string, string>> {
   const args = ['where', ...rooms, '--json'];
   for (const b of backends) args.push('--backend', `${b.id}=${b.url}`);
-  const r = await runCli(args);
+  const r = await runCliHere(args);
   expect(r.code, r.stderr).toBe(0);
   const rows = JSON.parse(r.stdout) as { room: string; backend?: string; error?: string }[];
   expect(rows).toHaveLength(rooms.length);
@@ -46,7 +64,7 @@ async function where(rooms: readonly string[], backends: readonly BackendProc[])
  */
 async function roomsOwnedBy(
   owner: string,
-  backends: readonly BackendProc[],
+  backends: readonly Member[],
   n: number,
   prefix: string,
 ): Promise<{ rooms: string[]; fallback: Map<string, string> }> {
@@ -62,7 +80,7 @@ async function roomsOwnedBy(
   return { rooms, fallback: without };
 }
 
-async function backendsView(gw: GatewayProc): Promise<Record<string, { state: string; downUntil: string | null; sockets: number }>> {
+async function backendsView(gw: GatewayHere): Promise<Record<string, { state: string; downUntil: string | null; sockets: number }>> {
   const res = await fetch(`http://127.0.0.1:${gw.adminPort}/backends`, { signal: AbortSignal.timeout(5_000) });
   const body = (await res.json()) as { backends: { id: string; state: string; downUntil: string | null; sockets: number }[] };
   return Object.fromEntries(body.backends.map((b) => [b.id, b]));
@@ -78,17 +96,19 @@ describe('a backend that stops answering its health checks (health.onDown: close
   /** Whether a socket is still open after ms (its `closed` promise has not settled). */
   const stillOpen = async (c: Client, ms: number): Promise<boolean> =>
     (await Promise.race([c.closed.then(() => false), sleep(ms).then(() => true)]));
-  const downInView = async (gw: GatewayProc, id: string): Promise<boolean> => (await backendsView(gw))[id]?.state === 'down';
+  const downInView = async (gw: GatewayHere, id: string): Promise<boolean> => (await backendsView(gw))[id]?.state === 'down';
 
   it('has its sockets closed when another backend can take its rooms', async () => {
-    const [h1, h2] = (await startBackends(['h1', 'h2'])) as [BackendProc, BackendProc];
-    const gw = await startGateway({ backends: [h1, h2], config: health });
+    // h1 is stopped with a signal: a process. h2 only takes the rooms.
+    const [h1, h2] = await Promise.all([startBackend('h1'), startBackendHere('h2')]);
+    const gw = await startGatewayHere({ backends: [h1, h2], config: health });
     const { rooms } = await roomsOwnedBy('h1', [h1, h2], 1, 'hung');
     const c = new Client(`${gw.wsUrl}/ws/live/?room=${rooms[0]}`);
     expect(await c.join(rooms[0]!)).toBe('h1');
     h1.child.kill('SIGSTOP');
     try {
-      await poll('h1 down in the gateway view', 10_000, () => downInView(gw, 'h1'));
+      // Two failed checks, about 0.6 s; generous, as a loaded machine once took over 10 s.
+      await poll('h1 down in the gateway view', 30_000, () => downInView(gw, 'h1'));
       expect(await withTimeout(c.closed, 5_000, 'the hung backend socket to close')).toBe(1006);
     } finally {
       h1.child.kill('SIGCONT');
@@ -97,19 +117,19 @@ describe('a backend that stops answering its health checks (health.onDown: close
 
   it('keeps its live sockets when no other backend is up (panic guard), and they carry traffic again once it answers', async () => {
     const [only] = (await startBackends(['only'])) as [BackendProc];
-    const gw = await startGateway({ backends: [only], config: health });
+    const gw = await startGatewayHere({ backends: [only], config: health });
     const c = new Client(`${gw.wsUrl}/ws/live/?room=panic-room`);
     expect(await c.join('panic-room')).toBe('only');
     only.child.kill('SIGSTOP');
     try {
-      await poll('the only backend down in the gateway view', 10_000, () => downInView(gw, 'only'));
+      await poll('the only backend down in the gateway view', 30_000, () => downInView(gw, 'only'));
       // Several more failed checks: the socket stays.
       expect(await stillOpen(c, 1_000)).toBe(true);
       expect(gw.logs().some((l) => l.msg === 'backend down but no other backend is up: its live sockets are kept')).toBe(true);
     } finally {
       only.child.kill('SIGCONT');
     }
-    await poll('the backend up again', 10_000, async () => !(await downInView(gw, 'only')));
+    await poll('the backend up again', 30_000, async () => !(await downInView(gw, 'only')));
     await pingPong(c);
     await c.close();
   });
@@ -118,17 +138,18 @@ describe('a backend that stops answering its health checks (health.onDown: close
 // --- a backend killed under live sockets ----------------------------------------------------
 
 describe('a backend killed with kill -9', () => {
-  let b1: BackendProc, b2: BackendProc, b3: BackendProc;
-  let gw: GatewayProc;
+  let b1: Member, b2: BackendProc, b3: Member;
+  let gw: GatewayHere;
   /** Gateways that never talk to b2 before the kill: their first b2 request finds it dead. */
-  let cold: GatewayProc;
-  let coldPage: GatewayProc;
+  let cold: GatewayHere;
+  let coldPage: GatewayHere;
   let rooms: string[];
   let fallback: Map<string, string>;
 
   it('closes the sockets of its rooms and sends their new sockets and pages to the next backend on the ring', async () => {
-    [b1, b2, b3] = (await startBackends(['b1', 'b2', 'b3'])) as [BackendProc, BackendProc, BackendProc];
-    [gw, cold, coldPage] = (await Promise.all([0, 1, 2].map(() => startGateway({ backends: [b1, b2, b3] })))) as [GatewayProc, GatewayProc, GatewayProc];
+    // b2 is the one killed: a process.
+    [b1, b2, b3] = await Promise.all([startBackendHere('b1'), startBackend('b2'), startBackendHere('b3')]);
+    [gw, cold, coldPage] = (await Promise.all([0, 1, 2].map(() => startGatewayHere({ backends: [b1, b2, b3], config: CHECK_AT_START_ONLY })))) as [GatewayHere, GatewayHere, GatewayHere];
     // The ring without b2 is where b2's rooms must go: the next member on the ring.
     ({ rooms, fallback } = await roomsOwnedBy('b2', [b1, b2, b3], 4, 'kill'));
     for (const r of rooms) expect(['b1', 'b3']).toContain(fallback.get(r));
@@ -216,13 +237,15 @@ describe('a backend killed with kill -9', () => {
 // --- no backend, silent backend -------------------------------------------------------------
 
 describe('HTTP answers when no backend can serve', () => {
-  let dead: BackendProc[];
-  let gw: GatewayProc;
+  let dead: Member[];
+  let gw: GatewayHere;
 
   it('answers 503 with Retry-After when every backend is marked down, for pages and sockets', async () => {
-    dead = await startBackends(['d1', 'd2']);
-    await Promise.all(dead.map((d) => stop(d, 'SIGKILL')));
-    gw = await startGateway({ backends: dead, config: { proxy: { retryAfterS: 7 } } });
+    // Backends that are gone: closed before the gateway starts, their ports refuse.
+    const gone = await startBackendsHere(['d1', 'd2']);
+    await Promise.all(gone.map((d) => d.backend.close()));
+    dead = gone;
+    gw = await startGatewayHere({ backends: dead, config: { ...CHECK_AT_START_ONLY, proxy: { retryAfterS: 7 } } });
     // Discover the deaths (this first request's answer is checked in the next test).
     await request(`${gw.url}/game/discover/`, {}, 3_000);
     const view = await backendsView(gw);
@@ -253,25 +276,25 @@ describe('HTTP answers when no backend can serve', () => {
   // knows no backend is routable (router.decide returned reject 503 and the answer was dropped).
   it('answers 503 + Retry-After already to the request that discovers every backend refusing', async () => {
     // Short marks, so the socket below discovers the deaths afresh.
-    const fresh = await startGateway({ backends: dead, config: { proxy: { retryAfterS: 7, passiveDownMs: 300 } } });
+    const fresh = await startGatewayHere({ backends: dead, config: { ...CHECK_AT_START_ONLY, proxy: { retryAfterS: 7, passiveDownMs: 300 } } });
     const res = await request(`${fresh.url}/game/first/`, {}, 3_000);
     expect(await metricValue(fresh, 'roomgate_proxy_errors_total', { kind: 'refused' })).toBe(2); // both tried
     expect.soft(res.status).toBe(503);
     expect.soft(res.headers.get('retry-after')).toBe('7');
 
-    await poll('marks to expire', 2_000, async () => Object.values(await backendsView(fresh)).every((b) => b.state === 'up'));
+    await poll('marks to expire', 10_000, async () => Object.values(await backendsView(fresh)).every((b) => b.state === 'up'));
     const c = new Client(`${fresh.wsUrl}/ws/live/?room=first`);
     await expect.soft(withTimeout(c.opened, 3_000, 'upgrade answer')).rejects.toThrow('unexpected response 503');
     expect(await metricValue(fresh, 'roomgate_proxy_errors_total', { kind: 'refused' })).toBe(4); // both tried again
-    await stop(fresh);
+    await fresh.stop();
   });
 
-  let slow: BackendProc;
-  let tgw: GatewayProc;
+  let slow: Awaited<ReturnType<typeof startBackendHere>>;
+  let tgw: GatewayHere;
 
   it('answers 504 promptly when a backend accepts but does not answer within responseTimeoutMs', async () => {
-    slow = await startBackend('t1');
-    tgw = await startGateway({ backends: [slow], config: { proxy: { responseTimeoutMs: 500 } } });
+    slow = await startBackendHere('t1');
+    tgw = await startGatewayHere({ backends: [slow], config: { proxy: { responseTimeoutMs: 500 } } });
     // The backend would answer after 60 s, and the default responseTimeoutMs is 60 s: a 504 before
     // the request's guard (a hang guard, a quarter of that) is the configured 500 ms at work.
     const res = await request(`${tgw.url}/r/sleepy/_backend/slow?ms=60000`, {}, 15_000);
@@ -294,7 +317,8 @@ describe('HTTP answers when no backend can serve', () => {
   it('counts roomgate-made 502 and 504 answers under their status in roomgate_http_requests_total', async () => {
     // tgw (previous test) answered one 504; now one 502 for a body request to its dead backend (a
     // body over proxy.bufferBodyBytes streams, so it is not sent again).
-    await stop(slow, 'SIGKILL');
+    // Gone: the backend closes every connection it has and its port.
+    await slow.backend.close();
     expect((await request(`${tgw.url}/r/sleepy/_backend/echo`, { method: 'POST', body: 'x'.repeat(70_000) }, 3_000)).status).toBe(502);
     expect(await metricValue(tgw, 'roomgate_proxy_errors_total', { kind: 'timeout' })).toBe(1);
     expect(await metricValue(tgw, 'roomgate_proxy_errors_total', { kind: 'refused' })).toBe(1);
@@ -307,28 +331,28 @@ describe('HTTP answers when no backend can serve', () => {
 
 describe('passive down mark', () => {
   it('expires after passiveDownMs: a backend restarted on the same port takes new rooms, while rooms placed elsewhere meanwhile stay there', async () => {
-    const [p1, p2, p3] = (await startBackends(['p1', 'p2', 'p3'])) as [BackendProc, BackendProc, BackendProc];
-    const gw = await startGateway({ backends: [p1, p2, p3], config: { proxy: { passiveDownMs: 1000 } } });
-    const { rooms, fallback } = await roomsOwnedBy('p2', [p1, p2, p3], 3, 'expiry');
+    const [p1, p2, p3] = await startBackendsHere(['p1', 'p2', 'p3']);
+    const gw = await startGatewayHere({ backends: [p1!, p2!, p3!], config: { ...CHECK_AT_START_ONLY, proxy: { passiveDownMs: 1000 } } });
+    const { rooms, fallback } = await roomsOwnedBy('p2', [p1!, p2!, p3!], 3, 'expiry');
     const [r1, r2, r3] = rooms as [string, string, string];
 
-    expect(await stop(p2, 'SIGKILL')).toBe('SIGKILL');
+    // Gone: every connection and the port closed.
+    await p2!.backend.close();
     const markedAt = Date.now(); // the mark is set during the next request, so it expires after markedAt + 1000
     const during = await request(`${gw.url}/game/${r1}/`);
     expect(during.status).toBe(200);
     expect(during.headers.get('x-backend-id')).toBe(fallback.get(r1));
     expect((await backendsView(gw)).p2?.state).toBe('down');
 
-    // The demo backend's flag parser keeps the last value, so this --port wins over the harness's --port 0.
-    const p2b = await startBackend('p2', ['--port', String(p2.port)]);
-    expect(p2b.port).toBe(p2.port);
+    const p2b = await startBackendHere('p2', { port: p2!.port });
+    expect(p2b.port).toBe(p2!.port);
     // While the mark lasts the restarted backend gets nothing, even though it would accept.
     if (Date.now() - markedAt < 700) {
       const still = await request(`${gw.url}/game/${r2}/`);
       expect(still.headers.get('x-backend-id')).toBe(fallback.get(r2));
     }
 
-    await poll('p2 mark to expire', 3_000, async () => (await backendsView(gw)).p2?.state === 'up');
+    await poll('p2 mark to expire', 10_000, async () => (await backendsView(gw)).p2?.state === 'up');
     expect(Date.now() - markedAt).toBeGreaterThanOrEqual(990);
     // Rooms placed on the fallback while p2 was down keep their placement (sticky: a returning
     // backend never takes rooms back); a room never placed goes to p2, its ring owner.
@@ -354,10 +378,10 @@ describe('passive down mark', () => {
 
 describe('idle WebSockets', () => {
   it('are kept by default and closed after proxy.websocketIdleTimeoutMs when set', async () => {
-    const [i1] = (await startBackends(['i1'])) as [BackendProc];
+    const i1 = await startBackendHere('i1');
     const [keep, cut] = await Promise.all([
-      startGateway({ backends: [i1] }),
-      startGateway({ backends: [i1], config: { proxy: { websocketIdleTimeoutMs: 500 } } }),
+      startGatewayHere({ backends: [i1] }),
+      startGatewayHere({ backends: [i1], config: { proxy: { websocketIdleTimeoutMs: 500 } } }),
     ]);
     const idleDefault = new Client(`${keep.wsUrl}/ws/live/?room=idle-a`);
     const idleCut = new Client(`${cut.wsUrl}/ws/live/?room=idle-b`);
@@ -401,8 +425,8 @@ describe('idle WebSockets', () => {
 
 describe('large bodies', () => {
   it('streams a 5 MB upload and a 5000 KB download whole', async () => {
-    const [l1] = (await startBackends(['l1'])) as [BackendProc];
-    const gw = await startGateway({ backends: [l1] });
+    const l1 = await startBackendHere('l1');
+    const gw = await startGatewayHere({ backends: [l1] });
 
     const upload = randomBytes(5 * 1024 * 1024);
     const up = await request(`${gw.url}/r/big/_backend/echo`, { method: 'POST', body: upload }, 15_000);

@@ -3,11 +3,13 @@
 // joined, no pseudo-headers, a body without Content-Length sent on chunked), routed by the same
 // room key as on HTTP/1.1. The limits hold against a client that ignores them (raw frames):
 // concurrent streams, header lines and bytes, a body that never arrives, idle connections, and
-// rapid reset. A stop sends GOAWAY and does not wait on idle h2 connections.
+// rapid reset. A stop sends GOAWAY and does not wait on idle h2 connections. The gateways that get
+// a signal (SIGHUP, SIGTERM) are processes; the others and the demo backends are in the test's
+// process (test/support/here.ts).
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http2, { type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import https from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
@@ -15,13 +17,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR, FRAME, get, RawH2 } from '../support/h2-raw.js';
-import { metricValue, startBackend, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startBackendHere, startGatewayHere, stopAllHere, type BackendHere } from '../support/here.js';
+import { metricValue, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-h2-test-'));
 const cert = join(dir, 'a.crt');
 const key = join(dir, 'a.key');
 let ca: Buffer;
-let backends: BackendProc[];
+let backends: BackendHere[];
 
 beforeAll(async () => {
   execFileSync(
@@ -29,12 +32,13 @@ beforeAll(async () => {
     ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '30', '-subj', '/CN=a.test', '-addext', 'subjectAltName=DNS:a.test'],
     { stdio: 'ignore', timeout: 10_000 },
   );
-  ca = execFileSync('cat', [cert]);
-  backends = await Promise.all([startBackend('h1'), startBackend('h2')]);
+  ca = readFileSync(cert);
+  backends = await Promise.all([startBackendHere('h1'), startBackendHere('h2')]);
 });
 
 afterAll(async () => {
   await stopAll();
+  await stopAllHere();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -374,7 +378,7 @@ describe('HTTP/2 on the TLS port', () => {
 
 describe('HTTP/2 connection lifetime and the switch', () => {
   it('sends GOAWAY to an idle connection after keepAliveTimeoutMs', async () => {
-    const gw = await startGateway({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, listen: { keepAliveTimeoutMs: 500 } } });
+    const gw = await startGatewayHere({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, listen: { keepAliveTimeoutMs: 500 } } });
     const c = await RawH2.open(gw.port);
     try {
       await waitFor('GOAWAY on the idle connection', 5_000, () => c.goawayCode() !== undefined);
@@ -415,7 +419,7 @@ describe('HTTP/2 connection lifetime and the switch', () => {
     });
     await new Promise<void>((r) => capture.listen(0, '127.0.0.1', () => r()));
     const port = (capture.address() as net.AddressInfo).port;
-    const g = await startGateway({ backends: [`cap=http://127.0.0.1:${port}`], config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 } } });
+    const g = await startGatewayHere({ backends: [`cap=http://127.0.0.1:${port}`], config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 } } });
     const c = await session(g.port);
     try {
       const stream = c.request(
@@ -449,13 +453,13 @@ describe('HTTP/2 connection lifetime and the switch', () => {
       stream.close(http2.constants.NGHTTP2_CANCEL);
     } finally {
       c.destroy();
-      await stop(g);
+      await g.stop();
       await new Promise<void>((r) => capture.close(() => r()));
     }
   });
 
   it('http2.websockets false does not offer extended CONNECT', async () => {
-    const gw = await startGateway({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, http2: { websockets: false } } });
+    const gw = await startGatewayHere({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, http2: { websockets: false } } });
     const s = await session(gw.port);
     try {
       const settings = s.remoteSettings.enableConnectProtocol ? s.remoteSettings : await new Promise<http2.Settings>((r) => s.once('remoteSettings', r));
@@ -467,7 +471,7 @@ describe('HTTP/2 connection lifetime and the switch', () => {
   });
 
   it('http2.enabled false offers only http/1.1', async () => {
-    const gw = await startGateway({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, http2: { enabled: false } } });
+    const gw = await startGatewayHere({ backends, config: { tls: { certs: [{ cert, key }], reloadCheckMs: 0 }, http2: { enabled: false } } });
     const proto = await new Promise<string | false>((resolve, reject) => {
       const c = tlsConnect({ host: '127.0.0.1', port: gw.port, servername: 'a.test', ca, ALPNProtocols: ['h2', 'http/1.1'] }, () => {
         resolve(c.alpnProtocol ?? false);

@@ -1,31 +1,34 @@
 // The edge's confirmed defects, each as an attacker would try it: raw bytes into the real gateway
-// (a child process), real backends that log what they parsed. Every case here failed before its
+// (in the test's process, test/support/here.ts: a crash there fails the run as a dead child
+// would fail alive()), real backends that log what they parsed. Every case here failed before its
 // fix; the conformance corpus (test/conformance) covers the classes around them.
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { startGatewayHere, stopAllHere, type GatewayHere } from '../support/here.js';
+import { stopAll, waitFor } from '../support/processes.js';
 import { startRawBackend, type RawBackend } from '../conformance/backend.js';
 import { aliveProblem, closeLoggingBackends, exchange, HANDSHAKE, loggingBackend, statuses, type Seen } from '../conformance/raw.js';
 
 const rawBackends: RawBackend[] = [];
 
-async function alive(gw: GatewayProc): Promise<void> {
+async function alive(gw: GatewayHere): Promise<void> {
   expect(await aliveProblem(gw)).toBeNull();
 }
 
 afterAll(async () => {
-  await stopAll();
+  await stopAllHere();
+  await stopAll(); // the gateways' config files
   await closeLoggingBackends();
   await Promise.all(rawBackends.map((b) => b.close()));
 });
 
 describe('request smuggling and request-head rules', () => {
-  let gw: GatewayProc;
+  let gw: GatewayHere;
   let be: Awaited<ReturnType<typeof loggingBackend>>;
   beforeAll(async () => {
     be = await loggingBackend();
-    gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null }, listen: { requestTimeoutMs: 1_000, headersTimeoutMs: 1_000 } } });
+    gw = await startGatewayHere({ backends: [`b1=${be.url}`], config: { health: { path: null }, listen: { requestTimeoutMs: 1_000, headersTimeoutMs: 1_000 } } });
   });
 
   it('a Connection header naming Content-Length does not unframe the body (the issue\'s repro)', async () => {
@@ -101,7 +104,7 @@ describe('the backend answers an upgrade with something other than 101', () => {
       res.writeHead(404, { 'Content-Type': 'text/plain' });
       res.end('no websockets here');
     });
-    const gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
+    const gw = await startGatewayHere({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
     const smuggled = 'GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
     const r = await exchange(gw.port, [HANDSHAKE('/ws/live/') + smuggled, smuggled], { gapMs: 300, timeoutMs: 3_000 });
     expect(statuses(r.text)).toEqual([404]);
@@ -115,13 +118,13 @@ describe('the backend answers an upgrade with something other than 101', () => {
 });
 
 describe('malformed backend answers', () => {
-  let gw: GatewayProc;
+  let gw: GatewayHere;
   let be: RawBackend;
   let answer = Buffer.alloc(0);
   beforeAll(async () => {
     be = await startRawBackend({ answer: () => ({ bytes: answer }) });
     rawBackends.push(be);
-    gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
+    gw = await startGatewayHere({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
   });
 
   const cases: [string, string][] = [
@@ -146,7 +149,7 @@ describe('malformed backend answers', () => {
 });
 
 describe('upgrade handshakes', () => {
-  let gw: GatewayProc;
+  let gw: GatewayHere;
   let upgrades: { url: string; rawHeaders: string[] }[];
   beforeAll(async () => {
     upgrades = [];
@@ -155,7 +158,7 @@ describe('upgrade handshakes', () => {
       upgrades.push({ url: req.url ?? '', rawHeaders: req.rawHeaders });
       socket.end('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n');
     });
-    gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null }, proxy: { websocketPaths: ['/ws/live/'] } } });
+    gw = await startGatewayHere({ backends: [`b1=${be.url}`], config: { health: { path: null }, proxy: { websocketPaths: ['/ws/live/'] } } });
   });
 
   it('passes non-ASCII header bytes on exactly (latin1, not re-encoded as UTF-8)', async () => {
@@ -195,7 +198,7 @@ describe('retries after a reset of a reused backend connection', () => {
       if (seen.onConnection > 1) req.socket.destroy();
       else res.end('ok');
     });
-    const gw = await startGateway({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
+    const gw = await startGatewayHere({ backends: [`b1=${be.url}`], config: { health: { path: null } } });
     // Raw bytes: Node's client would add Content-Length: 0 to a POST, and that is a body.
     const request = async (method: string, path: string): Promise<number> =>
       statuses((await exchange(gw.port, [`${method} ${path} HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n`], { timeoutMs: 5_000 })).text)[0] ?? 0;

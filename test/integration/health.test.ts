@@ -1,14 +1,19 @@
-// Active health checks as an operator meets them, against real gateway and backend processes: the
+// Active health checks as an operator meets them, against real gateways and demo backends (in the
+// test's process: test/support/here.ts; none gets a signal): the
 // default check (TCP connect) keeps apps without a health route in service, the HTTP check is
 // opt-in with its own Host header (Django's ALLOWED_HOSTS), and what a backend marked down by its
 // checks does to live rooms (health.onDown). The demo backend plays those apps (--healthz-status,
-// --allowed-hosts, SIGUSR2 to fail its checks while it serves) and is the witness of where a
+// allowedHosts, failHealth (its SIGUSR2) to fail its checks while it serves) and is the witness of where a
 // request or a socket went.
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
-import { Client, backendRooms, httpRequest, pingPong, startBackend, startGateway, stopAll, waitFor, withTimeout, type GatewayProc } from '../support/processes.js';
+import { startBackendHere, startGatewayHere, stopAllHere, type GatewayHere } from '../support/here.js';
+import { Client, backendRooms, httpRequest, pingPong, stopAll, waitFor, withTimeout } from '../support/processes.js';
 
-afterAll(stopAll);
+afterAll(async () => {
+  await stopAll();
+  await stopAllHere();
+});
 
 /** Short checks: a backend that fails them is down after 2 x 150 ms. */
 // Checks fast enough to watch in a test; a check may still time out on a machine busy with other
@@ -22,14 +27,14 @@ interface BackendJson {
   healthHistory: { ok: boolean; error?: string }[];
 }
 
-async function backendOf(gw: GatewayProc, id: string): Promise<BackendJson> {
+async function backendOf(gw: GatewayHere, id: string): Promise<BackendJson> {
   const res = await fetch(`http://127.0.0.1:${gw.adminPort}/backends/${id}`, { signal: AbortSignal.timeout(5_000) });
   expect(res.status).toBe(200);
   return (await res.json()) as BackendJson;
 }
 
 /** Waits until the backend has at least n check results in the gateway's view; returns that view. */
-function afterChecks(gw: GatewayProc, id: string, n: number): Promise<BackendJson> {
+function afterChecks(gw: GatewayHere, id: string, n: number): Promise<BackendJson> {
   return waitFor(`${n} health checks of ${id}`, 10_000, async () => {
     const b = await backendOf(gw, id);
     return b.healthHistory.length >= n ? b : null;
@@ -37,15 +42,15 @@ function afterChecks(gw: GatewayProc, id: string, n: number): Promise<BackendJso
 }
 
 /** A page GET through the gateway (with any Host): its status and the backend that answered. */
-async function page(gw: GatewayProc, path: string, headers: Record<string, string> = {}): Promise<{ status: number; backend: string | null }> {
+async function page(gw: GatewayHere, path: string, headers: Record<string, string> = {}): Promise<{ status: number; backend: string | null }> {
   const res = await httpRequest(gw.port, path, { headers });
   return { status: res.status, backend: (res.headers['x-backend-id'] as string | undefined) ?? null };
 }
 
 describe('health checks: the default and the opt-in HTTP check', () => {
   it('by default a TCP connect check: a backend without a /healthz route (404, like Django) stays up and serves', async () => {
-    const app = await startBackend('noroute', ['--healthz-status', '404']);
-    const gw = await startGateway({ backends: [app], config: { health: FAST } });
+    const app = await startBackendHere('noroute', { healthzStatus: 404 });
+    const gw = await startGatewayHere({ backends: [app], config: { health: FAST } });
     // Well past `fall` checks: an HTTP check of /healthz would have failed every one of them.
     const view = await afterChecks(gw, 'noroute', 5);
     expect(view).toMatchObject({ state: 'up', health: 'up' });
@@ -54,11 +59,11 @@ describe('health checks: the default and the opt-in HTTP check', () => {
   });
 
   it('health.path is opt-in; health.host is the Host it sends (Django answers 400 to a Host outside ALLOWED_HOSTS)', async () => {
-    const app = await startBackend('django', ['--allowed-hosts', 'app.example']);
+    const app = await startBackendHere('django', { allowedHosts: ['app.example'] });
     const checks = { ...FAST, path: '/healthz' };
     const [plain, named] = await Promise.all([
-      startGateway({ backends: [app], config: { health: checks } }),
-      startGateway({ backends: [app], config: { health: { ...checks, host: 'app.example' } } }),
+      startGatewayHere({ backends: [app], config: { health: checks } }),
+      startGatewayHere({ backends: [app], config: { health: { ...checks, host: 'app.example' } } }),
     ]);
     // Without health.host the check sends Host: 127.0.0.1:PORT, which the app refuses.
     const refused = await waitFor('the backend down in the gateway without health.host', 10_000, async () => {
@@ -76,11 +81,11 @@ describe('health checks: the default and the opt-in HTTP check', () => {
 
 describe('a backend marked down by its health checks (health.onDown)', () => {
   it('keep (default): its live sockets carry frames, the same room\'s new socket and page go there, new rooms go elsewhere; close: its sockets are closed', async () => {
-    const [k1, k2] = await Promise.all([startBackend('k1'), startBackend('k2')]);
+    const [k1, k2] = await Promise.all([startBackendHere('k1'), startBackendHere('k2')]);
     const checks = { ...FAST, path: '/healthz' };
     const [keep, close] = await Promise.all([
-      startGateway({ backends: [k1, k2], config: { health: checks } }),
-      startGateway({ backends: [k1, k2], config: { health: { ...checks, onDown: 'close' } } }),
+      startGatewayHere({ backends: [k1, k2], config: { health: checks } }),
+      startGatewayHere({ backends: [k1, k2], config: { health: { ...checks, onDown: 'close' } } }),
     ]);
     const ring = buildRing([k1, k2].map((b) => ({ id: b.id, weight: 1 })));
     const [kept, closed, fresh] = Array.from({ length: 100 }, (_, i) => `ondown-${i}`).filter((r) => ring.first(r) === 'k1') as [string, string, string];
@@ -90,7 +95,7 @@ describe('a backend marked down by its health checks (health.onDown)', () => {
     expect(await withTimeout(b.join(closed), 10_000, 'join through close')).toBe('k1');
 
     // k1 keeps serving, but its /healthz answers 503 from now on.
-    k1.child.kill('SIGUSR2');
+    k1.backend.failHealth(true);
     for (const gw of [keep, close]) {
       await waitFor('k1 down by its checks', 10_000, async () => (await backendOf(gw, 'k1')).state === 'down');
     }

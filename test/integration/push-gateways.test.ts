@@ -1,18 +1,20 @@
-// A push through one gateway reaches the room whose sockets came through another: two gateway
-// processes on one real redis-server, three demo backends (examples/demo-backend, whose push
+// A push through one gateway reaches the room whose sockets came through another: two gateways (in
+// the test's process: test/support/here.ts) on one real redis-server, three demo backend processes
+// (one is killed; examples/demo-backend, whose push
 // receiver hands the message to the room's sockets), real WebSocket clients. After the room's
 // backend is killed and the room is placed again by its clients' reconnect, the next push follows it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startGatewayHere, stopAllHere, type GatewayHere } from '../support/here.js';
+import { Client, startBackends, stop, stopAll, waitFor, type BackendProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 
 const TOKEN = 'push-token-0123456789abcdef';
 let redis: RedisServer;
 let backends: BackendProc[];
-let gwA: GatewayProc;
-let gwB: GatewayProc;
+let gwA: GatewayHere;
+let gwB: GatewayHere;
 
-async function push(gw: GatewayProc, room: string, message: unknown, sender?: string, extra: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown>; headers: Headers }> {
+async function push(gw: GatewayHere, room: string, message: unknown, sender?: string, extra: Record<string, string> = {}): Promise<{ status: number; json: Record<string, unknown>; headers: Headers }> {
   const res = await fetch(`${gw.url}/_roomgate/api/rooms/${encodeURIComponent(room)}/messages`, {
     method: 'POST',
     headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', ...(sender ? { 'X-Roomgate-Sender': sender } : {}), ...extra },
@@ -26,7 +28,7 @@ async function push(gw: GatewayProc, room: string, message: unknown, sender?: st
  * Joins as a browser does after its backend died: a 503 (the room is busy until no gateway
  * reports it live on the dead backend, at the next heartbeats) is retried after a pause.
  */
-async function rejoin(gw: GatewayProc, room: string): Promise<{ client: Client; backend: string }> {
+async function rejoin(gw: GatewayHere, room: string): Promise<{ client: Client; backend: string }> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     const client = new Client(`${gw.wsUrl}/ws/live/?room=${room}`);
@@ -47,13 +49,14 @@ beforeAll(async () => {
   // gateways within 3 checks; a live one on a loaded machine is not marked down by one slow check.
   const config = { push: { tokens: [TOKEN] }, health: { intervalMs: 200, timeoutMs: 200, fall: 3 } };
   [gwA, gwB] = await Promise.all([
-    startGateway({ backends: list, config, env: { REDIS_URL: redis.url } }),
-    startGateway({ backends: list, config, env: { REDIS_URL: redis.url } }),
+    startGatewayHere({ backends: list, config, env: { REDIS_URL: redis.url } }),
+    startGatewayHere({ backends: list, config, env: { REDIS_URL: redis.url } }),
   ]);
 });
 
 afterAll(async () => {
   await stopAll();
+  await stopAllHere();
   await stopAllRedis();
 });
 
@@ -161,7 +164,7 @@ describe('push across gateways', () => {
 
   it('push.requireLive: a placed room without live sockets is 404 too; one with sockets through another gateway is delivered', async () => {
     const list = backends.filter((b) => b.child.exitCode === null && b.child.signalCode === null).map((b) => `${b.id}=${b.url}`);
-    const gwC = await startGateway({ backends: list, config: { push: { tokens: [TOKEN], requireLive: true }, health: { intervalMs: 200, timeoutMs: 150, fall: 1 } }, env: { REDIS_URL: redis.url } });
+    const gwC = await startGatewayHere({ backends: list, config: { push: { tokens: [TOKEN], requireLive: true }, health: { intervalMs: 200, timeoutMs: 150, fall: 1 } }, env: { REDIS_URL: redis.url } });
     try {
       // Placed by a page request, never a socket.
       const page = await fetch(`${gwB.url}/game/quiet-room/?room=quiet-room`, { signal: AbortSignal.timeout(5_000) });
@@ -179,7 +182,7 @@ describe('push across gateways', () => {
       expect(await player.next('push')).toMatchObject({ message: { hi: 1 } });
       await player.close();
     } finally {
-      await stop(gwC);
+      await gwC.stop();
     }
   });
 

@@ -1,18 +1,11 @@
-// Room routing end to end: real demo backends, real gateways, real sockets. The witness is always
-// the backends' own /_backend/rooms (what each process really holds), compared with what
-// `roomgate where` says the placement is.
+// Room routing end to end: real demo backends, real gateways, real sockets (all in the test's
+// process: test/support/here.ts; no test here needs a process of its own). The witness is always
+// the backends' own /_backend/rooms (what each really holds), compared with what `roomgate where`
+// (run in this process too) says the placement is.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  Client,
-  backendRooms,
-  metricValue,
-  waitFor,
-  startBackends,
-  startGateway,
-  stopAll,
-  type BackendProc,
-  type GatewayProc,
-} from '../support/processes.js';
+import { runCliHere } from '../cli/in-process.js';
+import { startBackendsHere, startGatewayHere, stopAllHere, type BackendHere, type GatewayHere } from '../support/here.js';
+import { Client, backendRooms, metricValue, waitFor, stopAll } from '../support/processes.js';
 import {
   agent,
   backendState,
@@ -34,16 +27,16 @@ const enc = encodeURIComponent;
 /** Sockets being opened at once: enough to be quick, few enough for a 2-core machine. */
 const SOCKET_CONCURRENCY = 64;
 
-let backends: BackendProc[];
+let backends: BackendHere[];
 /** Default configuration. */
-let gw: GatewayProc;
+let gw: GatewayHere;
 /** Trusts 127.0.0.1 as a proxy (X-Forwarded-Proto / X-Forwarded-Prefix believed). */
-let gwTrusted: GatewayProc;
+let gwTrusted: GatewayHere;
 /**
  * room.sources [header, query, path-prefix] and room.pathPrefix /_backend/echo/: the header wins,
  * and an unstripped prefix is visible in the backend's echo.
  */
-let gwAlt: GatewayProc;
+let gwAlt: GatewayHere;
 
 /** Placement of every room used outside test 1 (one CLI call in beforeAll). */
 let placed: Map<string, string>;
@@ -112,12 +105,12 @@ async function waitBackendsEmpty(): Promise<void> {
 }
 
 beforeAll(async () => {
-  backends = await startBackends(['b1', 'b2', 'b3']);
+  backends = await startBackendsHere(['b1', 'b2', 'b3']);
   [gw, gwTrusted, gwAlt, placed] = await Promise.all([
-    startGateway({ backends }),
-    startGateway({ backends, config: { proxy: { trustedProxies: ['127.0.0.1'] } } }),
-    startGateway({ backends, config: { room: { sources: ['header', 'query', 'path-prefix'], pathPrefix: '/_backend/echo/' } } }),
-    where([...SPECIAL, ...CANDIDATES, 'after-special', 'strip-room'], backends),
+    startGatewayHere({ backends }),
+    startGatewayHere({ backends, config: { proxy: { trustedProxies: ['127.0.0.1'] } } }),
+    startGatewayHere({ backends, config: { room: { sources: ['header', 'query', 'path-prefix'], pathPrefix: '/_backend/echo/' } } }),
+    where([...SPECIAL, ...CANDIDATES, 'after-special', 'strip-room'], backends, runCliHere),
   ]);
 });
 
@@ -132,13 +125,14 @@ afterEach(async () => {
 afterAll(async () => {
   agent.destroy();
   await stopAll();
+  await stopAllHere();
 });
 
 describe('routing: 1200 sockets over every key source', () => {
   it('puts each of 300 rooms on exactly the backend `roomgate where` names, 4 sockets each', async () => {
     const rooms = Array.from({ length: 300 }, (_, i) => (i % 5 === 0 ? `r.${i}:x_Y-z` : `room-${i}`));
     // One CLI call places all 300 rooms; meanwhile `roomgate sign` makes the first room's cookie.
-    const [expected, signed] = await Promise.all([where(rooms, backends), signCli(rooms[0]!)]);
+    const [expected, signed] = await Promise.all([where(rooms, backends, runCliHere), signCli(rooms[0]!, runCliHere)]);
 
     // A signed cookie per room: the first from `roomgate sign`, the rest from a page GET's Set-Cookie.
     const cookies = new Map<string, string>([[rooms[0]!, signed]]);

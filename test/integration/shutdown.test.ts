@@ -1,8 +1,13 @@
-// Graceful shutdown, demo mode and health endpoints against real processes.
+// Graceful shutdown and demo mode against real gateway processes (they get the signals), and the
+// health endpoints under load (processes: the load is made here) and with every backend dead. The
+// demo backends of the SIGTERM tests and the dead-backends gateway run in the test's process
+// (test/support/here.ts).
 import { connect } from 'node:net';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Client, runCli, startBackends, startGateway, stop, stopAll, waitFor, writeConfig, type BackendProc, type GatewayProc, pingPong, withTimeout } from '../support/processes.js';
+import { runCliHere } from '../cli/in-process.js';
+import { startBackendsHere, startGatewayHere, stopAllHere, type BackendHere } from '../support/here.js';
+import { Client, startBackends, startGateway, stop, stopAll, waitFor, writeConfig, pingPong, withTimeout } from '../support/processes.js';
 import { freePortRange } from '../support/ports.js';
 
 // Polls an async check (the harness's waitFor awaits it).
@@ -20,6 +25,7 @@ afterAll(async () => {
     }
   }
   await stopAll();
+  await stopAllHere();
 });
 
 // --- helpers -------------------------------------------------------------------------------
@@ -69,7 +75,7 @@ function alive(pid: number): boolean {
   }
 }
 
-async function backendSockets(b: BackendProc): Promise<number> {
+async function backendSockets(b: BackendHere): Promise<number> {
   const res = await fetch(`${b.url}/_backend/rooms`, { signal: AbortSignal.timeout(2_000) });
   return ((await res.json()) as { sockets: number }).sockets;
 }
@@ -82,13 +88,13 @@ async function backendSockets(b: BackendProc): Promise<number> {
 const LONG_GRACE_MS = 120_000;
 
 describe('SIGTERM', () => {
-  let backends: BackendProc[];
+  let backends: BackendHere[];
 
   // The grace is judged by what the gateway does and logs, not by this process's clock: a grace
   // long past any guard here shows the sockets are kept while it lasts, and a short one that runs
   // out shows the sockets left are closed then (the gateway's own log times it).
   it('keeps live sockets with readiness false and the listener closed while the grace lasts, and exits 0 once the last one ends', async () => {
-    backends = await startBackends(['s1', 's2']);
+    backends = await startBackendsHere(['s1', 's2']);
     const gw = await startGateway({ backends, config: { shutdown: { graceMs: LONG_GRACE_MS } } });
     const rooms = ['grace-a', 'grace-b', 'grace-c'];
     const clients = rooms.map((r) => new Client(`${gw.wsUrl}/ws/live/?room=${r}`));
@@ -138,7 +144,6 @@ describe('SIGTERM', () => {
 
     // The backends are untouched: still running, their end of every socket closed.
     for (const b of backends) {
-      expect(b.child.exitCode).toBeNull();
       expect((await timedGet(`${b.url}/healthz`)).status).toBe(200);
     }
     await poll('backends to report 0 sockets', 5_000, async () => (await Promise.all(backends.map(backendSockets))).every((n) => n === 0));
@@ -171,7 +176,7 @@ describe('demo mode', () => {
 
     const page = await timedGet(`${gw.url}/game/lobby/`, 5_000);
     expect(page.status).toBe(200);
-    const where = await runCli(['where', 'lobby', '--json', '--config', configFile, '--admin', `http://127.0.0.1:${gw.adminPort}`]);
+    const where = await runCliHere(['where', 'lobby', '--json', '--config', configFile, '--admin', `http://127.0.0.1:${gw.adminPort}`]);
     expect(where.code, where.stderr).toBe(0);
     const [row] = JSON.parse(where.stdout) as { room: string; backend: string; url: string }[];
     expect(row?.backend).toBe(page.backend);
@@ -214,6 +219,8 @@ describe('demo mode', () => {
 
 describe('/healthz and /readyz', () => {
   it('answer 200 on both ports while the gateway proxies a steady load', async () => {
+    // Processes: the load below is generated in this process, and must not share its event loop
+    // with the gateway it loads (nor with the backends answering it).
     const backends = await startBackends(['h1', 'h2', 'h3']);
     const gw = await startGateway({ backends });
     const admin = `http://127.0.0.1:${gw.adminPort}`;
@@ -222,33 +229,37 @@ describe('/healthz and /readyz', () => {
     const clients = Array.from({ length: 200 }, (_, i) => new Client(`${gw.wsUrl}/ws/live/?room=load-${i % 100}`));
     await withTimeout(Promise.all(clients.map((c, i) => c.join(`load-${i % 100}`))), 15_000, '200 sockets to join');
 
+    // Every probe and page is answered (probes 200): the outcome, not its time. The limit is one only a hang breaks
+    // (this process's event loop stalled 2 s on a loaded 2-core machine); health latency under
+    // load is measured in bench/, and the slowest answer is reported with any failure.
+    const bound = 15_000;
     // The load runs in this process too: its own event-loop delay is reported with any failure.
     const lag = monitorEventLoopDelay({ resolution: 10 });
     lag.enable();
     let running = true;
     let pages = 0;
-    const pageErrors: number[] = [];
+    const pageErrors: string[] = [];
     const events = setInterval(() => {
       for (const [i, c] of clients.entries()) c.send({ type: 'event', data: { i, t: Date.now() } });
     }, 200);
     const pageLoops = Array.from({ length: 20 }, async (_, k) => {
       while (running) {
-        const r = await timedGet(`${gw.url}/game/load-${k}/`, 5_000);
+        // `bound`, as the probes: a 5 s limit timed pages out on a loaded machine.
+        const r = await timedGet(`${gw.url}/game/load-${k}/`, bound);
         if (r.status === 200) pages++;
-        else pageErrors.push(r.status);
+        else pageErrors.push(`${r.status} ${r.error ?? ''}`.trim());
       }
     });
     // Health checks on a fixed beat, not one after another, so a slow answer cannot hide the next.
     const urls = [`${gw.url}/healthz`, `${gw.url}/readyz`, `${admin}/healthz`, `${admin}/readyz`];
     const checks: Promise<{ url: string; status: number; ms: number; error?: string }>[] = [];
-    // Every probe is answered 200: the outcome, not its time. The limit is one only a hang breaks
-    // (this process's event loop stalled 2 s on a loaded 2-core machine); health latency under
-    // load is measured in bench/, and the slowest answer is reported with any failure.
-    const bound = 15_000;
     const beat = setInterval(() => {
       for (const url of urls) checks.push(timedGet(url, bound).then((r) => ({ url, ...r })));
     }, 100);
+    // At least 2 s of load and 8 beats (32 probes): on a loaded machine this process's own loop
+    // (the 200 clients) fired fewer than 8 beats in 2 s; the probes are counted, not the clock.
     await sleep(2_000);
+    await waitFor('32 health probes sent under load', 30_000, () => checks.length >= 32);
     clearInterval(beat);
     const health = await Promise.all(checks);
     running = false;
@@ -258,7 +269,6 @@ describe('/healthz and /readyz', () => {
 
     const slowest = Math.max(...health.map((h) => h.ms));
     const context = `slowest health answer ${Math.round(slowest)} ms; this process's event-loop delay max ${Math.round(lag.max / 1e6)} ms`;
-    expect(health.length, context).toBeGreaterThanOrEqual(32);
     expect(health.filter((h) => h.status !== 200), context).toEqual([]);
     // The load was real: pages kept flowing and every socket got broadcasts.
     expect(pageErrors).toEqual([]);
@@ -271,9 +281,10 @@ describe('/healthz and /readyz', () => {
   });
 
   it('answer 200 when every backend is dead', async () => {
-    const backends = await startBackends(['x1', 'x2']);
-    const gw = await startGateway({ backends });
-    await Promise.all(backends.map((b) => stop(b, 'SIGKILL')));
+    const backends = await startBackendsHere(['x1', 'x2']);
+    const gw = await startGatewayHere({ backends });
+    // Gone: each closes every connection and its port.
+    await Promise.all(backends.map((b) => b.backend.close()));
     // Let the gateway find out (the first request marks both down).
     const page = await timedGet(`${gw.url}/game/gone/`, 3_000);
     expect(page.status).toBeGreaterThanOrEqual(502);

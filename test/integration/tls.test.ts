@@ -3,8 +3,10 @@
 // X-Forwarded-Proto: https and the room cookie is Secure; a certificate replaced on disk is put
 // in use on SIGHUP and by the periodic check, with 200 live wss sockets kept open; a reload that
 // fails keeps the old certificate; bad files stop start and check-config with exit 2 naming the
-// field; plain HTTP on the TLS port is refused without harm.
-import { execFileSync, spawnSync } from 'node:child_process';
+// field; plain HTTP on the TLS port is refused without harm. The gateways that get a signal
+// (SIGHUP, --workers) are processes; the others, the backend and the CLI runs that read a
+// configuration are in the test's process (test/support/here.ts, test/cli/in-process.ts).
+import { execFile, execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
 import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import https from 'node:https';
@@ -14,8 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
+import { runCliHere } from '../cli/in-process.js';
 import { execForm, parseDockerfile, readText } from '../support/deploy-files.js';
-import { httpRequest, metricValue, runCli, startBackend, startGateway, stop, stopAll, waitFor, writeConfig, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startBackendHere, startGatewayHere, stopAllHere, type BackendHere, type GatewayHere } from '../support/here.js';
+import { httpRequest, metricValue, startGateway, stop, stopAll, waitFor, writeConfig, type GatewayProc } from '../support/processes.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-tls-test-'));
 
@@ -32,7 +36,7 @@ function makeCert(base: string, names: readonly string[], days = 365): { cert: s
 }
 
 function fingerprintOf(file: string): string {
-  return new X509Certificate(execFileSync('cat', [file])).fingerprint256;
+  return new X509Certificate(readFileSync(file)).fingerprint256;
 }
 
 /** The certificate the gateway presents for a server name (none: no SNI sent). */
@@ -51,7 +55,7 @@ function servedFingerprint(port: number, servername?: string): Promise<string> {
 /** An https GET trusting `ca`, sent for `servername`. */
 function httpsGet(port: number, path: string, servername: string, ca: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = https.get({ host: '127.0.0.1', port, path, servername, ca: execFileSync('cat', [ca]), headers: { host: servername }, timeout: 5_000 }, (res) => {
+    const req = https.get({ host: '127.0.0.1', port, path, servername, ca: readFileSync(ca), headers: { host: servername }, timeout: 5_000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -113,16 +117,17 @@ function roundTrip(ws: WebSocket): Promise<void> {
 
 let a: { cert: string; key: string };
 let b: { cert: string; key: string };
-let backend: BackendProc;
+let backend: BackendHere;
 
 beforeAll(async () => {
   a = makeCert('a', ['a.test', '*.a.test']);
   b = makeCert('b', ['b.test']);
-  backend = await startBackend('t1');
+  backend = await startBackendHere('t1');
 });
 
 afterAll(async () => {
   await stopAll();
+  await stopAllHere();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -220,7 +225,7 @@ describe('TLS on the public port', () => {
     const files = { cert: join(dir, 'watched.crt'), key: join(dir, 'watched.key') };
     copyFileSync(c.cert, files.cert);
     copyFileSync(c.key, files.key);
-    const watched = await startGateway({ backends: [backend], config: { tls: { certs: [files], reloadCheckMs: 100 } } });
+    const watched = await startGatewayHere({ backends: [backend], config: { tls: { certs: [files], reloadCheckMs: 100 } } });
     expect(await servedFingerprint(watched.port, 'c.test')).toBe(fingerprintOf(c.cert));
     // Each file replaced whole (a rename), as deploy tools and cert-manager do: a check never
     // reads half a file, which would be a failure of its own with its own message.
@@ -244,7 +249,7 @@ describe('TLS on the public port', () => {
     expect(await servedFingerprint(watched.port, 'c.test')).toBe(fingerprintOf(c2.cert));
     put(c2.key, files.key);
     await waitFor('reloaded once the pair is whole again', 10_000, () => watched.logs().filter((l) => l.msg === 'TLS certificates reloaded').length >= 2);
-    expect(await stop(watched)).toBe(0);
+    await watched.stop();
   });
 });
 
@@ -258,7 +263,7 @@ describe('bad certificate files', () => {
     for (const [files, problem] of cases) {
       const config = writeConfig({ backends: [{ id: 't1', url: backend.url }], tls: { certs: [files] } });
       for (const cmd of [['start', '--port', '0'], ['check-config']]) {
-        const r = await runCli([...cmd, '--config', config]);
+        const r = await runCliHere([...cmd, '--config', config]);
         expect(r.code, `${cmd[0]} ${JSON.stringify(files)}`).toBe(2);
         expect(r.stderr).toMatch(problem);
       }
@@ -268,19 +273,19 @@ describe('bad certificate files', () => {
   it('check-config notes a certificate that expires soon', async () => {
     const soon = makeCert('soon', ['soon.test'], 5);
     const config = writeConfig({ backends: [{ id: 't1', url: backend.url }], tls: { certs: [soon] } });
-    const r = await runCli(['check-config', '--config', config]);
+    const r = await runCliHere(['check-config', '--config', config]);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/note: tls\.certs\.0: the certificate in .*soon\.crt \(soon\.test\) expires in [45] days/);
   });
 });
 
 describe('tls.redirectPort and HSTS', () => {
-  let gw: GatewayProc;
+  let gw: GatewayHere;
   let redirectPort: number;
 
   beforeAll(async () => {
-    gw = await startGateway({ backends: [backend], config: { tls: { certs: [a], redirectPort: 0, hstsMaxAgeS: 600 } } });
-    const line = JSON.parse(gw.lines.find((l) => l.includes('"msg":"listening"'))!) as { redirectPort: number; tls: boolean };
+    gw = await startGatewayHere({ backends: [backend], config: { tls: { certs: [a], redirectPort: 0, hstsMaxAgeS: 600 } } });
+    const line = gw.logs().find((l) => l.msg === 'listening') as { redirectPort: number; tls: boolean };
     expect(line.tls).toBe(true);
     redirectPort = line.redirectPort;
     expect(redirectPort).toBeGreaterThan(0);
@@ -321,7 +326,7 @@ describe('tls.redirectPort and HSTS', () => {
       [{ certs: [a], redirectPort: 8443 }, /tls\.redirectPort: got 8443, which is listen\.port/],
     ] as const) {
       const config = writeConfig({ listen: { port: 8443 }, backends: [{ id: 't1', url: backend.url }], tls });
-      const r = await runCli(['check-config', '--config', config]);
+      const r = await runCliHere(['check-config', '--config', config]);
       expect(r.code, JSON.stringify(tls)).toBe(2);
       expect(r.stderr).toMatch(problem);
     }
@@ -332,7 +337,7 @@ describe('tls.redirectPort and HSTS', () => {
 function handshake(port: number, ca: string, session?: Buffer): Promise<{ reused: boolean; ticket: Buffer | undefined }> {
   return new Promise((resolve, reject) => {
     let ticket: Buffer | undefined;
-    const s = tlsConnect({ host: '127.0.0.1', port, servername: 'a.test', ca: execFileSync('cat', [ca]), session });
+    const s = tlsConnect({ host: '127.0.0.1', port, servername: 'a.test', ca: readFileSync(ca), session });
     const timer = setTimeout(() => s.destroy(new Error('TLS handshake timed out')), 5_000);
     s.on('session', (t: Buffer) => (ticket = t));
     s.on('secureConnect', () => {
@@ -377,13 +382,18 @@ describe("the image's HEALTHCHECK", () => {
     const check = parseDockerfile(readText('Dockerfile')).filter((i) => i.cmd === 'HEALTHCHECK').at(-1);
     const argv = execForm(check!.args.replace(/^(--\S+\s+)*CMD\s+/, ''))!;
     expect(argv.slice(0, 2)).toEqual(['node', '-e']);
-    const run = (port: number): number | null => spawnSync(process.execPath, ['-e', argv[2]!], { env: { PATH: process.env.PATH ?? '', ROOMGATE_PORT: String(port) }, timeout: 10_000 }).status;
-    const plain = await startGateway({ backends: [backend] });
-    const tls = await startGateway({ backends: [backend], config: { tls: { certs: [a] } } });
-    expect(run(plain.port)).toBe(0);
-    expect(run(tls.port)).toBe(0);
-    await stop(plain);
-    expect(run(plain.port)).toBe(1);
-    await stop(tls);
+    // Not spawnSync: the gateways answer from this process's event loop.
+    const run = (port: number): Promise<number | null> =>
+      new Promise((resolve) => {
+        const child = execFile(process.execPath, ['-e', argv[2]!], { env: { PATH: process.env.PATH ?? '', ROOMGATE_PORT: String(port) }, timeout: 10_000 });
+        child.once('exit', (code) => resolve(code));
+      });
+    const plain = await startGatewayHere({ backends: [backend] });
+    const tls = await startGatewayHere({ backends: [backend], config: { tls: { certs: [a] } } });
+    expect(await run(plain.port)).toBe(0);
+    expect(await run(tls.port)).toBe(0);
+    await plain.stop();
+    expect(await run(plain.port)).toBe(1);
+    await tls.stop();
   });
 });

@@ -134,7 +134,7 @@ export function writeConfig(config: Record<string, unknown>): string {
 }
 
 export interface GatewayOptions {
-  backends?: readonly BackendProc[] | readonly string[];
+  backends?: readonly { readonly id: string; readonly url: string }[] | readonly string[];
   /** YAML config content (written to a temp file); false: no config file at all (the environment only). */
   config?: Record<string, unknown> | false;
   env?: Record<string, string>;
@@ -163,22 +163,30 @@ function merge(a: Record<string, unknown>, b: Record<string, unknown>): Record<s
   return out;
 }
 
+/** The config file startGateway gives the gateway (test defaults under `o.config`); undefined: none. */
+export function gatewayConfigFile(o: GatewayOptions): string | undefined {
+  return o.config === false ? undefined : writeConfig(merge(TEST_DEFAULTS, o.config ?? {}));
+}
+
+/** The environment startGateway gives the gateway: `env` over the test defaults. */
+export function gatewayEnv(env: Record<string, string> = {}): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    ROOMGATE_ADMIN_PORT: '0',
+    ROOMGATE_HOST: '127.0.0.1',
+    ROOMGATE_COOKIE_SECRETS: TEST_SECRET,
+    ROOMGATE_LOG_LEVEL: 'debug',
+    ...env,
+  };
+}
+
 export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc> {
   const args = [MAIN, 'start', '--port', '0'];
   for (const b of o.backends ?? []) args.push('--backend', typeof b === 'string' ? b : `${b.id}=${b.url}`);
-  if (o.config !== false) args.push('--config', writeConfig(merge(TEST_DEFAULTS, o.config ?? {})));
+  const file = gatewayConfigFile(o);
+  if (file !== undefined) args.push('--config', file);
   args.push(...(o.args ?? []));
-  const child = spawn(process.execPath, args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: {
-      PATH: process.env.PATH ?? '',
-      ROOMGATE_ADMIN_PORT: '0',
-      ROOMGATE_HOST: '127.0.0.1',
-      ROOMGATE_COOKIE_SECRETS: TEST_SECRET,
-      ROOMGATE_LOG_LEVEL: 'debug',
-      ...o.env,
-    },
-  });
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: gatewayEnv(o.env) });
   const proc = track(child);
   const stderr: string[] = [];
   if (child.stderr) createInterface({ input: child.stderr }).on('line', (l) => stderr.push(l));
@@ -315,7 +323,7 @@ export class Client {
 }
 
 /** Rooms held by each backend, from the backends themselves (the witness). */
-export async function backendRooms(backends: readonly BackendProc[]): Promise<Map<string, Record<string, number>>> {
+export async function backendRooms(backends: readonly { readonly id: string; readonly url: string }[]): Promise<Map<string, Record<string, number>>> {
   const out = new Map<string, Record<string, number>>();
   await Promise.all(
     backends.map(async (b) => {
@@ -326,7 +334,7 @@ export async function backendRooms(backends: readonly BackendProc[]): Promise<Ma
   return out;
 }
 
-export async function metricValue(gw: GatewayProc, name: string, labels: Record<string, string> = {}): Promise<number> {
+export async function metricValue(gw: { readonly adminPort: number }, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
   let sum = 0;
   for (const line of text.split('\n')) {

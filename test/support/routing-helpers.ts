@@ -2,7 +2,12 @@
 // over Cookie / X-Forwarded-* request headers and every Set-Cookie of the answer), bounded
 // concurrency, async polling with a deadline, and the `roomgate where` / `roomgate sign` CLI.
 import http from 'node:http';
-import { runCli, TEST_SECRET, type BackendProc } from './processes.js';
+import { runCli, TEST_SECRET, type CliResult } from './processes.js';
+
+/** A backend as the gateway and `roomgate where` are given it (a process or one in the test's process). */
+type Member = { readonly id: string; readonly url: string };
+/** How a command is run: runCli (the binary) or test/cli/in-process.ts's runCliHere. */
+type RunCli = (args: readonly string[], env?: Record<string, string>) => Promise<CliResult>;
 
 export { withTimeout } from './processes.js';
 
@@ -69,7 +74,7 @@ export interface BackendState {
 }
 
 /** /_backend/rooms of every backend, rooms and socket totals. */
-export async function backendState(backends: readonly BackendProc[]): Promise<Map<string, BackendState>> {
+export async function backendState(backends: readonly Member[]): Promise<Map<string, BackendState>> {
   const out = new Map<string, BackendState>();
   await Promise.all(
     backends.map(async (b) => {
@@ -81,7 +86,7 @@ export async function backendState(backends: readonly BackendProc[]): Promise<Ma
   return out;
 }
 
-export function backendFlags(backends: readonly BackendProc[]): string[] {
+export function backendFlags(backends: readonly Member[]): string[] {
   return backends.flatMap((b) => ['--backend', `${b.id}=${b.url}`]);
 }
 
@@ -93,8 +98,8 @@ export interface WhereRow {
 }
 
 /** One `roomgate where R1 R2 ... --json` call with the same backend flags as the gateway. */
-export async function where(rooms: readonly string[], backends: readonly BackendProc[]): Promise<Map<string, string>> {
-  const r = await runCli(['where', ...rooms, '--json', ...backendFlags(backends)]);
+export async function where(rooms: readonly string[], backends: readonly Member[], run: RunCli = runCli): Promise<Map<string, string>> {
+  const r = await run(['where', ...rooms, '--json', ...backendFlags(backends)]);
   if (r.code !== 0) throw new Error(`roomgate where exited ${r.code}: ${r.stderr}`);
   const rows = JSON.parse(r.stdout) as WhereRow[];
   if (rows.length !== rooms.length) throw new Error(`where returned ${rows.length} rows for ${rooms.length} rooms`);
@@ -109,8 +114,8 @@ export async function where(rooms: readonly string[], backends: readonly Backend
 }
 
 /** `roomgate sign R` with the gateway's secret. */
-export async function signCli(room: string): Promise<string> {
-  const r = await runCli(['sign', room], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
+export async function signCli(room: string, run: RunCli = runCli): Promise<string> {
+  const r = await run(['sign', room], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
   if (r.code !== 0) throw new Error(`roomgate sign exited ${r.code}: ${r.stderr}`);
   return r.stdout.trim();
 }
