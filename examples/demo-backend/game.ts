@@ -219,6 +219,9 @@ export class Game {
     const c: Client = { sessionId: state.session, room: null, routed: r.room, queryRoom: null, version: state.version };
     this.serve(ws, c);
     if (state.room !== null) this.join(ws, c, state.room);
+    // The demo's own word to its page (not djust's: a djust client gets nothing on a resume): the
+    // page says the room moved here without a disconnect. It carries no version: the view's go on.
+    this.send(ws, { type: 'resumed', backend: this.id, room: state.room });
   };
 
   readonly exportSocket = (_room: string, ws: WebSocket): SocketState | undefined => {

@@ -83,6 +83,19 @@ const PAGE_SCRIPT = `
         current = b;
         status.textContent = 'Connected to backend ' + b + ', joining room';
         ws.send(JSON.stringify({ type: 'mount', url: location.pathname }));
+      } else if (msg.type === 'resumed') {
+        // roomgate moved the socket with its room (a handoff's resume): the same socket, a new backend.
+        var r = String(msg.backend);
+        if (current !== null && r !== current) {
+          moved.textContent = 'Moved to backend ' + r + ' by a handoff, without a disconnect (from backend ' + current + ')';
+          moved.hidden = false;
+          headerId.textContent = r;
+          wsBackend.textContent = r;
+          header.className = 'backend tone-' + tone(r);
+          document.title = document.title.replace(/\\([^()]*\\)$/, '(' + r + ')');
+        }
+        current = r;
+        status.textContent = 'Live in room ' + msg.room + ' on backend ' + r;
       } else if (msg.type === 'push') {
         // A message roomgate delivered to the room (docs/push.md): newest first, the last few kept.
         var m = msg.message;

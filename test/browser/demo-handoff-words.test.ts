@@ -1,7 +1,8 @@
 // "Operator experience 3", item 6: the demo game page names a planned move for what it is. Through
 // a real gateway in front of two demo backends (processes) in headless Chromium: a `move` through
 // the admin API (the old owner's release closes the socket with 1012 "room moved") is said as
-// "Moved to backend X by a handoff", not as a lost connection; the backend the room is on then
+// "Moved to backend X by a handoff, without a disconnect" (the demo backend resumes the socket), not
+// as a lost connection; the backend the room is on then
 // dying is still said as a lost connection. Processes and browser end in afterAll.
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,7 +42,7 @@ describe('the demo game page after a move', () => {
     });
     expect(res.status, await res.text()).toBe(200);
     const moved = page.locator('#moved');
-    await expect.poll(() => moved.textContent(), { timeout: 15_000 }).toBe(`Moved to backend ${to} by a handoff (from backend ${from})`);
+    await expect.poll(() => moved.textContent(), { timeout: 15_000 }).toBe(`Moved to backend ${to} by a handoff, without a disconnect (from backend ${from})`);
     await expect.poll(() => status.textContent(), { timeout: 10_000 }).toBe(`Live in room words on backend ${to}`);
     expect(await page.locator('#backend-id').textContent()).toBe(to);
     await screenshot(page, 'demo-moved-by-handoff');

@@ -126,7 +126,9 @@ interface Run {
 }
 
 async function startRun(release: 'v1.1' | '3186', pinned: boolean): Promise<Run> {
-  const backends = await Promise.all(['b1', 'b2', 'b3'].map((id) => startBackend(id)));
+  // No socket resume: the pin is about reconnects (a resumed socket never reconnects, so it would
+  // not test the pin); a move and a drain then close the room's sockets and the tabs come back.
+  const backends = await Promise.all(['b1', 'b2', 'b3'].map((id) => startBackend(id, ['--handoff-resume', 'off'])));
   const gw = await startGateway({ backends, config: { admin: { token: TOKEN }, proxy: { websocketPaths: ['/ws/'] } } });
   // A page answered by page.route has no address of its own, so Chromium's Local Network Access
   // checks would take it for a public page opening sockets to 127.0.0.1 and block them.
