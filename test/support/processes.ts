@@ -141,6 +141,8 @@ export interface GatewayOptions {
   args?: string[];
   /** The log line that says the gateway listens (default: the first "listening" line). */
   readyLine?: (line: string) => boolean;
+  /** How long to wait for readyLine (default 30 s; a cluster starts several processes first). */
+  readyTimeoutMs?: number;
 }
 
 export const TEST_SECRET = 'test-secret-0123456789abcdef';
@@ -185,7 +187,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc>
   // About half a second on an idle machine; 30 s because a shared CI machine with several suites
   // running once took over 15 s. A gateway that fails to start exits, which is caught at once.
   const line = await Promise.race([
-    waitFor('gateway listening', 30_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
+    waitFor('gateway listening', o.readyTimeoutMs ?? 30_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
     proc.exited.then((code) => {
       throw new Error(`gateway exited early (${code}):\n${stderr.join('\n')}\n${proc.lines.join('\n')}`);
     }),
@@ -315,7 +317,7 @@ export class Client {
 }
 
 /** Rooms held by each backend, from the backends themselves (the witness). */
-export async function backendRooms(backends: readonly BackendProc[]): Promise<Map<string, Record<string, number>>> {
+export async function backendRooms(backends: readonly Pick<BackendProc, 'id' | 'url'>[]): Promise<Map<string, Record<string, number>>> {
   const out = new Map<string, Record<string, number>>();
   await Promise.all(
     backends.map(async (b) => {
