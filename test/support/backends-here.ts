@@ -16,11 +16,12 @@ export interface BackendHere {
 
 const live = new Set<DemoBackend>();
 
-/** A demo backend listening on a free loopback port, with the call key of backend `id`. */
-export async function startBackendHere(id: string, opts: Omit<DemoBackendOptions, 'id' | 'port' | 'host'> = {}): Promise<BackendHere> {
-  const backend = await startDemoBackend({ port: 0, host: '127.0.0.1', id, callKeys: backendKeys([CALL_SECRET], id), ...opts });
+/** A demo backend with the call key of backend `id`, on a free port of 127.0.0.1 unless `opts` say where. */
+export async function startBackendHere(id: string, opts: Omit<DemoBackendOptions, 'id'> = {}): Promise<BackendHere> {
+  const host = opts.host ?? '127.0.0.1';
+  const backend = await startDemoBackend({ port: 0, id, callKeys: backendKeys([CALL_SECRET], id), ...opts, host });
   live.add(backend);
-  return { id, port: backend.port, url: `http://127.0.0.1:${backend.port}`, backend };
+  return { id, port: backend.port, url: `http://${host}:${backend.port}`, backend };
 }
 
 export function startBackendsHere(ids: readonly string[]): Promise<BackendHere[]> {
