@@ -328,7 +328,7 @@ export async function backendRooms(backends: readonly Pick<BackendProc, 'id' | '
   return out;
 }
 
-export async function metricValue(gw: GatewayProc, name: string, labels: Record<string, string> = {}): Promise<number> {
+export async function metricValue(gw: Pick<GatewayProc, 'adminPort'>, name: string, labels: Record<string, string> = {}): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { signal: AbortSignal.timeout(5_000) })).text();
   let sum = 0;
   for (const line of text.split('\n')) {
