@@ -8,7 +8,7 @@
 // none is signalled). Every wait has a timeout; browsers and processes end in afterAll.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
-import { closeBrowsers, launchBrowser, screenshot, watchErrors } from '../support/browser.js';
+import { closeBrowsers, launchBrowser, newPageWithoutScripts, screenshot, watchErrors } from '../support/browser.js';
 import { backendArgs, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
 import { Client, startGateway, stopAll, withTimeout, type GatewayProc } from '../support/processes.js';
 
@@ -272,14 +272,11 @@ describe('status page', () => {
   });
 });
 
+// Pages with JavaScript off in the one browser of the file (newPageWithoutScripts), not a second one.
 describe('without JavaScript', () => {
-  let nojs: BrowserContext;
-  beforeAll(async () => {
-    nojs = await launchBrowser({ javaScriptEnabled: false });
-  });
 
   it('the status table is complete', async () => {
-    const page = await nojs.newPage();
+    const page = await newPageWithoutScripts(browser);
     await page.goto(`${adminUrl()}/_roomgate/`);
     expect(await page.locator('#live').textContent()).toBe('Static view: reload the page to refresh.');
     const rows = page.locator('#backends tbody tr');
@@ -299,7 +296,7 @@ describe('without JavaScript', () => {
   });
 
   it('the lobby lists the room, and "New room" still opens one', async () => {
-    const page = await nojs.newPage();
+    const page = await newPageWithoutScripts(browser);
     await page.goto(`${gw.url}/_roomgate/lobby`);
     const link = page.getByRole('link', { name: room, exact: true });
     await link.waitFor();
@@ -307,7 +304,7 @@ describe('without JavaScript', () => {
     expect(await row.locator('[data-col="sockets"]').textContent()).toBe('2');
     expect(await page.locator('#online-total').textContent()).toMatch(/^\d+$/);
     await screenshot(page, 'lobby-no-js');
-    const [tab] = await Promise.all([nojs.waitForEvent('page', { timeout: 10_000 }), page.getByRole('button', { name: 'New room' }).click()]);
+    const [tab] = await Promise.all([browser.waitForEvent('page', { timeout: 10_000 }), page.getByRole('button', { name: 'New room' }).click()]);
     await tab.waitForLoadState('load');
     expect(new URL(tab.url()).pathname).toMatch(/^\/game\/[a-z]+-[a-z]+-\d{4}\/$/);
     expect(backends.map((b) => b.id)).toContain((await tab.locator('#backend-id').textContent())?.trim());
