@@ -27,7 +27,8 @@ afterAll(async () => {
       // gone already
     }
   }
-  await stopAll();
+  // Gracefully: a demo whose start timed out is not in `started` and still has its demo backends.
+  await stopAll({ graceful: true });
   await Promise.all(closeAfter.map(closeServer));
 });
 

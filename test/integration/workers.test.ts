@@ -263,7 +263,8 @@ afterAll(async () => {
   // Workers and demo backends are grandchildren: they exit by themselves once their primary is
   // gone; make sure of it, also of those started after the last look.
   for (const p of primaries) if (isAlive(p)) for (const c of childrenOf(p)) seenPids.add(c);
-  await stopAll();
+  // Gracefully: a primary whose start timed out is not in `primaries` and still has its children.
+  await stopAll({ graceful: true });
   for (const pid of seenPids) if (isOurs(pid)) process.kill(pid, 'SIGKILL');
   await waitFor('every process started by these tests to exit', 10_000, () => [...seenPids].every((p) => !isOurs(p)), 50).catch(() => undefined);
   await stopAllRedis();

@@ -223,11 +223,16 @@ export async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGTERM', timeo
   }
 }
 
-/** Closes every socket, process and temp dir this module started. Call from afterAll. */
-export async function stopAll(): Promise<void> {
+/**
+ * Closes every socket, process and temp dir this module started. Call from afterAll.
+ * `graceful`: SIGTERM first (SIGKILL after 20 s), for gateways that have children of their own
+ * (demo backends, workers) and are still in the list because their start timed out: SIGKILL
+ * would leave those children behind.
+ */
+export async function stopAll(o: { graceful?: boolean } = {}): Promise<void> {
   for (const ws of sockets) ws.terminate();
   sockets.clear();
-  await Promise.all([...live].map((p) => stop(p, 'SIGKILL', 5_000)));
+  await Promise.all([...live].map((p) => (o.graceful ? stop(p, 'SIGTERM', 20_000) : stop(p, 'SIGKILL', 5_000))));
   for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
   tempDirs.clear();
 }
