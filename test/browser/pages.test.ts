@@ -4,11 +4,13 @@
 // open, never reloaded) counts 2 players. The status page (admin port) shows the backend bars and
 // events and follows a drain live; on the public port it takes the admin token; without JavaScript
 // both pages are complete. Hostile room names and metadata stay text. Screenshots go to
-// test-output/screenshots/. Every wait has a timeout; browsers and processes end in afterAll.
+// test-output/screenshots/. The demo backends run in this process (test/support/backends-here.ts:
+// none is signalled). Every wait has a timeout; browsers and processes end in afterAll.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
-import { closeBrowsers, launchBrowser, screenshot, watchErrors } from '../support/browser.js';
-import { Client, startBackends, startGateway, stopAll, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { closeBrowsers, launchBrowser, newPageWithoutScripts, screenshot, watchErrors } from '../support/browser.js';
+import { backendArgs, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
+import { Client, startGateway, stopAll, withTimeout, type GatewayProc } from '../support/processes.js';
 
 const ADMIN_TOKEN = 'browser-admin-token-0123456789';
 const API_TOKEN = 'browser-api-token-0123456789ab';
@@ -17,7 +19,7 @@ const PUSH_TOKEN = 'browser-push-token-0123456789a';
 // space or slash is refused (400) on every front. Unescaped, it would make an <img> and an <svg>.
 const XSS = '<img>"&<svg>';
 
-let backends: BackendProc[];
+let backends: BackendHere[];
 let gw: GatewayProc;
 let browser: BrowserContext;
 /** Console errors, exceptions and dialogs of every page opened with JavaScript. */
@@ -27,9 +29,9 @@ let room = '';
 let roomBackend = '';
 
 beforeAll(async () => {
-  backends = await startBackends(['b1', 'b2', 'b3']);
+  backends = await startBackendsHere(['b1', 'b2', 'b3']);
   gw = await startGateway({
-    backends,
+    backends: backendArgs(backends),
     config: {
       placement: { heartbeatMs: 200, gatewayTtlMs: 1000 },
       presence: { ttlMs: 1000 },
@@ -48,6 +50,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await closeBrowsers();
   await stopAll();
+  await stopBackendsHere();
 });
 
 const adminUrl = (): string => `http://127.0.0.1:${gw.adminPort}`;
@@ -214,7 +217,7 @@ describe('status page', () => {
     expect(await page.locator('#placement-mode').textContent()).toBe('in memory (this gateway only)');
     expect(await page.locator('#gateway-id').textContent()).toMatch(/-\d+-[0-9a-f]{6}$/);
 
-    const other = backends.find((b) => b.id !== roomBackend) as BackendProc;
+    const other = backends.find((b) => b.id !== roomBackend) as BackendHere;
     await adminPost(`/backends/${other.id}/drain`, { deadlineMs: 3_600_000 });
     const row = page.locator(`#backends tbody tr[data-backend="${other.id}"]`);
     await expect.poll(() => row.locator('.state').textContent(), { timeout: 5_000 }).toBe('draining');
@@ -269,14 +272,11 @@ describe('status page', () => {
   });
 });
 
+// Pages with JavaScript off in the one browser of the file (newPageWithoutScripts), not a second one.
 describe('without JavaScript', () => {
-  let nojs: BrowserContext;
-  beforeAll(async () => {
-    nojs = await launchBrowser({ javaScriptEnabled: false });
-  });
 
   it('the status table is complete', async () => {
-    const page = await nojs.newPage();
+    const page = await newPageWithoutScripts(browser);
     await page.goto(`${adminUrl()}/_roomgate/`);
     expect(await page.locator('#live').textContent()).toBe('Static view: reload the page to refresh.');
     const rows = page.locator('#backends tbody tr');
@@ -296,7 +296,7 @@ describe('without JavaScript', () => {
   });
 
   it('the lobby lists the room, and "New room" still opens one', async () => {
-    const page = await nojs.newPage();
+    const page = await newPageWithoutScripts(browser);
     await page.goto(`${gw.url}/_roomgate/lobby`);
     const link = page.getByRole('link', { name: room, exact: true });
     await link.waitFor();
@@ -304,7 +304,7 @@ describe('without JavaScript', () => {
     expect(await row.locator('[data-col="sockets"]').textContent()).toBe('2');
     expect(await page.locator('#online-total').textContent()).toMatch(/^\d+$/);
     await screenshot(page, 'lobby-no-js');
-    const [tab] = await Promise.all([nojs.waitForEvent('page', { timeout: 10_000 }), page.getByRole('button', { name: 'New room' }).click()]);
+    const [tab] = await Promise.all([browser.waitForEvent('page', { timeout: 10_000 }), page.getByRole('button', { name: 'New room' }).click()]);
     await tab.waitForLoadState('load');
     expect(new URL(tab.url()).pathname).toMatch(/^\/game\/[a-z]+-[a-z]+-\d{4}\/$/);
     expect(backends.map((b) => b.id)).toContain((await tab.locator('#backend-id').textContent())?.trim());

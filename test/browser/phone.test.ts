@@ -7,7 +7,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
 import { closeBrowsers, launchBrowser, screenshot, watchErrors } from '../support/browser.js';
-import { Client, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, writeFigures, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { backendArgs, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
+import { Client, startGateway, stopAll, waitFor, withTimeout, writeFigures, type GatewayProc } from '../support/processes.js';
 
 const ADMIN_TOKEN = 'phone-admin-token-0123456789ab';
 const API_TOKEN = 'phone-api-token-0123456789abcd';
@@ -17,7 +18,7 @@ const LONG_ID = 'backend-with-a-rather-long-identifier-0123456789';
 const LONG_URL = `http://${'internal-backend-host-name-'.repeat(3)}0123.cluster.example.invalid:8080`;
 const FAST = { placement: { heartbeatMs: 200, gatewayTtlMs: 1000 }, presence: { ttlMs: 1000 }, health: { intervalMs: 300, timeoutMs: 250, fall: 1, rise: 1 } };
 
-let backends: BackendProc[];
+let backends: BackendHere[];
 let gw: GatewayProc;
 /** api.maxStreams: 1 on both ports, for the refused streams. */
 let tight: GatewayProc;
@@ -27,7 +28,8 @@ const errors: string[] = [];
 const figures: string[] = [];
 
 beforeAll(async () => {
-  backends = await startBackends(['b1', 'b2', 'b3', 'b4']);
+  // In this process (test/support/backends-here.ts): b4 going down is its server closing.
+  backends = await startBackendsHere(['b1', 'b2', 'b3', 'b4']);
   [gw, tight] = await Promise.all([
     startGateway({
       backends: [...backends.map((b) => `${b.id}=${b.url}`), `${LONG_ID}=${LONG_URL}`],
@@ -35,7 +37,7 @@ beforeAll(async () => {
       env: { ROOMGATE_ADMIN_TOKEN: ADMIN_TOKEN },
     }),
     startGateway({
-      backends: backends.slice(0, 1),
+      backends: backendArgs(backends.slice(0, 1)),
       config: { ...FAST, api: { streamIntervalMs: 100, tokens: [API_TOKEN], maxStreams: 1, listRooms: ['*'] } },
       env: { ROOMGATE_ADMIN_TOKEN: ADMIN_TOKEN },
     }),
@@ -47,6 +49,7 @@ afterAll(async () => {
   writeFigures('phone-widths', figures);
   await closeBrowsers();
   await stopAll();
+  await stopBackendsHere();
 });
 
 const adminUrl = (g: GatewayProc): string => `http://127.0.0.1:${g.adminPort}`;
@@ -195,7 +198,7 @@ describe('status page at 390 px', () => {
   it('admin port (backend URLs, one very long; up, draining, maintenance, down) and public port: no sideways scroll', async () => {
     await admin(gw, '/backends/b2/drain', { deadlineMs: 3_600_000 });
     await admin(gw, '/backends/b3/maintenance', {});
-    await stop(backends[3] as BackendProc);
+    await (backends[3] as BackendHere).backend.close();
     await waitFor('b4 down', 10_000, async () => {
       const res = await fetch(`${adminUrl(gw)}/backends/b4`, { signal: AbortSignal.timeout(5_000) });
       return ((await res.json()) as { state?: string }).state === 'down';

@@ -11,7 +11,8 @@ import { MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
 import { closeBrowsers, launchBrowser, screenshot, watchErrors } from '../support/browser.js';
 import { makeControl, type FakeView } from '../support/control.js';
 import { freshHistory, syntheticHistory } from '../support/history.js';
-import { Client, startBackends, startGateway, stopAll, type GatewayProc } from '../support/processes.js';
+import { backendArgs, startBackendsHere, stopBackendsHere } from '../support/backends-here.js';
+import { Client, startGateway, stopAll, type GatewayProc } from '../support/processes.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
 
 const CHARTS = ['sockets', 'rooms', 'upgrades', 'pages', 'cache', 'latency', 'errors'];
@@ -35,6 +36,7 @@ afterAll(async () => {
   if (control?.adminServer) await closeServer(control.adminServer);
   await control?.close();
   await stopAll();
+  await stopBackendsHere();
 });
 
 /** Each chart's path data, in page order. */
@@ -162,8 +164,8 @@ describe('the status page plots of a real gateway', () => {
   let gw: GatewayProc;
 
   it('plots its own samples: sockets per backend, upgrades and pages per second', async () => {
-    const backends = await startBackends(['b1', 'b2', 'b3']);
-    gw = await startGateway({ backends, config: { cache: { paths: ['/game/'], defaultTtlMs: 30_000 } } });
+    const backends = await startBackendsHere(['b1', 'b2', 'b3']);
+    gw = await startGateway({ backends: backendArgs(backends), config: { cache: { paths: ['/game/'], defaultTtlMs: 30_000 } } });
     const clients = Array.from({ length: 6 }, (_, i) => new Client(`${gw.wsUrl}/ws/live/?room=plot-${i}`));
     await Promise.all(clients.map((c, i) => c.join(`plot-${i}`)));
     const page = await browser.newPage();

@@ -5,14 +5,17 @@
 // banner links answers. With a configuration file, or outside demo mode, nothing is generated.
 // The commands the banner prints run as printed (sh, the binary); the other commands this file runs
 // against a demo run in this process (runCliHere: the CLI's run(), as the binary calls it).
+import http from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { httpRequest, startBackend, startGateway, stop, stopAll, waitFor, writeConfig, type GatewayProc } from '../support/processes.js';
+import { httpRequest, startGateway, stop, stopAll, waitFor, writeConfig, type GatewayProc } from '../support/processes.js';
+import { closeServer, listenOnLoopback } from '../support/servers.js';
 import { runCliHere } from './in-process.js';
 import { freePortRange, runPrinted } from './support.js';
 
 const started: GatewayProc[] = [];
 const demoPids: number[] = [];
+const closeAfter: http.Server[] = [];
 
 afterAll(async () => {
   // SIGTERM: the gateway stops its demo backends; anything left is killed.
@@ -24,17 +27,20 @@ afterAll(async () => {
       // gone already
     }
   }
-  await stopAll();
+  // Gracefully: a demo whose start timed out is not in `started` and still has its demo backends.
+  await stopAll({ graceful: true });
+  await Promise.all(closeAfter.map(closeServer));
 });
 
 /**
  * A demo gateway with no secret, no token and no host in its environment (startGateway sets some);
- * with no configuration file unless `config` is given.
+ * with no configuration file unless `config` is given. A demo with a configuration file runs one
+ * demo backend instead of 3 (each is a process; those tests count none).
  */
 async function startDemo(o: { env?: Record<string, string>; config?: Record<string, unknown>; args?: string[] } = {}): Promise<GatewayProc> {
   const basePort = await freePortRange(3);
   const gw = await startGateway({
-    config: o.config ? { demo: { basePort }, listen: { port: 0 }, ...o.config } : false,
+    config: o.config ? { demo: { basePort, backends: 1 }, listen: { port: 0 }, ...o.config } : false,
     env: { ROOMGATE_HOST: '', ROOMGATE_COOKIE_SECRETS: '', ROOMGATE_DEMO_BASE_PORT: String(basePort), ...o.env },
     args: o.args ?? [],
   });
@@ -45,7 +51,10 @@ async function startDemo(o: { env?: Record<string, string>; config?: Record<stri
 
 let plainDemo: Promise<GatewayProc> | undefined;
 
-/** One demo as startDemo() starts it, for the tests that only read from it (its address, banner and pages). */
+/**
+ * One demo as startDemo() starts it, for the tests of its address, banner, pages and printed
+ * commands (the one test that drains a backend and writes runs after those that only read).
+ */
 function sharedDemo(): Promise<GatewayProc> {
   plainDemo ??= startDemo();
   return plainDemo;
@@ -90,8 +99,50 @@ describe('the demo', () => {
     expect(await banner(gw)).toContain(`roomgate demo: http://localhost:${gw.port} in front of 3 demo backends (this machine only)`);
   });
 
+  it('every page the banner links answers 200; GET / is an index page linking the game rooms and the lobby', async () => {
+    const gw = await sharedDemo();
+    const text = await banner(gw);
+    // Every URL in the banner but the curl line's (a PUT, run as printed above).
+    const urls = text
+      .split('\n')
+      .filter((l) => !l.includes('curl '))
+      .flatMap((l) => [...l.matchAll(/https?:\/\/[^\s']+/g)].map((m) => m[0]));
+    const base = `http://localhost:${gw.port}`;
+    const admin = `http://127.0.0.1:${gw.adminPort}`;
+    expect(urls).toEqual(
+      expect.arrayContaining([
+        `${base}/`,
+        `${base}/game/chess/`,
+        `${base}/game/poker/`,
+        `${base}/r/tetris/game/tetris/`,
+        `${base}/_roomgate/lobby`,
+        `${admin}/_roomgate/`,
+        `${admin}/backends`,
+      ]),
+    );
+    // No room is called "lobby": /_roomgate/lobby is the lobby page.
+    expect(text).not.toMatch(/\/game\/lobby\//);
+    for (const url of urls) {
+      if (url === admin) continue; // the --admin value of a command line
+      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
+      expect(res.status, url).toBe(200);
+      await res.arrayBuffer();
+    }
+    const index = await fetch(`${base}/`, { signal: AbortSignal.timeout(5_000) });
+    const html = await index.text();
+    expect(index.headers.get('content-type')).toMatch(/^text\/html/);
+    const links = [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]);
+    expect(links).toEqual(['/game/chess/', '/game/poker/', '/game/tetris/', '/r/tetris/game/tetris/', '/_roomgate/lobby']);
+    for (const l of links) {
+      const res = await fetch(`${base}${l}`, { signal: AbortSignal.timeout(5_000) });
+      expect(res.status, l).toBe(200);
+      await res.arrayBuffer();
+    }
+  });
+
   it('generates a cookie secret, an admin token, an API token and a push token, prints them once, and the printed commands work', async () => {
-    const gw = await startDemo();
+    // The shared demo, after the tests that only read from it: this one drains a backend and writes.
+    const gw = await sharedDemo();
     const text = await banner(gw);
     const admin = `http://127.0.0.1:${gw.adminPort}`;
     expect(line(text, 'the status page:')).toBe(`${admin}/_roomgate/`);
@@ -138,47 +189,6 @@ describe('the demo', () => {
     expect(JSON.parse(pushed.stdout)).toMatchObject({ room: 'chess', backend: page.headers['x-backend-id'] });
   });
 
-  it('every page the banner links answers 200; GET / is an index page linking the game rooms and the lobby', async () => {
-    const gw = await sharedDemo();
-    const text = await banner(gw);
-    // Every URL in the banner but the curl line's (a PUT, run as printed above).
-    const urls = text
-      .split('\n')
-      .filter((l) => !l.includes('curl '))
-      .flatMap((l) => [...l.matchAll(/https?:\/\/[^\s']+/g)].map((m) => m[0]));
-    const base = `http://localhost:${gw.port}`;
-    const admin = `http://127.0.0.1:${gw.adminPort}`;
-    expect(urls).toEqual(
-      expect.arrayContaining([
-        `${base}/`,
-        `${base}/game/chess/`,
-        `${base}/game/poker/`,
-        `${base}/r/tetris/game/tetris/`,
-        `${base}/_roomgate/lobby`,
-        `${admin}/_roomgate/`,
-        `${admin}/backends`,
-      ]),
-    );
-    // No room is called "lobby": /_roomgate/lobby is the lobby page.
-    expect(text).not.toMatch(/\/game\/lobby\//);
-    for (const url of urls) {
-      if (url === admin) continue; // the --admin value of a command line
-      const res = await fetch(url, { signal: AbortSignal.timeout(5_000) });
-      expect(res.status, url).toBe(200);
-      await res.arrayBuffer();
-    }
-    const index = await fetch(`${base}/`, { signal: AbortSignal.timeout(5_000) });
-    const html = await index.text();
-    expect(index.headers.get('content-type')).toMatch(/^text\/html/);
-    const links = [...html.matchAll(/href="([^"]+)"/g)].map((m) => m[1]);
-    expect(links).toEqual(['/game/chess/', '/game/poker/', '/game/tetris/', '/r/tetris/game/tetris/', '/_roomgate/lobby']);
-    for (const l of links) {
-      const res = await fetch(`${base}${l}`, { signal: AbortSignal.timeout(5_000) });
-      expect(res.status, l).toBe(200);
-      await res.arrayBuffer();
-    }
-  });
-
   it('start --json: the banner as one JSON line on stdout', async () => {
     const gw = await startDemo({ args: ['--json'], env: { ROOMGATE_ADMIN_TOKEN: 'configured-admin-token-0123' } });
     const j = await waitFor('the JSON banner', 10_000, () => gw.logs().find((l) => l.event === 'demo'));
@@ -198,12 +208,11 @@ describe('the demo', () => {
   });
 
   it('listens where --host, ROOMGATE_HOST or listen.host says, when given', async () => {
-    // Three demos, independent: started at once.
-    const [fromEnv, fromFlag, fromFile] = await Promise.all([
-      startDemo({ env: { ROOMGATE_HOST: '0.0.0.0' } }),
-      startDemo({ args: ['--host', '0.0.0.0'] }),
-      startDemo({ config: { listen: { port: 0, host: '0.0.0.0' } } }),
-    ]);
+    // Three demos, one after another: started at once on a loaded 2-core machine, one of them
+    // once took over startGateway's 30 s to listen (the CPU spent is the same either way).
+    const fromEnv = await startDemo({ env: { ROOMGATE_HOST: '0.0.0.0' } });
+    const fromFlag = await startDemo({ args: ['--host', '0.0.0.0'] });
+    const fromFile = await startDemo({ config: { listen: { port: 0, host: '0.0.0.0' } } });
     expect(listening(fromEnv).host).toBe('0.0.0.0');
     expect(await reachableBeyond127001(fromEnv.port)).toBe(true);
     expect(await banner(fromEnv)).toContain('(listening on 0.0.0.0)');
@@ -229,8 +238,11 @@ describe('the demo', () => {
 
 describe('outside demo mode', () => {
   it('generates nothing: no admin token, no API token, and the default host', async () => {
-    const b = await startBackend('solo');
-    const gw = await startGateway({ backends: [b], env: { ROOMGATE_HOST: '' } });
+    // The backend is never reached by these requests: an in-process server answering 200 will do.
+    const backend = http.createServer((_req, res) => res.end('ok'));
+    closeAfter.push(backend);
+    const gw = await startGateway({ backends: [`solo=${await listenOnLoopback(backend)}`], env: { ROOMGATE_HOST: '' } });
+    started.push(gw);
     expect(listening(gw).host).toBe('0.0.0.0');
     expect(gw.stderr.join('\n')).not.toContain('roomgate demo');
     const drain = await httpRequest(gw.adminPort, '/backends/solo/drain', { method: 'POST', headers: { authorization: 'Bearer x'.padEnd(30, 'x') } });

@@ -1,6 +1,7 @@
 // Backend-list changes at run time, against real processes: SIGHUP reload of the config file's
 // static list, and DNS discovery (A and SRV records from a real UDP DNS server on 127.0.0.1,
-// test/support/dns-server.ts). The demo backends are the witness: /_backend/rooms says where a
+// test/support/dns-server.ts). The gateways are processes (SIGHUP, exit codes); the demo backends,
+// never signalled, run in this process (test/support/backends-here.ts). They are the witness: /_backend/rooms says where a
 // room really is, and every client checks which backend mounted it.
 //
 // The documented behaviour under test (src/backends/pool.ts, src/placement/decide.ts,
@@ -19,7 +20,8 @@ import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { buildRing } from '../../src/placement/ring.js';
 import { TestDnsServer } from '../support/dns-server.js';
 import { freePortRange } from '../support/ports.js';
-import { Client, backendRooms, startBackend, startBackends, startGateway, stop, stopAll, waitFor, type BackendProc, type GatewayProc, pingPong } from '../support/processes.js';
+import { startBackendHere, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
+import { Client, backendRooms, startGateway, stop, stopAll, waitFor, type GatewayProc, pingPong } from '../support/processes.js';
 
 // --- shared state and teardown ---------------------------------------------------------------
 
@@ -37,6 +39,7 @@ afterAll(async () => {
   // SIGKILL would orphan them.
   await Promise.all(dnsGateways.map((g) => stop(g, 'SIGTERM', 5_000)));
   await stopAll();
+  await stopBackendsHere();
   for (const s of heldServers) s.close();
   await dns?.close();
 });
@@ -89,7 +92,7 @@ async function joinAll(gw: GatewayProc, rooms: readonly string[]): Promise<Map<s
 }
 
 /** Which backend holds each room, according to the backends themselves (a room on two = split). */
-async function witness(backends: readonly BackendProc[]): Promise<Map<string, string>> {
+async function witness(backends: readonly BackendHere[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const [id, rooms] of await backendRooms(backends)) {
     for (const room of Object.keys(rooms)) {
@@ -173,7 +176,7 @@ const range = (prefix: string, n: number): string[] => Array.from({ length: n },
 // --- SIGHUP reload of the static list ----------------------------------------------------------
 
 describe('SIGHUP reload (static list in the config file)', () => {
-  let b1: BackendProc, b2: BackendProc, b3: BackendProc;
+  let b1: BackendHere, b2: BackendHere, b3: BackendHere;
   let gw: GatewayProc;
   const liveRooms = range('hup-live', 20);
   let live: Map<string, { client: Client; backend: string }>;
@@ -181,7 +184,7 @@ describe('SIGHUP reload (static list in the config file)', () => {
   let current: Record<string, unknown>;
 
   beforeAll(async () => {
-    [b1, b2, b3] = (await startBackends(['b1', 'b2', 'b3'])) as [BackendProc, BackendProc, BackendProc];
+    [b1, b2, b3] = (await startBackendsHere(['b1', 'b2', 'b3'])) as [BackendHere, BackendHere, BackendHere];
     gw = await startGateway({
       config: { backends: [{ id: 'b1', url: b1.url }, { id: 'b2', url: b2.url }] },
     });
@@ -333,7 +336,7 @@ describe('SIGHUP reload (static list in the config file)', () => {
 
 describe('DNS discovery, A records (backends on 127.0.0.1-3, one port)', () => {
   const NAME = 'app.test';
-  let d: BackendProc[] = [];
+  let d: BackendHere[] = [];
   let port = 0;
   let gw: GatewayProc;
   const ids = (...n: number[]): string[] => n.map((i) => `127.0.0.${i}:${port}`).sort();
@@ -343,15 +346,10 @@ describe('DNS discovery, A records (backends on 127.0.0.1-3, one port)', () => {
 
   beforeAll(async () => {
     // The first backend picks the port; the others listen on the same port on other loopback addresses.
-    const first = await startBackend('pending');
+    const first = await startBackendHere('pending');
     port = first.port;
-    await stop(first, 'SIGKILL');
-    d = await Promise.all(
-      [1, 2, 3].map(async (i) => {
-        const b = await startBackend(id(i), ['--host', `127.0.0.${i}`, '--port', String(port)]);
-        return { ...b, url: `http://${id(i)}` };
-      }),
-    );
+    await first.backend.close();
+    d = await Promise.all([1, 2, 3].map((i) => startBackendHere(id(i), { host: `127.0.0.${i}`, port })));
     dns.setRecords({ [NAME]: { A: ['127.0.0.1', '127.0.0.2'] } });
     gw = await startDnsGateway({ name: NAME, type: 'A', port });
     live = await joinAll(gw, liveRooms);
@@ -473,7 +471,7 @@ describe('DNS discovery, SRV records', () => {
   it('ids from the target name and port; the gateway connects to the target by name', async () => {
     // Only "localhost" resolves on every machine without a resolver for custom names; distinct
     // ports keep the ids ("localhost:PORT") distinct.
-    const backends = await startBackends(['srv-a', 'srv-b']);
+    const backends = await startBackendsHere(['srv-a', 'srv-b']);
     const SRV_NAME = '_http._tcp.app.test';
     // Target names are case-insensitive and may end with a dot: both give the same id and URL.
     const targets = ['LocalHost.', 'localhost'];
@@ -517,7 +515,7 @@ describe('DNS discovery at start', () => {
   // discovery.dns supplies the backends; they join the pool until the first DNS answer replaces
   // them, and when their ports are taken the gateway does not start at all.
   it('with discovery and no static backends, start runs no demo backends', async () => {
-    const b = await startBackend('only');
+    const b = await startBackendHere('only');
     dns.setRecords({ 'demo-check.app.test': { A: ['127.0.0.1'] } });
     const taken = await heldPort();
     const gw = await startGateway({

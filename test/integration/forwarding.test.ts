@@ -7,7 +7,8 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
-import { Client, startBackends, startGateway, stopAll, waitFor, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { backendArgs, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
+import { Client, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 
 interface Echo {
   id: string;
@@ -162,7 +163,7 @@ const newTag = (): string => `t${randomBytes(6).toString('hex')}`;
 // ------------------------------------------------------------------------------------------------
 
 describe('forwarding: what the backend sees', () => {
-  let backends: BackendProc[];
+  let backends: BackendHere[];
   let gw: GatewayProc; // no trusted proxies
   let gwTrusted: GatewayProc; // trusts 127.0.0.1, i.e. this test
   let gwRec: GatewayProc; // the recording server as its only backend
@@ -171,11 +172,12 @@ describe('forwarding: what the backend sees', () => {
   beforeAll(async () => {
     await new Promise<void>((resolve) => recServer.listen(0, '127.0.0.1', resolve));
     const recUrl = `http://127.0.0.1:${(recServer.address() as AddressInfo).port}`;
-    backends = await startBackends(['f1', 'f2']);
+    // Demo backends in this process (test/support/backends-here.ts): none is signalled.
+    backends = await startBackendsHere(['f1', 'f2']);
     const trusted = { proxy: { trustedProxies: ['127.0.0.1'] } };
     [gw, gwTrusted, gwRec, gwRecTrusted] = await Promise.all([
-      startGateway({ backends }),
-      startGateway({ backends, config: trusted }),
+      startGateway({ backends: backendArgs(backends) }),
+      startGateway({ backends: backendArgs(backends), config: trusted }),
       startGateway({ backends: [`rec=${recUrl}`] }),
       startGateway({ backends: [`rec=${recUrl}`], config: trusted }),
     ]);
@@ -183,6 +185,7 @@ describe('forwarding: what the backend sees', () => {
 
   afterAll(async () => {
     await stopAll();
+    await stopBackendsHere();
     for (const c of wss.clients) c.terminate();
     await new Promise<void>((resolve) => wss.close(() => resolve()));
     recServer.closeAllConnections();

@@ -1,6 +1,6 @@
 // The page cache (cache.* config, Cache-Status, the cache admin routes and metrics) against real
-// gateway processes and real backends: node:http servers in this process on port 0, reached over
-// TCP, that count every request they get and script each path's answer. The backend is the
+// gateways and real backends, all in this process (no test needs a gateway's process: a process
+// each would cost its module loading): node:http servers on port 0, reached over TCP, that count every request they get and script each path's answer. The backend is the
 // witness: "served from the cache" means the backend did not see the request. Covered, on both
 // page paths (the byte-level one and node:http's): request collapsing of a cold page, grace
 // (stale-while-revalidate with one background refresh, stale-if-error with every backend gone and
@@ -12,18 +12,59 @@
 // (raw bytes judged by the strict referee of test/conformance). The contract: the cache section of
 // docs/configuration.md and Cache-Status per RFC 9211.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Gateway } from '../../src/gateway.js';
 import { buildRing } from '../../src/placement/ring.js';
 import { fieldValues, parseResponse, type ParsedResponse } from '../conformance/strict-parser.js';
-import { httpRequest, metricValue, startGateway, stop, stopAll, waitFor, withTimeout, type GatewayProc, type RawAnswer } from '../support/processes.js';
+import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { CALL_SECRET, httpRequest, metricValue, waitFor, withTimeout, type RawAnswer } from '../support/processes.js';
 
 const TOKEN = 'admin-token-for-tests-0123456789';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const sleepUntil = (t: number): Promise<void> => sleep(Math.max(0, t - Date.now()));
 
-afterAll(stopAll);
+const dir = mkdtempSync(join(tmpdir(), 'roomgate-page-cache-'));
+const running = new Set<Gateway>();
+afterAll(async () => {
+  await Promise.all([...running].map((g) => g.stop()));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** What the tests reach of a gateway: its two ports, and its stop. */
+interface TestGateway {
+  readonly port: number;
+  readonly adminPort: number;
+  stop(): Promise<void>;
+}
+
+/**
+ * A gateway in this process with the harness's defaults (startGateway's: bounded loads off, calls
+ * signed, the admin port on), `config` merged over them (top-level keys). Stopped by `stop`, or after the file.
+ */
+async function startGateway(o: { backends: readonly string[]; config: Record<string, unknown> & { admin?: Record<string, unknown> } }): Promise<TestGateway> {
+  const { admin, ...config } = o.config;
+  const g: Gateway = await startInProcessGateway(dir, '', {
+    backends: o.backends.map((b) => ({ id: b.slice(0, b.indexOf('=')), url: b.slice(b.indexOf('=') + 1) })),
+    placement: { boundedLoadFactor: 0 },
+    backendCalls: { secrets: [CALL_SECRET] },
+    admin: { enabled: true, host: '127.0.0.1', port: 0, ...admin },
+    ...config,
+  });
+  running.add(g);
+  return {
+    port: g.port,
+    adminPort: g.adminPort!,
+    stop: async () => {
+      running.delete(g);
+      await g.stop();
+    },
+  };
+}
 
 // ------------------------------------------------------------------------------------------------
 // The backend: every request is recorded (method, target, headers, body); each path (without the
@@ -148,7 +189,7 @@ class Backend {
 // The client side: one request per connection (httpRequest, bounded), Cache-Status read as RFC 9211
 // parameters.
 
-async function get(gw: GatewayProc, path: string, headers: Record<string, string> = {}, o: { method?: string; body?: string; timeoutMs?: number } = {}): Promise<RawAnswer> {
+async function get(gw: TestGateway, path: string, headers: Record<string, string> = {}, o: { method?: string; body?: string; timeoutMs?: number } = {}): Promise<RawAnswer> {
   return httpRequest(gw.port, path, { headers: { host: 'app.example', ...headers }, method: o.method, body: o.body, timeoutMs: o.timeoutMs });
 }
 
@@ -226,7 +267,7 @@ function roomCookieValue(r: RawAnswer): string {
   return line.slice('roomgate_room='.length).split(';')[0]!;
 }
 
-async function adminCall(gw: GatewayProc, method: string, path: string, o: { token?: string; body?: unknown } = {}): Promise<{ status: number; json: Record<string, unknown>; text: string }> {
+async function adminCall(gw: TestGateway, method: string, path: string, o: { token?: string; body?: unknown } = {}): Promise<{ status: number; json: Record<string, unknown>; text: string }> {
   const headers: Record<string, string> = {};
   if (o.token !== undefined) headers.authorization = `Bearer ${o.token}`;
   if (o.body !== undefined) headers['content-type'] = 'application/json';
@@ -247,7 +288,7 @@ async function adminCall(gw: GatewayProc, method: string, path: string, o: { tok
 }
 
 /** POST /cache/purge with the admin token (null: without an Authorization header). */
-const purge = (gw: GatewayProc, body: unknown, token: string | null = TOKEN): ReturnType<typeof adminCall> => adminCall(gw, 'POST', '/cache/purge', { token: token ?? undefined, body });
+const purge = (gw: TestGateway, body: unknown, token: string | null = TOKEN): ReturnType<typeof adminCall> => adminCall(gw, 'POST', '/cache/purge', { token: token ?? undefined, body });
 
 /**
  * One request in exact bytes on its own connection (Connection: close), the answer read to the
@@ -273,7 +314,7 @@ async function rawExchange(port: number, method: string, path: string, extra = '
 }
 
 /** Counter deltas: read before, call the result after. */
-async function counters(gw: GatewayProc, names: readonly [string, Record<string, string>][]): Promise<() => Promise<number[]>> {
+async function counters(gw: TestGateway, names: readonly [string, Record<string, string>][]): Promise<() => Promise<number[]>> {
   const before = await Promise.all(names.map(([n, l]) => metricValue(gw, n, l)));
   return async () => (await Promise.all(names.map(([n, l]) => metricValue(gw, n, l)))).map((v, i) => v - before[i]!);
 }
@@ -308,9 +349,9 @@ describe.concurrent.each([
   const base = { health: { path: null, intervalMs: 3_600_000 }, proxy: { leanPages: lean } };
   const be = new Backend();
   /** cache.paths ["/"], everything else default but maxObjectBytes 64 KiB; admin token set. */
-  let gw: GatewayProc;
+  let gw: TestGateway;
   /** graceMs 5000, paths /c/ and a regex, bypassCookies with a prefix, the cookie "lang" kept, defaultTtlMs 5000. */
-  let gg: GatewayProc;
+  let gg: TestGateway;
 
   beforeAll(async () => {
     await be.start();
@@ -336,7 +377,7 @@ describe.concurrent.each([
   });
 
   afterAll(async () => {
-    await Promise.all([gw ? stop(gw) : undefined, gg ? stop(gg) : undefined]);
+    await Promise.all([gw?.stop(), gg?.stop()]);
     await be.close();
   });
 
@@ -345,7 +386,9 @@ describe.concurrent.each([
   it('200 concurrent GETs for a cold page reach the backend once; the waiters get the same body with "collapsed"; the next GET is a hit with Age', { concurrent: false }, async () => {
     const url = '/c/collapse';
     const pageBody = `collapsed page ${randomBytes(8).toString('hex')} ${'x'.repeat(4_000)}`;
-    be.script(url, () => ({ delayMs: 300, headers: { 'cache-control': 'max-age=60', 'content-type': 'text/html' }, body: pageBody }));
+    // The fill's answer waits 2 s: every one of the 200 requests must reach the gateway before it
+    // (300 ms was not always enough at load 20, with the gateway and the clients in one process).
+    be.script(url, () => ({ delayMs: 2_000, headers: { 'cache-control': 'max-age=60', 'content-type': 'text/html' }, body: pageBody }));
     const delta = await counters(gw, [outcome('coalesced'), outcome('miss')]);
 
     const answers = await Promise.all(Array.from({ length: 200 }, () => get(gw, url, {}, { timeoutMs: 10_000 })));
@@ -482,7 +525,7 @@ describe.concurrent.each([
         expect(a.status, show(a)).toBe(503);
         expect(a.body, show(a)).toMatch(/^the service is unavailable, retry shortly\nrequest id: /);
       }
-      await stop(gk);
+      await gk.stop();
     } finally {
       await Promise.all([k1.close(), k2.close()]);
     }
@@ -875,7 +918,8 @@ describe.concurrent.each([
 
   it('the wire: answers built from a backend answer with Content-Length (miss, HEAD miss, collapsed waiter, hit, HEAD hit, 206, too big) are valid HTTP/1.1 with one Content-Length', { concurrent: false }, async ({ expect }) => {
     const body = 'wire page body';
-    be.script('/c/wire', () => ({ contentLength: true, delayMs: 150, headers: { 'cache-control': 'max-age=60' }, body }));
+    // Long enough for the second request (sent 50 ms later) to wait on the first one's fill, under load.
+    be.script('/c/wire', () => ({ contentLength: true, delayMs: 1_000, headers: { 'cache-control': 'max-age=60' }, body }));
     be.script('/c/wire-head', () => ({ contentLength: true, headers: { 'cache-control': 'max-age=60' }, body }));
     be.script('/admin/wire', () => ({ contentLength: true, headers: { 'cache-control': 'max-age=60' }, body }));
     const big = randomBytes(50_000).toString('hex');

@@ -1,7 +1,8 @@
 // Shared data end to end (presence, lobby, room metadata, leaderboards, the lobby stream) through
-// real processes: one redis-server, demo backends b1-b3, gateways A and B sharing the Redis store
+// real processes: one redis-server, gateways A and B sharing the Redis store
 // (A and B get redis.url from the config file, C from REDIS_URL), then one gateway on the
-// in-memory store. The witness for "where is a room, how many sockets" is the backends' own
+// in-memory store, in front of demo backends b1-b3 (in this process: test/support/backends-here.ts;
+// no test signals them, and a process each would cost its module loading). The witness for "where is a room, how many sockets" is the backends' own
 // /_backend/rooms; the test also keeps its own model of every socket it holds open.
 //
 // Scenarios share state and run in order:
@@ -18,7 +19,8 @@
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LobbyPage, LobbyRoom, Online, Ranked } from '../../src/shared-data/store.js';
-import { Client, backendRooms, startBackends, startGateway, stop, stopAll, waitFor, writeFigures, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { backendArgs, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
+import { Client, backendRooms, startGateway, stop, stopAll, waitFor, writeFigures, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 
 const TOKEN = 'shared-data-test-token-0123456789';
@@ -47,7 +49,7 @@ function gatewayConfig(extra: Record<string, unknown> = {}): Record<string, unkn
 }
 
 let redis: RedisServer;
-let backends: BackendProc[];
+let backends: BackendHere[];
 let gwA: GatewayProc;
 let gwB: GatewayProc;
 const names = new Map<GatewayProc, string>();
@@ -383,10 +385,10 @@ interface RoomsEvent {
 
 beforeAll(async () => {
   redis = await startRedis();
-  backends = await startBackends(['b1', 'b2', 'b3']);
+  backends = await startBackendsHere(['b1', 'b2', 'b3']);
   [gwA, gwB] = await Promise.all([
-    startGateway({ backends, config: gatewayConfig({ redis: { url: redis.url } }) }),
-    startGateway({ backends, config: gatewayConfig({ redis: { url: redis.url } }) }),
+    startGateway({ backends: backendArgs(backends), config: gatewayConfig({ redis: { url: redis.url } }) }),
+    startGateway({ backends: backendArgs(backends), config: gatewayConfig({ redis: { url: redis.url } }) }),
   ]);
   names.set(gwA, 'A');
   names.set(gwB, 'B');
@@ -396,6 +398,7 @@ afterAll(async () => {
   for (const s of [...streams]) s.close();
   await stopAll();
   await stopAllRedis();
+  await stopBackendsHere();
   figures.push(`whole file: ${((Date.now() - suiteStart) / 1000).toFixed(1)} s`);
   writeFigures('shared-data', [`heartbeat ${HEARTBEAT_MS} ms, presence.ttlMs ${PRESENCE_TTL_MS} ms, streamIntervalMs ${STREAM_INTERVAL_MS} ms`, ...figures]);
 });
@@ -603,7 +606,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
   });
 
   it('4. kill -9 a gateway: its counts leave the others\' /online and /lobby within presence.ttlMs + a heartbeat, for good', async () => {
-    const gwC = await startGateway({ backends, config: gatewayConfig(), env: { REDIS_URL: redis.url } });
+    const gwC = await startGateway({ backends: backendArgs(backends), config: gatewayConfig(), env: { REDIS_URL: redis.url } });
     names.set(gwC, 'C');
     const cSocks = await openMany([
       ...Array.from({ length: 5 }, (_, i) => [`c-only-${i}`, gwC] as const),
@@ -1048,7 +1051,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
     expectError(await call(gwB, 'GET', '/leaderboards/lb?limit=501'), 400, 'bad_request');
 
     // No token configured at all: writes are refused with 403 (even with a token), reads work.
-    const gwN = await startGateway({ backends, config: gatewayConfig({ api: { streamIntervalMs: STREAM_INTERVAL_MS } }) });
+    const gwN = await startGateway({ backends: backendArgs(backends), config: gatewayConfig({ api: { streamIntervalMs: STREAM_INTERVAL_MS } }) });
     names.set(gwN, 'N');
     expectError(await call(gwN, 'PUT', '/rooms/r001/meta', { json: { status: 'x' }, token: TOKEN }), 403, 'forbidden');
     expectError(await call(gwN, 'PUT', '/rooms/r001/meta', { json: { status: 'x' } }), 403, 'forbidden');
@@ -1064,7 +1067,7 @@ describe('shared data over Redis: two gateways, one redis-server, three demo bac
 
 describe('shared data in memory: one gateway, no Redis', () => {
   it('8. the same API works: online, lobby, metadata, leaderboard, lobby stream', async () => {
-    const gwM = await startGateway({ backends, config: gatewayConfig({ api: { streamIntervalMs: STREAM_INTERVAL_MS, listRooms: ['*'] } }), env: { ROOMGATE_API_TOKENS: TOKEN } });
+    const gwM = await startGateway({ backends: backendArgs(backends), config: gatewayConfig({ api: { streamIntervalMs: STREAM_INTERVAL_MS, listRooms: ['*'] } }), env: { ROOMGATE_API_TOKENS: TOKEN } });
     names.set(gwM, 'M');
     expect(gwM.logs().find((l) => l.msg === 'listening')?.store).toBe('memory');
     const sse = new SseReader(`${gwM.url}${API}/lobby/stream?prefix=mem-`);

@@ -1,8 +1,9 @@
 // `roomgate start --workers 2`: N processes on one port (Node's cluster module) that still send every
 // socket and page of a room to one backend.
 //
-// Real processes: demo backends, the gateway's primary and its two workers, redis-server for the
-// Redis part. Clients are djust-like reconnecting room clients; each connection is a new TCP
+// Real processes: the gateway's primary and its two workers (and the demo mode's demo backends),
+// redis-server for the Redis part. The backends the tests never signal are demo backends in this
+// process (test/support/backends-here.ts): a process each would cost its module loading. Clients are djust-like reconnecting room clients; each connection is a new TCP
 // connection, which the cluster hands to the workers in turn, so nearly every room has sockets
 // through both workers. The witness is the backends' own /_backend/rooms, sampled about every
 // 100 ms by the split checker for the whole file. Which worker holds what is asked of each worker
@@ -20,10 +21,11 @@ import http from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { Client, backendRooms, httpRequest, metricValue, runCli, startBackend, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startBackendHere, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
+import { Client, backendRooms, httpRequest, metricValue, runCli, startGateway, stop, stopAll, waitFor, withTimeout, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 import { freePortRange } from '../support/ports.js';
-import { RoomFleet, SplitWatcher, adminPost, holders, logsFrom, sampleRooms, stopAllRoomClients, witnessOf, type GatewayTarget } from '../support/room-clients.js';
+import { RoomFleet, SplitWatcher, adminPost, holders, logsFrom, sampleRooms, stopAllRoomClients, type GatewayTarget, type WitnessBackend } from '../support/room-clients.js';
 
 const TOKEN = 'workers-test-admin-token-0123456789';
 /** The primary's "listening" line (the workers log one each too, before it). */
@@ -56,7 +58,8 @@ function baseConfig(extra: Record<string, unknown>): Record<string, unknown> {
 }
 
 async function startCluster(config: Record<string, unknown>, workers = '2', extraArgs: string[] = []): Promise<GatewayProc> {
-  const gw = await startGateway({ config, args: ['--workers', workers, ...extraArgs], readyLine: PRIMARY_LISTENING });
+  // The primary, its workers (and demo backends) start before it listens: 30 s was once not enough at load 20.
+  const gw = await startGateway({ config, args: ['--workers', workers, ...extraArgs], readyLine: PRIMARY_LISTENING, readyTimeoutMs: 90_000 });
   if (gw.child.pid) primaries.add(gw.child.pid);
   const line = JSON.parse(gw.lines.find(PRIMARY_LISTENING)!) as { workerPids: number[] };
   for (const p of line.workerPids) seenPids.add(p);
@@ -162,6 +165,10 @@ function listenersOf(port: number, pids: readonly number[]): number[] {
   });
 }
 
+function witnessHere(backends: Iterable<BackendHere>): WitnessBackend[] {
+  return [...backends].map((b) => ({ id: b.id, url: b.url }));
+}
+
 async function allDead(pids: readonly number[], timeoutMs: number, what: string): Promise<void> {
   await waitFor(what, timeoutMs, () => pids.every((p) => !isAlive(p)), 50);
 }
@@ -186,7 +193,7 @@ function pageBackend(gw: GatewayProc, room: string): Promise<string> {
  * Waits until every client of the fleet is live and the witness shows each room on exactly one
  * backend holding all its clients. Returns room -> backend.
  */
-async function settle(fleet: RoomFleet, backends: () => readonly BackendProc[], what: string, timeoutMs = 25_000): Promise<Map<string, string>> {
+async function settle(fleet: RoomFleet, backends: () => readonly BackendHere[], what: string, timeoutMs = 25_000): Promise<Map<string, string>> {
   let last = '';
   try {
     return await waitFor(
@@ -256,17 +263,19 @@ afterAll(async () => {
   // Workers and demo backends are grandchildren: they exit by themselves once their primary is
   // gone; make sure of it, also of those started after the last look.
   for (const p of primaries) if (isAlive(p)) for (const c of childrenOf(p)) seenPids.add(c);
-  await stopAll();
+  // Gracefully: a primary whose start timed out is not in `primaries` and still has its children.
+  await stopAll({ graceful: true });
   for (const pid of seenPids) if (isOurs(pid)) process.kill(pid, 'SIGKILL');
   await waitFor('every process started by these tests to exit', 10_000, () => [...seenPids].every((p) => !isOurs(p)), 50).catch(() => undefined);
   await stopAllRedis();
+  await stopBackendsHere();
 });
 
 describe('--workers 2 without Redis: the primary owns placements and presence', () => {
-  const alive = new Map<string, BackendProc>();
+  const alive = new Map<string, BackendHere>();
   const fleet = new RoomFleet();
   fleets.push(fleet);
-  const watcher = new SplitWatcher(() => witnessOf(alive.values()));
+  const watcher = new SplitWatcher(() => witnessHere(alive.values()));
   watchers.push(watcher);
   let gw: GatewayProc;
   let target: GatewayTarget;
@@ -274,11 +283,11 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
   let placedMap = new Map<string, string>();
 
   beforeAll(async () => {
-    for (const b of await startBackends(['b1', 'b2', 'b3'])) alive.set(b.id, b);
+    for (const b of await startBackendsHere(['b1', 'b2', 'b3'])) alive.set(b.id, b);
     gw = await startCluster(baseConfig({ backends: [...alive.values()].map((b) => ({ id: b.id, url: b.url })) }));
     target = { name: 'cluster', wsUrl: gw.wsUrl };
     watcher.start();
-  });
+  }, 120_000);
 
   it('runs two worker processes under the primary, each a gateway of its own', async () => {
     const line = JSON.parse(gw.lines.find(PRIMARY_LISTENING)!) as { workers: number; workerPids: number[]; gatewayIds: string[]; store: string; port: number };
@@ -333,7 +342,7 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
     for (const room of rooms) for (let k = 0; k < 4; k++) fleet.add(room, target);
     const before = await settle(fleet, () => [...alive.values()], 'rooms placed with b1 in maintenance');
     expect([...before.values()].filter((b) => b === 'b1')).toEqual([]);
-    const where = await runCli(['where', '--json', ...rooms, ...[...alive.values()].flatMap((b) => ['--backend', `${b.id}=${b.url}`])]);
+    const where = await runCliHere(['where', '--json', ...rooms, ...[...alive.values()].flatMap((b) => ['--backend', `${b.id}=${b.url}`])]);
     const offRing = (JSON.parse(where.stdout) as { room: string; backend: string }[]).filter((r) => r.backend === 'b1').map((r) => r.room);
     expect(offRing.length, 'some rooms have b1 as ring owner').toBeGreaterThan(3);
 
@@ -391,7 +400,8 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
     const oldPid = w2!.pid!;
     const from = gw.lines.length;
     process.kill(oldPid, 'SIGKILL');
-    const restarted = await waitFor('worker 2 running again with another pid', 15_000, async () => {
+    // A new node process loading the gateway: about a second idle, 15 s was once not enough at load 30.
+    const restarted = await waitFor('worker 2 running again with another pid', 45_000, async () => {
       const w = (await workersOf(gw)).workers[1]!;
       return w.state === 'ready' && w.pid !== oldPid ? w : null;
     });
@@ -411,10 +421,10 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
     await waitFor('online count right again', 5_000, async () => (await online(gw)).total === fleet.size);
     expect(await metricValue(gw, 'roomgate_worker_restarts_total')).toBe(1);
     expectNoSplit(watcher, t0, 'a worker killed and started again');
-  });
+  }, 120_000);
 
   it('SIGHUP: the primary reads the configuration once and every worker applies it', async () => {
-    const b4 = await startBackend('b4');
+    const b4 = await startBackendHere('b4');
     alive.set(b4.id, b4);
     const file = gw.child.spawnargs[gw.child.spawnargs.indexOf('--config') + 1]!;
     const doc = parse(readFileSync(file, 'utf8')) as { backends: { id: string; url: string }[] };
@@ -454,20 +464,20 @@ describe('--workers 2 without Redis: the primary owns placements and presence', 
 
 describe('--workers 2 --balance primary, with Redis: every worker is a gateway of its own', () => {
   let redis: RedisServer;
-  const alive = new Map<string, BackendProc>();
+  const alive = new Map<string, BackendHere>();
   const fleet = new RoomFleet();
   fleets.push(fleet);
-  const watcher = new SplitWatcher(() => witnessOf(alive.values()));
+  const watcher = new SplitWatcher(() => witnessHere(alive.values()));
   watchers.push(watcher);
   let gw: GatewayProc;
   const ROOMS = 24;
 
   beforeAll(async () => {
     redis = await startRedis();
-    for (const b of await startBackends(['r1', 'r2', 'r3'])) alive.set(b.id, b);
+    for (const b of await startBackendsHere(['r1', 'r2', 'r3'])) alive.set(b.id, b);
     gw = await startCluster(baseConfig({ backends: [...alive.values()].map((b) => ({ id: b.id, url: b.url })), redis: { url: redis.url } }), '2', ['--balance', 'primary']);
     watcher.start();
-  });
+  }, 120_000);
 
   it('the primary holds the one listening socket and hands connections to the workers', async () => {
     const workers = await readyWorkers(gw);
@@ -549,7 +559,7 @@ describe('--workers 2 in demo mode', () => {
     expect(await stop(gw, 'SIGTERM', 20_000)).toBe(0);
     await allDead([...workers.map((w) => w.pid!), ...demoPids], 5_000, 'workers and demo backends to be gone');
     await expect(fetch(`http://127.0.0.1:${basePort}/healthz`, { signal: AbortSignal.timeout(2_000) })).rejects.toThrow();
-  });
+  }, 120_000);
 });
 
 describe('--workers values', () => {
@@ -577,8 +587,8 @@ describe('--workers values', () => {
   });
 
   it('--workers 1 is the single process of old: no cluster, no primary', async () => {
-    const b = await startBackend('s1');
-    const gw = await startGateway({ backends: [b], args: ['--workers', '1'] });
+    const b = await startBackendHere('s1');
+    const gw = await startGateway({ backends: [`${b.id}=${b.url}`], args: ['--workers', '1'] });
     const line = gw.logs().find((l) => l.msg === 'listening')!;
     expect(line.pid).toBe(gw.child.pid);
     expect(line.worker).toBeUndefined();
@@ -587,6 +597,6 @@ describe('--workers values', () => {
     expect(res.status).toBe(404);
     await res.body?.cancel();
     expect(await stop(gw, 'SIGTERM')).toBe(0);
-    await stop(b);
+    await b.backend.close();
   });
 });

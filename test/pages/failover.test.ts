@@ -6,13 +6,24 @@
 // drain deadline: what deploy/prometheus's alerts read) say the same. With two gateways sharing
 // Redis and the clients coming back through the other one, both gateways' pages count the move.
 import { afterAll, describe, expect, it } from 'vitest';
-import { Client, metricValue, startBackends, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startBackendHere, stopBackendsHere } from '../support/backends-here.js';
+import { Client, metricValue, startBackend, startGateway, stop, stopAll, waitFor, withTimeout, type BackendProc, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis } from '../support/redis.js';
 
 afterAll(async () => {
   await stopAll();
   await stopAllRedis();
+  await stopBackendsHere();
 });
+
+/**
+ * Three backends as `id=url` for startGateway, in order; the middle one, which each test kills
+ * with kill -9, is a process, the other two run in this process (test/support/backends-here.ts).
+ */
+async function threeBackends(ids: readonly [string, string, string]): Promise<{ list: string[]; victim: BackendProc }> {
+  const [first, victim, last] = await Promise.all([startBackendHere(ids[0]), startBackend(ids[1]), startBackendHere(ids[2])]);
+  return { list: [first, victim, last].map((b) => `${b.id}=${b.url}`), victim };
+}
 
 const TOKEN = 'admin-token-for-failover-0123456789';
 
@@ -65,9 +76,9 @@ async function page(gw: GatewayProc, room: string): Promise<string> {
 
 describe('the status page agrees with the placements after a backend is killed', () => {
   it('shows the dead backend with only the rooms still placed there, and its event counts the live rooms that left it', async () => {
-    const backends = (await startBackends(['b1', 'b2', 'b3'])) as [BackendProc, BackendProc, BackendProc];
+    const { list, victim: b2 } = await threeBackends(['b1', 'b2', 'b3']);
     const gw = await startGateway({
-      backends,
+      backends: list,
       config: { admin: { token: TOKEN }, health: { intervalMs: 200, timeoutMs: 150, fall: 2 } },
     });
     // Live rooms: a socket each; the ones on b2 are the victims.
@@ -81,7 +92,6 @@ describe('the status page agrees with the placements after a backend is killed',
     for (let i = 0; i < 40 && idle === ''; i++) if ((await page(gw, `fo-idle-${i}`)) === 'b2') idle = `fo-idle-${i}`;
     expect(idle, 'an idle room on b2').not.toBe('');
 
-    const b2 = backends[1];
     expect(await stop(b2, 'SIGKILL')).toBe('SIGKILL');
     const victimClients = clients.filter((_, i) => placed[i] === 'b2');
     await withTimeout(Promise.all(victimClients.map((c) => c.closed)), 5_000, 'b2 sockets to close');
@@ -153,7 +163,7 @@ describe('the status page agrees with the placements after a backend is killed',
 
   it('two gateways sharing Redis: the one that held the sockets and the one they came back through both count the live rooms', async () => {
     const redis = await startRedis();
-    const backends = (await startBackends(['c1', 'c2', 'c3'])) as [BackendProc, BackendProc, BackendProc];
+    const { list: backends, victim: c2 } = await threeBackends(['c1', 'c2', 'c3']);
     const config = { redis: { url: redis.url }, health: { intervalMs: 300, timeoutMs: 250, fall: 2 } };
     const [a, b] = await Promise.all([startGateway({ backends, config }), startGateway({ backends, config })]);
     const candidates = Array.from({ length: 9 }, (_, i) => `fo2-${i}`);
@@ -161,7 +171,7 @@ describe('the status page agrees with the placements after a backend is killed',
     const placed = await Promise.all(clients.map((c, i) => c.join(candidates[i]!)));
     const victims = candidates.filter((_, i) => placed[i] === 'c2');
     expect(victims.length, `rooms on c2 among ${placed.join(',')}`).toBeGreaterThanOrEqual(1);
-    await stop(backends[1], 'SIGKILL');
+    await stop(c2, 'SIGKILL');
     await withTimeout(Promise.all(clients.filter((_, i) => placed[i] === 'c2').map((c) => c.closed)), 5_000, 'c2 sockets to close');
     // The clients come back through gateway b (a load balancer's choice): refused as busy (503 +
     // Retry-After) until a's report no longer holds the room, then placed on a survivor.

@@ -3,7 +3,8 @@
 // headers and CSP hashes, escaping of hostile room names and metadata, and the config check.
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Client, runCli, startBackends, startGateway, stopAll, waitFor, withTimeout, writeConfig, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { backendArgs, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
+import { Client, runCli, startGateway, stopAll, waitFor, withTimeout, writeConfig, type GatewayProc } from '../support/processes.js';
 
 const ADMIN_TOKEN = 'pages-admin-token-0123456789';
 const API_TOKEN = 'pages-api-token-0123456789abc';
@@ -13,22 +14,27 @@ const XSS = '<img>"&<svg>';
 const XSS_HTML = '&lt;img&gt;&quot;&amp;&lt;svg&gt;';
 const FAST = { placement: { heartbeatMs: 200, gatewayTtlMs: 1000 }, presence: { ttlMs: 1000 }, api: { streamIntervalMs: 100, tokens: [API_TOKEN] } };
 
-let backends: BackendProc[];
+let backends: BackendHere[];
 let gwOff: GatewayProc;
 let gwToken: GatewayProc;
 let gwOpen: GatewayProc;
 
 beforeAll(async () => {
-  backends = await startBackends(['b1', 'b2']);
+  // Demo backends in this process (test/support/backends-here.ts): none is signalled.
+  backends = await startBackendsHere(['b1', 'b2']);
+  const backendList = backendArgs(backends);
   [gwOff, gwToken, gwOpen] = await Promise.all([
     // A permissive room pattern, so a room can be named like markup.
-    startGateway({ backends, config: { ...FAST, room: { pattern: '^.{1,128}$' } }, env: { ROOMGATE_ADMIN_TOKEN: ADMIN_TOKEN } }),
-    startGateway({ backends, config: { ...FAST, status: { public: 'token' } }, env: { ROOMGATE_ADMIN_TOKEN: ADMIN_TOKEN } }),
-    startGateway({ backends, config: { ...FAST, status: { public: 'open' }, api: { enabled: false } } }),
+    startGateway({ backends: backendList, config: { ...FAST, room: { pattern: '^.{1,128}$' } }, env: { ROOMGATE_ADMIN_TOKEN: ADMIN_TOKEN } }),
+    startGateway({ backends: backendList, config: { ...FAST, status: { public: 'token' } }, env: { ROOMGATE_ADMIN_TOKEN: ADMIN_TOKEN } }),
+    startGateway({ backends: backendList, config: { ...FAST, status: { public: 'open' }, api: { enabled: false } } }),
   ]);
 });
 
-afterAll(stopAll);
+afterAll(async () => {
+  await stopAll();
+  await stopBackendsHere();
+});
 
 interface Got {
   status: number;

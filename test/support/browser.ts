@@ -85,3 +85,15 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   await page.screenshot({ path, fullPage: true, timeout: PAGE_TIMEOUT_MS });
   return path;
 }
+
+/**
+ * A page of `ctx` with JavaScript off: what a context launched with javaScriptEnabled false does
+ * (Playwright sends the same Emulation.setScriptExecutionDisabled), for this page only, so a file
+ * needs no second browser for its no-JavaScript pages. Pages it opens (a new tab) have JavaScript.
+ */
+export async function newPageWithoutScripts(ctx: BrowserContext): Promise<Page> {
+  const page = await ctx.newPage();
+  const cdp = await ctx.newCDPSession(page);
+  await cdp.send('Emulation.setScriptExecutionDisabled', { value: true });
+  return page;
+}

@@ -141,6 +141,8 @@ export interface GatewayOptions {
   args?: string[];
   /** The log line that says the gateway listens (default: the first "listening" line). */
   readyLine?: (line: string) => boolean;
+  /** How long to wait for readyLine (default 30 s; a cluster starts several processes first). */
+  readyTimeoutMs?: number;
 }
 
 export const TEST_SECRET = 'test-secret-0123456789abcdef';
@@ -193,7 +195,7 @@ export async function startGateway(o: GatewayOptions = {}): Promise<GatewayProc>
   // About half a second on an idle machine; 30 s because a shared CI machine with several suites
   // running once took over 15 s. A gateway that fails to start exits, which is caught at once.
   const line = await Promise.race([
-    waitFor('gateway listening', 30_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
+    waitFor('gateway listening', o.readyTimeoutMs ?? 30_000, () => proc.lines.find(o.readyLine ?? ((l) => l.includes('"msg":"listening"')))),
     proc.exited.then((code) => {
       throw new Error(`gateway exited early (${code}):\n${stderr.join('\n')}\n${proc.lines.join('\n')}`);
     }),
@@ -229,11 +231,16 @@ export async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGTERM', timeo
   }
 }
 
-/** Closes every socket, process and temp dir this module started. Call from afterAll. */
-export async function stopAll(): Promise<void> {
+/**
+ * Closes every socket, process and temp dir this module started. Call from afterAll.
+ * `graceful`: SIGTERM first (SIGKILL after 20 s), for gateways that have children of their own
+ * (demo backends, workers) and are still in the list because their start timed out: SIGKILL
+ * would leave those children behind.
+ */
+export async function stopAll(o: { graceful?: boolean } = {}): Promise<void> {
   for (const ws of sockets) ws.terminate();
   sockets.clear();
-  await Promise.all([...live].map((p) => stop(p, 'SIGKILL', 5_000)));
+  await Promise.all([...live].map((p) => (o.graceful ? stop(p, 'SIGTERM', 20_000) : stop(p, 'SIGKILL', 5_000))));
   for (const d of tempDirs) rmSync(d, { recursive: true, force: true });
   tempDirs.clear();
 }
