@@ -8,7 +8,7 @@
 import http from 'node:http';
 import { connect } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { httpRequest, startGateway, stop, stopAll, waitFor, writeConfig, type GatewayProc } from '../support/processes.js';
+import { httpRequest, startGateway, stop, stopAllWith, waitFor, writeConfig, type GatewayProc } from '../support/processes.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
 import { runCliHere } from './in-process.js';
 import { freePortRange, runPrinted } from './support.js';
@@ -28,7 +28,7 @@ afterAll(async () => {
     }
   }
   // Gracefully: a demo whose start timed out is not in `started` and still has its demo backends.
-  await stopAll({ graceful: true });
+  await stopAllWith({ graceful: true });
   await Promise.all(closeAfter.map(closeServer));
 });
 

@@ -160,10 +160,15 @@ export function isHealthProbe(r: BackendRequest): boolean {
 }
 
 /** Requests no client of this run can claim: no X-Forwarded-For, or one naming nobody we know. */
+/** roomgate's own hello (asked of every backend at start while its calls are signed): no client's request. */
+function isHandoffHello(r: BackendRequest): boolean {
+  return r.method === 'POST' && r.target === '/_roomgate/handoff/hello';
+}
+
 export function unclaimed(backend: RawBackend, clients: ReadonlySet<string>, from = 0): BackendRequest[] {
   return backend.requests.slice(from).filter((r) => {
     const c = claimedClient(r);
-    return !isHealthProbe(r) && (c === null || !clients.has(c));
+    return !isHealthProbe(r) && !isHandoffHello(r) && (c === null || !clients.has(c));
   });
 }
 

@@ -112,7 +112,8 @@ describe('the backend answers an upgrade with something other than 101', () => {
     expect(r.text).toMatch(/\r\nConnection: close\r\n/i);
     expect(r.closed).toBe(true);
     await new Promise((res) => setTimeout(res, 300));
-    expect(be.seen.map((s) => s.url)).toEqual(['/ws/live/']);
+    // roomgate's own hello at start (its calls are signed) is not the client's.
+    expect(be.seen.map((s) => s.url).filter((u) => u !== '/_roomgate/handoff/hello')).toEqual(['/ws/live/']);
     await alive(gw);
   });
 });

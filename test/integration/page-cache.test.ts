@@ -144,6 +144,11 @@ class Backend {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const url = req.url ?? '';
+      // roomgate's own hello at start (its calls are signed): not a page fetch; no hooks here.
+      if (req.method === 'POST' && url === '/_roomgate/handoff/hello') {
+        res.writeHead(404).end();
+        return;
+      }
       const seen: Seen = { method: req.method ?? '', url, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
       this.seen.push(seen);
       const n = this.count(url);

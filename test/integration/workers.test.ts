@@ -22,7 +22,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { startBackendHere, startBackendsHere, stopBackendsHere, type BackendHere } from '../support/backends-here.js';
-import { Client, backendRooms, httpRequest, metricValue, runCli, startGateway, stop, stopAll, waitFor, withTimeout, type GatewayProc } from '../support/processes.js';
+import { Client, backendRooms, httpRequest, metricValue, runCli, startGateway, stop, stopAllWith, waitFor, withTimeout, type GatewayProc } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 import { freePortRange } from '../support/ports.js';
 import { RoomFleet, SplitWatcher, adminPost, holders, logsFrom, sampleRooms, stopAllRoomClients, type GatewayTarget, type WitnessBackend } from '../support/room-clients.js';
@@ -264,7 +264,7 @@ afterAll(async () => {
   // gone; make sure of it, also of those started after the last look.
   for (const p of primaries) if (isAlive(p)) for (const c of childrenOf(p)) seenPids.add(c);
   // Gracefully: a primary whose start timed out is not in `primaries` and still has its children.
-  await stopAll({ graceful: true });
+  await stopAllWith({ graceful: true });
   for (const pid of seenPids) if (isOurs(pid)) process.kill(pid, 'SIGKILL');
   await waitFor('every process started by these tests to exit', 10_000, () => [...seenPids].every((p) => !isOurs(p)), 50).catch(() => undefined);
   await stopAllRedis();

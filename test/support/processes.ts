@@ -237,7 +237,17 @@ export async function stop(proc: Proc, signal: NodeJS.Signals = 'SIGTERM', timeo
  * (demo backends, workers) and are still in the list because their start timed out: SIGKILL
  * would leave those children behind.
  */
-export async function stopAll(o: { graceful?: boolean } = {}): Promise<void> {
+/** Kills every process this file started (SIGKILL), closes its sockets, removes its temp dirs. */
+export function stopAll(): Promise<void> {
+  return stopAllWith({});
+}
+
+/**
+ * stopAll, with `graceful`: SIGTERM, so a demo gateway or cluster primary stops its demo backends
+ * (a SIGKILL would orphan them). Its own name: vitest reads the first parameter of a hook passed
+ * as `afterAll(stopAll)` as a fixture, and an options parameter there fails the file.
+ */
+export async function stopAllWith(o: { graceful?: boolean }): Promise<void> {
   for (const ws of sockets) ws.terminate();
   sockets.clear();
   await Promise.all([...live].map((p) => (o.graceful ? stop(p, 'SIGTERM', 20_000) : stop(p, 'SIGKILL', 5_000))));
