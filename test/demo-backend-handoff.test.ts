@@ -11,7 +11,7 @@ let k: HandoffContract;
 let a: BackendProc;
 
 beforeAll(async () => {
-  const [first, second] = await Promise.all([startBackend('ho-a'), startBackend('ho-b')]);
+  const [first, second] = await Promise.all([startBackend('ho-a', ['--handoff-resume', 'on']), startBackend('ho-b', ['--handoff-resume', 'on'])]);
   a = first as BackendProc;
   k = {
     a: backend(a),

@@ -24,7 +24,8 @@
  *       --handoff-version: the protocol its hello says (default 2: it takes a held socket's
  *         messages and resumes sockets; 1: the hooks without them, as an app that has not moved to
  *         version 2).
- *       --handoff-resume: off: version 2 without the socket resume (held messages only).
+ *       --handoff-resume: on: its hello offers the socket resume too (the demo roomgate starts
+ *         turns it on); off, the default: version 2 without it (held messages only).
  *       env ROOMGATE_BACKEND_KEYS: this backend's own keys, comma-separated, as
  *         `roomgate backend-key ID` prints them (ROOMGATE_BACKEND_KEYS_FILE: a file holding them,
  *         read again on SIGHUP, so keys rotate without a restart); without one every push and
@@ -72,7 +73,7 @@ export interface DemoBackendOptions {
   handoffPath?: string;
   /** The handoff protocol version its hello answers: 2 (default; it takes held messages) or 1. */
   handoffVersion?: 1 | 2;
-  /** Version 2's socket resume offered in the hello (default true). */
+  /** Version 2's socket resume offered in the hello (default false: the demo roomgate starts turns it on). */
   handoffResume?: boolean;
   /** Rooms whose moves are kept without a socket here; past it the oldest such room is forgotten. */
   maxRoomStates?: number;
@@ -160,7 +161,7 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     onDrop: (room) => moves.drop(room),
     handoffPath: opts.handoffPath ?? DEFAULT_HANDOFF_PATH,
     handoffVersion: opts.handoffVersion ?? 2,
-    resume: opts.handoffResume ?? true,
+    resume: opts.handoffResume ?? false,
     // As before the kit: a socket routed under an older epoch is taken (only its pushes are refused).
     refuseOlderSockets: false,
     maxBodyBytes: 1 << 20, // pushes and blobs up to 1 MiB, as before the kit

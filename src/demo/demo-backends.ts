@@ -38,7 +38,7 @@ export async function startDemoBackends(
   const started: DemoBackend[] = [];
   try {
     for (const spec of demoBackendSpecs(count, basePort)) {
-      const child = spawn(process.execPath, [DEMO_BACKEND_SCRIPT, '--port', String(spec.port), '--id', spec.id, '--host', '127.0.0.1', '--handoff-path', handoffPath], {
+      const child = spawn(process.execPath, [DEMO_BACKEND_SCRIPT, '--port', String(spec.port), '--id', spec.id, '--host', '127.0.0.1', '--handoff-path', handoffPath, '--handoff-resume', 'on'], {
         stdio: ['ignore', 'pipe', 'inherit'],
         env: { ...process.env, ROOMGATE_CALL_SECRETS: '', ROOMGATE_BACKEND_KEYS: backendKeys(callSecrets, spec.id).join(',') },
       });

@@ -8,7 +8,7 @@
 // never hears the end decides by itself after a bound: the placement says where the room is.
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { PlacementStore } from '../placement/store.js';
+import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import type { HandoffSignal, SharedDataStore } from '../shared-data/store.js';
 import type { HookAnswer, HookCall } from './handoff-calls.js';
 import { deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
@@ -26,7 +26,7 @@ export interface RemoteHoldOptions {
   /** This gateway's own handoff holds the room now: it does not hold it twice. */
   readonly holdsLocally: (room: string) => boolean;
   /** The placer: its placement events leave the room's sockets to the release while held. */
-  readonly placer: { keepSockets(room: string): void; unhold(room: string): void; forget(room: string): void };
+  readonly placer: { keepSockets(room: string): void; unhold(room: string): void; learnMove(room: string, placement: PlacementRecord): void };
   readonly tunnels: { closeRoom(room: string, keep: string | null): number };
   readonly pool: Pick<BackendPool, 'get'>;
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
@@ -146,8 +146,12 @@ export class RemoteHolds {
     } finally {
       if (e.hold !== null) this.letGo(e.room);
       this.entries.delete(e.id);
-      // Routed after the wait by the placement as the store has it now, not as cached before the move.
-      if (outcome === 'moved') this.o.placer.forget(e.room);
+      // Routed after the wait by the move the runner made, as its placement event would say. Not by
+      // re-reading the store: after a Redis failover the promoted replica may not have the move yet,
+      // and this gateway would then route the room's clients to the old owner while the runner
+      // routes them to the new one (a split until the gateways reconcile; the chaos row
+      // handoff-redis-failover-before-release caught it).
+      if (outcome === 'moved' && to !== '') this.o.placer.learnMove(e.room, { backend: to, epoch });
       this.o.pages.end(e.room);
     }
   }

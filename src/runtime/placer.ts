@@ -477,9 +477,10 @@ export class Placer {
     this.held.add(room);
   }
 
-  /** The room moved by another gateway's handoff: the next request reads its placement from the store. */
-  forget(room: string): void {
-    this.cache.delete(room);
+  /** The room moved by another gateway's handoff (its `end`): cached as the move's placement event would be. */
+  learnMove(room: string, placement: PlacementRecord): void {
+    const prev = this.cache.get(room);
+    if (!prev || prev.placement.epoch <= placement.epoch) this.remember(room, placement, this.now(), false);
   }
 
   /** The handoff of the room is over: its placement events cut sockets on old backends again. */

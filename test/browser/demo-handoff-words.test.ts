@@ -7,7 +7,7 @@
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeBrowsers, launchBrowser, screenshot, watchErrors } from '../support/browser.js';
-import { startBackends, startGateway, stop, stopAll, type BackendProc, type GatewayProc } from '../support/processes.js';
+import { startBackend, startGateway, stop, stopAll, type BackendProc, type GatewayProc } from '../support/processes.js';
 
 const TOKEN = 'demo-words-admin-token-0123456789';
 let backends: BackendProc[];
@@ -15,7 +15,7 @@ let gw: GatewayProc;
 let browser: BrowserContext;
 
 beforeAll(async () => {
-  backends = await startBackends(['b1', 'b2']);
+  backends = await Promise.all(['b1', 'b2'].map((id) => startBackend(id, ['--handoff-resume', 'on'])));
   gw = await startGateway({ backends, config: { admin: { token: TOKEN } } });
   browser = await launchBrowser();
 }, 60_000);

@@ -17,7 +17,7 @@ let demo: BackendProc;
 const servers: Server[] = [];
 
 beforeAll(async () => {
-  demo = await startBackend('cb-1', ['--handoff-path', '/_roomgate/handoff']);
+  demo = await startBackend('cb-1', ['--handoff-path', '/_roomgate/handoff', '--handoff-resume', 'on']);
 }, 30_000);
 
 afterAll(async () => {

@@ -41,7 +41,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
  * Without `resume` the backends offer no socket resume: their held messages go the `messages` way.
  */
 async function pair(version: 1 | 2, resume = false): Promise<{ gw: Gateway; backends: BackendProc[]; admin: (path: string, body?: unknown) => Promise<{ status: number; json: any }> }> {
-  const backends = await Promise.all(['h1', 'h2'].map((id) => startBackend(id, ['--handoff-version', String(version), ...(resume ? [] : ['--handoff-resume', 'off'])])));
+  const backends = await Promise.all(['h1', 'h2'].map((id) => startBackend(id, ['--handoff-version', String(version), '--handoff-resume', resume ? 'on' : 'off'])));
   const gw = await startInProcessGateway(dir, backends[0]!.url, {
     backends: backends.map((b) => ({ id: b.id, url: b.url })),
     health: { path: null },
