@@ -217,13 +217,19 @@ async function spawnTracked(args: (port: number, dir: string) => string[], ready
       child.stdout?.on('data', onData);
       child.stderr?.on('data', onData);
       child.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ENOENT' ? new Error(INSTALL_HINT) : e));
-      child.once('exit', (code, signal) => resolve(new Error(`${name} exited early (${code ?? signal}):\n${output}`)));
+      // An exit can come before the last of its output is read (a cluster node whose bus port,
+      // port + 10000, is taken exits 1, its "Address already in use" maybe still in the pipe): tried
+      // again on another port like a port in use; a real start error fails every attempt.
+      child.once('exit', (code, signal) => resolve(new ExitedEarly(`${name} exited early (${code ?? signal}):\n${output}`)));
     });
     if (!err) return nodeHandle(inst, port);
     await kill(inst, 'SIGKILL');
-    if (!(err instanceof AddressInUse) || attempt >= 5) throw err;
+    if (!(err instanceof AddressInUse || err instanceof ExitedEarly) || attempt >= 5) throw err;
   }
 }
+
+/** redis-server exited before it was ready. */
+class ExitedEarly extends Error {}
 
 const DATA_NODE_ARGS = (p: number, dir: string): string[] => ['--port', String(p), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir];
 
