@@ -100,6 +100,8 @@ export class Fill implements FillHandle, Exchange {
   // The forwarding core's Exchange: a fill goes on for the clients still waiting and for the
   // store, so it is never "gone"; it has no room key source of its own.
   readonly path = 'cache-fill';
+  /** Never set: a fill's failures are not tried again after a reset (src/forward/forwarder.ts). */
+  freshConnection = false;
   readonly source = null;
   get room(): string | null {
     return this.spec.room;

@@ -39,6 +39,11 @@ export interface Exchange {
    * a refusal is the client's answer, with nothing tried elsewhere (the limits are per backend).
    */
   admit?(backend: Backend): Refusal | null;
+  /**
+   * The next attempt must open a new backend connection: set by the core when a pooled connection
+   * was closed under this request (a stale keep-alive connection; others in the pool may be too).
+   */
+  freshConnection?: boolean;
   /** Sends this attempt to `backend`; `owner` is the room and epoch the backend is told. */
   send(backend: Backend, owner: Owner | null, attempt: number): void;
   /**
@@ -118,9 +123,13 @@ export class Forwarder {
     const connectFailure = isConnectFailure(kind);
     if (connectFailure) o.pool.markDown(backend.id, now, downReason(f.err, kind));
     const gone = x.gone();
-    // Nothing reached the backend (the connection failed), or a reused connection was closed
-    // under a request that may be sent twice; each backend is tried at most about once.
-    const retry = !gone && attempt <= o.pool.backends.length && (connectFailure ? f.resendable !== false : kind === 'reset' && f.afterReset === true);
+    // A reused connection closed under a request that may be sent twice: the backend closed an
+    // idle connection as the request went out. Tried again once, on a new connection (another
+    // pooled one may be as stale), and not counted as an attempt: the backend is not at fault.
+    const stale = !connectFailure && kind === 'reset' && f.afterReset === true && !x.freshConnection;
+    // Nothing reached the backend (the connection failed): the next decision, each backend at
+    // most about once.
+    const retry = !gone && (stale || (connectFailure && attempt <= o.pool.backends.length && f.resendable !== false));
     o.logger.warn({ room: x.room, backend: backend.id, source: x.source, path: x.path, err: kind, retry }, 'proxy error');
     if (gone) {
       f.done?.(null);
@@ -128,8 +137,9 @@ export class Forwarder {
     }
     if (retry) {
       f.done?.(null);
+      if (stale) x.freshConnection = true;
       o.placement.decide(x.room, now).then(
-        (next) => this.dispatch(x, next, attempt + 1),
+        (next) => this.dispatch(x, next, stale ? attempt : attempt + 1),
         () => x.refuse({ code: 'backend-unavailable', retryAfterS: 1, backend: backend.id, detail: kind }, false),
       );
       return kind;

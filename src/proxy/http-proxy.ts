@@ -102,7 +102,8 @@ export class HttpProxy {
       method: r.method,
       path: key.forwardUrl,
       headers: framed(o.forwarding.headers(r.rawHeaders, ctx, false), req, replay.body),
-      agent: this.agents.for(backend),
+      // A retry after a pooled connection was closed under the request takes none of the pool's.
+      agent: x.freshConnection ? false : this.agents.for(backend),
       timeout: o.responseTimeoutMs,
       // https://: the CA list, client certificate, verification and SNI of `backendTls`.
       ...(backend.config.tls ? tlsOptions(o.backendTls, backend.config.host) : {}),
@@ -252,6 +253,8 @@ export class HttpProxy {
 /** One request being forwarded on node:http's or HTTP/2's page path (the forwarding core's Exchange). */
 class HttpExchange implements Exchange {
   readonly path = 'page';
+  /** The next attempt opens a new backend connection (src/forward/forwarder.ts sets it). */
+  freshConnection = false;
   constructor(
     private readonly proxy: HttpProxy,
     readonly r: ClientRequest,

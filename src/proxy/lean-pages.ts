@@ -106,6 +106,7 @@ export class LeanPages {
         connectTimeoutMs: o.connectTimeoutMs,
         responseTimeoutMs: o.responseTimeoutMs,
         writeTimeoutMs: o.clientWriteTimeoutMs,
+        fresh: x.freshConnection,
       },
       {
         connected: () => this.forwarder.connected(backend),
@@ -177,6 +178,8 @@ export class LeanPages {
 /** One page request being forwarded on the byte-level path (the forwarding core's Exchange). */
 class LeanExchange implements Exchange {
   readonly path = 'page';
+  /** The next attempt opens a new backend connection (src/forward/forwarder.ts sets it). */
+  freshConnection = false;
   constructor(
     private readonly pages: LeanPages,
     readonly r: ClientRequest,

@@ -49,6 +49,8 @@ export interface RelayRequest {
   readonly responseTimeoutMs: number;
   /** The client takes nothing of the answer for this long: it is cut (client-gone); 0 = never. */
   readonly writeTimeoutMs: number;
+  /** A new backend connection, none of the pool's (the retry after a stale one). */
+  readonly fresh: boolean;
 }
 
 export interface RelayEvents {
@@ -101,7 +103,7 @@ export class PageRelay implements RawBackendUser, Expiring {
     private readonly req: RelayRequest,
     private readonly events: RelayEvents,
   ) {
-    this.conn = pool.acquire(backend.id, backend.host, backend.port, this);
+    this.conn = pool.acquire(backend.id, backend.host, backend.port, this, req.fresh);
     const socket = this.conn.socket;
     if (this.conn.connecting) {
       this.setTimer(req.connectTimeoutMs, 'ECONNTIMEOUT', 'connect timeout');

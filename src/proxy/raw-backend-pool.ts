@@ -36,7 +36,12 @@ export class RawBackendConn {
     this.socket.on('end', () => this.lost(null));
     this.socket.on('error', (err: NodeJS.ErrnoException) => this.lost(err));
     this.socket.on('close', () => this.lost(null));
-    this.socket.on('timeout', () => this.socket.destroy());
+    // Off the idle list at once: 'close' comes only in a later phase of the event loop, and a
+    // request read in between must not take a connection that is already destroyed.
+    this.socket.on('timeout', () => {
+      this.pool.forget(this);
+      this.socket.destroy();
+    });
   }
 
   get connecting(): boolean {
@@ -62,15 +67,25 @@ export class RawBackendPool {
     private readonly idleTimeoutMs: number,
   ) {}
 
-  /** An idle connection to this backend, or a new one (still connecting). */
-  acquire(backendId: string, host: string, port: number, user: RawBackendUser): RawBackendConn {
+  /**
+   * An idle connection to this backend, or a new one (still connecting); always a new one when
+   * `fresh` (the retry of a request whose reused connection was closed under it).
+   */
+  acquire(backendId: string, host: string, port: number, user: RawBackendUser, fresh = false): RawBackendConn {
     const key = `${backendId} ${host}:${port}`;
-    const list = this.idle.get(key);
-    const conn = list?.pop() ?? new RawBackendConn(key, host, port, this);
+    const conn = (fresh ? undefined : this.idleOne(key)) ?? new RawBackendConn(key, host, port, this);
     conn.user = user;
     conn.uses++;
     conn.socket.setTimeout(0);
     return conn;
+  }
+
+  /** The newest idle connection still open (one destroyed but not yet closed is dropped). */
+  private idleOne(key: string): RawBackendConn | undefined {
+    const list = this.idle.get(key);
+    if (list === undefined) return undefined;
+    for (let conn = list.pop(); conn !== undefined; conn = list.pop()) if (!conn.socket.destroyed) return conn;
+    return undefined;
   }
 
   /**

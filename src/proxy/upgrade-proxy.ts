@@ -217,6 +217,8 @@ export class UpgradeProxy {
  */
 class Attempt implements Exchange {
   readonly path = 'upgrade';
+  /** Never set: an upgrade does not use pooled connections. */
+  freshConnection = false;
   constructor(
     private readonly proxy: UpgradeProxy,
     readonly room: string | null,

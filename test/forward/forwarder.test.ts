@@ -52,6 +52,7 @@ class TestExchange implements Exchange {
   readonly path = 'page';
   readonly source = 'query';
   client = true;
+  freshConnection?: boolean;
   readonly tried: string[] = [];
   readonly settled: (number | null)[] = [];
   private finish!: (o: Outcome) => void;
@@ -60,7 +61,7 @@ class TestExchange implements Exchange {
   constructor(
     private readonly forwarder: Forwarder,
     readonly room: string | null,
-    private readonly opts: { resendable?: boolean; afterReset?: boolean; failWith?: (attempt: number) => NodeJS.ErrnoException | null } = {},
+    private readonly opts: { resendable?: boolean; afterReset?: boolean; failWith?: (tryNumber: number) => NodeJS.ErrnoException | null } = {},
   ) {}
 
   gone(): boolean {
@@ -74,15 +75,20 @@ class TestExchange implements Exchange {
     socket.once('connect', () => {
       this.forwarder.connected(b);
       socket.destroy();
-      const err = this.opts.failWith?.(attempt) ?? null;
+      const err = this.opts.failWith?.(this.tried.length) ?? null;
       if (err === null) return this.finish(this.outcome(null, null));
-      this.forwarder.failed(this, { backend: b, attempt, err, resendable: this.opts.resendable, afterReset: this.opts.afterReset, done });
+      this.forwarder.failed(this, { backend: b, attempt, err, resendable: this.opts.resendable, afterReset: this.afterReset(), done });
       if (this.gone()) this.finish(this.outcome(null, null));
     });
     socket.once('error', (err: NodeJS.ErrnoException) => {
-      this.forwarder.failed(this, { backend: b, attempt, err, resendable: this.opts.resendable, afterReset: this.opts.afterReset, done });
+      this.forwarder.failed(this, { backend: b, attempt, err, resendable: this.opts.resendable, afterReset: this.afterReset(), done });
       if (this.gone()) this.finish(this.outcome(null, null));
     });
+  }
+
+  /** A new connection (the core asked for one) is never a reused one. */
+  private afterReset(): boolean | undefined {
+    return this.freshConnection === true ? false : this.opts.afterReset;
   }
 
   refuse(refusal: Refusal, counted: boolean): void {
@@ -155,6 +161,19 @@ describe('the forwarding core', () => {
       if (!afterReset) expect(out.refusal?.code).toBe('backend-unavailable');
       expect(rt.pool.get('live')?.routable(Date.now())).toBe(true);
     }
+  });
+
+  it('a reused connection reset under the request: tried once more, on a new connection, whatever the number of backends', async () => {
+    const live = await listening();
+    const rt = runtime([backendAt('live', live)]);
+    const x = new TestExchange(rt.forwarder, 'room-1', { afterReset: true, failWith: () => errorCode('ECONNRESET') });
+    rt.forwarder.route(x);
+    const out = await within(x.done);
+    // The retry asked for a new connection; reset on that one too, it is the backend's answer: 502.
+    expect(x.freshConnection).toBe(true);
+    expect(out.tried).toEqual(['live', 'live']);
+    expect(out.refusal?.code).toBe('backend-unavailable');
+    expect(out.settled).toEqual([null, 502]);
   });
 
   it('a backend that does not answer in time: 504, nothing retried', async () => {

@@ -94,6 +94,8 @@ interface Front {
   /** The client connections the front accepted, in order. */
   readonly clients: TestPageClient[];
   readonly client: RawClient;
+  /** The front's port, for more clients. */
+  readonly port: number;
 }
 
 /** The front, LeanPages over a real Forwarder, and one client connected to it. */
@@ -109,9 +111,10 @@ async function front(backends: readonly ResolvedBackend[], cacheStatus: string |
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   cleanup.add(() => new Promise<void>((resolve) => server.close(() => resolve())));
   cleanup.add(() => pages.close());
-  const client = await RawClient.connect((server.address() as AddressInfo).port, cleanup);
+  const port = (server.address() as AddressInfo).port;
+  const client = await RawClient.connect(port, cleanup);
   cleanup.add(() => clients.forEach((c) => c.socket.destroy()));
-  return { rt, clients, client };
+  return { rt, clients, client, port };
 }
 
 /** The client connection as the front sees it, once it was accepted. */
@@ -161,6 +164,29 @@ describe('LeanPages: backend connections', () => {
     expect(be.conns.map((c) => c.requests.map((r) => r.target))).toEqual([['/a', '/b'], ['/b']]);
     // A reset is not a failed connection: the backend stays routable.
     expect(f.rt.pool.get('b1')?.routable(Date.now())).toBe(true);
+    expect(await counted(f.rt.metrics.proxyErrors, { backend: 'b1', kind: 'reset' })).toBe(1);
+  });
+
+  it('every pooled connection stale: the GET goes again once, on a new connection, not on the next stale one', async () => {
+    // Two requests at once open two backend connections; both are pooled. The backend then closes
+    // any connection that carried a request before, as a backend closes idle ones at its timeout.
+    const be = await ScriptedBackend.start((req, conn, i) => {
+      if (conn.requests.length > 1) return void conn.socket.destroy();
+      if (req.target === '/slow') return void setTimeout(() => numbered(req, conn, i), 50);
+      numbered(req, conn, i);
+    }, cleanup);
+    const f = await front([backendAt('b1', be.port)]);
+    const other = await RawClient.connect(f.port, cleanup);
+    f.client.send('GET', '/r/room-1/slow');
+    other.send('GET', '/r/room-1/slow');
+    await Promise.all([f.client.answers(['GET']), other.answers(['GET'])]);
+    expect(be.conns.length).toBe(2);
+    f.client.send('GET', '/r/room-1/c');
+    const [, got] = await f.client.answers(['GET', 'GET']);
+    expect(got).toMatchObject({ status: 200, body: Buffer.from('answer 3') });
+    // One stale connection was tried (the newest), then a new one: the other pooled one was not.
+    expect(be.conns.map((c) => c.requests.map((r) => r.target).join(' ')).sort()).toEqual(['/c', '/slow', '/slow /c']);
+    expect(be.conns.length).toBe(3);
     expect(await counted(f.rt.metrics.proxyErrors, { backend: 'b1', kind: 'reset' })).toBe(1);
   });
 

@@ -1,8 +1,10 @@
 // The byte-level page path's backend connections: kept per backend *and address*, so a reload
-// that moves a backend (same id, new URL) never sends a request to the old address.
+// that moves a backend (same id, new URL) never sends a request to the old address; an idle
+// connection whose idle timeout fired is never handed to a request, even one read in the same
+// turn of the event loop (its 'close' comes only later); `fresh` always opens a new connection.
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RawBackendPool, type RawBackendUser } from '../../src/proxy/raw-backend-pool.js';
+import { RawBackendPool, type RawBackendConn, type RawBackendUser } from '../../src/proxy/raw-backend-pool.js';
 
 const servers: Server[] = [];
 const accepted = new Map<number, Socket[]>();
@@ -56,6 +58,43 @@ describe('RawBackendPool', () => {
       await connected(moved.socket);
       expect(moved.socket.remotePort).toBe(portB);
       pool.release(moved);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('a connection whose idle timeout fired is not taken by a request in the same turn', async () => {
+    const pool = new RawBackendPool(4, 30);
+    try {
+      const first = pool.acquire('b1', '127.0.0.1', portA, quiet);
+      await connected(first.socket);
+      pool.release(first);
+      const next = await new Promise<RawBackendConn>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error('no idle timeout in 5 s')), 5_000);
+        // Listeners run in order: the pool's own 'timeout' listener (registered first) ran already.
+        first.socket.once('timeout', () => {
+          clearTimeout(timer);
+          resolve(pool.acquire('b1', '127.0.0.1', portA, quiet));
+        });
+      });
+      expect(first.socket.destroyed).toBe(true);
+      expect(next).not.toBe(first);
+      expect(next.uses).toBe(1);
+    } finally {
+      pool.close();
+    }
+  });
+
+  it('a request that asks for a fresh connection gets one, and the idle one stays for the next', async () => {
+    const pool = new RawBackendPool(4, 30_000);
+    try {
+      const first = pool.acquire('b1', '127.0.0.1', portA, quiet);
+      await connected(first.socket);
+      pool.release(first);
+      const fresh = pool.acquire('b1', '127.0.0.1', portA, quiet, true);
+      expect(fresh).not.toBe(first);
+      expect(pool.acquire('b1', '127.0.0.1', portA, quiet)).toBe(first);
+      fresh.socket.destroy();
     } finally {
       pool.close();
     }
