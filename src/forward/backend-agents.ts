@@ -15,14 +15,20 @@ export class BackendAgents {
     private readonly backendIdleTimeoutMs: number,
   ) {}
 
-  for(backend: Backend): http.Agent {
+  /**
+   * The backend's pooled agent; with `fresh`, one that keeps no connection (the retry of a request
+   * whose pooled connection was closed under it: another pooled one may be as stale).
+   */
+  for(backend: Backend, fresh = false): http.Agent {
     const { id, tls } = backend.config;
-    const name = tls ? `https ${id}` : id;
+    const name = `${tls ? 'https' : 'http'}${fresh ? ' fresh' : ''} ${id}`;
     let a = this.agents.get(name);
     if (!a) {
       // `timeout` is set on a socket when it goes back to the pool (each request sets its own while
       // it runs); the agent destroys a pooled socket whose timeout fires.
-      const pool = { keepAlive: true, maxFreeSockets: this.maxIdleSocketsPerBackend, scheduling: 'lifo', timeout: this.backendIdleTimeoutMs, lookup: backendHosts.lookup } as const;
+      const pool = fresh
+        ? ({ keepAlive: false, lookup: backendHosts.lookup } as const)
+        : ({ keepAlive: true, maxFreeSockets: this.maxIdleSocketsPerBackend, scheduling: 'lifo', timeout: this.backendIdleTimeoutMs, lookup: backendHosts.lookup } as const);
       a = tls ? new https.Agent(pool) : new http.Agent(pool);
       this.agents.set(name, a);
     }

@@ -103,7 +103,7 @@ export class HttpProxy {
       path: key.forwardUrl,
       headers: framed(o.forwarding.headers(r.rawHeaders, ctx, false), req, replay.body),
       // A retry after a pooled connection was closed under the request takes none of the pool's.
-      agent: x.freshConnection ? false : this.agents.for(backend),
+      agent: this.agents.for(backend, x.freshConnection),
       timeout: o.responseTimeoutMs,
       // https://: the CA list, client certificate, verification and SNI of `backendTls`.
       ...(backend.config.tls ? tlsOptions(o.backendTls, backend.config.host) : {}),

@@ -146,6 +146,28 @@ describe('HttpProxy: failures before the answer', () => {
     expect(await counted(rt.metrics.httpRequests, { backend: 'dead', status: '502' })).toBe(1);
   });
 
+  it('every pooled connection stale: the GET goes again once, on a new connection, not on the next stale one', async () => {
+    // Two GETs at once open two backend connections, both pooled; the backend then closes any
+    // connection that carried a request before, as a backend closes idle ones at its timeout.
+    const be = await ScriptedBackend.start((req, conn) => {
+      if (conn.requests.length > 1) return void conn.socket.destroy();
+      const send = (): void => void conn.socket.write(answer(200, `to ${req.target}`));
+      if (req.target.endsWith('/slow')) setTimeout(send, 50);
+      else send();
+    }, cleanup);
+    const { port, rt } = await front([backendAt('b1', be.port)]);
+    const [a, b] = [await RawClient.connect(port, cleanup), await RawClient.connect(port, cleanup)];
+    a.send('GET', '/r/room-1/slow');
+    b.send('GET', '/r/room-1/slow');
+    await Promise.all([a.answers(['GET']), b.answers(['GET'])]);
+    expect(be.conns.length).toBe(2);
+    a.send('GET', '/r/room-1/c');
+    const [, got] = await a.answers(['GET', 'GET']);
+    expect(got).toMatchObject({ status: 200, body: Buffer.from('to /c') });
+    expect(be.conns.map((c) => c.requests.map((r) => r.target).join(' ')).sort()).toEqual(['/c', '/slow', '/slow /c']);
+    expect(await counted(rt.metrics.proxyErrors, { backend: 'b1', kind: 'reset' })).toBe(1);
+  });
+
   it('a backend that does not answer in time: 504, its request given up', async () => {
     const be = await ScriptedBackend.start(() => undefined, cleanup);
     const { port, rt } = await front([backendAt('b1', be.port)], { over: { responseTimeoutMs: 150 } });
