@@ -6,4 +6,9 @@
 #   bash scripts/with-node24.sh --version
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/node24.sh"
+# Node's compile cache (Node >= 22.1) for this process and every process it starts (the test
+# suite's gateways, backends and workers): modules are compiled once, not once per process. It
+# lives with the dependencies (node_modules/.cache, like other tools' caches) and is rebuilt when
+# a file changes.
+export NODE_COMPILE_CACHE="${NODE_COMPILE_CACHE:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/node_modules/.cache/node-compile}"
 exec node "$@"

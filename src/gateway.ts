@@ -215,6 +215,7 @@ export class Gateway {
     runtime.supervisor.stop();
     handoff.stop();
     this.history.stop();
+    this.parts.metrics.stop();
     runtime.health.stop();
     discovery?.stop();
     runtime.placer.close();

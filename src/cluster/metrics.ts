@@ -2,7 +2,8 @@
 // prom-client's AggregatorRegistry (counters and socket gauges add up; event-loop lag is averaged,
 // roomgate_placement_degraded is the max), plus the primary's own figures: running workers,
 // restarts, and its process metrics prefixed roomgate_primary_ (it accepts every connection).
-import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import { registerProcessMetrics, type ProcessMetrics } from '../observability/process-metrics.js';
 
 export class ClusterMetrics {
   readonly registry = new Registry();
@@ -11,9 +12,10 @@ export class ClusterMetrics {
   readonly idleRoomsEvicted: Counter<'where'>;
   /** The primary's admin port refuses connections over admin.maxConnections. */
   readonly connectionsRefused: Counter<'listener' | 'reason'>;
+  private readonly processMetrics: ProcessMetrics;
 
   constructor(runningWorkers: () => number) {
-    collectDefaultMetrics({ register: this.registry, prefix: 'roomgate_primary_', eventLoopMonitoringPrecision: 20 });
+    this.processMetrics = registerProcessMetrics(this.registry, 'roomgate_primary_');
     new Gauge({
       name: 'roomgate_workers',
       help: 'Worker processes running and listening (roomgate start --workers N)',
@@ -44,6 +46,11 @@ export class ClusterMetrics {
 
   get contentType(): string {
     return this.registry.contentType;
+  }
+
+  /** Stops feeding the primary's event-loop gauges. */
+  stop(): void {
+    this.processMetrics.stop();
   }
 
   /** The Prometheus text: the workers' metrics (as getMetricsAsJSON() gave them) summed, and the primary's. */

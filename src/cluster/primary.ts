@@ -329,6 +329,7 @@ class ClusterPrimary {
     if (this.stopping) return;
     this.stopping = true;
     this.history.stop();
+    this.metrics.stop();
     this.stopKeyRotation();
     const { logger } = this;
     logger.info({ signal, workers: this.slots.filter((s) => s.worker).length }, 'shutdown requested: stopping every worker');

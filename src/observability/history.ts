@@ -3,7 +3,7 @@
 // kept in fixed-size rings (HISTORY_POINTS slots per series), so memory is bounded whatever runs
 // through the gateway. Slots are aligned to the wall clock (slot = floor(t / step)), so the
 // workers of one roomgate sample the same slots and the primary can merge their histories.
-import { monitorEventLoopDelay, type ELDHistogram } from 'node:perf_hooks';
+import { openDelayWindow, type DelayWindow } from './event-loop-delay.js';
 
 export const HISTORY_STEP_MS = 5_000;
 /** 15 minutes of 5 s slots. */
@@ -105,7 +105,7 @@ export class History {
   private readonly rooms = new Map<string, Ring>();
   private last: { readonly at: number; readonly reading: HistoryReading } | null = null;
   private timer: NodeJS.Timeout | null = null;
-  private lag: ELDHistogram | null = null;
+  private lag: DelayWindow | null = null;
   private sampling = false;
   private merged: HistorySnapshot | null = null;
 
@@ -119,8 +119,7 @@ export class History {
   /** Samples every stepMs (and measures the event-loop delay in between) until stop(). */
   start(): void {
     if (this.timer) return;
-    this.lag = monitorEventLoopDelay({ resolution: 10 });
-    this.lag.enable();
+    this.lag = openDelayWindow();
     // Just after each slot begins, so that every worker's sample of a slot lands in that slot.
     const first = this.stepMs - (this.now() % this.stepMs) + SLOT_OFFSET_MS;
     this.timer = setTimeout(() => {
@@ -134,7 +133,7 @@ export class History {
   stop(): void {
     if (this.timer) clearTimeout(this.timer); // clears an interval too
     this.timer = null;
-    this.lag?.disable();
+    this.lag?.close();
     this.lag = null;
   }
 
@@ -182,8 +181,8 @@ export class History {
   }
 
   private recordLag(slot: number): void {
-    const h = this.lag;
-    if (h === null || h.count === 0) return;
+    const h = this.lag?.histogram;
+    if (h === undefined || h.count === 0) return;
     this.scalar('lagP50').set(slot, round(h.percentile(50) / 1e6));
     this.scalar('lagP99').set(slot, round(h.percentile(99) / 1e6));
     h.reset();

@@ -1,9 +1,12 @@
 // Prometheus metrics. Each gateway owns its own registry (no module-level state), so tests can
 // run two gateways in one process.
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { registerProcessMetrics } from './process-metrics.js';
 
 export interface Metrics {
   readonly registry: Registry;
+  /** Stops what feeds the process gauges (the event-loop window): the gateway stopped. */
+  stop(): void;
   readonly upgrades: Counter<'backend' | 'result'>;
   readonly liveSockets: Gauge<'backend'>;
   readonly httpRequests: Counter<'backend' | 'status'>;
@@ -49,10 +52,10 @@ export function createMetrics(
   backendStates: () => Iterable<BackendGaugeReading> = () => [],
 ): Metrics {
   const registry = new Registry();
-  // Includes nodejs_eventloop_lag_* (event-loop delay), heap and GC figures.
-  collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: 20 });
+  // nodejs_eventloop_lag_* (event-loop delay), heap and GC figures.
+  const processMetrics = registerProcessMetrics(registry);
   // In this order: the exposition lists metrics as they were registered.
-  const metrics: Metrics = { registry, ...trafficMetrics(registry, liveSocketsByBackend), ...serviceMetrics(registry) };
+  const metrics: Metrics = { registry, stop: () => processMetrics.stop(), ...trafficMetrics(registry, liveSocketsByBackend), ...serviceMetrics(registry) };
   backendGauges(registry, backendStates);
   return metrics;
 }
