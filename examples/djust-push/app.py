@@ -4,10 +4,10 @@
         (ROOMGATE_BACKEND_ID and ROOMGATE_BACKEND_KEYS as `roomgate backend-key ID` prints them)
     python3 app.py send http://gateway:8080 ROOM '{"type": "announce"}' --token T [--sender job:x]
 
-The app speaks djust's protocol (docs/django.md, "djust-push"): its socket at /ws/live/ greets
-with {"type": "connect"}, the page mounts its view ({"type": "mount", "url": ...}, answered with
-the view's version 1), and every click ({"type": "event", "ref": n}) sends each socket of the room
-a patch whose `version` follows that socket's last one. While the socket is closed, djust POSTs
+The app speaks djust's protocol (docs/python-kit.md, "The djust-shaped example"): its socket at
+/ws/live/ greets with {"type": "connect"}, the page mounts its view ({"type": "mount", "url": ...},
+answered with the view's version 1), and every click ({"type": "event", "ref": n}) sends each
+socket of the room a patch whose `version` follows that socket's last one. While the socket is closed, djust POSTs
 the click to the page's URL with X-Djust-Event and checks that the answer's version follows the
 socket's: the view (its version) is kept per page session (the djust_session cookie) in the room.
 
@@ -15,8 +15,8 @@ What roomgate_kit gives it: the room and epoch every request and socket was rout
 fence, the push receiver (a push lands in the room's inbox), and the handoff hooks with resume: the
 room's state (its clicks, each session's view version, the inbox) and each socket's own state (its
 session) travel in the export, a resumed socket goes on with no greeting, and the versions continue
-on the new process, through the socket or the HTTP fallback. roomgate-specific code: the lines
-marked `# rg` (under 100).
+on the new process, through the socket or the HTTP fallback. roomgate-specific code: the 60
+lines marked `# rg`.
 """
 import asyncio
 import json
