@@ -15,7 +15,7 @@ What roomgate_kit gives it: the room and epoch every request and socket was rout
 fence, the push receiver (a push lands in the room's inbox), and the handoff hooks with resume: the
 room's state (its clicks, each session's view version, the inbox) and each socket's own state (its
 session) travel in the export, a resumed socket goes on with no greeting, and the versions continue
-on the new process, through the socket or the HTTP fallback. roomgate-specific code: the 60
+on the new process, through the socket or the HTTP fallback. roomgate-specific code: the 59
 lines marked `# rg`.
 """
 import asyncio
@@ -91,6 +91,15 @@ async def click(room, by_session, reply_to=None, ref=None):
         return game.clicks, mine
 
 
+def frame(text):
+    """A client's frame: a JSON object, or None for anything else (never an error)."""
+    try:
+        msg = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
 def bump(game, session):
     game.views[session] += 1
     return game.views[session]
@@ -108,11 +117,8 @@ class LiveConsumer(FencedConsumerMixin, AsyncWebsocketConsumer):  # rg: the mixi
         self.session = state["session"]  # rg: its view (and version) came in the room's state
 
     async def receive(self, text_data=None, bytes_data=None):
-        try:
-            msg = json.loads(text_data or "")
-        except ValueError:
-            msg = None
-        kind = msg.get("type") if isinstance(msg, dict) else None
+        msg = frame(text_data)
+        kind = msg.get("type") if msg else None
         if kind == "ping":
             await self.send_json({"type": "pong"})
         elif kind == "mount":
@@ -187,9 +193,8 @@ def import_room(room, blob, epoch):  # rg: a blob of its own for this room, else
 
 
 async def apply_messages(room, socket_id, messages):  # rg: a held socket's clicks, when its resume failed
-    for text in messages:  # rg
-        msg = json.loads(text) if isinstance(text, str) else None  # rg
-        if isinstance(msg, dict) and msg.get("type") == "event":  # rg
+    for msg in map(frame, messages):  # rg
+        if msg and msg.get("type") == "event":  # rg: what the socket would have done with it
             await click(room, None)  # rg: applied; the socket re-mounts after its close
 
 

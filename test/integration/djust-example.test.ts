@@ -8,14 +8,16 @@
 // djust's HTTP fallback is answered there with the version that follows. `roomgate check-backend`
 // passes every check against it, the resume handshake's among them.
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signCall } from '../../src/http/call-proof.js';
 import { runCliHere } from '../cli/in-process.js';
 import { startDaphne, stopDaphnes, type DaphneApp } from '../support/daphne.js';
 import { DjustClient } from '../support/djust-client.mjs';
 import { hellosAnswered, moveRoom } from '../support/handoff-test-backend.js';
-import { backendEnv, ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { backendEnv, CALL_SECRET, ROOT, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
 
 const PYTHON = '/usr/bin/python3';
@@ -227,6 +229,32 @@ describe('the djust-shaped example behind roomgate', () => {
     expect(other.resyncs).toBe(0);
     await waitFor('mounted again', 10_000, () => (c.mounts.length === 2 && c.mounted ? true : undefined));
   }, 60_000);
+
+  it("a failed resume's fallback: the messages hook applies a socket's held clicks once, skipping what is not a frame", async () => {
+    const room = 'dj-move'; // held by the new process since the move above
+    const at = await holder(room);
+    const socket = 'CCCCCCCCCCCCCCCCCCCCCC';
+    const click = JSON.stringify({ type: 'event', event: 'click', params: {}, ref: 1 });
+    const body = JSON.stringify({ socket, messages: [{ text: 'not json' }, { text: click }, { binary: Buffer.from('\u0000').toString('base64') }, { text: '[1]' }, { text: click }] });
+    const call = async (id: string, nowMs = Date.now()): Promise<number> => {
+      const fields = { id, room, epoch: String(at.state.epoch), sender: 'gw-test', body: Buffer.from(body) };
+      const proof = signCall([CALL_SECRET], { purpose: 'handoff-messages', destination: at.id, ...fields }, nowMs);
+      const headers: Record<string, string> = { 'X-Roomgate-Message-Id': id, 'X-Roomgate-Room': room, 'X-Roomgate-Epoch': fields.epoch, 'X-Roomgate-Sender': 'gw-test', 'X-Roomgate-Socket': socket, 'Content-Type': 'application/json' };
+      for (const i of [0, 2, 4]) headers[proof[i] as string] = proof[i + 1] as string;
+      return (await fetch(`${at.url}/_roomgate/handoff/messages`, { method: 'POST', headers, body, signal: AbortSignal.timeout(5_000) })).status;
+    };
+    expect(await call('h-messages-1')).toBe(204);
+    expect((await stateAt(at.id, room)).clicks).toBe(at.state.clicks + 2);
+    // roomgate's retry, signed anew (a second later: the same second's proof would be a replay): applied once.
+    expect(await call('h-messages-1', Date.now() + 1_000)).toBe(204);
+    expect((await stateAt(at.id, room)).clicks).toBe(at.state.clicks + 2);
+  });
+
+  it("its roomgate-specific code (the lines marked # rg) is under 100 lines, the count docs/python-kit.md says", () => {
+    const marked = readFileSync(APP, 'utf8').split('\n').filter((l) => l.includes('# rg')).length;
+    expect(marked).toBeLessThan(100);
+    expect(readFileSync(join(ROOT, 'docs/python-kit.md'), 'utf8')).toContain(`Its roomgate-specific code is ${marked} lines`);
+  });
 
   it('roomgate check-backend passes every check against it, the resume handshake among them', async () => {
     const r = await runCliHere(['check-backend', (apps.get('dj-a') as DaphneApp).url, '--id', 'dj-a'], { ROOMGATE_BACKEND_KEYS: backendEnv('dj-a').ROOMGATE_BACKEND_KEYS as string });
