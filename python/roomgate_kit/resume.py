@@ -24,7 +24,9 @@ PURPOSE = "handoff-resume-socket"
 
 
 def wrap(room_blob, sockets):
-    return json.dumps({"roomgateKit": ENVELOPE, "room": base64.b64encode(bytes(room_blob)).decode(), "sockets": sockets}).encode()
+    # Compact and not ASCII-escaped, as JSON.stringify writes it: the Node kit's bytes exactly.
+    text = json.dumps({"roomgateKit": ENVELOPE, "room": base64.b64encode(bytes(room_blob)).decode(), "sockets": sockets}, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
 
 
 def unwrap(blob):

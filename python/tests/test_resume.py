@@ -19,6 +19,7 @@ from roomgate_kit.rooms import RoomTable
 SOCKET = "AAAAAAAAAAAAAAAAAAAAAA"
 OTHER = "BBBBBBBBBBBBBBBBBBBBBB"
 VECTORS = json.loads((Path(__file__).parent / "fixtures" / "call-proofs.json").read_text("utf-8"))
+ENVELOPES = json.loads((Path(__file__).parent / "fixtures" / "socket-envelopes.json").read_text("utf-8"))
 
 
 class Side:
@@ -181,3 +182,10 @@ def test_unwrap_refuses_what_is_not_an_envelope():
     assert unwrap(json.dumps({"roomgateKit": 1, "room": "!!", "sockets": {}}).encode()) is None
     assert unwrap(json.dumps({"roomgateKit": 2, "room": "e30=", "sockets": {}}).encode()) is None
     assert unwrap(wrap(b"{}", {SOCKET: None})) == (b"{}", {SOCKET: None})
+
+
+def test_the_envelope_is_the_node_kits_byte_for_byte():
+    for v in ENVELOPES:
+        room = v["room"].encode("utf-8")
+        assert wrap(room, v["sockets"]) == v["blob"].encode("utf-8")
+        assert unwrap(v["blob"].encode("utf-8")) == (room, v["sockets"])
