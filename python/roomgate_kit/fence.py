@@ -9,7 +9,9 @@ X-Roomgate-Epoch: docs/ownership.md), and the fence that holds sockets to them:
   after it (it would land in the same place again), so there is no reconnect storm.
 
 RoomOwnerMiddleware (ASGI) notes the epoch of every page request and fences handshakes;
-FencedConsumerMixin does the same for a Channels consumer and keeps the room's sockets in the table.
+FencedConsumerMixin does the same for a Channels consumer and keeps the room's sockets in the table;
+it also takes the resume handshake of protocol version 2 (roomgate_kit.resume): checked, then the
+socket attached to the imported room with no greeting, its session going on from its own state.
 """
 import re
 
@@ -77,6 +79,9 @@ class RoomOwnerMiddleware:
     async def __call__(self, scope, receive, send):
         if scope["type"] not in ("http", "websocket") or scope.get("path", "").startswith(self.own_prefix):
             return await self.app(scope, receive, send)
+        if scope["type"] == "websocket" and Headers(scope.get("headers", [])).get("X-Roomgate-Resume") is not None:
+            # A resume handshake: its proof is checked by the consumer mixin before anything is noted.
+            return await self.app(dict(scope, roomgate={"room": None, "epoch": 0, "held": False}), receive, send)
         room, epoch = owner_of_scope(scope)
         seen = verdict(self.table, room, epoch)
         if scope["type"] == "websocket" and seen != "ok":
@@ -103,14 +108,24 @@ class FencedConsumerMixin:
     """For a Channels AsyncWebsocketConsumer: set `rooms` (the RoomTable). Before connect() runs,
     self.room and self.epoch are what roomgate routed by (room None: no room key) and the fence has
     refused what it refuses; the socket is one of the room's (closed by a release) until it ends.
-    self.socket_id is X-Roomgate-Socket (None before protocol version 2)."""
+    self.socket_id is X-Roomgate-Socket (None before protocol version 2).
+
+    Resume (the app gave HandoffHooks an export_socket): a handshake with X-Roomgate-Resume is
+    verified (roomgate_kit.resume), refused before accept (403) when it does not hold, else accepted
+    with no connect() and no greeting, joined to the room, and handed to the consumer's
+    resume_socket(state): the state export_socket gave on the old owner. `call_verify` (tests):
+    the proof check, default roomgate_kit.proofs.verify_call."""
 
     rooms = None
     room, epoch, socket_id = None, 0, None
+    call_verify = None
 
     async def websocket_connect(self, message):
+        headers = Headers(self.scope.get("headers", []))
+        if headers.get("X-Roomgate-Resume") is not None:
+            return await self._resume(headers)
         room, epoch = owner_of_scope(self.scope)
-        sid = Headers(self.scope.get("headers", [])).get("X-Roomgate-Socket")
+        sid = headers.get("X-Roomgate-Socket")
         self.socket_id = sid if sid and SOCKET_ID.fullmatch(sid) else None
         seen = verdict(self.rooms, room, epoch)
         if seen == "older":
@@ -124,6 +139,27 @@ class FencedConsumerMixin:
         if room is not None:
             self.rooms.join(room, self)
         await super().websocket_connect(message)
+
+    async def _resume(self, headers):
+        from .proofs import verify_call
+        from .resume import resume_refusal
+
+        refused, resumed = resume_refusal(self.rooms, headers, type(self).call_verify or verify_call)
+        if refused:
+            await self.close()  # before accept: the handshake gets 403; roomgate delivers its messages the other way
+            return
+        self.room, self.epoch, self.socket_id, _, state = resumed
+        for group in getattr(self, "groups", None) or []:
+            await self.channel_layer.group_add(group, self.channel_name)
+        self.rooms.join(self.room, self)  # one of the room's sockets from here: a release closes it
+        offered = self.scope.get("subprotocols") or []
+        # roomgate offers exactly the subprotocol the client's socket negotiated; its 101 must agree.
+        await self.accept(offered[0] if offered else None)
+        await self.resume_socket(state)
+
+    async def resume_socket(self, state):
+        """The app's: this socket goes on from `state` (its export_socket value); send no greeting."""
+        raise NotImplementedError("give HandoffHooks an export_socket only with a consumer that has resume_socket")
 
     async def websocket_disconnect(self, message):
         if self.room is not None:

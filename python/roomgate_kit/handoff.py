@@ -1,19 +1,21 @@
 """roomgate's room handoff hooks (docs/handoff.md, "The protocol"), served at handoff.path
-(/_roomgate/handoff/<step>) around three functions of the app:
+(/_roomgate/handoff/<step>) around the app's functions:
 
     export_room(room) -> bytes | None        the room's state as a blob (None: nothing held here)
     import_room(room, blob, epoch) -> bool   the room restored from a blob (False: not one of its own)
     apply_messages(room, socket_id, messages) (optional, protocol version 2) held messages, in order,
         each a str (text) or bytes (binary), applied as if that socket had sent them
+    export_socket(socket) -> JSON-able | None (optional, with apply_messages: the socket resume) a
+        socket's own state, put in the export beside the room's; the resumed socket goes on from it
+        (FencedConsumerMixin calls the consumer's resume_socket(state): roomgate_kit.resume)
 
 The kit does the rest: the proof of each step's purpose, the call's fields (400), the freeze and
 its lease, idempotency by handoff id, the 409 rules, the epoch fence, bounded remembered tables and
-JSON errors. export_room and import_room run under the room table's lock, the one the app's state
-changes take, so nothing changes between the freeze and the blob.
+JSON errors. export_room, import_room and export_socket run under the room table's lock, the one
+the app's state changes take, so nothing changes between the freeze and the blob.
 
-hello answers {"version": 2, "messages": true} when the app gives apply_messages, else
-{"version": 1}. Not built yet: the socket resume of version 2 (no "resume" in the hello, no
-handoff-resume-socket handshake): a resumed socket is never offered to this app.
+hello answers {"version": 2, "messages": true, "resume": true} with export_socket and
+apply_messages, {"version": 2, "messages": true} with apply_messages only, else {"version": 1}.
 """
 import asyncio
 import base64
@@ -27,6 +29,7 @@ from collections import OrderedDict
 from .answers import NO_CONTENT, Answer, error, json_answer
 from .fence import SOCKET_ID, close_moved
 from .proofs import verify_call
+from .resume import unwrap, wrap
 from .rooms import REMEMBERED, Room, remember
 
 log = logging.getLogger("roomgate_kit.handoff")
@@ -38,8 +41,10 @@ MAX_EPOCH = 2**53 - 1  # past it an epoch is no longer an exact number in roomga
 
 
 class HandoffHooks:
-    def __init__(self, rooms, export_room, import_room, apply_messages=None, verify=None, remembered=REMEMBERED):
+    def __init__(self, rooms, export_room, import_room, apply_messages=None, verify=None, remembered=REMEMBERED, export_socket=None):
         self.rooms, self.export_room, self.import_room, self.apply_messages = rooms, export_room, import_room, apply_messages
+        # Resume implies messages: a resume that fails falls back to delivering the held messages.
+        self.export_socket = export_socket if apply_messages is not None else None
         self.verify = verify or verify_call
         self.remembered = remembered
         self.outcomes = OrderedDict()  # (room, handoff id) -> "exported" | "resumed" | "released" | "imported"
@@ -50,7 +55,9 @@ class HandoffHooks:
             self.steps["messages"] = self._messages
 
     def hello(self):
-        return {"version": 2, "messages": True} if self.apply_messages is not None else {"version": 1}
+        if self.apply_messages is None:
+            return {"version": 1}
+        return {"version": 2, "messages": True, "resume": True} if self.export_socket is not None else {"version": 2, "messages": True}
 
     async def call(self, step, method, headers, body):
         """One hook: the proof for this step's purpose first, then the call's fields, then the step."""
@@ -83,6 +90,16 @@ class HandoffHooks:
         if self.rooms.fenced(room, epoch) and self.outcomes.get((room, handoff_id)) != "released":
             return "this room was released"
         return None
+
+    def _socket_states(self, room):
+        """{socket id: state} of the room's sockets that have an id and a state to resume with."""
+        out = {}
+        for socket in self.rooms.sockets(room):
+            socket_id = getattr(socket, "socket_id", None)
+            state = self.export_socket(socket) if socket_id else None
+            if state is not None:
+                out[socket_id] = state
+        return out
 
     def _other_handoff(self, room, handoff_id):
         frozen = self.freezes.get(room)
@@ -124,6 +141,8 @@ class HandoffHooks:
             blob = self.export_room(room) if held is not None else None
             if blob is None:
                 return error(404, "room not here")
+            if self.export_socket is not None:
+                blob = wrap(blob, self._socket_states(room))
             # Frozen from here on, under the lock the app's changes take: every change made before
             # this line is in the blob, and none is taken after it (table.live is False).
             held.frozen_by, held.epoch = handoff_id, max(held.epoch, epoch)
@@ -141,11 +160,15 @@ class HandoffHooks:
                 return error(409, refused)
             if room in self.freezes:
                 return error(409, "this room is frozen here by another handoff")
-            if not self.import_room(room, body, epoch):
+            # An envelope's sockets wait for their resume; a blob that is not one is the app's own.
+            envelope = unwrap(body) if self.export_socket is not None else None
+            if not self.import_room(room, envelope[0] if envelope else body, epoch):
                 return error(400, "not a state blob of this room")
             # Held under the new epoch before the 2xx: the room's sockets may arrive right after.
             held = self.rooms.rooms.setdefault(room, Room(epoch))
             held.epoch = epoch
+            if envelope:
+                self.rooms.resumable.keep(room, handoff_id, epoch, envelope[1])
             self._remember(self.outcomes, (room, handoff_id), "imported")
         return NO_CONTENT
 

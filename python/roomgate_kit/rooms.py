@@ -30,13 +30,43 @@ def remember(table, key, value, bound=REMEMBERED):
         table.popitem(last=False)
 
 
+class SocketStates:
+    """Resume (roomgate_kit.resume): the imported sockets' states, by room and socket id, until each is resumed (once) or the room goes."""
+
+    def __init__(self, remembered=REMEMBERED):
+        self.states = OrderedDict()  # (room, socket id) -> (handoff id, epoch, state), oldest first, bounded
+        self.remembered = remembered
+
+    def keep(self, room, handoff_id, epoch, sockets):
+        for socket_id, state in sockets.items():
+            remember(self.states, (room, socket_id), (handoff_id, epoch, state), self.remembered)
+
+    def take(self, room, socket_id, handoff_id, epoch):
+        """(True, state) of the socket imported by `handoff_id` under `epoch`, taken out; (False, None)."""
+        kept = self.states.get((room, socket_id))
+        if kept is None or kept[0] != handoff_id or kept[1] != epoch:
+            return False, None
+        del self.states[(room, socket_id)]
+        return True, kept[2]
+
+    def drop(self, room):
+        for key in [k for k in self.states if k[0] == room]:
+            del self.states[key]
+
+
 class RoomTable:
     def __init__(self, on_drop=None, remembered=REMEMBERED):
         self.lock = threading.RLock()
         self.rooms = {}
         self.fences = OrderedDict()  # room -> the highest epoch released from here
         self.remembered = remembered
-        self.on_drop = on_drop or (lambda room: None)
+        self.app_drop = on_drop or (lambda room: None)
+        self.resumable = SocketStates(remembered)  # sockets an import brought, until resumed
+
+    def on_drop(self, room):
+        """The room's state here is stale: the app drops its own, the table the sockets' states."""
+        self.resumable.drop(room)
+        self.app_drop(room)
 
     def fenced(self, room, epoch):
         """Whether `epoch` of `room` was handed off from here: its sockets and pushes belong elsewhere."""

@@ -1,15 +1,36 @@
 // The kit's proof check (src/backend-kit/proofs.ts) against proofs made by roomgate's own signer
 // (BackendCalls, src/runtime/backend-calls.ts): taken once, refused for a replay, another purpose,
 // another destination, a stale timestamp, a key that is not the backend's; keys rotate per call.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { backendKeys } from '../../src/http/call-proof.js';
 import { createVerifier, KeyFormatError, keysFromEnv, parseKeys, ReplayCache } from '../../src/backend-kit/index.js';
 import { SECRETS, signed } from './clients.js';
+import { ROOT } from '../support/processes.js';
+
+/** The proof vectors both kits check (test/python/proof-vectors.ts writes them; the Python kit's tests read the same file). */
+const VECTORS = JSON.parse(readFileSync(join(ROOT, 'python/tests/fixtures/call-proofs.json'), 'utf8')) as { name: string; backendId: string; keys: string[]; purpose: string; headers: Record<string, string>; body: string; nowS: number }[];
 
 const lower = (h: Record<string, string>): Record<string, string> => Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), v]));
 const call = { id: 'm-1', room: 'r1', epoch: '7', body: '{"a":1}' };
 
 describe('backend kit: proofs', () => {
+  it.each(VECTORS.map((v) => [v.name, v] as const))('takes the shared proof vector: %s', (_, v) => {
+    const verify = () => createVerifier({ backendId: v.backendId, keys: () => v.keys, now: () => v.nowS * 1000 });
+    const h = lower(v.headers);
+    // The resume handshake's message id is its handoff id (X-Roomgate-Resume), as upgrade.ts passes it.
+    const fields = h['x-roomgate-resume'] === undefined ? {} : { id: h['x-roomgate-resume'] };
+    const purpose = v.purpose as Parameters<ReturnType<typeof verify>>[2];
+    expect(verify()(h, Buffer.from(v.body, 'utf8'), purpose, fields)).toBeNull();
+    expect(verify()(h, Buffer.from(`${v.body} `, 'utf8'), purpose, fields)).toBe('bad-signature');
+    expect(verify()(h, Buffer.from(v.body, 'utf8'), purpose === 'push' ? 'handoff-resume-socket' : 'push', fields)).toBe('bad-signature');
+  });
+
+  it('the shared vectors include the resume handshake', () => {
+    expect(VECTORS.map((v) => v.purpose)).toContain('handoff-resume-socket');
+  });
+
   it('takes roomgate\'s proof once; a replay (also with the header varied) is refused', () => {
     const verify = createVerifier({ backendId: 'b1', keys: () => backendKeys(SECRETS, 'b1') });
     const h = lower(signed(SECRETS, 'push', 'b1', call));

@@ -11,9 +11,21 @@ import { ROOT } from '../support/processes.js';
 import { proofVectors } from './proof-vectors.js';
 import { ROOM_PIN_SCRIPT_PATH, ROOM_PIN_SCRIPT_SRI } from '../../src/pages/room-pin-script.js';
 import { createPinSigner } from '../../src/room/signing.js';
+import { wrap } from '../../src/backend-kit/socket-states.js';
 
 const VECTORS = join(ROOT, 'python/tests/fixtures/call-proofs.json');
 const PIN_VECTORS = join(ROOT, 'python/tests/fixtures/room-pins.json');
+const ENVELOPES = join(ROOT, 'python/tests/fixtures/socket-envelopes.json');
+
+/** Exports with sockets' states as the Node kit wraps them: roomgate_kit.resume must wrap the same bytes and read them back. */
+function envelopeVectors(): unknown {
+  const cases = [
+    { room: '{"v":1,"clicks":3}', sockets: { AAAAAAAAAAAAAAAAAAAAAA: { session: 's-é', version: 4 } } },
+    { room: 'é 日本', sockets: {} },
+    { room: '', sockets: { 'A-_AAAAAAAAAAAAAAAAAAA': null, BBBBBBBBBBBBBBBBBBBBBB: [1, 'two'] } },
+  ];
+  return cases.map((c) => ({ ...c, blob: wrap(Buffer.from(c.room, 'utf8'), new Map(Object.entries(c.sockets))).toString('utf8') }));
+}
 
 /** Room pins as roomgate signs them (roomgate_kit.pins.sign_pin must make the same), and the script's name and SRI. */
 function pinVectors(): unknown {
@@ -53,6 +65,12 @@ describe('roomgate_kit (python/)', () => {
     const made = `${JSON.stringify(pinVectors(), null, 2)}\n`;
     if (process.env.ROOMGATE_WRITE_PROOF_VECTORS === '1') writeFileSync(PIN_VECTORS, made);
     expect(readFileSync(PIN_VECTORS, 'utf8')).toBe(made);
+  });
+
+  it("the sockets' envelopes python/tests uses are the Node kit's", () => {
+    const made = `${JSON.stringify(envelopeVectors(), null, 2)}\n`;
+    if (process.env.ROOMGATE_WRITE_PROOF_VECTORS === '1') writeFileSync(ENVELOPES, made);
+    expect(readFileSync(ENVELOPES, 'utf8')).toBe(made);
   });
 
   it('its pytest suite passes', async () => {

@@ -14,9 +14,9 @@ export interface DaphneApp {
 
 const daphnes: ChildProcess[] = [];
 
-/** daphne on a free port (it logs the one it got), with `env` added to this process's. */
-export async function startDaphne(env: Record<string, string>): Promise<DaphneApp> {
-  const child = spawn(DAPHNE, ['-b', '127.0.0.1', '-p', '0', 'liveapp.asgi:application'], { cwd: DJANGO_APP, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+/** daphne on a free port (it logs the one it got), with `env` added to this process's; by default the Django Channels example. */
+export async function startDaphne(env: Record<string, string>, app: { cwd: string; asgi: string } = { cwd: DJANGO_APP, asgi: 'liveapp.asgi:application' }): Promise<DaphneApp> {
+  const child = spawn(DAPHNE, ['-b', '127.0.0.1', '-p', '0', app.asgi], { cwd: app.cwd, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...env } });
   daphnes.push(child);
   let log = '';
   child.stderr?.on('data', (c: Buffer) => (log += c.toString('utf8')));
