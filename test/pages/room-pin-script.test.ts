@@ -2,7 +2,7 @@
 // whose SRI pages name (docs/per-tab-rooms.md states the same value, roomgate_kit carries it),
 // immutable caching under a versioned name, a 304 for its one ETag, read-only, and not served when
 // the pin source is off (the path then goes to the app). Its browser behaviour is
-// test/browser/per-tab-rooms.test.ts.
+// test/chaos/per-tab-rooms.test.ts and test/browser/room-pin-csp.test.ts.
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
