@@ -27,9 +27,19 @@
 // commands connection, so that the first call of each is one round trip too.
 import { createHash } from 'node:crypto';
 import type { ConnectionOptions } from 'node:tls';
-import { Cluster, Redis, type ClusterOptions, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Cluster, ClusterOptions, Redis, RedisOptions } from 'ioredis';
 import { tlsFailure } from '../backends/backend-tls.js';
 import { errorMessage } from '../http/errors.js';
+
+
+/**
+ * ioredis, loaded with the first Redis link: a gateway on the memory store never loads it (about a
+ * tenth of a second of CPU at every start). It is CommonJS, so a require keeps link creation synchronous.
+ */
+function ioredis(): typeof import('ioredis') {
+  return createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
+}
 
 /** The one hash tag of every key of the Redis stores (all keys in one Redis Cluster slot). */
 export const HASH_TAG = '{rg}';
@@ -245,7 +255,7 @@ export class RedisLink<E extends { readonly type: string }> {
           clusterRetryStrategy: (attempt: number) => Math.min(200 * attempt, 2000),
           redisOptions,
         };
-        return new Cluster(opts.clusterNodes.map(parseHostPort), clusterOptions);
+        return new (ioredis().Cluster)(opts.clusterNodes.map(parseHostPort), clusterOptions);
       }
       if (opts.sentinels && opts.sentinels.length > 0) {
         const cred = urlCredentials(opts.url);
@@ -263,11 +273,11 @@ export class RedisLink<E extends { readonly type: string }> {
           o.tls = { ...opts.tls };
           o.enableTLSForSentinelMode = true;
         }
-        return new Redis(o);
+        return new (ioredis().Redis)(o);
       }
       if (!opts.url) throw new Error(`${opts.label}: no Redis url, sentinels or clusterNodes given`);
       const tls = opts.tls && opts.url.startsWith('rediss://') ? { tls: { ...opts.tls } } : {};
-      return new Redis(opts.url, { ...common, connectionName, ...tls });
+      return new (ioredis().Redis)(opts.url, { ...common, connectionName, ...tls });
     };
     this.main = make(name);
     this.sub = make(`${name}-sub`);
@@ -275,7 +285,7 @@ export class RedisLink<E extends { readonly type: string }> {
     for (const [conn, label] of [[this.main, 'commands'], [this.sub, 'subscriber']] as const) {
       conn.on('error', (err: unknown) => this.onConnError(label, err));
       // A Cluster reports the errors of its node connections apart.
-      if (conn instanceof Cluster) conn.on('node error', (err: unknown) => this.onConnError(label, err));
+      if (conn instanceof ioredis().Cluster) conn.on('node error', (err: unknown) => this.onConnError(label, err));
       conn.on('close', () => this.onConnDown(conn, label));
       conn.on('end', () => this.onConnDown(conn, label));
     }
@@ -300,7 +310,7 @@ export class RedisLink<E extends { readonly type: string }> {
       this.started = true;
       this.main.connect().catch(() => undefined);
       this.sub.connect().catch(() => undefined);
-      if (!(this.sub instanceof Cluster)) {
+      if (!(this.sub instanceof ioredis().Cluster)) {
         this.subscriberCheck = setInterval(() => this.checkSubscriber(), Math.max(1000, SUBSCRIBER_CHECK_TIMEOUTS * this.opts.commandTimeoutMs));
         this.subscriberCheck.unref();
       }
@@ -439,7 +449,7 @@ export class RedisLink<E extends { readonly type: string }> {
    */
   private mainWritable(): boolean {
     if (this.main.status !== 'ready') return false;
-    if (this.main instanceof Cluster) return true;
+    if (this.main instanceof ioredis().Cluster) return true;
     const stream = this.main.stream as { writable?: boolean; writableEnded?: boolean } | undefined;
     return stream !== undefined && stream.writable !== false && stream.writableEnded !== true;
   }
@@ -458,7 +468,7 @@ export class RedisLink<E extends { readonly type: string }> {
 
   private onMainReady(): void {
     const preload = this.opts.preload ?? [];
-    if (preload.length > 0 && this.main instanceof Cluster) {
+    if (preload.length > 0 && this.main instanceof ioredis().Cluster) {
       // Best effort, on every master (SCRIPT LOAD has no key to route by).
       for (const node of this.main.nodes('master')) {
         const p = node.pipeline();
