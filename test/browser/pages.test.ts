@@ -207,11 +207,14 @@ describe('status page', () => {
     const mine = page.locator(`#backends tbody tr[data-backend="${roomBackend}"]`);
     await expect.poll(async () => Number(await mine.locator('td').nth(3).locator('.val').textContent()), { timeout: 5_000 }).toBeGreaterThanOrEqual(2);
     expect(await mine.locator('.fill.sockets').getAttribute('class')).not.toBe('fill sockets p0');
-    // Bars really are drawn: the fill's width follows its share.
-    const fill = await mine.locator('.fill.sockets').boundingBox();
-    const track = await mine.locator('td').nth(3).locator('.bar').boundingBox();
-    expect(fill?.width).toBeGreaterThan(0);
-    expect(fill?.width).toBeLessThanOrEqual(track?.width ?? 0);
+    // Bars really are drawn: the fill's width follows its share. Both read in one turn of the page:
+    // a live update between two reads may redraw the row (seen on a loaded machine: a track of 0).
+    const { fill, track } = await mine.locator('td').nth(3).evaluate((td) => ({
+      fill: td.querySelector('.fill.sockets')?.getBoundingClientRect().width ?? -1,
+      track: td.querySelector('.bar')?.getBoundingClientRect().width ?? -1,
+    }));
+    expect(fill).toBeGreaterThan(0);
+    expect(fill).toBeLessThanOrEqual(track);
     const joined = await page.locator('#events tbody tr').filter({ hasText: 'joined' }).count();
     expect(joined).toBe(3);
     expect(await page.locator('#placement-mode').textContent()).toBe('in memory (this gateway only)');
