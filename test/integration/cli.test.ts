@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { buildRing } from '../../src/placement/ring.js';
-import { createRoomSigner } from '../../src/room/signing.js';
+import { createPinSigner, createRoomSigner } from '../../src/room/signing.js';
 import { TEST_SECRET, runCli, stopAll, writeConfig } from '../support/processes.js';
 import { runCliHere } from '../cli/in-process.js';
 import { runCliPiped } from '../cli/support.js';
@@ -210,5 +210,22 @@ describe('roomgate CLI', () => {
     const signed = JSON.parse(json.stdout) as { room: string; cookie: string; value: string };
     expect(signed).toMatchObject({ room: 'room-7', cookie: 'roomgate_room' });
     expect(signer.verify(signed.value, Date.now())).toEqual({ ok: true, room: 'room-7' });
+  });
+
+  it('sign --pin prints the room pin the gateway verifies (under its own purpose, whatever cookie.format), not a cookie value', async () => {
+    const pins = createPinSigner([TEST_SECRET], 604_800);
+    const cookies = createRoomSigner({ secrets: [TEST_SECRET], format: 'roomgate', cookieName: 'roomgate_room', salt: '', maxAgeS: 86_400 });
+    const r = await runCliHere(['sign', '--pin', 'room-7'], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
+    expect(r.code, r.stderr).toBe(0);
+    expect(pins.verify(r.stdout.trim(), Date.now())).toEqual({ ok: true, room: 'room-7' });
+    expect(cookies.verify(r.stdout.trim(), Date.now())).not.toMatchObject({ ok: true }); // a pin is no cookie
+    // A Django cookie format and an unsigned cookie change nothing: the pin is keyed with the secret.
+    const django = await runCliHere(['sign', '--pin', 'r1', '--json', '--config', writeConfig({ cookie: { format: 'django-cookie', salt: 's' }, room: { pinParam: 'tab' } })], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
+    const signed = JSON.parse(django.stdout) as { room: string; param: string; value: string };
+    expect(signed).toMatchObject({ room: 'r1', param: 'tab' });
+    expect(pins.verify(signed.value, Date.now())).toEqual({ ok: true, room: 'r1' });
+    const unsigned = await runCliHere(['sign', '--pin', 'r1', '--config', writeConfig({ cookie: { signed: false } })], { ROOMGATE_COOKIE_SECRETS: TEST_SECRET });
+    expect(pins.verify(unsigned.stdout.trim(), Date.now())).toEqual({ ok: true, room: 'r1' });
+    expect((await runCliHere(['sign', '--pin', 'r1'])).code).toBe(2);
   });
 });

@@ -7,20 +7,17 @@
 // (roomgate's proof checked, the room's sockets reached and counted), collectstatic's output served
 // by roomgate, and the page itself in headless Chromium. Two daphne processes, one per signing
 // choice, each killed in afterAll with its temp directory.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parse as parseYaml } from 'yaml';
-import { closeBrowsers, launchBrowser, watchErrors } from '../support/browser.js';
-import { DJANGO_APP as APP, startDaphne, stopDaphnes, type DaphneApp as App } from '../support/daphne.js';
+import { launchBrowser, watchErrors } from '../support/browser.js';
+import { DJANGO_APP as APP, exampleGatewayConfig, manage, startDaphne, stopExample, type DaphneApp as App } from '../support/daphne.js';
 import { runCliHere } from '../cli/in-process.js';
-import { backendEnv, Client, ROOT, startGateway, stopAll, type GatewayProc, waitFor } from '../support/processes.js';
+import { backendEnv, Client, ROOT, startGateway, TEST_SECRET, type GatewayProc, waitFor } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
 
-const PYTHON = '/usr/bin/python3';
 const TOKEN = 'push-token-0123456789abcdef';
 const SECRET_KEY = 'django-secret-key-for-the-test-0123456789';
 const staticRoot = mkdtempSync(join(tmpdir(), 'roomgate-django-static-'));
@@ -29,21 +26,6 @@ let djangoSigns: App;
 let gw: GatewayProc;
 let gwDjango: GatewayProc;
 
-function python(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(PYTHON, args, { cwd: APP, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
-    let out = '';
-    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.on('error', reject);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, out });
-    });
-  });
-}
-
 const appEnv = (id: string, cookie: 'roomgate' | 'django'): Record<string, string> => ({
   DJANGO_SECRET_KEY: SECRET_KEY,
   DJANGO_STATIC_ROOT: staticRoot,
@@ -51,24 +33,17 @@ const appEnv = (id: string, cookie: 'roomgate' | 'django'): Record<string, strin
   DJUST_TRUSTED_PROXY_COUNT: '1',
   ...backendEnv(id),
   ROOMGATE_ROOM_COOKIE: cookie,
-  BACKEND_ID: id,
+  // The page's room pin is signed with roomgate's first cookie secret: the gateway's (a Django
+  // cookie format has SECRET_KEY there, which the app takes when this is unset).
+  ...(cookie === 'roomgate' ? { ROOMGATE_COOKIE_SECRETS: TEST_SECRET } : {}),
 });
 
 beforeAll(async () => {
-  const collected = await python(['manage.py', 'collectstatic', '--noinput'], appEnv('collect', 'roomgate'));
+  const collected = await manage(['collectstatic', '--noinput'], appEnv('collect', 'roomgate'));
   expect(collected.code, collected.out).toBe(0);
   [roomgateSigns, djangoSigns] = await Promise.all([startDaphne(appEnv('dj-a', 'roomgate')), startDaphne(appEnv('dj-b', 'django'))]);
-  // The example's roomgate.yaml (docs/django.md quotes it), with this test's backends, static
-  // directory and quicker clocks; tokens and secrets come from the environment as the page says.
-  const file = parseYaml(readFileSync(join(APP, 'roomgate.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
-  const { backends: _listed, ...fromFile } = file;
-  const common = {
-    ...fromFile,
-    health: { ...fromFile.health, intervalMs: 500, timeoutMs: 500 },
-    static: { mounts: [{ prefix: '/static/', dir: staticRoot }] },
-    placement: { heartbeatMs: 200 },
-    presence: { ttlMs: 1_000 },
-  };
+  // The example's roomgate.yaml with this test's backends; tokens and secrets come from the environment as the page says.
+  const common = exampleGatewayConfig(staticRoot);
   const env = { ROOMGATE_PUSH_TOKENS: TOKEN };
   [gw, gwDjango] = await Promise.all([
     startGateway({ backends: [`dj-a=${roomgateSigns.url}`], config: common, env }),
@@ -80,12 +55,7 @@ beforeAll(async () => {
   ]);
 }, 60_000);
 
-afterAll(async () => {
-  await closeBrowsers();
-  await stopAll();
-  await stopDaphnes();
-  rmSync(staticRoot, { recursive: true, force: true });
-});
+afterAll(() => stopExample(staticRoot));
 
 async function get(url: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string; headers: Headers }> {
   const res = await fetch(url, { headers, signal: AbortSignal.timeout(5_000) });
@@ -119,11 +89,12 @@ const stateOf = async (app: App, room: string): Promise<{ epoch: number | null; 
   JSON.parse((await get(`${app.url}/_example/rooms/${room}/`)).text) as never;
 
 describe('docs/django.md against the Channels example under daphne', () => {
-  it("every python and yaml block of docs/django.md is in the example's files as written", () => {
+  it("every python, django and yaml block of docs/django.md is in the example's files as written", () => {
     const doc = readFileSync(join(ROOT, 'docs/django.md'), 'utf8');
-    const blocks = [...doc.matchAll(/```(python|yaml)\n([\s\S]*?)```/g)].map((m) => m[2] as string);
+    const blocks = [...doc.matchAll(/```(python|django|yaml)\n([\s\S]*?)```/g)].map((m) => m[2] as string);
     expect(blocks.length).toBeGreaterThanOrEqual(10);
-    const files = ['liveapp/settings.py', 'liveapp/asgi.py', 'rooms/roomgate.py', 'rooms/views.py', 'rooms/consumers.py', 'roomgate.yaml'].map((f) => readFileSync(join(APP, f), 'utf8'));
+    const names = ['liveapp/settings.py', 'liveapp/asgi.py', 'liveapp/urls.py', 'rooms/views.py', 'rooms/consumers.py', 'rooms/state.py', 'rooms/handoff.py', 'rooms/templates/rooms/game.html', 'roomgate.yaml'];
+    const files = names.map((f) => readFileSync(join(APP, f), 'utf8'));
     for (const block of blocks) expect(files.some((f) => f.includes(block)), block).toBe(true);
   });
 

@@ -9,7 +9,7 @@ import { DJANGO_APP, startDaphne, stopDaphnes, type DaphneApp } from '../support
 import { HANDOFF_GUARANTEES, type HandoffContract } from '../support/handoff-receiver.js';
 import { backendEnv, ROOT, stopAll } from '../support/processes.js';
 
-const env = (id: string): Record<string, string> => ({ DJANGO_ALLOWED_HOSTS: 'localhost,127.0.0.1', ...backendEnv(id), BACKEND_ID: id });
+const env = (id: string): Record<string, string> => ({ DJANGO_ALLOWED_HOSTS: 'localhost,127.0.0.1', ...backendEnv(id) });
 const backend = (app: DaphneApp, id: string): { id: string; url: string; wsUrl: string } => ({ id, url: app.url, wsUrl: `ws://127.0.0.1:${app.port}/ws/live/` });
 let k: HandoffContract;
 

@@ -14,24 +14,28 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
-from roomgate_kit.fence import RoomOwnerMiddleware  # noqa: E402
-from roomgate_kit.proofs import default_verifier  # noqa: E402
-
 from rooms.consumers import LiveConsumer  # noqa: E402
-from rooms.roomgate import with_health  # noqa: E402
+
+# ROOMGATE: roomgate_kit's parts of the application (docs/python-kit.md)
+from roomgate_kit.fence import RoomOwnerMiddleware  # noqa: E402
+from roomgate_kit.health import with_health  # noqa: E402
+from roomgate_kit.pins import ForwardedPrefixMiddleware  # noqa: E402
+from roomgate_kit.proofs import default_verifier  # noqa: E402
 from rooms.state import ROOMS  # noqa: E402
 
-default_verifier()  # ROOMGATE_BACKEND_ID and _KEYS read now: a malformed key stops the process here
+default_verifier()  # ROOMGATE: ROOMGATE_BACKEND_ID and _KEYS read now: a malformed key stops the process here
 
-application = with_health(
-    RoomOwnerMiddleware(  # ROOMGATE: each room's epoch, and the epoch fence (docs/python-kit.md)
-        ProtocolTypeRouter(
-            {
-                "http": django_asgi,
-                # The Origin of a handshake must be one of ALLOWED_HOSTS (roomgate passes it unchanged).
-                "websocket": AllowedHostsOriginValidator(URLRouter([path("ws/live/", LiveConsumer.as_asgi())])),
-            }
-        ),
-        ROOMS,
-    )
+# The app's own routes: Django for HTTP, the consumer for the socket.
+app = ProtocolTypeRouter(
+    {
+        "http": django_asgi,
+        # The Origin of a handshake must be one of ALLOWED_HOSTS (roomgate passes it unchanged).
+        "websocket": AllowedHostsOriginValidator(URLRouter([path("ws/live/", LiveConsumer.as_asgi())])),
+    }
 )
+
+# ROOMGATE: with_health answers roomgate's health.path (/healthz) before Django; outermost after it,
+# the per-tab prefix roomgate stripped (X-Forwarded-Prefix: /r/ROOM) becomes the script prefix, so
+# the page's URLs and its socket path keep the tab in its room; then each room's epoch and the
+# epoch fence (docs/python-kit.md).
+application = with_health(ForwardedPrefixMiddleware(RoomOwnerMiddleware(app, ROOMS)))

@@ -5,15 +5,11 @@ Tested with Debian 12's Django 3.2, Channels 4.0 and daphne 4.0 (test/integratio
 the 4.2+ branches are written from Django's documentation and not run by the tests.
 """
 import os
-import sys
 from pathlib import Path
 
 import django
 
 BASE_DIR = Path(__file__).resolve().parent.parent
-# ROOMGATE: roomgate_kit, from this checkout's python/ (the tests run the example from it); a real
-# app installs it instead: pip install ./python (docs/python-kit.md).
-sys.path.insert(0, str(BASE_DIR.parent.parent / "python"))
 
 
 def env_list(name, default):
@@ -22,14 +18,15 @@ def env_list(name, default):
 
 SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "example-only-not-secret-0123456789")
 DEBUG = False
-# ROOMGATE: roomgate passes Host and Origin unchanged, so the public names go here as they would
-# without it. The WebSocket route checks Origin against them too (asgi.py).
+# roomgate passes Host and Origin unchanged, so the public names go here as they would without it.
+# The WebSocket route checks Origin against them too (asgi.py).
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1")
 # Django 4.0+ wants the scheme in CSRF_TRUSTED_ORIGINS; 3.2 wants bare host names.
 _public = env_list("DJANGO_PUBLIC_ORIGINS", "http://localhost:8080")
 CSRF_TRUSTED_ORIGINS = _public if django.VERSION >= (4, 0) else [o.split("://", 1)[-1] for o in _public]
 
-INSTALLED_APPS = ["django.contrib.staticfiles", "rooms"]
+# roomgate_kit: pip install ./python (docs/django.md); the tests put the checkout's python/ on PYTHONPATH.
+INSTALLED_APPS = ["django.contrib.staticfiles", "rooms", "roomgate_kit"]  # ROOMGATE: {% load roomgate %}
 # Every middleware here can run async (Django's own can): the push receiver is an async view that
 # awaits the room's consumers on their event loop, and a sync-only middleware would make Django
 # hop between threads around it on every request. (Each room's epoch is noted by roomgate_kit's
@@ -39,7 +36,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
 ]
 ROOT_URLCONF = "liveapp.urls"
-TEMPLATES = [{"BACKEND": "django.template.backends.django.DjangoTemplates", "APP_DIRS": True}]
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "APP_DIRS": True,
+        "OPTIONS": {"context_processors": ["django.template.context_processors.request"]},  # ROOMGATE: {% roomgate_pin %}
+    }
+]
 ASGI_APPLICATION = "liveapp.asgi.application"
 DATABASES = {}
 USE_TZ = True
@@ -51,8 +54,8 @@ DJUST_TRUSTED_PROXY_COUNT = int(os.environ.get("DJUST_TRUSTED_PROXY_COUNT", "1")
 # ROOMGATE: safe behind roomgate, which replaces X-Forwarded-Proto unless the peer is trusted.
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-# ROOMGATE: static files served by roomgate (static.mounts: prefix /static/, dir STATIC_ROOT),
-# content-hashed by the manifest storage so roomgate serves them as immutable for a year.
+# Static files as any Django deployment has them (collectstatic into STATIC_ROOT, content-hashed
+# names); roomgate serves STATIC_ROOT (roomgate.yaml's static.mounts) as immutable for a year.
 STATIC_URL = "/static/"
 STATIC_ROOT = os.environ.get("DJANGO_STATIC_ROOT", str(BASE_DIR / "staticfiles"))
 if django.VERSION >= (4, 2):
@@ -75,5 +78,6 @@ else:  # Django 3.2 to 4.1 (STORAGES came in 4.2; STATICFILES_STORAGE is gone in
 ROOMGATE_ROOM_COOKIE = os.environ.get("ROOMGATE_ROOM_COOKIE", "roomgate")
 ROOMGATE_COOKIE_SALT = "roomgate.room"
 
-# Which process this is, shown on its pages (one daphne process per roomgate backend).
-BACKEND_ID = os.environ.get("BACKEND_ID", "django-1")
+# ROOMGATE: which process this is, shown on its pages: its id in roomgate's backends (one daphne
+# process each), which roomgate_kit reads too.
+BACKEND_ID = os.environ.get("ROOMGATE_BACKEND_ID", "django-1")

@@ -21,17 +21,26 @@ import secrets
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from roomgate_kit.fence import CLOSE_WRONG_ROOM, FencedConsumerMixin, Headers
+from roomgate_kit.fence import CLOSE_WRONG_ROOM, FencedConsumerMixin, Headers  # ROOMGATE
 
 from . import state
-from .roomgate import client_address
 
 GAME_URL = re.compile(r"/game/([^/?#]+)/")
-ROOM_MOVING = {"type": "error", "error": "room-moving", "retry": True, "message": "the room is moving to another server: send it again after the reconnect"}
+ROOM_MOVING = {"type": "error", "error": "room-moving", "retry": True, "message": "the room is moving to another server: send it again after the reconnect"}  # ROOMGATE
 
 
-class LiveConsumer(FencedConsumerMixin, AsyncWebsocketConsumer):
-    rooms = state.ROOMS  # roomgate_kit's table: the mixin joins this socket to self.room
+def client_address(forwarded_for, peer):
+    """djust's rule (djust applies it itself): the Nth address from the end of X-Forwarded-For,
+    N = DJUST_TRUSTED_PROXY_COUNT (settings.py says why 1 behind roomgate)."""
+    count = getattr(settings, "DJUST_TRUSTED_PROXY_COUNT", 0)
+    chain = [a.strip() for a in (forwarded_for or "").split(",") if a.strip()]
+    if count > 0 and len(chain) >= count:
+        return chain[-count]
+    return peer
+
+
+class LiveConsumer(FencedConsumerMixin, AsyncWebsocketConsumer):  # ROOMGATE: the fence, self.room
+    rooms = state.ROOMS  # ROOMGATE: roomgate_kit's table: the mixin joins this socket to self.room
     mounted = False
 
     async def connect(self):
@@ -69,16 +78,19 @@ class LiveConsumer(FencedConsumerMixin, AsyncWebsocketConsumer):
         url = msg.get("url") if isinstance(msg.get("url"), str) else ""
         found = GAME_URL.search(url)
         wanted = msg.get("room") if isinstance(msg.get("room"), str) else (found.group(1) if found else None)
+        # ROOMGATE: a mount of another room than the socket was routed by would split the room.
         refused = self.mount_refusal(wanted)  # no room key, or another room than the handshake's
         if refused:
             await self.send_json({"type": "error", "message": refused})
             await self.close(code=CLOSE_WRONG_ROOM)  # 4400 once: the page does not reconnect after it
-        else:
-            self.mounted = True
-            held = state.snapshot(self.room)
-            # The backend and epoch the room is held under now: the page's "Served by" follows them after a move.
-            await self.send_json({"type": "mounted", "room": self.room, "backend": settings.BACKEND_ID, "epoch": held["epoch"], "members": held["sockets"], "moves": held["moves"]})
+            return
 
+        self.mounted = True
+        held = state.snapshot(self.room)
+        # The backend and epoch the room is held under now: the page's "Served by" follows them after a move.
+        await self.send_json({"type": "mounted", "room": self.room, "backend": settings.BACKEND_ID, "epoch": held["epoch"], "members": held["sockets"], "moves": held["moves"]})
+
+    # ROOMGATE (all of it, the app's part too): a frozen room refuses the event (docs/handoff.md).
     async def event(self, data):
         if not self.mounted:
             await self.send_json({"type": "error", "message": "mount before sending events"})

@@ -2,6 +2,7 @@
 idempotency, 409s, the fence; docs/python-kit.md); the app gives the room's state as a blob and
 takes it back. Both run under the room table's lock, the one record_move takes.
 """
+# ROOMGATE: this file is roomgate's, all of it.
 import json
 
 from roomgate_kit.handoff import HandoffHooks, django_view

@@ -9,7 +9,7 @@ on the event loop: the table's lock guards GAMES too; sends happen on the loop o
 """
 import json
 
-from roomgate_kit.rooms import RoomTable
+from roomgate_kit.rooms import RoomTable  # ROOMGATE
 
 
 class Game:
@@ -20,13 +20,16 @@ class Game:
 
 
 GAMES = {}
+# ROOMGATE: the rooms held here (epoch, sockets, freeze); a room that moves away drops its game.
 ROOMS = RoomTable(on_drop=lambda room: GAMES.pop(room, None))
 LOCK = ROOMS.lock
+
 INBOX_KEPT = 50  # the latest pushes of a room, kept for the tests (a real app keeps its own state)
 LAST_MOVES_KEPT = 20
 MOVE_DATA_MAX_BYTES = 1024  # a larger move's data is not kept (nor carried): the blob stays small
 
 
+# ROOMGATE (all of it, the app's part too): checked live under the table's lock (docs/handoff.md).
 def record_move(room, session, data):
     """The number of the move an event became; None while a handoff has the room frozen, or after
     it released the room (its sockets are closing)."""
@@ -41,6 +44,7 @@ def record_move(room, session, data):
         return held.moves
 
 
+# ROOMGATE: where roomgate_kit's push receiver hands a push (views.py).
 async def deliver(room, message, meta):
     """roomgate_kit's push receiver hands a push here: to every socket of the room (kept in its inbox)."""
     frame = {"type": "push", "room": room, **meta, "message": message}

@@ -22,6 +22,7 @@
         ws.send(JSON.stringify({ type: 'mount', url: location.pathname }));
       } else if (msg.type === 'mounted') {
         failures = 0;
+        // ROOMGATE: "Served by" follows the room after a move (a handoff, a failover).
         var now = String(msg.backend);
         var was = backend ? backend.textContent : now;
         if (backend) backend.textContent = now;
@@ -38,7 +39,7 @@
       }
     };
     ws.onclose = function (ev) {
-      if (ev.code === 4400) return;
+      if (ev.code === 4400) return; // ROOMGATE: a refused mount (another room than the socket's): no reconnect
       var d = Math.min(5000, 500 * Math.pow(2, failures++));
       setTimeout(connect, d / 2 + Math.random() * d / 2);
     };
