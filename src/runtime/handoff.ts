@@ -335,7 +335,7 @@ export class Handoffs {
       r.pages = true;
     }
     r.asked = this.o.others !== undefined;
-    const [hold, others] = await Promise.all([holdRoom(held, room, source.id, this.o.metrics), this.o.others?.ask(id, room, source.id, target.id)]);
+    const [hold, others] = await Promise.all([holdRoom(held, { id, room, source: source.id }, this.o.metrics, this.o.logger), this.o.others?.ask(id, room, source.id, target.id)]);
     r.hold = hold;
     if (r.hold === null) this.heldRooms.delete(room);
     if (others !== undefined && others.asked > 0) r.ev = { ...r.ev, gateways: { asked: others.asked, held: others.held, sockets: others.sockets, late: others.late } };

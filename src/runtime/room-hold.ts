@@ -71,6 +71,8 @@ export class RoomHold {
     readonly room: string,
     readonly sockets: readonly TunnelHold[],
     private readonly limits: HoldLimits,
+    /** A socket passed a limit and is being ended (counted and logged by the caller, at that instant). */
+    private readonly onOverLimit: (t: TunnelHold, roomBytes: number) => void = () => undefined,
   ) {}
 
   /**
@@ -110,7 +112,9 @@ export class RoomHold {
 
   /**
    * After a chunk kept by `t`: it is ended when it holds more than its limit, or when the room's
-   * sockets together do (the one whose bytes passed the bound). What it kept is kept and delivered.
+   * sockets together do (the one whose bytes passed the bound): a 1012 close its client reconnects
+   * after (the tunnel's endSocket). What it kept, and what its client sends until it sees the close,
+   * is kept and delivered (or flushed by a rollback) like any held socket's.
    */
   enforce(t: TunnelHold): void {
     if (this.stopped || this.ended.has(t)) return;
@@ -119,6 +123,7 @@ export class RoomHold {
     if (t.heldBytes <= this.limits.perSocketBytes && room <= this.limits.perRoomBytes) return;
     this.ended.add(t);
     this.overLimit++;
+    this.onOverLimit(t, room);
     t.endSocket();
   }
 

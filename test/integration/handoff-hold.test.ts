@@ -217,6 +217,33 @@ describe('version 2 on the wire', () => {
   });
 });
 
+describe('the hold\'s bound', () => {
+  it('a socket past handoff.heldBytesPerSocket is closed with 1012 over the wire, counted and logged, and what it sent is still delivered', async () => {
+    const { gw, b1, b2 } = await testPair({ handoff: { timeoutMs: 2_000, heldBytesPerSocket: 1_024 } });
+    const c = await openMountedRoom(gw.port, 'bound-1');
+    sockets.add(c.ws);
+    const [from, to] = c.backend === 'b1' ? [b1, b2] : [b2, b1];
+    let letGo = (): void => undefined;
+    from.behave.set('export', { until: new Promise<void>((r) => (letGo = r)) });
+    const exporting = from.arrival('export');
+    const moved = move(gw, 'bound-1', to.id);
+    await exporting;
+    // Two messages of 600 bytes: the second passes the 1 KiB bound.
+    c.ws.send('a'.repeat(600));
+    c.ws.send('b'.repeat(600));
+    // A client that reconnects after a close (djust: any close) is told the service restarts.
+    expect(await withTimeout(c.closed, 5_000, 'the client socket closed')).toBe(1012);
+    letGo();
+    const done = await moved;
+    expect(done.result).toBe('moved');
+    // Nothing it sent before the close is dropped: both messages reach the new owner.
+    expect(done.held).toEqual({ sockets: 1, resumed: 0, messages: 2, lostSockets: 0 });
+    expect(from.log.filter((l) => l.includes('aaaa') || l.includes('bbbb'))).toEqual([]);
+    const metrics = await (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    expect(metrics).toMatch(/roomgate_handoff_held_total\{result="over-limit"\} 1/);
+  });
+});
+
 /** A client frame (masked, as clients send them). */
 function clientFrame(opcode: number, payload: Buffer): Buffer {
   const head = Buffer.from([0x80 | opcode, 0x80 | payload.length, 1, 2, 3, 4]);
