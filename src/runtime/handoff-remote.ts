@@ -31,7 +31,7 @@ export interface RemoteHoldOptions {
   readonly pool: Pick<BackendPool, 'get'>;
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
   readonly pages: HandoffPageWaits;
-  readonly metrics: Pick<Metrics, 'handoffHeld'>;
+  readonly metrics: Pick<Metrics, 'handoffHeld' | 'handoffHeldMessages' | 'handoffHeldBytes'>;
   readonly logger: Logger;
   /** RELEASE_GRACE_MS (handoff.ts): how long the old owner's release has to close the held sockets. */
   readonly releaseGraceMs: number;

@@ -15,7 +15,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { h2Session } from '../support/h2-session.js';
-import { HandoffTestBackend, handoffPairConfig, hellosAnswered, moveRoom, openMountedRoom } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, handoffPairConfig, hellosAnswered, moveRoom, openMountedRoom, type MountedSocket } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, startBackend, stop, waitFor, withTimeout, type BackendProc } from '../support/processes.js';
 
@@ -217,22 +217,33 @@ describe('version 2 on the wire', () => {
   });
 });
 
+/** A mounted socket of `room`, and its room being moved: resolves once the old owner's export has arrived and waits for `letGo`. */
+async function moveHeldAtExport(p: { gw: Gateway; b1: HandoffTestBackend; b2: HandoffTestBackend }, room: string): Promise<{ c: MountedSocket; from: HandoffTestBackend; to: HandoffTestBackend; letGo: () => void; moved: Promise<Record<string, any>> }> {
+  const c = await openMountedRoom(p.gw.port, room);
+  sockets.add(c.ws);
+  const [from, to] = c.backend === 'b1' ? [p.b1, p.b2] : [p.b2, p.b1];
+  let letGo = (): void => undefined;
+  from.behave.set('export', { until: new Promise<void>((r) => (letGo = r)) });
+  const exporting = from.arrival('export');
+  const moved = move(p.gw, room, to.id);
+  await exporting;
+  return { c, from, to, letGo, moved };
+}
+
 describe('the hold\'s bound', () => {
   it('a socket past handoff.heldBytesPerSocket is closed with 1012 over the wire, counted and logged, and what it sent is still delivered', async () => {
-    const { gw, b1, b2 } = await testPair({ handoff: { timeoutMs: 2_000, heldBytesPerSocket: 1_024 } });
-    const c = await openMountedRoom(gw.port, 'bound-1');
-    sockets.add(c.ws);
-    const [from, to] = c.backend === 'b1' ? [b1, b2] : [b2, b1];
-    let letGo = (): void => undefined;
-    from.behave.set('export', { until: new Promise<void>((r) => (letGo = r)) });
-    const exporting = from.arrival('export');
-    const moved = move(gw, 'bound-1', to.id);
-    await exporting;
+    const pair = await testPair({ handoff: { timeoutMs: 2_000, heldBytesPerSocket: 1_024 } });
+    const { gw } = pair;
+    const { c, from, letGo, moved } = await moveHeldAtExport(pair, 'bound-1');
     // Two messages of 600 bytes: the second passes the 1 KiB bound.
     c.ws.send('a'.repeat(600));
     c.ws.send('b'.repeat(600));
     // A client that reconnects after a close (djust: any close) is told the service restarts.
     expect(await withTimeout(c.closed, 5_000, 'the client socket closed')).toBe(1012);
+    const metricsText = async (): Promise<string> => (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    // Held now: both messages, frames as sent (600 bytes each and their headers).
+    const heldBytes = (text: string): number => Number(/^roomgate_handoff_held_bytes (\d+)$/m.exec(text)?.[1]);
+    expect(heldBytes(await metricsText())).toBeGreaterThanOrEqual(1_200);
     letGo();
     const done = await moved;
     expect(done.result).toBe('moved');
@@ -241,6 +252,26 @@ describe('the hold\'s bound', () => {
     expect(from.log.filter((l) => l.includes('aaaa') || l.includes('bbbb'))).toEqual([]);
     const metrics = await (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
     expect(metrics).toMatch(/roomgate_handoff_held_total\{result="over-limit"\} 1/);
+    expect(metrics).toMatch(/roomgate_handoff_held_messages_total\{result="delivered"\} 2/);
+    // The hold is over: nothing counts as held now.
+    expect(heldBytes(metrics)).toBe(0);
+  });
+});
+
+describe('a new WebSocket of a room in handoff (step 8a)', () => {
+  it('waits for the handoff\'s end, then opens on the room\'s new owner: the frozen one never sees it', async () => {
+    const pair = await testPair({ handoff: { timeoutMs: 2_000 } });
+    const { gw } = pair;
+    const { from, to, letGo, moved } = await moveHeldAtExport(pair, 'wait-ws');
+    const late = openMountedRoom(gw.port, 'wait-ws', (ws) => sockets.add(ws));
+    const events = async (): Promise<{ waiting: number }> => ((await (await fetch(`http://127.0.0.1:${gw.adminPort}/events`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(5_000) })).json()) as { handoffs: { waiting: number } }).handoffs;
+    await waitFor('the handshake waiting for the handoff', 5_000, async () => ((await events()).waiting === 1 ? true : undefined), 20);
+    letGo();
+    expect((await moved).result).toBe('moved');
+    const second = await late;
+    expect(second.backend).toBe(to.id);
+    expect(from.socketIds.get('wait-ws')).toHaveLength(1);
+    expect((await events()).waiting).toBe(0);
   });
 });
 
