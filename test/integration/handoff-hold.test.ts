@@ -281,24 +281,30 @@ function clientFrame(opcode: number, payload: Buffer): Buffer {
   return Buffer.concat([head, Buffer.from(payload.map((b, i) => b ^ ((i & 3) + 1)))]);
 }
 
+/** A room's RFC 8441 WebSocket through a TLS gateway in front of two version-2 backends, mounted; the session is the caller's to destroy. */
+async function h2Room(room: string, handoff: Record<string, unknown> = {}): Promise<{ gw: Gateway; session: Awaited<ReturnType<typeof h2Session>>; stream: ClientHttp2Stream; data: Buffer[]; from: HandoffTestBackend; to: HandoffTestBackend }> {
+  const ca = makeCa(dir, `${room}-ca`);
+  const leaf = makeSigned(dir, `${room}-leaf`, ca, ['a.test']);
+  const { gw, b1, b2 } = await testPair({ tls: { certs: [{ cert: leaf.cert, key: leaf.key }], reloadCheckMs: 0 }, handoff: { timeoutMs: 500, ...handoff } });
+  const session = await h2Session(gw.port, readFileSync(ca.cert));
+  const stream: ClientHttp2Stream = session.request({ ':method': 'CONNECT', ':protocol': 'websocket', ':path': `/ws/?room=${room}`, ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13' }, { endStream: false });
+  const data: Buffer[] = [];
+  stream.on('data', (d: Buffer) => data.push(d));
+  const status = await withTimeout(new Promise<number>((r) => stream.once('response', (h) => r(Number(h[':status'])))), 5_000, 'the h2 answer');
+  expect(status).toBe(200);
+  // The backend's first frame (unmasked, short): {"type":"mounted","backend":...}.
+  const mounted = await waitFor('mounted', 5_000, () => {
+    const all = Buffer.concat(data);
+    return all.length > 2 && all.length >= 2 + (all[1] as number) ? (JSON.parse(all.subarray(2, 2 + (all[1] as number)).toString()) as { backend: string }) : undefined;
+  });
+  const [from, to] = mounted.backend === 'b1' ? [b1, b2] : [b2, b1];
+  return { gw, session, stream, data, from, to };
+}
+
 describe('version 2 over HTTP/2 (an RFC 8441 WebSocket)', () => {
   it('an h2 stream is held and delivered like an HTTP/1.1 socket', async () => {
-    const ca = makeCa(dir, 'hold-ca');
-    const leaf = makeSigned(dir, 'hold-leaf', ca, ['a.test']);
-    const { gw, b1, b2 } = await testPair({ tls: { certs: [{ cert: leaf.cert, key: leaf.key }], reloadCheckMs: 0 } });
-    const session = await h2Session(gw.port, readFileSync(ca.cert));
+    const { gw, session, stream, from, to } = await h2Room('h2-1');
     try {
-      const stream: ClientHttp2Stream = session.request({ ':method': 'CONNECT', ':protocol': 'websocket', ':path': '/ws/?room=h2-1', ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13' }, { endStream: false });
-      const data: Buffer[] = [];
-      stream.on('data', (d: Buffer) => data.push(d));
-      const status = await withTimeout(new Promise<number>((r) => stream.once('response', (h) => r(Number(h[':status'])))), 5_000, 'the h2 answer');
-      expect(status).toBe(200);
-      // The backend's first frame (unmasked, short): {"type":"mounted","backend":...}.
-      const mounted = await waitFor('mounted', 5_000, () => {
-        const all = Buffer.concat(data);
-        return all.length > 2 && all.length >= 2 + (all[1] as number) ? (JSON.parse(all.subarray(2, 2 + (all[1] as number)).toString()) as { backend: string }) : undefined;
-      });
-      const [from, to] = mounted.backend === 'b1' ? [b1, b2] : [b2, b1];
       const socketId = from.socketIds.get('h2-1')?.[0];
       expect(socketId).toMatch(/^[A-Za-z0-9_-]{22}$/);
       let letGo = (): void => undefined;
@@ -314,6 +320,28 @@ describe('version 2 over HTTP/2 (an RFC 8441 WebSocket)', () => {
       expect(done.held).toEqual({ sockets: 1, resumed: 0, messages: 2, lostSockets: 0 });
       expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'over h2' }, { binary: Buffer.from([7, 7]).toString('base64') }] } }]);
       expect(from.log.filter((l) => l.includes('over h2'))).toEqual([]);
+    } finally {
+      session.destroy();
+    }
+  });
+
+  it('past the hold\'s bound an h2 stream gets the same 1012 close, and its messages are delivered', async () => {
+    const { gw, session, stream, data, from, to } = await h2Room('h2-bound', { timeoutMs: 2_000, heldBytesPerSocket: 1_024 });
+    try {
+      let letGo = (): void => undefined;
+      from.behave.set('export', { until: new Promise<void>((r) => (letGo = r)) });
+      const exporting = from.arrival('export');
+      const moved = move(gw, 'h2-bound', to.id);
+      await exporting;
+      for (let i = 0; i < 12; i++) stream.write(clientFrame(1, Buffer.from(String(i).padEnd(100, '.'))));
+      // roomgate's own close frame, code 1012, after the backend's mounted frame.
+      const close = Buffer.from([0x88, 12, 0x03, 0xf4]);
+      await waitFor('the 1012 close on the stream', 5_000, () => (Buffer.concat(data).includes(close) ? true : undefined));
+      letGo();
+      const done = await moved;
+      expect(done.result).toBe('moved');
+      expect(done.held).toMatchObject({ sockets: 1, lostSockets: 0 });
+      expect(done.held.messages).toBeGreaterThan(10);
     } finally {
       session.destroy();
     }
