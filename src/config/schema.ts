@@ -483,11 +483,11 @@ export const configSchema = z.strictObject({
         text: 'Time each hook call has to answer (connect included). An export or import that does not answer in time rolls the handoff back; a release that does not: the room\'s sockets on the old backend are cut.',
       }),
       heldBytesPerSocket: doc(z.number().int().min(1024).max(16_777_216).default(65_536), {
-        text: "Version 2 (a backend whose hello says `messages`): a socket's client messages held during a handoff beyond this close it (its messages are still delivered to the new owner; roomgate_handoff_held_total{result=\"over-limit\"}).",
+        text: "Version 2 (a backend whose hello says `messages`): a socket's client messages held during a handoff beyond this close it with 1012 (service restart: its client reconnects; its messages, and what it sends until it sees the close, are still delivered to the new owner, or written on to the old one by a rollback; roomgate_handoff_held_total{result=\"over-limit\"} and a warning in the log).",
         unit: 'bytes',
       }),
       heldBytesPerRoom: doc(z.number().int().min(1024).max(268_435_456).default(1_048_576), {
-        text: "Version 2: a room's held client messages, all its sockets on this gateway together; the socket that passes it is closed, its messages still delivered.",
+        text: "Version 2: a room's held client messages, all its sockets on this gateway together; the socket that passes it is closed with 1012, its messages still delivered.",
         unit: 'bytes',
       }),
       maxConcurrentPerBackend: doc(z.number().int().min(1).max(1_000).default(4), {

@@ -31,8 +31,27 @@ export interface Metrics {
   readonly handoffSeconds: Histogram<'result'>;
   readonly handoffHeld: Counter<'result'>;
   readonly handoffSockets: Counter<'result'>;
+  readonly handoffHeldMessages: Counter<'result'>;
+  readonly handoffHeldBytes: Gauge;
   readonly rebalanceMoves: Counter<'result'>;
   readonly backendCalls: Counter<'backend' | 'call' | 'result'>;
+}
+
+/** A version-2 handoff's held client messages: how many went where, and the bytes held now. */
+function heldMetrics(registry: Registry): Pick<Metrics, 'handoffHeldMessages' | 'handoffHeldBytes'> {
+  return {
+    handoffHeldMessages: new Counter({
+      name: 'roomgate_handoff_held_messages_total',
+      help: 'Client messages a version-2 handoff held, by where they went: delivered (to the new owner, by the messages hook), resumed (written to the resumed socket\'s new upstream), lost (the new owner did not take them)',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    handoffHeldBytes: new Gauge({
+      name: 'roomgate_handoff_held_bytes',
+      help: 'Bytes of client messages held now by the running version-2 handoffs of this gateway (frames as sent, headers included), until each hold ends',
+      registers: [registry],
+    }),
+  };
 }
 
 /** One backend as the state gauges report it (read when Prometheus scrapes, never per request). */
@@ -55,7 +74,7 @@ export function createMetrics(
   // nodejs_eventloop_lag_* (event-loop delay), heap and GC figures.
   const processMetrics = registerProcessMetrics(registry);
   // In this order: the exposition lists metrics as they were registered.
-  const metrics: Metrics = { registry, stop: () => processMetrics.stop(), ...trafficMetrics(registry, liveSocketsByBackend), ...serviceMetrics(registry) };
+  const metrics: Metrics = { registry, stop: () => processMetrics.stop(), ...trafficMetrics(registry, liveSocketsByBackend), ...serviceMetrics(registry), ...heldMetrics(registry) };
   backendGauges(registry, backendStates);
   return metrics;
 }

@@ -57,6 +57,11 @@ export interface StatusHandoff {
   readonly done: boolean;
   readonly reason: string;
   readonly ms: number | null;
+  /**
+   * Version 2: what became of this gateway's held sockets ("1 resumed, 2 reconnected, 7 held
+   * messages delivered"); '' when none was held (version 1, or no socket of the room here).
+   */
+  readonly sockets: string;
 }
 
 export interface StatusSnapshot {
@@ -87,6 +92,8 @@ export interface StatusSnapshot {
   readonly rebalancing: string;
   /** In progress first, then done, newest first. */
   readonly handoffs: readonly StatusHandoff[];
+  /** Requests (pages and WebSocket handshakes) waiting now for a handoff of their room. */
+  readonly handoffWaiting: number;
 }
 
 export interface StatusCache {
@@ -169,6 +176,7 @@ export function collectStatus(v: StatusView, o: StatusOptions, nowMs = Date.now(
     handoffHooks: v.backends(nowMs).map((b) => `${b.id} ${b.handoffHooks}`).join(', '),
     rebalancing: rebalancingLine(v.handoffs().rebalance),
     handoffs: handoffRows(v, o),
+    handoffWaiting: v.handoffs().waiting,
   };
 }
 
@@ -191,8 +199,17 @@ function handoffRows(v: StatusView, o: StatusOptions): StatusHandoff[] {
     done: e.result !== null,
     reason: o.internal ? e.reason : '',
     ms: e.ms,
+    sockets: heldSockets(e),
   });
   return [...h.inProgress].reverse().concat([...h.recent].reverse()).slice(0, STATUS_HANDOFFS).map(row);
+}
+
+/** "1 resumed, 2 reconnected, 7 held messages delivered" (", 1 lost" when some were), or ''. */
+export function heldSockets(e: Pick<HandoffEvent, 'held'>): string {
+  const h = e.held;
+  if (h === undefined) return '';
+  const lost = h.lostSockets > 0 ? `, ${h.lostSockets} lost` : '';
+  return `${h.resumed} resumed, ${h.sockets - h.resumed} reconnected, ${h.messages} held message${h.messages === 1 ? '' : 's'} delivered${lost}`;
 }
 
 function cacheStatus(v: StatusView): StatusCache | null {
@@ -268,6 +285,7 @@ ${internal ? html`<th scope="row" class="mono" data-label="Room">${h.room}</th>`
 <td class="mono" data-label="To">${h.to}</td>
 <td data-label="State"><span class="handoff-${h.state}">${h.done ? h.state : `${h.state}...`}</span></td>
 ${internal ? html`<td data-label="Reason">${h.reason}</td>` : ''}
+<td data-label="Sockets">${h.sockets}</td>
 <td class="num" data-label="ms">${h.ms ?? ''}</td>
 </tr>`;
 }
@@ -315,7 +333,7 @@ function handoffsSection(s: StatusSnapshot, internal: boolean): SafeHtml {
   const o = { internal };
   return html`<section aria-labelledby="handoffs-h">
 <h2 id="handoffs-h">Room handoffs</h2>
-<dl class="facts"><dt>Handoff hooks</dt><dd id="handoff-hooks">${s.handoffHooks}</dd><dt>Rebalancing</dt><dd id="rebalancing">${s.rebalancing}</dd></dl>
+<dl class="facts"><dt>Handoff hooks</dt><dd id="handoff-hooks">${s.handoffHooks}</dd><dt>Rebalancing</dt><dd id="rebalancing">${s.rebalancing}</dd><dt>Requests waiting for a handoff</dt><dd id="handoff-waiting">${s.handoffWaiting}</dd></dl>
 <table id="handoffs" class="stack">
 <caption>Rooms moved with their state through this gateway (roomgate move, drain --handoff, rebalancing): those in progress first, then the most recent (last ${STATUS_HANDOFFS}).</caption>
 <thead><tr>
@@ -325,6 +343,7 @@ ${o.internal ? html`<th scope="col">Room</th>` : ''}
 <th scope="col">To</th>
 <th scope="col">State</th>
 ${o.internal ? html`<th scope="col">Reason</th>` : ''}
+<th scope="col">Sockets</th>
 <th scope="col" class="num">ms</th>
 </tr></thead>
 <tbody>
@@ -520,6 +539,7 @@ ${CHART_JS}
     cell(tr, 'td', 'mono', h.to, 'To');
     cell(tr, 'td', null, el('span', 'handoff-' + h.state, h.done ? h.state : h.state + '...'), 'State');
     if (internal) cell(tr, 'td', null, h.reason, 'Reason');
+    cell(tr, 'td', null, h.sockets, 'Sockets');
     cell(tr, 'td', 'num', h.ms === null ? '' : h.ms, 'ms');
     return tr;
   }
@@ -567,6 +587,7 @@ ${CHART_JS}
     document.getElementById('no-pushes').hidden = s.pushes.length > 0;
     text('handoff-hooks', s.handoffHooks);
     text('rebalancing', s.rebalancing);
+    text('handoff-waiting', String(s.handoffWaiting));
     replace(document.querySelector('#handoffs tbody'), s.handoffs.map(handoffRow));
     document.getElementById('no-handoffs').hidden = s.handoffs.length > 0;
     if (s.history) drawCharts(s.history, s.cache !== null);

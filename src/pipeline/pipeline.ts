@@ -18,14 +18,15 @@
 //                       whose per-tab room pin is bad is refused here (400/403), never routed
 //   8. cache            the page cache answers, or passes the request on with its Cache-Status
 //   8a. handoff wait    a room in a version-2 handoff here (src/runtime/handoff-pages.ts): the
-//                       request waits for its end (handoff.timeoutMs per step still to run), then
-//                       goes on to step 9 and the room's owner at that moment; past the bound 503
-//                       `room-handoff` (Retry-After). A cached answer does not wait: no backend
+//                       request (a page or a WebSocket handshake) waits for its end
+//                       (handoff.timeoutMs per step still to run), then goes on to step 9 and the
+//                       room's owner at that moment; past the bound 503 `room-handoff`
+//                       (Retry-After). A cached answer does not wait: no backend
 //   9. placement,       the forwarding core (src/forward/forwarder.ts): the room's backend by its
 //      admission,       placement, the upgrade admission limits, then the attempt on the request's
 //      forward          transport, retried on the next backend when nothing can be lost
 //
-// Upgrades take steps 1, 5, 7 and 9 (a WebSocket is always the app's, and never cached).
+// Upgrades take steps 1, 5, 7, 8a and 9 (a WebSocket is always the app's, and never cached).
 // Transports (how the bytes of one request and its answer move: node:http's ServerResponse for
 // HTTP/1.1 and HTTP/2, the byte-level connection, the upgrade tunnel) plug in below as the
 // PageTransport and UpgradePath interfaces; none of them decides anything listed above.
@@ -140,7 +141,9 @@ export class RequestPipeline {
     if (refusal !== null) return o.upgrades.refuseHandshake(client, refusal);
     const pin = pinRefusal(key);
     if (pin !== null) return o.upgrades.refuse(client, pin);
-    o.forward.route(o.upgrades.exchange(r, key, client, rest), now);
+    // Built before any wait: it copies the bytes behind the head out of the front's read buffer.
+    const x = o.upgrades.exchange(r, key, client, rest);
+    this.afterHandoff(key.room, () => o.forward.route(x, Date.now()), (refusal) => o.upgrades.refuse(client, refusal));
   }
 
   /** Steps 5 to 9 of a page request on transport `t`. */
@@ -167,14 +170,20 @@ export class RequestPipeline {
     });
   }
 
-  /** Steps 8a and 9: a room in handoff here waits for its end, then the forwarding core routes it. */
+  /** Steps 8a and 9 of a page request. */
   private forward<T>(r: ClientRequest, path: PageTransport<T>, t: T, key: KeyResult, body: BodyPlan, cacheStatus: string | null): void {
-    const waiting = this.o.handoffWait?.wait(key.room) ?? null;
-    if (waiting === null) return this.o.forward.route(path.exchange(r, t, key, body, cacheStatus), Date.now());
-    void waiting.then((ended) => {
-      if (!ended) return path.refuse(r, t, { code: 'room-handoff', retryAfterS: 1, detail: `room ${key.room ?? ''}` });
-      this.o.forward.route(path.exchange(r, t, key, body, cacheStatus), Date.now());
-    });
+    this.afterHandoff(key.room, () => this.o.forward.route(path.exchange(r, t, key, body, cacheStatus), Date.now()), (refusal) => path.refuse(r, t, refusal));
+  }
+
+  /**
+   * Step 8a, for pages and WebSocket upgrades alike: a room in a handoff here waits for its end,
+   * then `go`es on (to its owner at that moment: step 9 places it then); past the bound it is
+   * refused 503 `room-handoff` with Retry-After, reaching no backend. Not in handoff: at once.
+   */
+  private afterHandoff(room: string | null, go: () => void, refuse: (refusal: Refusal) => void): void {
+    const waiting = this.o.handoffWait?.wait(room) ?? null;
+    if (waiting === null) return go();
+    void waiting.then((ended) => (ended ? go() : refuse({ code: 'room-handoff', retryAfterS: 1, detail: `room ${room ?? ''}` })));
   }
 }
 

@@ -29,6 +29,8 @@ export class MessageBoundaries {
   private framesEndsMessage = false;
   /** A length no peer may send: boundaries can no longer be known on this stream. */
   broken = false;
+  /** A close frame has begun on this stream: nothing more may follow it (RFC 6455 5.5.1). */
+  closeSeen = false;
 
   /** Between two messages: no frame and no data message is open. */
   get atBoundary(): boolean {
@@ -98,7 +100,10 @@ export class MessageBoundaries {
       // A data frame: a message begins (opcode 1, 2) or goes on (0); FIN ends it.
       this.inMessage = true;
       this.framesEndsMessage = fin;
-    } else this.framesEndsMessage = false;
+    } else {
+      this.framesEndsMessage = false;
+      if (opcode === 8) this.closeSeen = true;
+    }
     this.payloadLeft = length;
     if (length === 0) this.frameDone();
     return at + len;

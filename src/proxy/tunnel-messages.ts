@@ -9,7 +9,7 @@ import { inflateRawSync } from 'node:zlib';
 import type { Backend } from '../runtime/pool.js';
 import type { HeldMessage, ResumeStep, TunnelHold } from '../runtime/room-hold.js';
 import { MessageHold, readMessages } from './message-hold.js';
-import type { TunnelResume } from './tunnel-resume.js';
+import { OldStreamEnd, type TunnelResume } from './tunnel-resume.js';
 
 /** What the tunnel gives its hold. */
 export interface HoldHost {
@@ -26,6 +26,8 @@ const TAIL = Buffer.from([0x00, 0x00, 0xff, 0xff]);
 export class TunnelMessages implements TunnelHold {
   readonly socketId = randomBytes(16).toString('base64url');
   readonly follower: MessageHold;
+  /** The backend -> client direction, followed too: the hold's end closes between two messages (1012). */
+  readonly down = new OldStreamEnd();
   /** Set when the 101 negotiated permessage-deflate (each client message then compressed alone). */
   deflate = false;
   /** Set on a tunnel to a backend that said `resume` when it opened (tunnel-resume.ts). */

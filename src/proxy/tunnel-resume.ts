@@ -30,14 +30,19 @@ export interface ResumeHost {
 }
 
 /**
- * The backend -> client direction of a tunnel that may be resumed. Followed always (a boundary
- * cannot be found later); while a resume waits for the old owner's stream to end, a close frame
- * at a message boundary ends it there and nothing from it on is relayed.
+ * The backend -> client direction of a followed tunnel (every tunnel a hold can take, not only
+ * those that may be resumed). Followed always (a boundary cannot be found later), so that:
+ * - while a resume waits for the old owner's stream to end, a close frame at a message boundary
+ *   ends it there and nothing from it on is relayed;
+ * - a socket its hold ends (a limit passed, no boundary in time, it outlived its release) gets a
+ *   1012 close of roomgate's own between two of the backend's messages (`closing`), not a bare end.
  */
 export class OldStreamEnd {
   private boundaries = new MessageBoundaries();
   /** A resume opened: the old owner's close, at a boundary, ends its stream. */
   swallowing = false;
+  /** The hold ends the socket: its stream ends at the next message boundary (a close of roomgate's own follows). */
+  closing = false;
   /** The old stream ended; `endedAtBoundary` says whether between two messages. */
   ended = false;
   private endedAtBoundary = false;
@@ -46,6 +51,7 @@ export class OldStreamEnd {
   /** Follows buf[from, to) of the backend's stream; returns where relaying stops (`to`: all of it). */
   follow(buf: Buffer, from: number, to: number): number {
     if (this.ended) return from;
+    if (this.closing) return this.followToBoundary(buf, from, to);
     if (!this.swallowing) {
       this.boundaries.follow(buf, from, to);
       return to;
@@ -64,6 +70,30 @@ export class OldStreamEnd {
 
   get broken(): boolean {
     return this.boundaries.broken;
+  }
+
+  /** The backend's close frame has begun: no frame of roomgate's own may follow it. */
+  get closeSeen(): boolean {
+    return this.boundaries.closeSeen;
+  }
+
+  /**
+   * The hold ends the socket: true when the stream is between two messages now (ended here, a
+   * close may be written); else it ends at the next boundary `follow` reaches (`ending` waits).
+   */
+  closeAtBoundary(): boolean {
+    if (this.ended) return false;
+    this.closing = true;
+    if (!this.boundaries.atBoundary || this.boundaries.broken) return false;
+    this.end(true);
+    return true;
+  }
+
+  private followToBoundary(buf: Buffer, from: number, to: number): number {
+    const at = this.boundaries.follow(buf, from, to, true);
+    if (at === -1) return to;
+    this.end(true);
+    return at;
   }
 
   /** The old stream ended between two messages: a frame of roomgate's own (a close) may follow. */
@@ -106,7 +136,6 @@ export class OldStreamEnd {
 
 /** A socket's resume: what its handshake and 101 said, and the new upstream once opened. */
 export class TunnelResume {
-  readonly down = new OldStreamEnd();
   /** Sec-WebSocket-Extensions and -Protocol as the client's 101 said them. */
   private extensions: string | null = null;
   private protocol: string | null = null;
@@ -119,6 +148,8 @@ export class TunnelResume {
 
   constructor(
     private readonly host: ResumeHost,
+    /** The tunnel's backend -> client follower (tunnel-messages.ts): the old owner's stream. */
+    readonly down: OldStreamEnd,
     /** The request target and Host of the socket's handshake. */
     private readonly path: string,
     private readonly hostField: string | null,

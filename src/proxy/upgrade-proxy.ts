@@ -42,7 +42,7 @@ import type { Tunnel, TunnelRegistry } from '../runtime/tunnels.js';
 import { SilenceSweep, type Listened } from './client-silence.js';
 import { TunnelMessages, withoutClientContext } from './tunnel-messages.js';
 import { TunnelResume, type ResumeHost } from './tunnel-resume.js';
-import { attachReader, resumeReady } from './resume-handshake.js';
+import { attachReader, resumeReady, serverCloseFrame } from './resume-handshake.js';
 import { Deadlines, type Expiring } from './deadlines.js';
 
 export interface UpgradeProxyOptions {
@@ -90,6 +90,8 @@ const HALF_CLOSE_LINGER_MS = 5_000;
 // a bigger message simply takes several reads. Memory per socket is a target (10 KB), and the
 // buffer is held for the socket's whole life: 16 KB would be 160 MB at 10,000 sockets.
 const RELAY_BUFFER_BYTES = 1_024;
+// A socket its hold ends waits this long for the backend's message in flight to end before roomgate's 1012.
+const HOLD_CLOSE_WAIT_MS = 1_000;
 // 1xx interim answers (100, 102, 103) before the final one, skipped; more is a broken backend.
 const MAX_INTERIM_ANSWERS = 8;
 
@@ -292,6 +294,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
   private readonly written = (): void => this.clientDrained();
   /** Set on a tunnel to a backend that takes held messages: the hold of a version-2 handoff. */
   messageHold: TunnelMessages | null = null;
+  /** The hold ends the socket once the backend's message in flight is over (endForHold). */
+  private holdClosing: NodeJS.Timeout | null = null;
 
   get backendId(): string {
     return this.backend.id;
@@ -348,7 +352,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
       text += `X-Roomgate-Socket: ${this.messageHold.socketId}\r\n`;
       if (o.resumesOn?.(this.backend.id) === true) {
         const ready = resumeReady(text);
-        this.messageHold.resume = new TunnelResume(this, ready.path, ready.host);
+        this.messageHold.resume = new TunnelResume(this, this.messageHold.down, ready.path, ready.host);
         text = ready.text;
       }
     }
@@ -371,14 +375,18 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
     }
   }
 
-  /** An open tunnel's read; one that may be resumed follows its frames, and its old owner's stream can end. */
+  /**
+   * An open tunnel's read; a followed one follows its backend's frames too, so its old owner's
+   * stream can end at a message boundary (for a resume, or for the hold's own close).
+   */
   private relayOpen(buf: Buffer, n: number): boolean {
-    const down = this.messageHold?.resume?.down;
+    const down = this.messageHold?.down;
     if (down === undefined) return this.relay(buf, 0, n);
     const end = down.follow(buf, 0, n);
-    if (end === n) return this.relay(buf, 0, n);
-    // The old owner's stream ended for a resume: what came before its close reaches the client, nothing after.
+    if (!down.ended) return this.relay(buf, 0, n);
+    // The stream ended at a boundary: what came before it reaches the client, nothing after.
     if (end > 0 && !this.client.destroyed) this.client.write(Buffer.from(buf.subarray(0, end)));
+    if (down.closing) this.closeForHold();
     return false;
   }
 
@@ -421,8 +429,14 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
 
   /** While a resume waits for it, the old owner's connection ending is its stream's end, not the client's. */
   oldOwnerLeft(): boolean {
-    const down = this.messageHold?.resume?.down;
-    if (down === undefined || !down.swallowing) return false;
+    const down = this.messageHold?.down;
+    if (down === undefined) return false;
+    // Waiting for a boundary to close at, the backend left inside a message: no close can be written.
+    if (down.closing && this.state === 'open') {
+      this.cutForHold();
+      return true;
+    }
+    if (!down.swallowing) return false;
     down.gone();
     return true;
   }
@@ -628,11 +642,33 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
   }
 
   /**
-   * A held tunnel ended for its handoff (the room moved, or a hold limit): the backend side is cut,
-   * the client gets an end after what was written and a few seconds to close; what it sends until
-   * then is still kept, so the batch delivered to the new owner is complete.
+   * A held tunnel ended for its handoff (a hold limit, no boundary in time, it outlived its
+   * release): the client gets a 1012 close (service restart: djust and any client that reconnects
+   * after a close come back) written between two of the backend's messages, so the backend's
+   * message in flight is finished first, within HOLD_CLOSE_WAIT_MS; a stream that never reaches a
+   * boundary, or cannot be followed, is ended without one (the client sees 1006).
    */
   endForHold(): void {
+    if (this.state === 'closed' || this.holdClosing !== null) return;
+    const down = this.messageHold?.down;
+    // The backend's own close already went out (its release): the client has its code.
+    if (this.state !== 'open' || down === undefined || down.broken || down.ended || down.closeSeen) return this.cutForHold();
+    if (down.closeAtBoundary()) return this.closeForHold();
+    this.holdClosing = setTimeout(onHoldCloseTimeout, HOLD_CLOSE_WAIT_MS, this);
+  }
+
+  /** At a boundary of the backend's stream: roomgate's own close, then the end. */
+  closeForHold(): void {
+    if (this.state === 'closed') return;
+    this.writeClient(serverCloseFrame(1012, 'room moved'));
+    this.cutForHold();
+  }
+
+  /**
+   * The backend side is cut, the client gets an end after what was written and a few seconds to
+   * close; what it sends until then is still kept, so the batch delivered to the new owner is complete.
+   */
+  cutForHold(): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
     this.clearTimer();
@@ -730,6 +766,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
 
   /** Out of the registry and the sweeps. */
   private forget(): void {
+    if (this.holdClosing !== null) clearTimeout(this.holdClosing);
+    this.holdClosing = null;
     this.o.tunnels.remove(this);
     this.proxy.silence.delete(this);
     if (this.waiting) this.proxy.stalls?.clear(this);
@@ -797,6 +835,9 @@ function onClientIdle(this: Socket): void {
 }
 function onTunnelTimeout(t: UpgradeTunnel): void {
   t.timedOut();
+}
+function onHoldCloseTimeout(t: UpgradeTunnel): void {
+  t.cutForHold();
 }
 
 function destroySelf(this: Socket): void {

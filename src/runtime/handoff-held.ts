@@ -19,14 +19,26 @@ export interface HeldOptions {
   readonly resume?: ResumeSigner;
 }
 
+/** The metrics a hold and its delivery count in. */
+export type HeldMetrics = Pick<Metrics, 'handoffHeld' | 'handoffHeldMessages' | 'handoffHeldBytes'>;
+
 /** How long the released sockets have to close before they are ended (their late bytes are still kept). */
 export const CLOSE_WAIT_MS = 1_000;
 
-/** Holds this gateway's sockets of `room` on `source`; null when none of them can be held. */
-export async function holdRoom(o: HeldOptions, room: string, source: string, metrics: Pick<Metrics, 'handoffHeld'>): Promise<RoomHold | null> {
-  const { holds } = o.tunnels.holdable(room, source);
+/**
+ * Holds this gateway's sockets of `room` on `source` for handoff `id`; null when none of them can be
+ * held. A socket past a hold limit is counted (`over-limit`) and logged when it passes it.
+ */
+export async function holdRoom(o: HeldOptions, h: { readonly id: string; readonly room: string; readonly source: string }, metrics: HeldMetrics, logger: Logger): Promise<RoomHold | null> {
+  const { room } = h;
+  const { holds } = o.tunnels.holdable(room, h.source);
   if (holds.length === 0) return null;
-  const hold = new RoomHold(room, holds, o.limits);
+  const overLimit = (t: TunnelHold, roomBytes: number): void => {
+    metrics.handoffHeld.inc({ result: 'over-limit' });
+    const limits = { perSocketBytes: o.limits.perSocketBytes, perRoomBytes: o.limits.perRoomBytes };
+    logger.warn({ handoff: h.id, room, socket: t.socketId, heldBytes: t.heldBytes, roomBytes, ...limits }, 'handoff hold: a socket passed its hold limit: closed with 1012 (its client reconnects), its held messages kept for the new owner');
+  };
+  const hold = new RoomHold(room, holds, o.limits, { overLimit, heldBytes: (delta) => metrics.handoffHeldBytes.inc(delta) });
   await hold.begin(o.timeoutMs, (t) => t.endSocket());
   if (hold.holdTimeouts > 0) metrics.handoffHeld.inc({ result: 'hold-timeout' }, hold.holdTimeouts);
   return hold;
@@ -54,7 +66,7 @@ export async function deliverHeld(
   target: Backend,
   h: { readonly id: string; readonly room: string; readonly epoch: string },
   call: (backend: Backend, call: HookCall) => Promise<HookAnswer>,
-  metrics: Pick<Metrics, 'handoffHeld'>,
+  metrics: HeldMetrics,
   logger: Logger,
   /** Sockets resumed on the new owner: their messages went to its new upstream, they stay open. */
   resumed: ReadonlySet<TunnelHold> = new Set(),
@@ -63,7 +75,6 @@ export async function deliverHeld(
   // The old owner's release closes each socket (its close handshake passes the hold); one it did
   // not close in time is ended here. Either way the client's bytes are kept until it closes.
   await hold.closed(CLOSE_WAIT_MS, (t) => t.endSocket(), resumed);
-  if (hold.overLimit > 0) metrics.handoffHeld.inc({ result: 'over-limit' }, hold.overLimit);
   let messages = 0;
   let lostSockets = 0;
   for (const t of hold.sockets) {
@@ -78,9 +89,11 @@ export async function deliverHeld(
     if (succeeded(answer)) {
       messages += held.messages.length;
       metrics.handoffHeld.inc({ result: 'delivered' });
+      metrics.handoffHeldMessages.inc({ result: 'delivered' }, held.messages.length);
     } else {
       lostSockets++;
       metrics.handoffHeld.inc({ result: 'lost' });
+      metrics.handoffHeldMessages.inc({ result: 'lost' }, held.messages.length);
       logger.error({ handoff: h.id, room: h.room, socket: t.socketId, messages: held.messages.length, backend: target.id, answer: answer.kind === 'answer' ? answer.status : answer.kind }, 'held messages not taken by the new owner: lost');
     }
   }

@@ -1,5 +1,5 @@
 // Guarantee 4 of a version-2 handoff (docs/handoff.md, "Page requests during a handoff"): a page
-// request of a room whose handoff this gateway runs or has been told to hold waits for the
+// request (or a new WebSocket handshake) of a room whose handoff this gateway runs or has been told to hold waits for the
 // handoff's end, then goes to the room's owner at that moment (the request pipeline routes it
 // after the wait), never to a frozen owner and never refused because of the move. The wait is
 // bounded by handoff.timeoutMs per step still to run when the request arrives: each step (a hook
@@ -66,5 +66,12 @@ export class HandoffPageWaits {
   /** Rooms whose pages wait now (the status page, the tests). */
   get size(): number {
     return this.rooms.size;
+  }
+
+  /** Requests (pages and WebSocket handshakes) waiting now for a handoff of their room (/events, the status page). */
+  get waiting(): number {
+    let n = 0;
+    for (const m of this.rooms.values()) n += m.waiters.size;
+    return n;
   }
 }

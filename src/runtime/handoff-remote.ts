@@ -31,7 +31,7 @@ export interface RemoteHoldOptions {
   readonly pool: Pick<BackendPool, 'get'>;
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
   readonly pages: HandoffPageWaits;
-  readonly metrics: Pick<Metrics, 'handoffHeld'>;
+  readonly metrics: Pick<Metrics, 'handoffHeld' | 'handoffHeldMessages' | 'handoffHeldBytes'>;
   readonly logger: Logger;
   /** RELEASE_GRACE_MS (handoff.ts): how long the old owner's release has to close the held sockets. */
   readonly releaseGraceMs: number;
@@ -94,7 +94,7 @@ export class RemoteHolds {
       o.placer.keepSockets(room);
     }
     // Half the bound to reach a boundary, so the answer (with a mid-message socket cut) is in time.
-    const held = take ? holdRoom({ ...o.held, timeoutMs: o.held.timeoutMs / 2 }, room, from, o.metrics) : Promise.resolve(null);
+    const held = take ? holdRoom({ ...o.held, timeoutMs: o.held.timeoutMs / 2 }, { id, room, source: from }, o.metrics, o.logger) : Promise.resolve(null);
     e.ready = held.then(async (hold) => {
       e.hold = hold;
       if (take && hold === null) this.letGo(room);

@@ -30,6 +30,8 @@ export interface HandoffSnapshot {
   readonly drains: readonly DrainProgress[];
   /** Rebalancing on this gateway (handoff.rebalance). */
   readonly rebalance: RebalanceState;
+  /** Requests (pages and WebSocket handshakes) waiting now for a handoff of their room here (step 8a). */
+  readonly waiting: number;
 }
 
 export interface HandoffParts {
@@ -42,7 +44,7 @@ export interface HandoffParts {
   readonly gatewayId: string;
   /** Signs each hook call for its backend and records it (shared with pushes). */
   readonly calls: BackendCalls;
-  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'rebalanceMoves'>;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'handoffHeldMessages' | 'handoffHeldBytes' | 'rebalanceMoves'>;
   readonly logger: Logger;
   /** Rebalancing's timer (RebalancerOptions.after): tests fire it themselves. */
   readonly after?: (ms: number, fn: () => Promise<void>) => () => void;
@@ -128,7 +130,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
     followsSockets: (id) => moves.followsSockets(id),
     resumesOn: (id) => moves.resumesOn(id),
     pageWait: (room) => pages.wait(room),
-    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d, sockets: { ...d.sockets } })), rebalance: rebalancer.state() }),
+    snapshot: () => ({ inProgress: log.inProgress(), recent: log.recent(), drains: drains.list().map((d) => ({ ...d, sockets: { ...d.sockets } })), rebalance: rebalancer.state(), waiting: pages.waiting }),
     move: (room, to, id) => moves.move({ room, to, trigger: 'move', ...(id === undefined ? {} : { id }) }),
     drain: (backend) => drains.start(backend).progress,
     backendBack: (backend) => rebalancer.backendBack(backend),

@@ -59,7 +59,7 @@ export interface HandoffOptions {
   /** One hook call (src/runtime/handoff-calls.ts). */
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
   readonly log: HandoffLog;
-  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets'>;
+  readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'handoffHeldMessages' | 'handoffHeldBytes'>;
   readonly logger: Logger;
   readonly leaseMs: number;
   readonly maxConcurrentPerBackend: number;
@@ -335,7 +335,7 @@ export class Handoffs {
       r.pages = true;
     }
     r.asked = this.o.others !== undefined;
-    const [hold, others] = await Promise.all([holdRoom(held, room, source.id, this.o.metrics), this.o.others?.ask(id, room, source.id, target.id)]);
+    const [hold, others] = await Promise.all([holdRoom(held, { id, room, source: source.id }, this.o.metrics, this.o.logger), this.o.others?.ask(id, room, source.id, target.id)]);
     r.hold = hold;
     if (r.hold === null) this.heldRooms.delete(room);
     if (others !== undefined && others.asked > 0) r.ev = { ...r.ev, gateways: { asked: others.asked, held: others.held, sockets: others.sockets, late: others.late } };
@@ -466,6 +466,7 @@ export class Handoffs {
     if (failed > 0) m.inc({ result: 'resume-failed' }, failed);
     if (sockets - resumed - failed > 0) m.inc({ result: 'reconnected' }, sockets - resumed - failed);
     if (resumed > 0) this.o.metrics.handoffHeld.inc({ result: 'resumed' }, resumed);
+    if (done.messages > 0) this.o.metrics.handoffHeldMessages.inc({ result: 'resumed' }, done.messages);
     r.ev = { ...r.ev, held: { sockets, resumed, messages: out.messages + done.messages, lostSockets: out.lostSockets } };
   }
 

@@ -50,6 +50,14 @@ export interface TunnelHold {
 /** A resume step's outcome; `messages`: the held messages the new upstream got (completeResume). */
 export type ResumeStep = { readonly ok: true; readonly messages: number } | { readonly ok: false; readonly why: string };
 
+/** What a hold tells its caller as it happens (metrics, logs). */
+export interface RoomHoldHooks {
+  /** A socket passed a limit and is being ended (counted and logged at that instant). */
+  readonly overLimit?: (t: TunnelHold, roomBytes: number) => void;
+  /** The room's held bytes changed by `delta` (a gauge); the hold's end gives them all back. */
+  readonly heldBytes?: (delta: number) => void;
+}
+
 export interface HoldLimits {
   readonly perSocketBytes: number;
   readonly perRoomBytes: number;
@@ -71,6 +79,7 @@ export class RoomHold {
     readonly room: string,
     readonly sockets: readonly TunnelHold[],
     private readonly limits: HoldLimits,
+    private readonly on: RoomHoldHooks = {},
   ) {}
 
   /**
@@ -110,15 +119,20 @@ export class RoomHold {
 
   /**
    * After a chunk kept by `t`: it is ended when it holds more than its limit, or when the room's
-   * sockets together do (the one whose bytes passed the bound). What it kept is kept and delivered.
+   * sockets together do (the one whose bytes passed the bound): a 1012 close its client reconnects
+   * after (the tunnel's endSocket). What it kept, and what its client sends until it sees the close,
+   * is kept and delivered (or flushed by a rollback) like any held socket's.
    */
   enforce(t: TunnelHold): void {
-    if (this.stopped || this.ended.has(t)) return;
+    if (this.stopped) return;
     let room = 0;
     for (const s of this.sockets) room += s.heldBytes;
+    this.counted(room);
+    if (this.ended.has(t)) return;
     if (t.heldBytes <= this.limits.perSocketBytes && room <= this.limits.perRoomBytes) return;
     this.ended.add(t);
     this.overLimit++;
+    this.on.overLimit?.(t, room);
     t.endSocket();
   }
 
@@ -150,8 +164,17 @@ export class RoomHold {
     });
   }
 
-  /** No more limit checks (the hold is over). */
+  /** No more limit checks (the hold is over); its bytes no longer count as held now. */
   stop(): void {
     this.stopped = true;
+    this.counted(0);
+  }
+
+  /** The bytes reported held now. */
+  private reported = 0;
+
+  private counted(bytes: number): void {
+    if (bytes !== this.reported) this.on.heldBytes?.(bytes - this.reported);
+    this.reported = bytes;
   }
 }

@@ -15,7 +15,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { h2Session } from '../support/h2-session.js';
-import { HandoffTestBackend, handoffPairConfig, hellosAnswered, moveRoom, openMountedRoom } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, handoffPairConfig, hellosAnswered, moveRoom, openMountedRoom, type MountedSocket } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, startBackend, stop, waitFor, withTimeout, type BackendProc } from '../support/processes.js';
 
@@ -217,30 +217,94 @@ describe('version 2 on the wire', () => {
   });
 });
 
+/** A mounted socket of `room`, and its room being moved: resolves once the old owner's export has arrived and waits for `letGo`. */
+async function moveHeldAtExport(p: { gw: Gateway; b1: HandoffTestBackend; b2: HandoffTestBackend }, room: string): Promise<{ c: MountedSocket; from: HandoffTestBackend; to: HandoffTestBackend; letGo: () => void; moved: Promise<Record<string, any>> }> {
+  const c = await openMountedRoom(p.gw.port, room);
+  sockets.add(c.ws);
+  const [from, to] = c.backend === 'b1' ? [p.b1, p.b2] : [p.b2, p.b1];
+  let letGo = (): void => undefined;
+  from.behave.set('export', { until: new Promise<void>((r) => (letGo = r)) });
+  const exporting = from.arrival('export');
+  const moved = move(p.gw, room, to.id);
+  await exporting;
+  return { c, from, to, letGo, moved };
+}
+
+describe('the hold\'s bound', () => {
+  it('a socket past handoff.heldBytesPerSocket is closed with 1012 over the wire, counted and logged, and what it sent is still delivered', async () => {
+    const pair = await testPair({ handoff: { timeoutMs: 2_000, heldBytesPerSocket: 1_024 } });
+    const { gw } = pair;
+    const { c, from, letGo, moved } = await moveHeldAtExport(pair, 'bound-1');
+    // Two messages of 600 bytes: the second passes the 1 KiB bound.
+    c.ws.send('a'.repeat(600));
+    c.ws.send('b'.repeat(600));
+    // A client that reconnects after a close (djust: any close) is told the service restarts.
+    expect(await withTimeout(c.closed, 5_000, 'the client socket closed')).toBe(1012);
+    const metricsText = async (): Promise<string> => (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    // Held now: both messages, frames as sent (600 bytes each and their headers).
+    const heldBytes = (text: string): number => Number(/^roomgate_handoff_held_bytes (\d+)$/m.exec(text)?.[1]);
+    expect(heldBytes(await metricsText())).toBeGreaterThanOrEqual(1_200);
+    letGo();
+    const done = await moved;
+    expect(done.result).toBe('moved');
+    // Nothing it sent before the close is dropped: both messages reach the new owner.
+    expect(done.held).toEqual({ sockets: 1, resumed: 0, messages: 2, lostSockets: 0 });
+    expect(from.log.filter((l) => l.includes('aaaa') || l.includes('bbbb'))).toEqual([]);
+    const metrics = await (await fetch(`http://127.0.0.1:${gw.adminPort}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text();
+    expect(metrics).toMatch(/roomgate_handoff_held_total\{result="over-limit"\} 1/);
+    expect(metrics).toMatch(/roomgate_handoff_held_messages_total\{result="delivered"\} 2/);
+    // The hold is over: nothing counts as held now.
+    expect(heldBytes(metrics)).toBe(0);
+  });
+});
+
+describe('a new WebSocket of a room in handoff (step 8a)', () => {
+  it('waits for the handoff\'s end, then opens on the room\'s new owner: the frozen one never sees it', async () => {
+    const pair = await testPair({ handoff: { timeoutMs: 2_000 } });
+    const { gw } = pair;
+    const { from, to, letGo, moved } = await moveHeldAtExport(pair, 'wait-ws');
+    const late = openMountedRoom(gw.port, 'wait-ws', (ws) => sockets.add(ws));
+    const events = async (): Promise<{ waiting: number }> => ((await (await fetch(`http://127.0.0.1:${gw.adminPort}/events`, { headers: { authorization: `Bearer ${TOKEN}` }, signal: AbortSignal.timeout(5_000) })).json()) as { handoffs: { waiting: number } }).handoffs;
+    await waitFor('the handshake waiting for the handoff', 5_000, async () => ((await events()).waiting === 1 ? true : undefined), 20);
+    letGo();
+    expect((await moved).result).toBe('moved');
+    const second = await late;
+    expect(second.backend).toBe(to.id);
+    expect(from.socketIds.get('wait-ws')).toHaveLength(1);
+    expect((await events()).waiting).toBe(0);
+  });
+});
+
 /** A client frame (masked, as clients send them). */
 function clientFrame(opcode: number, payload: Buffer): Buffer {
   const head = Buffer.from([0x80 | opcode, 0x80 | payload.length, 1, 2, 3, 4]);
   return Buffer.concat([head, Buffer.from(payload.map((b, i) => b ^ ((i & 3) + 1)))]);
 }
 
+/** A room's RFC 8441 WebSocket through a TLS gateway in front of two version-2 backends, mounted; the session is the caller's to destroy. */
+async function h2Room(room: string, handoff: Record<string, unknown> = {}): Promise<{ gw: Gateway; session: Awaited<ReturnType<typeof h2Session>>; stream: ClientHttp2Stream; data: Buffer[]; from: HandoffTestBackend; to: HandoffTestBackend }> {
+  const ca = makeCa(dir, `${room}-ca`);
+  const leaf = makeSigned(dir, `${room}-leaf`, ca, ['a.test']);
+  const { gw, b1, b2 } = await testPair({ tls: { certs: [{ cert: leaf.cert, key: leaf.key }], reloadCheckMs: 0 }, handoff: { timeoutMs: 500, ...handoff } });
+  const session = await h2Session(gw.port, readFileSync(ca.cert));
+  const stream: ClientHttp2Stream = session.request({ ':method': 'CONNECT', ':protocol': 'websocket', ':path': `/ws/?room=${room}`, ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13' }, { endStream: false });
+  const data: Buffer[] = [];
+  stream.on('data', (d: Buffer) => data.push(d));
+  const status = await withTimeout(new Promise<number>((r) => stream.once('response', (h) => r(Number(h[':status'])))), 5_000, 'the h2 answer');
+  expect(status).toBe(200);
+  // The backend's first frame (unmasked, short): {"type":"mounted","backend":...}.
+  const mounted = await waitFor('mounted', 5_000, () => {
+    const all = Buffer.concat(data);
+    return all.length > 2 && all.length >= 2 + (all[1] as number) ? (JSON.parse(all.subarray(2, 2 + (all[1] as number)).toString()) as { backend: string }) : undefined;
+  });
+  const [from, to] = mounted.backend === 'b1' ? [b1, b2] : [b2, b1];
+  return { gw, session, stream, data, from, to };
+}
+
 describe('version 2 over HTTP/2 (an RFC 8441 WebSocket)', () => {
   it('an h2 stream is held and delivered like an HTTP/1.1 socket', async () => {
-    const ca = makeCa(dir, 'hold-ca');
-    const leaf = makeSigned(dir, 'hold-leaf', ca, ['a.test']);
-    const { gw, b1, b2 } = await testPair({ tls: { certs: [{ cert: leaf.cert, key: leaf.key }], reloadCheckMs: 0 } });
-    const session = await h2Session(gw.port, readFileSync(ca.cert));
+    const { gw, session, stream, from, to } = await h2Room('h2-1');
     try {
-      const stream: ClientHttp2Stream = session.request({ ':method': 'CONNECT', ':protocol': 'websocket', ':path': '/ws/?room=h2-1', ':scheme': 'https', ':authority': 'a.test', 'sec-websocket-version': '13' }, { endStream: false });
-      const data: Buffer[] = [];
-      stream.on('data', (d: Buffer) => data.push(d));
-      const status = await withTimeout(new Promise<number>((r) => stream.once('response', (h) => r(Number(h[':status'])))), 5_000, 'the h2 answer');
-      expect(status).toBe(200);
-      // The backend's first frame (unmasked, short): {"type":"mounted","backend":...}.
-      const mounted = await waitFor('mounted', 5_000, () => {
-        const all = Buffer.concat(data);
-        return all.length > 2 && all.length >= 2 + (all[1] as number) ? (JSON.parse(all.subarray(2, 2 + (all[1] as number)).toString()) as { backend: string }) : undefined;
-      });
-      const [from, to] = mounted.backend === 'b1' ? [b1, b2] : [b2, b1];
       const socketId = from.socketIds.get('h2-1')?.[0];
       expect(socketId).toMatch(/^[A-Za-z0-9_-]{22}$/);
       let letGo = (): void => undefined;
@@ -256,6 +320,28 @@ describe('version 2 over HTTP/2 (an RFC 8441 WebSocket)', () => {
       expect(done.held).toEqual({ sockets: 1, resumed: 0, messages: 2, lostSockets: 0 });
       expect(to.messagesCalls).toEqual([{ socket: socketId, body: { socket: socketId, messages: [{ text: 'over h2' }, { binary: Buffer.from([7, 7]).toString('base64') }] } }]);
       expect(from.log.filter((l) => l.includes('over h2'))).toEqual([]);
+    } finally {
+      session.destroy();
+    }
+  });
+
+  it('past the hold\'s bound an h2 stream gets the same 1012 close, and its messages are delivered', async () => {
+    const { gw, session, stream, data, from, to } = await h2Room('h2-bound', { timeoutMs: 2_000, heldBytesPerSocket: 1_024 });
+    try {
+      let letGo = (): void => undefined;
+      from.behave.set('export', { until: new Promise<void>((r) => (letGo = r)) });
+      const exporting = from.arrival('export');
+      const moved = move(gw, 'h2-bound', to.id);
+      await exporting;
+      for (let i = 0; i < 12; i++) stream.write(clientFrame(1, Buffer.from(String(i).padEnd(100, '.'))));
+      // roomgate's own close frame, code 1012, after the backend's mounted frame.
+      const close = Buffer.from([0x88, 12, 0x03, 0xf4]);
+      await waitFor('the 1012 close on the stream', 5_000, () => (Buffer.concat(data).includes(close) ? true : undefined));
+      letGo();
+      const done = await moved;
+      expect(done.result).toBe('moved');
+      expect(done.held).toMatchObject({ sockets: 1, lostSockets: 0 });
+      expect(done.held.messages).toBeGreaterThan(10);
     } finally {
       session.destroy();
     }

@@ -66,6 +66,7 @@ function fakeView(): StatusView {
       recent: [fakeHandoff({ id: 'h-1', room: `room-${XSS}`, result: 'rolled-back', reason: `import answered 500 ${XSS}`, release: null })],
       drains: [],
       rebalance: REBALANCE_OFF,
+      waiting: 2,
     }),
   };
 }
@@ -194,14 +195,26 @@ describe('status page', () => {
     expect(pub).not.toContain('chess-2');
     expect(pub).not.toContain('import answered');
     expect(pub).toContain('<span class="handoff-rolled-back">rolled-back</span>');
-    const none = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [], rebalance: REBALANCE_OFF }) }, { internal: true }), { internal: true }).html;
+    const none = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [], rebalance: REBALANCE_OFF, waiting: 0 }) }, { internal: true }), { internal: true }).html;
     expect(none).toContain('<p id="no-handoffs">No handoffs yet.</p>');
     expect(none).toContain('<dt>Rebalancing</dt><dd id="rebalancing">off</dd>');
     const on = { ...REBALANCE_OFF, enabled: true, targets: ['b3'], moved: 4, failed: 1, last: 'moved chess-9 from b1 to b3' };
-    const rebalancing = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [], rebalance: on }) }, { internal: false }), { internal: false }).html;
+    const rebalancing = renderStatusPage(collectStatus({ ...fakeView(), handoffs: () => ({ inProgress: [], recent: [], drains: [], rebalance: on, waiting: 0 }) }, { internal: false }), { internal: false }).html;
     expect(rebalancing).toContain('<dd id="rebalancing">on: moving live rooms to b3; 4 moved, 1 failed (skew factor 1.5, 30 rooms/min)</dd>');
     expect(rebalancing).not.toContain('chess-9');
     expect(rebalancingLine({ ...on, targets: [] })).toBe('on: no backend to move rooms to now; 4 moved, 1 failed (skew factor 1.5, 30 rooms/min)');
+  });
+
+  it('room handoffs, version 2: per handoff the sockets resumed and reconnected and the held messages delivered; the requests waiting now', () => {
+    const resumed = fakeHandoff({ id: 'h-3', held: { sockets: 3, resumed: 1, messages: 7, lostSockets: 0 } });
+    const lost = fakeHandoff({ id: 'h-4', held: { sockets: 2, resumed: 0, messages: 1, lostSockets: 1 } });
+    const view = { ...fakeView(), handoffs: () => ({ inProgress: [], recent: [lost, resumed, fakeHandoff({ id: 'h-5' })], drains: [], rebalance: REBALANCE_OFF, waiting: 4 }) };
+    const snap = collectStatus(view, { internal: false });
+    expect(snap.handoffs.map((h) => h.sockets)).toEqual(['', '1 resumed, 2 reconnected, 7 held messages delivered', '0 resumed, 2 reconnected, 1 held message delivered, 1 lost']);
+    expect(snap.handoffWaiting).toBe(4);
+    const doc = renderStatusPage(snap, { internal: false }).html;
+    expect(doc).toContain('<td data-label="Sockets">1 resumed, 2 reconnected, 7 held messages delivered</td>');
+    expect(doc).toContain('<dt>Requests waiting for a handoff</dt><dd id="handoff-waiting">4</dd>');
   });
 
   it('the public view has no backend URLs and no joined/removed details', () => {

@@ -102,6 +102,14 @@ export interface Row extends Expected {
   readonly answer?: string;
   /** Field names (lower case) the client's final answer must not carry. */
   readonly answerLacks?: readonly string[];
+  /** The one Retry-After the client's final answer must carry. */
+  readonly retryAfter?: string;
+  /**
+   * A room every gateway of the suite holds in a version-2 handoff while the row runs (fronts.ts:
+   * a `hold` from a runner that never ends it, on the store's channel all of them share), so a
+   * request of it waits for the handoff step 8a's whole bound.
+   */
+  readonly handoff?: string;
 }
 
 /** In X-Parity-Location and `location`: the backend's own authority, and the front's public origin. */
@@ -611,6 +619,15 @@ export const rows: readonly Row[] = [
   { name: 'prefix: an app path that only starts like healthz', method: 'GET', target: '/r/42/healthzz', expect: 'backend', backend: { target: '/healthzz', prefix: '/r/42', room: '42' } },
   { name: 'prefix: healthz below an app path', method: 'GET', target: '/r/42/a/healthz', expect: 'backend', backend: { target: '/a/healthz', prefix: '/r/42', room: '42' } },
   // --- end of Hardening 3, items 3 and 5 -----------------------------------------------------------
+  // --- a room in a version-2 handoff: step 8a, past its bound (src/runtime/handoff-pages.ts) --------
+  // Held open by a `hold` on the store's channel from a runner that never ends it (fronts.ts): a
+  // handoff that runs as designed always ends inside the bound, and a backend that never answers
+  // the export only makes it roll back after one handoff.timeoutMs, so no hook of the backend can
+  // keep a room past the bound; the channel's hold is the one state every gateway, the workers
+  // included, can be put in. A page and a handshake wait the same bound, then 503 room-handoff.
+  { name: 'handoff: a page of a room in handoff, past the bound', method: 'GET', target: '/a?room=handoff-page', handoff: 'handoff-page', expect: 503, retryAfter: '1', backend: 'nothing' },
+  { name: 'handoff: a POST of a room in handoff, past the bound', method: 'POST', target: '/a?room=handoff-post', body: 'x', handoff: 'handoff-post', expect: 503, retryAfter: '1', backend: 'nothing' },
+  { name: 'handoff: a WebSocket of a room in handoff, past the bound', method: 'GET', target: '/ws/live/?room=handoff-ws', upgrade: true, handoff: 'handoff-ws', expect: 503, retryAfter: '1', backend: 'nothing' },
   // --- a backend's own address in Location and Refresh (proxy.rewriteLocation, src/http/location.ts) ---
   ...locationRows(),
 ];

@@ -27,6 +27,8 @@ export interface Answer {
   /** The final answer's Location and Refresh values, in order. */
   readonly location?: readonly string[];
   readonly refresh?: readonly string[];
+  /** The final answer's Retry-After values, in order. */
+  readonly retryAfter?: readonly string[];
 }
 
 /** The backend's first WebSocket frame after its 101: an unmasked text frame "hi". */
@@ -90,7 +92,7 @@ function readAnswer(buf: Buffer, method: string, eof: boolean): Answer | null {
       return { status: 101, tag, tunnel, fields, note: '101' };
     }
     const all = (name: string): string[] => m.headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v);
-    if (m.status >= 200) return { status: m.status, tag, tunnel: false, fields, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}`, location: all('location'), refresh: all('refresh') };
+    if (m.status >= 200) return { status: m.status, tag, tunnel: false, fields, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}`, location: all('location'), refresh: all('refresh'), retryAfter: all('retry-after') };
     at = m.end;
   }
 }
@@ -131,6 +133,7 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
       let fields: string[] = [];
       let location: string[] = [];
       let refresh: string[] = [];
+      let retryAfter: string[] = [];
       let data = Buffer.alloc(0);
       let done = false;
       const finish = (note: string): void => {
@@ -138,7 +141,7 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         done = true;
         clearTimeout(timer);
         const tunnel = r.connect && status === 200 && data.includes(FIRST_FRAME);
-        resolve({ status, tag, tunnel, fields, note, location, refresh });
+        resolve({ status, tag, tunnel, fields, note, location, refresh, retryAfter });
         stream.close();
       };
       const timer = setTimeout(() => finish('timeout'), TIMEOUT_MS);
@@ -149,6 +152,7 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         fields = Object.keys(h).filter((n) => !n.startsWith(':'));
         location = ([] as string[]).concat(h.location ?? []);
         refresh = ([] as string[]).concat(h.refresh ?? []);
+        retryAfter = ([] as string[]).concat(h['retry-after'] ?? []);
       });
       stream.on('data', (c: Buffer) => {
         data = Buffer.concat([data, c]);

@@ -21,6 +21,8 @@ import { accept101, startRawBackend, type BackendRequest, type RawBackend } from
 import { makeCa, makeSigned } from '../support/certs.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, startGateway, stopAll } from '../support/processes.js';
+import { startRedis, stopAllRedis } from '../support/redis.js';
+import { RedisSharedDataStore } from '../../src/shared-data/redis-store.js';
 import { OWN, PARITY_SECRET, rows, type Front, type Row } from './cases.js';
 import { h1Exchange, h2Exchange, type Answer } from './clients.js';
 
@@ -93,7 +95,7 @@ function scriptedAnswers(): Map<string, { bytes: string }> {
 }
 
 /** Settings every gateway of the suite shares (the worker's as YAML, the others' as JSON). */
-function suiteConfig(staticDir: string): Record<string, unknown> {
+function suiteConfig(staticDir: string, redisUrl: string): Record<string, unknown> {
   return {
     // A TCP check only: the byte log holds the clients' requests and nothing else.
     health: { path: null },
@@ -104,8 +106,15 @@ function suiteConfig(staticDir: string): Record<string, unknown> {
     backendCalls: { secrets: [CALL_SECRET] },
     static: { mounts: [{ prefix: '/static/', dir: staticDir }] },
     listen: { host: '127.0.0.1', port: 0, headersTimeoutMs: 3_000, requestTimeoutMs: 5_000 },
+    // One Redis for every gateway, the workers included: its channel carries the handoff rows' hold.
+    redis: { url: redisUrl, keyPrefix: PARITY_PREFIX },
+    // A room in handoff waits 5 x this (the hold's five steps) before its 503: inside the clients' 4 s.
+    handoff: { timeoutMs: HANDOFF_STEP_MS },
   };
 }
+
+const PARITY_PREFIX = 'parity:';
+const HANDOFF_STEP_MS = 500;
 
 /** X-Parity-Location's value (OWN filled in) as Location and Refresh fields, or '' when the request has none. */
 function redirectFields(req: BackendRequest, own: string): string {
@@ -119,6 +128,13 @@ export interface Suite {
   readonly backend: RawBackend;
   /** Sends a row through a front from `address`; what the client got. */
   send(front: Front, row: Row, address: string): Promise<Answer>;
+  /**
+   * Runs `run` while `room` is in a version-2 handoff on every gateway of the suite: a `hold` from a
+   * runner that never sends the end, published again every step so the room's count of handoffs
+   * never falls to zero while `run` lasts (each gateway ends an unheard one after six steps).
+   * `run` starts once every gateway answered the first hold (`held`): none can miss it.
+   */
+  inHandoff<T>(room: string, run: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -130,6 +146,7 @@ export interface SuiteOptions {
 export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
   const dir = mkdtempSync(join(tmpdir(), 'roomgate-parity-'));
   const gateways: Gateway[] = [];
+  const closers: (() => Promise<void>)[] = [];
   let backend: RawBackend | null = null;
   try {
     writeFileSync(join(dir, 'hello.txt'), 'hello from a static mount\n');
@@ -158,9 +175,14 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
       },
     });
     own = backend.url.slice('http://'.length);
+    const redis = await startRedis();
+    // The handoffs' runner: a gateway of its own on the suite's channel.
+    const runner = new RedisSharedDataStore({ url: redis.url, keyPrefix: PARITY_PREFIX, gatewayId: 'parity-runner', presenceTtlMs: 5_000, commandTimeoutMs: 2_000 });
+    closers.push(() => runner.close());
+    await runner.connect({ timeoutMs: 5_000 });
     // The default set, and the same fronts with proxy.rewriteLocation on (rows with `gateway`).
     const start = async (extra: Record<string, unknown>): Promise<Record<Front, number | null>> => {
-      const base = suiteConfig(dir);
+      const base = suiteConfig(dir, redis.url);
       const proxy = { ...(base.proxy as object), ...extra };
       const url = (backend as RawBackend).url;
       const [lean, node, tls] = await Promise.all([
@@ -187,9 +209,13 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
         if (front === 'h2' || front === 'h2-connect') return h2Exchange(port, h2Request(row), address);
         return h1Exchange({ port, tls: front === 'h1-tls' }, h1Bytes(row), row.method, address);
       },
+      // In-process gateways, plus the worker tree's two workers (each a gateway on the channel) per set.
+      inHandoff: (room, run) => inHandoff(runner, room, gateways.length + (o.worker === false ? 0 : 4), run),
       async close() {
         await Promise.all(gateways.map((g) => g.stop()));
         await stopAll();
+        await Promise.all(closers.map((c) => c()));
+        await stopAllRedis();
         await be.close();
         rmSync(dir, { recursive: true, force: true });
       },
@@ -197,9 +223,41 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
   } catch (err) {
     await Promise.all(gateways.map((g) => g.stop()));
     await stopAll();
+    await Promise.all(closers.map((c) => c()));
+    await stopAllRedis();
     await backend?.close();
     rmSync(dir, { recursive: true, force: true });
     throw err;
   }
 }
 
+
+let handoffs = 0;
+
+/** Suite.inHandoff: `gateways` is how many must answer the first hold before `run` starts. */
+async function inHandoff<T>(runner: RedisSharedDataStore, room: string, gateways: number, run: () => Promise<T>): Promise<T> {
+  const hold = (): { id: string; sent: Promise<void> } => {
+    const id = `parity-handoff-${++handoffs}`;
+    return { id, sent: runner.publishHandoff({ kind: 'hold', id, room, from: 'b1', to: 'b2', gateway: 'parity-runner' }) };
+  };
+  const first = hold();
+  // Counted, not matched by name: gateways in one process may share a name.
+  let heard = 0;
+  let answered = (): void => undefined;
+  const all = new Promise<void>((r) => (answered = r));
+  const stop = runner.subscribe((ev) => {
+    if (ev.type !== 'handoff' || ev.signal.kind !== 'held' || ev.signal.id !== first.id) return;
+    if (++heard >= gateways) answered();
+  });
+  const again = setInterval(() => void hold().sent.catch(() => undefined), HANDOFF_STEP_MS);
+  try {
+    await first.sent;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${heard} of ${gateways} gateways answered the hold of ${room}`)), 5_000)));
+    await Promise.race([all, late]).finally(() => clearTimeout(timer));
+    return await run();
+  } finally {
+    clearInterval(again);
+    stop();
+  }
+}

@@ -23,6 +23,11 @@ afterAll(async () => {
 });
 
 async function runRow(row: Row): Promise<FrontRun[]> {
+  if (row.handoff !== undefined) return suite.inHandoff(row.handoff, () => sendRow(row));
+  return sendRow(row);
+}
+
+async function sendRow(row: Row): Promise<FrontRun[]> {
   const fronts = FRONTS.filter((f) => applies(row, f).run);
   return Promise.all(
     fronts.map(async (front: Front) => {

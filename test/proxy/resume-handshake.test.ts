@@ -185,4 +185,32 @@ describe("the old owner's stream ends at a message boundary", () => {
     down.swallowing = true;
     expect(await down.ending(10)).toBe(true);
   });
+  it('the hold ends a socket: between two messages at once; inside one, the message finishes first and nothing after it passes', () => {
+    const idle = new OldStreamEnd();
+    const a = text('a');
+    idle.follow(a, 0, a.length);
+    expect(idle.closeAtBoundary()).toBe(true);
+    expect(idle.endedBetweenMessages).toBe(true);
+    // Mid-message (a fragment sent, its header split across chunks): the rest of it, then the stream ends.
+    const busy = new OldStreamEnd();
+    const first = text('he', false);
+    busy.follow(first, 0, first.length);
+    expect(busy.closeAtBoundary()).toBe(false);
+    const rest = Buffer.concat([more('llo'), text('next')]);
+    expect(busy.follow(rest, 0, 1)).toBe(1);
+    expect(busy.ended).toBe(false);
+    expect(busy.follow(rest, 1, rest.length)).toBe(more('llo').length);
+    expect(busy.endedBetweenMessages).toBe(true);
+    expect(busy.follow(rest, 5, rest.length)).toBe(5);
+  });
+
+  it("the backend's own close seen: the hold writes no close of its own after it", () => {
+    const down = new OldStreamEnd();
+    down.follow(close, 0, close.length);
+    expect(down.closeSeen).toBe(true);
+    const fresh = new OldStreamEnd();
+    const a = text('a');
+    fresh.follow(a, 0, a.length);
+    expect(fresh.closeSeen).toBe(false);
+  });
 });

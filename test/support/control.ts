@@ -127,7 +127,7 @@ export class FakeView implements RuntimeView {
     if (this.metricsFail) throw new Error('registry broke');
     return { contentType: 'text/plain; version=0.0.4; charset=utf-8', text: 'roomgate_live_sockets{backend="b1"} 3\n' };
   }
-  handoffData: HandoffSnapshot = { inProgress: [], recent: [], drains: [], rebalance: REBALANCE_OFF };
+  handoffData: HandoffSnapshot = { inProgress: [], recent: [], drains: [], rebalance: REBALANCE_OFF, waiting: 0 };
   /** moveRoom's calls, and what it answers (default: moved). */
   readonly moves: { room: string; to: string; id: string | undefined }[] = [];
   moveAnswer = (room: string, to: string, id?: string): HandoffOutcome => ({ refusal: null, event: fakeHandoff({ id: id ?? 'h-fake', room, to, result: 'moved' }) });
