@@ -3,6 +3,7 @@
 // a finished fill, remembering a key whose answers cannot be stored).
 import type CachePolicy from 'http-cache-semantics';
 import type { PublicOrigin } from '../http/location.js';
+import type { PinTagsFor } from '../http/pin-inject.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Forwarder } from '../forward/forwarder.js';
@@ -44,6 +45,8 @@ export interface FillContext {
   readonly logger: Logger;
   readonly fetch: FetchOptions;
   readonly Policy: PolicyClass;
+  /** room.pinInject: the pin's tags for a page of a room (src/http/pin-inject.ts), or null when off. */
+  readonly pinTags: PinTagsFor | null;
   now(): number;
   /** Age (s) of a stored answer now. */
   ageOf(a: StoredAnswer): number;

@@ -18,7 +18,14 @@ import type { CacheClient } from './cache-client.js';
 import type { CacheOutcome } from './cache-metrics.js';
 import type { FillContext, FillHandle, FillSpec } from './fill-context.js';
 import { headerRecord } from './request-rules.js';
+import { HeadScanner, injectable, injectedFields, pairsOf } from '../http/pin-inject.js';
 import { unstorable, variantOf, varyNames, type StoredAnswer } from './stored-answers.js';
+
+/** A page held until the pin's scanner decides: the scanner and the backend's head. */
+interface PinScan {
+  readonly scanner: HeadScanner;
+  readonly head: FetchedHead;
+}
 
 /** A client of a fill, and how its answer is described. */
 interface Waiter {
@@ -60,6 +67,8 @@ export class Fill implements FillHandle, Exchange {
   private backendDone: ((status: number | null) => void) | null = null;
   /** proxy.rewriteLocation's rewrite for the backend of this attempt, or null. */
   private location: LocationTarget | null = null;
+  /** room.pinInject: an HTML page whose head waits for the pin's scanner, or null. */
+  private scan: PinScan | null = null;
 
   constructor(
     private readonly cx: FillContext,
@@ -181,6 +190,19 @@ export class Fill implements FillHandle, Exchange {
       cx.cm.fills.inc({ result: 'stale-if-error' });
       return this.staleForAll(stale, h.status);
     }
+    // room.pinInject: an HTML page of a room is judged, stored and relayed as it will be sent, the
+    // room's pin in it (the key has the room), once the scanner has decided.
+    const tags = cx.pinTags;
+    if (tags !== null && spec.room !== null && injectable(h.status, pairsOf(h.headers))) {
+      this.scan = { scanner: new HeadScanner(tags(spec.room)), head: h };
+      return;
+    }
+    this.accept(h, record, now);
+  }
+
+  /** The answer as it will be stored and sent: judged, then its head to every client waiting. */
+  private accept(h: FetchedHead, record: Record<string, string>, now: number): void {
+    const { cx, spec } = this;
     this.head = h;
     this.record = record;
     this.policy = new cx.Policy(spec.policyRequest, { status: h.status, headers: record }, { shared: true });
@@ -207,6 +229,23 @@ export class Fill implements FillHandle, Exchange {
   }
 
   private onData(chunk: Buffer): void {
+    const scan = this.scan;
+    if (scan === null) return this.deliver(chunk);
+    const out = scan.scanner.feed(chunk);
+    if (out !== null) this.decided(out);
+  }
+
+  /** The pin's scanner decided (or the body ended first): the answer with the tags or without, then the bytes kept. */
+  private decided(kept: Buffer): void {
+    const { scanner, head } = this.scan as PinScan;
+    this.scan = null;
+    // Tags in: the page is no longer the backend's bytes, so its validators go (docs/per-tab-rooms.md).
+    const h = scanner.injected ? { ...head, headers: injectedFields(head.headers, null), length: head.length === null ? null : head.length + scanner.added } : head;
+    this.accept(h, headerRecord(h.headers), this.cx.now());
+    if (kept.length > 0 && !this.finished) this.deliver(kept);
+  }
+
+  private deliver(chunk: Buffer): void {
     if (this.finished || this.abandoned()) return;
     if (this.storing) {
       this.bytes += chunk.length;
@@ -234,6 +273,7 @@ export class Fill implements FillHandle, Exchange {
   }
 
   private onEnd(): void {
+    if (this.scan !== null) this.decided(this.scan.scanner.flush());
     if (this.finished) return;
     const { cx, spec } = this;
     const h = this.head;

@@ -3,6 +3,7 @@
 // while one background refresh runs), else joins or starts a backend fetch (src/cache/fill.ts),
 // or gives the request back to the path (`pass`) when the cache must not answer it (a logged-in
 // user, another method, a path not cached, a key whose answers cannot be stored). Per process.
+import type { PinTagsFor } from '../http/pin-inject.js';
 import type { BackendTls } from '../backends/backend-tls.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -41,6 +42,8 @@ export interface PageCacheOptions {
   readonly logger: Logger;
   /** The clock of freshness and grace (ms); tests move it. */
   readonly now?: () => number;
+  /** room.pinInject: each room's pages are stored with the room's pin in them (src/http/pin-inject.ts). */
+  readonly pinTags?: PinTagsFor | null;
 }
 
 /** What to purge: every stored answer of a URL (exact), of URLs with a prefix, and/or of a room. */
@@ -86,6 +89,7 @@ export class PageCache implements FillContext, PageCacheFront {
   readonly pool: BackendPool;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  readonly pinTags: PinTagsFor | null;
   private readonly agents: BackendAgents;
   private readonly answers: StoredAnswers;
   /** Fetches clients may still join, by primary key. */
@@ -103,6 +107,7 @@ export class PageCache implements FillContext, PageCacheFront {
     this.pool = o.pool;
     this.metrics = o.metrics;
     this.logger = o.logger;
+    this.pinTags = o.pinTags ?? null;
     this.clock = o.now ?? Date.now;
     this.rules = new CacheRules(o.config, o.roomCookieName);
     this.Policy = policyClass(this.clock);

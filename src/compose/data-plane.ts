@@ -8,6 +8,8 @@ import type { BackendTls } from '../backends/backend-tls.js';
 import { PageCache } from '../cache/page-cache.js';
 import type { LoadedConfig } from '../config/load.js';
 import { createMethodPolicy, type MethodPolicy } from '../http/methods.js';
+import { pinTags, type PinTagsFor } from '../http/pin-inject.js';
+import { ROOM_PIN_SCRIPT_PATH, ROOM_PIN_SCRIPT_SRI } from '../pages/room-pin-script.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import { Admission } from '../proxy/admission.js';
@@ -72,7 +74,8 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
   const forwarding = new Forwarding(config.proxy.trustedProxies);
   // The one forwarding core every path sends through (src/forward/forwarder.ts).
   const forwarder = new Forwarder({ placement: router, pool: runtime.pool, metrics, logger });
-  const cache = buildCache(config, deps, forwarder, forwarding);
+  const pinTags = pinTagsFor(config, pinSigner);
+  const cache = buildCache(config, deps, forwarder, forwarding, pinTags);
   const methods = createMethodPolicy(config.proxy.extraMethods);
   // roomgate's own answers, one catalogue for every path (src/http/refusals.ts).
   const refuser = new Refuser({ pages: readErrorPages(config.proxy.errorPages), logger, metrics });
@@ -92,6 +95,7 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
     cookies,
     metrics,
     logger,
+    pinTags,
   };
   const httpProxy = new HttpProxy({
     ...pagePaths,
@@ -142,7 +146,18 @@ function buildRouter(config: LoadedConfig, deps: DataPlaneDeps, signer: RoomSign
 }
 
 /** The page cache (per process), asked by both page paths; off until cache.paths lists something. */
-function buildCache(config: LoadedConfig, deps: DataPlaneDeps, forwarder: Forwarder, forwarding: Forwarding): PageCache | null {
+/**
+ * room.pinInject: the tags a page of a room gets (src/http/pin-inject.ts), the pin signed when the
+ * page is sent (or stored); null when off, or with no secret to sign with (the configuration check
+ * refuses that combination).
+ */
+function pinTagsFor(config: LoadedConfig, pinSigner: RoomSigner | null): PinTagsFor | null {
+  if (!config.room.pinInject || pinSigner === null) return null;
+  const o = { scriptPath: ROOM_PIN_SCRIPT_PATH, sri: ROOM_PIN_SCRIPT_SRI, param: config.room.pinParam };
+  return (room) => pinTags(pinSigner.sign(room, Date.now()), o);
+}
+
+function buildCache(config: LoadedConfig, deps: DataPlaneDeps, forwarder: Forwarder, forwarding: Forwarding, pinTags: PinTagsFor | null): PageCache | null {
   if (config.cache.paths.length === 0) return null;
   return new PageCache({
     config: config.cache,
@@ -158,6 +173,7 @@ function buildCache(config: LoadedConfig, deps: DataPlaneDeps, forwarder: Forwar
     rewriteLocation: config.proxy.rewriteLocation,
     metrics: deps.metrics,
     logger: deps.logger,
+    pinTags,
     ...(deps.cacheClock ? { now: deps.cacheClock } : {}),
   });
 }

@@ -317,6 +317,17 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
     },
   },
   {
+    rule: '`room.pinInject` needs `pin` in `room.sources` (the script and the pin are read there) and a secret to sign pins with (`cookie.secrets`, or `cookie.signed`).',
+    check(v) {
+      if (v.get('room.pinInject') !== true) return [];
+      const problems: string[] = [];
+      const sources = v.get('room.sources');
+      if (sources !== undefined && !sources.includes('pin')) problems.push(`room.pinInject: got true while room.sources (${JSON.stringify(sources)}) has no "pin"; expected false, or add "pin" to room.sources (pages would carry a pin nothing reads)`);
+      if (v.get('cookie.signed') === false && v.get('cookie.secrets')?.length === 0) problems.push('room.pinInject: got true while cookie.signed is false and cookie.secrets is empty; expected false, or set cookie.secrets (pins are signed with them)');
+      return problems;
+    },
+  },
+  {
     rule: 'No `admin.drainTokens` entry is the `admin.token`.',
     check(v) {
       const admin = v.get('admin.token');

@@ -578,6 +578,9 @@ export const configSchema = z.strictObject({
       text: 'The oldest room pin accepted: a tab left open longer gets 403 on its next socket until the page is reloaded. Keep a rotated-out cookie secret this long.',
       zero: 'no expiry',
     }),
+    pinInject: doc(z.boolean().default(false), {
+      text: "roomgate puts the room pin into the app's pages itself: a 200 `text/html` answer with no Content-Encoding (and no `Cache-Control: no-transform`) to a GET that has a room gets `<meta name=\"roomgate-pin\">` with the room signed and the script tag of /_roomgate/room-pin.v1.js (with its SRI hash) right after its `<head>` tag; a page whose `<head>` is not among its first 16 KB, before any other element, is passed on unchanged. ETag, Last-Modified and Content-Length are dropped or adjusted (the page is no longer the backend's bytes); the page cache stores each room's page with its own pin. Needs `pin` in `sources` and a cookie secret (docs/per-tab-rooms.md#injection-by-roomgate).",
+    }),
     header: doc(matching(/^[A-Za-z0-9-]+$/, 'an HTTP header name (A-Z a-z 0-9 -), e.g. "X-Room-Key"').default('X-Room-Key'), {
       text: 'Header carrying the key, for non-browser clients and upstream balancers.',
     }),

@@ -20,7 +20,9 @@ import { BackendAgents } from '../forward/backend-agents.js';
 import { cutAnswer, dropUnsentFields, isGone, ResponseAnswer } from './cache-answers.js';
 import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
-import { clientStalled, pageLocationTarget, type PagePathOptions } from './request-count.js';
+import { clientStalled, pageLocationTarget, pinTagsOf, type PagePathOptions } from './request-count.js';
+import { HeadScanner, injectable, injectedFields, pairsOf } from '../http/pin-inject.js';
+import { scannedBody } from './pin-stream.js';
 import { rewriteAnswerFields } from '../http/location.js';
 import { startRequest } from '../forward/request-count.js';
 
@@ -171,18 +173,35 @@ export class HttpProxy {
     const cookie = o.cookies.for(r, key);
     if (cookie) headers.push('Set-Cookie', cookie);
     if (x.cacheStatus !== null) headers.push('Cache-Status', x.cacheStatus);
-    try {
-      // h2 has no reason phrase (Node warns when given one).
-      if (r.transport === 'h2') res.writeHead(status, headers);
-      else res.writeHead(status, proxyRes.statusMessage, headers);
-    } catch (err) {
-      // Whatever Node's own checks refuse beyond the rules above (on HTTP/2: a field that may
-      // appear once, twice): a 502, not a dead process.
-      dropUnsentFields(res);
-      proxyRes.socket.destroy();
-      return this.forwarder.badAnswer(x, backend, (err as Error).message, done);
-    }
-    proxyRes.pipe(res);
+    const writeHead = (fields: string[]): boolean => {
+      try {
+        // h2 has no reason phrase (Node warns when given one).
+        if (r.transport === 'h2') res.writeHead(status, fields);
+        else res.writeHead(status, proxyRes.statusMessage, fields);
+        return true;
+      } catch (err) {
+        // Whatever Node's own checks refuse beyond the rules above (on HTTP/2: a field that may
+        // appear once, twice): a 502, not a dead process.
+        dropUnsentFields(res);
+        proxyRes.socket.destroy();
+        this.forwarder.badAnswer(x, backend, (err as Error).message, done);
+        return false;
+      }
+    };
+    const tags = pinTagsOf(o, r, key.room);
+    const scan = tags !== null && injectable(status, pairsOf(headers)) ? new HeadScanner(tags()) : null;
+    if (scan !== null) {
+      // room.pinInject: the head waits for the scanner, with the length of what is sent.
+      const length = proxyRes.headers['content-length'];
+      const body = scannedBody(scan, (added) => {
+        // Tags in: the page is no longer the backend's bytes, so its validators go too.
+        const fields = scan.injected ? injectedFields(headers, null) : withoutLength(headers);
+        return writeHead(length === undefined ? fields : [...fields, 'Content-Length', String(Number(length) + added)]);
+      });
+      body.on('error', () => proxyRes.destroy());
+      proxyRes.pipe(body).pipe(res);
+    } else if (!writeHead(headers)) return;
+    else proxyRes.pipe(res);
     if (o.clientWriteTimeoutMs > 0) cutWhenStalled(proxyRes, res, o.clientWriteTimeoutMs, () => clientStalled(o, key.room, backend.id));
     // The backend broke off mid-answer: the client must not take what it got for the whole answer.
     proxyRes.on('error', () => cutAnswer(res));

@@ -17,7 +17,7 @@ import type { BodyPlan } from './request-body.js';
 import { httpDate, PageRelay, type RelayOutcome } from './page-relay.js';
 import { Deadlines } from './deadlines.js';
 import { RawBackendPool } from './raw-backend-pool.js';
-import { clientStalled, pageLocationTarget, type PagePathOptions } from './request-count.js';
+import { clientStalled, pageLocationTarget, pinTagsOf, type PagePathOptions } from './request-count.js';
 import { startRequest } from '../forward/request-count.js';
 import { SocketAnswer } from './cache-answers.js';
 
@@ -107,6 +107,7 @@ export class LeanPages {
         responseTimeoutMs: o.responseTimeoutMs,
         writeTimeoutMs: o.clientWriteTimeoutMs,
         fresh: x.freshConnection,
+        pinTags: pinTagsOf(o, r, key.room),
       },
       {
         connected: () => this.forwarder.connected(backend),

@@ -15,6 +15,7 @@ import { ANSWER_KEEPS, connectionNamed, HOP_BY_HOP } from '../http/hop-by-hop.js
 import { parseResponseHead, type ResponseHead } from '../http/response-head.js';
 import { answerFieldsProblem, MAX_RESPONSE_HEAD_BYTES, pairNames } from '../http/response-rules.js';
 import { answerFieldValue, type LocationTarget } from '../http/location.js';
+import { DROPPED_WHEN_INJECTED, HeadScanner, injectable } from '../http/pin-inject.js';
 import type { Deadlines, Expiring } from './deadlines.js';
 import type { RawBackendConn, RawBackendPool, RawBackendUser } from './raw-backend-pool.js';
 
@@ -51,6 +52,8 @@ export interface RelayRequest {
   readonly writeTimeoutMs: number;
   /** A new backend connection, none of the pool's (the retry after a stale one). */
   readonly fresh: boolean;
+  /** room.pinInject: the pin's tags for this page (src/http/pin-inject.ts), or null. */
+  readonly pinTags: (() => Buffer) | null;
 }
 
 export interface RelayEvents {
@@ -89,6 +92,13 @@ export class PageRelay implements RawBackendUser, Expiring {
   private waitingFor: { code: string; message: string } | null = null;
   private readonly conn: RawBackendConn;
   private paused = false;
+  /**
+   * room.pinInject on an HTML page: the body's first bytes are kept until the scanner decides, and
+   * the answer's head (without its length or the final CRLF) with them, so its Content-Length is
+   * the one of the bytes sent; null once decided, or for every other answer.
+   */
+  private scan: HeadScanner | null = null;
+  private held: Held | null = null;
   private readonly resume = (): void => {
     this.paused = false;
     if (this.req.writeTimeoutMs > 0) this.deadlines.clear(this);
@@ -192,12 +202,19 @@ export class PageRelay implements RawBackendUser, Expiring {
     this.rechunk = hasBody && head.body.kind !== 'length';
     this.reusable = head.http11 && head.body.kind !== 'close';
 
+    const scan = hasBody && this.req.pinTags !== null && injectable(head.status, head.headers) ? new HeadScanner(this.req.pinTags()) : null;
     let out = `HTTP/1.1 ${head.status} ${head.reason}${CRLF}`;
+    let validators = '';
     let date = false;
     let sts = false;
     const named = connectionNamedIn(head);
     for (const [name, value] of head.headers) {
       if (named !== null && named.has(name.toLowerCase())) continue;
+      // The page's own length and validators are not an injected page's: written once the scanner decided.
+      if (scan !== null && DROPPED_WHEN_INJECTED.has(name.toLowerCase())) {
+        if (name.toLowerCase() !== 'content-length') validators += `${name}: ${value}${CRLF}`;
+        continue;
+      }
       if (HOP_LENGTHS.has(name.length)) {
         const lower = name.toLowerCase();
         if (HOP_BY_HOP.has(lower)) {
@@ -215,12 +232,34 @@ export class PageRelay implements RawBackendUser, Expiring {
     if (!date) out += `Date: ${httpDate()}${CRLF}`;
     out += this.req.keepAlive ? `Connection: keep-alive${CRLF}${this.req.keepAliveHeader ?? ''}` : `Connection: close${CRLF}`;
     if (this.rechunk) out += `Transfer-Encoding: chunked${CRLF}`;
-    out += CRLF;
     this.events.headSent(head.status);
     this.client.cork();
-    this.client.write(out, 'latin1');
+    if (scan === null) this.client.write(out + CRLF, 'latin1');
+    else {
+      this.scan = scan;
+      this.held = { head: out, validators, length: head.body.kind === 'length' ? head.body.length : null };
+    }
     this.relay(buf, head.end);
     this.client.uncork();
+  }
+
+  /** Body bytes while the pin's scanner has not decided: kept by it, or sent with the held head once it has. */
+  private scanned(piece: Buffer): void {
+    const out = (this.scan as HeadScanner).feed(piece);
+    if (out !== null) this.release(out);
+  }
+
+  /** The scanner decided (or the body ended first): the held head with the length of what is sent, then the kept bytes. */
+  private release(kept: Buffer): void {
+    const scan = this.scan as HeadScanner;
+    const held = this.held as Held;
+    this.scan = null;
+    this.held = null;
+    const length = held.length === null ? '' : `Content-Length: ${held.length + scan.added}${CRLF}`;
+    this.client.write(held.head + (scan.injected ? '' : held.validators) + length + CRLF, 'latin1');
+    if (kept.length === 0) return;
+    if (this.rechunk) this.writeChunk(kept, 0, kept.length);
+    else this.write(kept);
   }
 
   /**
@@ -242,13 +281,14 @@ export class PageRelay implements RawBackendUser, Expiring {
     let end: number;
     try {
       if (this.rechunk) {
-        end = bodyEnd.feed(buf, from, buf.length, (s, e) => this.writeChunk(buf, s, e));
+        end = bodyEnd.feed(buf, from, buf.length, (s, e) => this.bodyChunk(buf, s, e));
         // A close-delimited body is all data until the backend's end.
-        if (bodyEnd.closeDelimited && from < buf.length) this.writeChunk(buf, from, buf.length);
+        if (bodyEnd.closeDelimited && from < buf.length) this.bodyChunk(buf, from, buf.length);
       } else {
         end = bodyEnd.feed(buf, from, buf.length);
         const stop = end === -1 ? buf.length : end;
-        if (stop > from) this.write(from === 0 && stop === buf.length ? buf : buf.subarray(from, stop));
+        if (stop > from && this.scan !== null) this.scanned(buf.subarray(from, stop));
+        else if (stop > from) this.write(from === 0 && stop === buf.length ? buf : buf.subarray(from, stop));
       }
     } catch (err) {
       return this.finish({ kind: 'cut', status: this.status, why: (err as Error).message }, false);
@@ -261,6 +301,12 @@ export class PageRelay implements RawBackendUser, Expiring {
       this.events.extraBytes();
     }
     this.complete();
+  }
+
+  /** Body bytes of a re-framed answer: through the pin's scanner while it has not decided. */
+  private bodyChunk(buf: Buffer, start: number, end: number): void {
+    if (this.scan === null) this.writeChunk(buf, start, end);
+    else if (end > start) this.scanned(buf.subarray(start, end));
   }
 
   private writeChunk(buf: Buffer, start: number, end: number): void {
@@ -282,6 +328,8 @@ export class PageRelay implements RawBackendUser, Expiring {
   }
 
   private complete(): void {
+    // A page that ended before the scanner decided: its head and everything kept, unchanged.
+    if (this.scan !== null) this.release(this.scan.flush());
     if (this.rechunk) this.client.write(LAST_CHUNK, 'latin1');
     this.finish({ kind: 'complete', status: this.status }, this.reusable);
   }
@@ -328,6 +376,13 @@ export class PageRelay implements RawBackendUser, Expiring {
       this.finish({ kind: 'failed', err: Object.assign(new Error(w.message), { code: w.code }), reused: this.reused }, false);
     }
   }
+}
+
+/** An HTML page's head held for the pin's scanner: its fields but the length and validators, those, and the backend's length. */
+interface Held {
+  readonly head: string;
+  readonly validators: string;
+  readonly length: number | null;
 }
 
 /** The fields an answer's Connection header names beyond its own options, or null (the usual case). */

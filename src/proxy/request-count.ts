@@ -8,6 +8,7 @@ import type { Backend, BackendPool } from '../runtime/pool.js';
 import type { ClientRequest } from '../http/client-request.js';
 import { locationTarget, type LocationTarget, type PublicOrigin } from '../http/location.js';
 import type { Forwarding } from '../forward/forwarded.js';
+import type { PinTagsFor } from '../http/pin-inject.js';
 import type { PageCookies } from './page-cookie.js';
 import type { Refuser } from './refuser.js';
 
@@ -31,6 +32,15 @@ export interface PagePathOptions {
   readonly logger: Logger;
   /** proxy.rewriteLocation: a Location or Refresh naming the backend's own address points at the public origin. */
   readonly rewriteLocation: boolean;
+  /** room.pinInject: the pin's tags for a page of a room (src/http/pin-inject.ts), or null when off. */
+  readonly pinTags?: PinTagsFor | null;
+}
+
+/** The pin's tags an answer to `r` of room `room` may get (room.pinInject: a GET with a room), or null. */
+export function pinTagsOf(o: Pick<PagePathOptions, 'pinTags'>, r: ClientRequest, room: string | null): (() => Buffer) | null {
+  const tags = o.pinTags ?? null;
+  if (tags === null || room === null || r.method !== 'GET') return null;
+  return () => tags(room);
 }
 
 /** Where proxy.rewriteLocation points an answer to `r` (src/http/location.ts), or null when it is off. */
