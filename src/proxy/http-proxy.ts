@@ -233,7 +233,9 @@ export class HttpProxy {
       o.logger.warn({ room: key.room, backend: backend.id, method: x.r.method, err: err.code ?? err.message }, 'backend sent bytes after a complete response; its connection was closed');
       return;
     }
-    if (res.headersSent || res.destroyed) {
+    // An answer whose head waits for the pin's scanner (room.pinInject) and broke off is cut as
+    // well, as the byte-level path cuts it: the backend's answer had begun.
+    if (res.headersSent || res.destroyed || a.upstream !== null) {
       // Mid-response: the status line is gone, all we can do is cut the client off.
       this.forwarder.lost(x, backend, err);
       done(res.headersSent ? res.statusCode : null);

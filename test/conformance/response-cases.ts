@@ -181,3 +181,140 @@ export const RESPONSE_CASES: readonly ResponseCase[] = [
     expect: { statuses: [101], closed: false, contains: ['\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nX-Kept: 1\r\n\r\n'], lacks: ['HTTP2-Settings', 'X-Secret', 'Keep-Alive', 'Content-Length'] },
   },
 ];
+
+// --- room.pinInject (src/http/pin-inject.ts) ---------------------------------------------------
+// HTML pages from hostile backends. `expect` holds with injection off (the default: every page
+// relayed as sent); `pinExpect` with it on, for a request whose room is "r" (the corpus' GET /r,
+// with room.pagePaths ["/{room}"]): the tags right after <head>, Content-Length the length of what
+// is sent (the referee reads the client's stream by it), ETag and Last-Modified gone; nothing past
+// the answer's framing relayed; a page cut before or after the scanner decided still a cut.
+export interface PinCase extends ResponseCase {
+  readonly pinExpect: ResponseCase['expect'] & {
+    /** The final response's body must match (the pin's time and signature vary). */
+    readonly bodyLike?: RegExp;
+  };
+}
+
+/** What an injected page's tags look like for room "r" (escaped for a RegExp). */
+export const PIN_TAGS_RE = '<meta name="roomgate-pin" content="r\\.[0-9a-z]{1,10}\\.[A-Za-z0-9_-]{43}"><script src="/_roomgate/room-pin\\.v1\\.js" integrity="sha384-[A-Za-z0-9+/]{64}" crossorigin="anonymous"></script>';
+const injectedBody = (before: string, after: string): RegExp => new RegExp(`^${escapeRe(before)}${PIN_TAGS_RE}${escapeRe(after)}$`);
+function escapeRe(s: string): string {
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+const PAGE = '<!doctype html><html lang="en"><head><title>t</title></head><body>b</body></html>';
+const html = (body: string, extra = ''): string => `HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n${extra}Content-Length: ${body.length}\r\n\r\n${body}`;
+const chunk = (s: string): string => `${s.length.toString(16)}\r\n${s}\r\n`;
+const asSent = (body: string, extra: Partial<ResponseCase['expect']> = {}): ResponseCase['expect'] => ({ statuses: [200], body, ...extra });
+const VALIDATORS = 'ETag: "v1"\r\nLast-Modified: Mon, 01 Jan 2024 00:00:00 GMT\r\n';
+const HUGE_PREAMBLE = `<!doctype html><!--${'x'.repeat(20_000)}--><html><head>h`;
+
+export const PIN_RESPONSE_CASES: readonly PinCase[] = [
+  {
+    name: 'pin-html-length',
+    cls: 'pin injection',
+    answer: { bytes: html(PAGE, VALIDATORS) },
+    expect: asSent(PAGE, { contains: ['\r\nETag: "v1"\r\n'] }),
+    pinExpect: { statuses: [200], closed: false, bodyLike: injectedBody('<!doctype html><html lang="en"><head>', '<title>t</title></head><body>b</body></html>'), lacks: ['ETag', 'Last-Modified'] },
+  },
+  {
+    name: 'pin-html-chunked-head-split',
+    cls: 'pin injection',
+    answer: { bytes: `HTTP/1.1 200 OK\r\nContent-Type: TEXT/HTML\r\nTransfer-Encoding: chunked\r\n\r\n${chunk('<htm')}${chunk('l><he')}${chunk('A')}${chunk('d>x')}${chunk('y')}0\r\n\r\n` },
+    expect: asSent('<html><heAd>xy'),
+    pinExpect: { statuses: [200], closed: false, bodyLike: injectedBody('<html><heAd>', 'xy') },
+  },
+  {
+    name: 'pin-html-close-delimited',
+    cls: 'pin injection',
+    answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n<head>until close', close: true },
+    expect: asSent('<head>until close'),
+    pinExpect: { statuses: [200], bodyLike: injectedBody('<head>', 'until close') },
+  },
+  {
+    name: 'pin-html-gzip',
+    cls: 'pin injection',
+    answer: { bytes: html('<head>not really gzip', 'Content-Encoding: gzip\r\nETag: "g"\r\n') },
+    expect: asSent('<head>not really gzip', { contains: ['\r\nETag: "g"\r\n'] }),
+    pinExpect: asSent('<head>not really gzip', { contains: ['\r\nETag: "g"\r\n'] }),
+  },
+  {
+    name: 'pin-plain-text',
+    cls: 'pin injection',
+    answer: { bytes: ok('<head>text', 'Content-Type: text/plain\r\n') },
+    expect: asSent('<head>text'),
+    pinExpect: asSent('<head>text'),
+  },
+  {
+    name: 'pin-html-no-head',
+    cls: 'pin injection',
+    answer: { bytes: html('<html><body><head>late</body>', VALIDATORS) },
+    expect: asSent('<html><body><head>late</body>'),
+    pinExpect: asSent('<html><body><head>late</body>', { contains: ['\r\nETag: "v1"\r\n', '\r\nLast-Modified: '] }),
+  },
+  {
+    name: 'pin-html-no-transform',
+    cls: 'pin injection',
+    answer: { bytes: html('<head>x', 'Cache-Control: no-transform\r\n') },
+    expect: asSent('<head>x'),
+    pinExpect: asSent('<head>x'),
+  },
+  {
+    name: 'pin-html-huge-preamble',
+    cls: 'pin injection',
+    answer: { bytes: html(HUGE_PREAMBLE) },
+    expect: asSent(HUGE_PREAMBLE),
+    pinExpect: asSent(HUGE_PREAMBLE),
+  },
+  {
+    name: 'pin-html-empty',
+    cls: 'pin injection',
+    answer: { bytes: html('') },
+    expect: asSent(''),
+    pinExpect: asSent('', { closed: false }),
+  },
+  {
+    name: 'pin-html-length-lie-more',
+    cls: 'pin injection',
+    answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 10\r\n\r\n<head>abcdEXTRA-BYTES' },
+    expect: asSent('<head>abcd', { lacks: ['EXTRA'] }),
+    pinExpect: { statuses: [200], bodyLike: injectedBody('<head>', 'abcd'), lacks: ['EXTRA'] },
+  },
+  {
+    name: 'pin-html-cut-before-head',
+    cls: 'pin injection',
+    answer: { bytes: 'HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\n\r\n<!doctype html><!-- still', close: true },
+    expect: { statuses: [200], cut: true },
+    pinExpect: { statuses: [200], cut: true },
+  },
+  {
+    name: 'pin-html-cut-after-head',
+    cls: 'pin injection',
+    answer: { bytes: `HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100\r\n\r\n<head>${'y'.repeat(40)}`, close: true },
+    expect: { statuses: [200], cut: true },
+    pinExpect: { statuses: [200], cut: true },
+  },
+  {
+    name: 'pin-html-chunked-cut',
+    cls: 'pin injection',
+    answer: { bytes: `HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n${chunk('<he')}zz\r\n`, close: true },
+    expect: { statuses: [200], cut: true },
+    pinExpect: { statuses: [200], cut: true },
+  },
+  {
+    name: 'pin-html-head-request',
+    cls: 'pin injection',
+    request: 'HEAD',
+    // A GET's answer (the cache fetches a HEAD's answer with a GET): the paths relay its head, not
+    // injected; the page cache stores the GET's page, injected, and answers the HEAD from it.
+    answer: { bytes: html('<head>x') },
+    expect: { statuses: [200], body: '', contains: ['\r\nContent-Length: 7\r\n'], lacks: ['<head>'] },
+    pinExpect: { statuses: [200], body: '', lacks: ['<head>'] },
+  },
+  {
+    name: 'pin-html-201',
+    cls: 'pin injection',
+    answer: { bytes: `HTTP/1.1 201 Created\r\nContent-Type: text/html\r\nContent-Length: 7\r\n\r\n<head>x` },
+    expect: { statuses: [201], body: '<head>x' },
+    pinExpect: { statuses: [201], body: '<head>x' },
+  },
+];

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stop, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
 import { startRawBackend, type Answer, type RawBackend } from './backend.js';
 import { aliveProblem } from './raw.js';
-import { concrete, RESPONSE_CASES } from './response-cases.js';
+import { concrete, PIN_RESPONSE_CASES, RESPONSE_CASES, type ResponseCase } from './response-cases.js';
 import { ClientAddresses, handshakeConnProblems, responseProblems, runResponseCase, scriptedByClient, unclaimed } from './runner.js';
 
 const clients = new ClientAddresses(20_000);
@@ -18,17 +18,25 @@ const newClient = (): string => clients.next();
 // The same hostile answers through each way a page can take: the byte-level page path, node:http's,
 // and the page cache's own fetch (every case's answer is fetched by the cache: none has freshness,
 // and uncacheableMs 0 keeps later cases from skipping it).
+// Each twice: as configured by default, and with room.pinInject on (the corpus' GET /r then has the
+// room "r", from room.pagePaths): the pin cases (PIN_RESPONSE_CASES) hold their `pinExpect` there,
+// every other case its own expectation (none of them is an HTML page).
+// (No room cookie set on pages: the corpus' answers are checked for fields they must lack.)
+const PIN = { room: { pinInject: true, pagePaths: ['/{room}'] }, cookie: { setOnPages: false } };
 const VARIANTS = [
-  { name: 'byte-level page path', extra: {} },
-  { name: 'node:http page path', extra: { proxy: { leanPages: false } } },
-  { name: 'page cache fetches', extra: { cache: { paths: ['/'], uncacheableMs: 0 } } },
+  { name: 'byte-level page path', extra: {}, pin: false },
+  { name: 'node:http page path', extra: { proxy: { leanPages: false } }, pin: false },
+  { name: 'page cache fetches', extra: { cache: { paths: ['/'], uncacheableMs: 0 } }, pin: false },
+  { name: 'byte-level page path, pin injection', extra: PIN, pin: true },
+  { name: 'node:http page path, pin injection', extra: { ...PIN, proxy: { leanPages: false } }, pin: true },
+  { name: 'page cache fetches, pin injection', extra: { ...PIN, cache: { paths: ['/'], uncacheableMs: 0 } }, pin: true },
 ] as const;
 
 afterAll(async () => {
   await stopAll();
 });
 
-describe.concurrent.each(VARIANTS)('response corpus: $name', ({ extra }) => {
+describe.concurrent.each(VARIANTS)('response corpus: $name', ({ extra, pin }) => {
   let be: RawBackend;
   let gw: GatewayProc;
   const scripts = new Map<string, Answer>();
@@ -45,7 +53,8 @@ describe.concurrent.each(VARIANTS)('response corpus: $name', ({ extra }) => {
 
   const warnings = (): number => gw.logs().filter((l) => l.level === 'warn').length;
 
-  for (const corpusCase of RESPONSE_CASES) {
+  const cases: readonly ResponseCase[] = [...RESPONSE_CASES, ...PIN_RESPONSE_CASES.map((c) => (pin ? { ...c, expect: c.pinExpect } : c))];
+  for (const corpusCase of cases) {
     it(`${corpusCase.cls}: ${corpusCase.name}`, { concurrent: false }, async () => {
       const c = concrete(corpusCase, be.url.slice('http://'.length), 'http://a.example');
       const address = newClient();

@@ -243,6 +243,11 @@ export function responseProblems(c: ResponseCase, o: ResponseOutcome): string[] 
     if (!last) p.push(`no complete final response: ${JSON.stringify(o.text.slice(0, 300))}`);
     else if (last.body.toString('latin1') !== e.body) p.push(`body ${JSON.stringify(last.body.toString('latin1'))}, expected ${JSON.stringify(e.body)}`);
   }
+  const like = (e as { bodyLike?: RegExp }).bodyLike;
+  if (like !== undefined) {
+    const last = finals.at(-1)?.body.toString('latin1');
+    if (last === undefined || !like.test(last)) p.push(`body ${JSON.stringify(last ?? o.text.slice(0, 300))}, expected one like ${String(like)}`);
+  }
   for (const s of e.contains ?? []) if (!o.text.includes(s)) p.push(`client stream lacks ${JSON.stringify(s)}`);
   for (const s of e.lacks ?? []) if (o.text.includes(s)) p.push(`client stream contains ${JSON.stringify(s)}`);
   p.push(...o.followUp);
