@@ -5,10 +5,11 @@
  * with the command that replays it, and the referee's refusals the proxy forwarded anyway.
  * `--case N` replays one case and prints what its client read and what the backend parsed.
  * `--cache`: roomgate with its page cache on every path (every GET goes through the cache's fetch).
+ * `--pin-inject`: roomgate with room.pinInject on and a room in every path (HTML answers scanned and injected).
  */
 import { parseArgs } from 'node:util';
 import { startRawBackend } from '../../test/conformance/backend.js';
-import { describeCase, FUZZ_GATEWAY_CONFIG, generateCase, runFuzz } from '../../test/conformance/fuzz.js';
+import { describeCase, FUZZ_GATEWAY_CONFIG, FUZZ_PIN_INJECT, generateCase, runFuzz } from '../../test/conformance/fuzz.js';
 import { cleanupAll } from '../suite/procs.js';
 import { installed, PROXIES, startConformanceTarget, type ProxyName } from './targets.js';
 
@@ -20,6 +21,7 @@ const { values } = parseArgs({
     concurrency: { type: 'string', default: '24' },
     target: { type: 'string', default: 'roomgate' },
     cache: { type: 'boolean', default: false },
+    'pin-inject': { type: 'boolean', default: false },
   },
 });
 const say = (s: string): void => void process.stdout.write(`${s}\n`);
@@ -28,7 +30,11 @@ const name = values.target as ProxyName;
 if (!PROXIES.includes(name) || !installed(name)) throw new Error(`--target must be one of ${PROXIES.join(', ')} (and installed)`);
 
 const backend = await startRawBackend({ keepBytes: false });
-const config = values.cache ? { ...FUZZ_GATEWAY_CONFIG, cache: { paths: ['/'], uncacheableMs: 0 } } : FUZZ_GATEWAY_CONFIG;
+const config = {
+  ...FUZZ_GATEWAY_CONFIG,
+  ...(values.cache ? { cache: { paths: ['/'], uncacheableMs: 0 } } : {}),
+  ...(values['pin-inject'] ? FUZZ_PIN_INJECT : {}),
+};
 const target = await startConformanceTarget(name, backend.port, config);
 let exitCode = 0;
 try {

@@ -6,20 +6,26 @@ import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stopAll, type GatewayProc } from '../support/processes.js';
 import { startRawBackend, type RawBackend } from './backend.js';
-import { FUZZ_GATEWAY_CONFIG, runFuzz } from './fuzz.js';
+import { FUZZ_GATEWAY_CONFIG, FUZZ_PIN_INJECT, runFuzz } from './fuzz.js';
 import { aliveProblem } from './raw.js';
 
 let gw: GatewayProc;
 let be: RawBackend;
+/** The same with room.pinInject on (its own backend: a run replaces its backend's answers). */
+let pinGw: GatewayProc;
+let pinBe: RawBackend;
 
 beforeAll(async () => {
-  be = await startRawBackend({ keepBytes: false });
-  gw = await startGateway({ backends: [`b1=${be.url}`], config: FUZZ_GATEWAY_CONFIG, env: { ROOMGATE_LOG_LEVEL: 'info' } });
+  [be, pinBe] = await Promise.all([startRawBackend({ keepBytes: false }), startRawBackend({ keepBytes: false })]);
+  [gw, pinGw] = await Promise.all([
+    startGateway({ backends: [`b1=${be.url}`], config: FUZZ_GATEWAY_CONFIG, env: { ROOMGATE_LOG_LEVEL: 'info' } }),
+    startGateway({ backends: [`b1=${pinBe.url}`], config: { ...FUZZ_GATEWAY_CONFIG, ...FUZZ_PIN_INJECT }, env: { ROOMGATE_LOG_LEVEL: 'info' } }),
+  ]);
 });
 
 afterAll(async () => {
   await stopAll();
-  await be.close();
+  await Promise.all([be?.close(), pinBe?.close()]);
 });
 
 describe('differential fuzzer, bounded run', () => {
@@ -28,6 +34,12 @@ describe('differential fuzzer, bounded run', () => {
     expect(report.failures.map((f) => `(${f.invariant}) ${f.detail}\n${f.replay}`)).toEqual([]);
     // The run reached the backend (a fuzzer whose requests all bounce proves little).
     expect(report.backendRequests).toBeGreaterThan(500);
+  });
+
+  it('1,500 cases with room.pinInject on keep every invariant', async () => {
+    const report = await runFuzz({ port: pinGw.port, alive: () => aliveProblem(pinGw) }, pinBe, { seed: 20_261_206, cases: 1_500 });
+    expect(report.failures.map((f) => `(${f.invariant}) ${f.detail}\n${f.replay}`)).toEqual([]);
+    expect(report.backendRequests).toBeGreaterThan(250);
   });
 });
 

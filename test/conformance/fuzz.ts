@@ -17,7 +17,7 @@ import type { Answer, BackendRequest, RawBackend } from './backend.js';
 import { accept101 } from './backend.js';
 import { exchange } from './raw.js';
 import { REQUEST_CASES, SPLIT_CASE } from './request-cases.js';
-import { RESPONSE_CASES } from './response-cases.js';
+import { PIN_RESPONSE_CASES, RESPONSE_CASES } from './response-cases.js';
 import { addressFor, claimedClient, isHealthProbe, responseRequest, scriptedByClient } from './runner.js';
 import { parseRequests } from './strict-parser.js';
 
@@ -227,7 +227,7 @@ export function generateCase(seed: number, index: number, addressBase = 100_000)
   const address = addressFor(addressBase + index);
   const gapMs = r.int(3);
   if (r.chance(0.2)) {
-    const rc = r.pick(RESPONSE_CASES);
+    const rc = r.pick(ANSWER_SEEDS);
     const bytes = typeof rc.answer.bytes === 'string' ? rc.answer.bytes : rc.answer.bytes.toString('latin1');
     const eol = bytes.indexOf('\r\n');
     const marked = eol === -1 ? bytes : `${bytes.slice(0, eol + 2)}X-Owner: ${ownerMarker(address)}\r\n${bytes.slice(eol + 2)}`;
@@ -258,6 +258,15 @@ export function describeCase(seed: number, c: FuzzCase): string {
 
 // ---------------------------------------------------------------------------------------------
 // Running
+
+/** The backend answers mutated: the response corpus, its HTML pages for room.pinInject included. */
+const ANSWER_SEEDS = [...RESPONSE_CASES, ...PIN_RESPONSE_CASES];
+
+/**
+ * Merged over FUZZ_GATEWAY_CONFIG (`npm run fuzz -- --pin-inject`): room.pinInject on, and every
+ * path's first segment a room (the answer cases' GET /r is room "r"), so the HTML answers are scanned and injected.
+ */
+export const FUZZ_PIN_INJECT = { room: { pinInject: true, pagePaths: ['/{room}'] } };
 
 /** roomgate's config for fuzzing: short timeouts so broken streams end quickly, no upgrade limits. */
 export const FUZZ_GATEWAY_CONFIG = {

@@ -84,8 +84,8 @@ export interface Row extends Expected {
   readonly upgrade?: boolean;
   /** HTTP/1.1 bytes exactly as sent (the row's other request fields then only describe it for h2). */
   readonly raw?: string;
-  /** The gateways the row runs on: default, or the set with proxy.rewriteLocation on. */
-  readonly gateway?: 'rewrite-location';
+  /** The gateways the row runs on: default, or the set with proxy.rewriteLocation on, or the set with room.pinInject on. */
+  readonly gateway?: 'rewrite-location' | 'pin-inject';
   /** The backend's own status when it is not a 2xx (expect 'backend'). */
   readonly status?: number;
   /** The Location the client must get (OWN and PUBLIC as in the conventions); Refresh the same. */
@@ -110,6 +110,8 @@ export interface Row extends Expected {
    * request of it waits for the handoff step 8a's whole bound.
    */
   readonly handoff?: string;
+  /** The client's final answer's body must match this. */
+  readonly answerBody?: RegExp;
 }
 
 /** In X-Parity-Location and `location`: the backend's own authority, and the front's public origin. */
@@ -630,7 +632,42 @@ export const rows: readonly Row[] = [
   { name: 'handoff: a WebSocket of a room in handoff, past the bound', method: 'GET', target: '/ws/live/?room=handoff-ws', upgrade: true, handoff: 'handoff-ws', expect: 503, retryAfter: '1', backend: 'nothing' },
   // --- a backend's own address in Location and Refresh (proxy.rewriteLocation, src/http/location.ts) ---
   ...locationRows(),
+  // --- room.pinInject (src/http/pin-inject.ts, docs/per-tab-rooms.md): the gateways of `gateway:
+  // 'pin-inject'` put the room's pin and the script tag after <head> of a 200 identity text/html
+  // page of a room; anything else passes as the backend sent it, and nothing is injected by default.
+  ...pinInjectRows(),
 ];
+
+/** The pin's tags for room `room` (the time and signature vary). */
+function pinTagsOf(room: string): string {
+  return (
+  `<meta name="roomgate-pin" content="${room}\\.[0-9a-z]{1,10}\\.[A-Za-z0-9_-]{43}"><script src="/_roomgate/room-pin\\.v1\\.js" integrity="sha384-[A-Za-z0-9+/]{64}" crossorigin="anonymous"></script>`
+  );
+}
+
+function pinInjectRows(): Row[] {
+  const page = '<!doctype html><html><head><title>t</title></head><body>b</body></html>';
+  const answer = (fields: string, body: string): string => `HTTP/1.1 200 OK\r\nX-Parity-Backend: b1\r\n${fields}ETag: "p1"\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+  const html = 'Content-Type: text/html; charset=utf-8\r\n';
+  const exactly = (body: string): RegExp => new RegExp(`^${body.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}$`);
+  return [
+    {
+      name: 'pin injection: an HTML page of a room gets its pin after <head>',
+      gateway: 'pin-inject',
+      method: 'GET',
+      target: '/r/42/pin-page',
+      answer: answer(html, page),
+      expect: 'backend',
+      backend: { target: '/pin-page', prefix: '/r/42', room: '42' },
+      answerBody: new RegExp(`^<!doctype html><html><head>${pinTagsOf('42')}<title>t</title></head><body>b</body></html>$`),
+      answerLacks: ['etag'],
+    },
+    { name: 'pin injection: a gzip HTML page is passed on as sent', gateway: 'pin-inject', method: 'GET', target: '/r/42/pin-gzip', answer: answer(`${html}Content-Encoding: gzip\r\n`, '<head>gz'), expect: 'backend', backend: { target: '/pin-gzip', prefix: '/r/42', room: '42' }, answerBody: exactly('<head>gz') },
+    { name: 'pin injection: a page that is not HTML is passed on as sent', gateway: 'pin-inject', method: 'GET', target: '/r/42/pin-text', answer: answer('Content-Type: text/plain\r\n', '<head>t'), expect: 'backend', backend: { target: '/pin-text', prefix: '/r/42', room: '42' }, answerBody: exactly('<head>t') },
+    { name: 'pin injection: an HTML page without a room is passed on as sent', gateway: 'pin-inject', method: 'GET', target: '/pin-no-room', answer: answer(html, page), expect: 'backend', backend: {}, answerBody: exactly(page) },
+    { name: 'pin injection: off by default', method: 'GET', target: '/r/42/pin-off', answer: answer(html, page), expect: 'backend', backend: { target: '/pin-off', prefix: '/r/42', room: '42' }, answerBody: exactly(page) },
+  ];
+}
 
 /** Each Location row twice: with proxy.rewriteLocation off (the default) and on. */
 function locationRows(): Row[] {

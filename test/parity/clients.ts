@@ -29,6 +29,8 @@ export interface Answer {
   readonly refresh?: readonly string[];
   /** The final answer's Retry-After values, in order. */
   readonly retryAfter?: readonly string[];
+  /** The final answer's body (latin1). */
+  readonly body?: string;
 }
 
 /** The backend's first WebSocket frame after its 101: an unmasked text frame "hi". */
@@ -92,7 +94,7 @@ function readAnswer(buf: Buffer, method: string, eof: boolean): Answer | null {
       return { status: 101, tag, tunnel, fields, note: '101' };
     }
     const all = (name: string): string[] => m.headers.filter(([n]) => n.toLowerCase() === name).map(([, v]) => v);
-    if (m.status >= 200) return { status: m.status, tag, tunnel: false, fields, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}`, location: all('location'), refresh: all('refresh'), retryAfter: all('retry-after') };
+    if (m.status >= 200) return { status: m.status, tag, tunnel: false, fields, note: `${m.status} ${JSON.stringify(m.body.toString('latin1').slice(0, 120))}`, location: all('location'), refresh: all('refresh'), retryAfter: all('retry-after'), body: m.body.toString('latin1') };
     at = m.end;
   }
 }
@@ -141,7 +143,7 @@ export async function h2Exchange(port: number, r: H2Request, address: string): P
         done = true;
         clearTimeout(timer);
         const tunnel = r.connect && status === 200 && data.includes(FIRST_FRAME);
-        resolve({ status, tag, tunnel, fields, note, location, refresh, retryAfter });
+        resolve({ status, tag, tunnel, fields, note, location, refresh, retryAfter, body: data.toString('latin1') });
         stream.close();
       };
       const timer = setTimeout(() => finish('timeout'), TIMEOUT_MS);

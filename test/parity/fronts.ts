@@ -12,7 +12,8 @@
 //    primary), so only N >= 2 puts a request through a cluster worker (src/cluster/worker.ts); on
 //    Linux (the default balance, 'kernel') the kernel hands each connection to either worker.
 // Each gateway has the same settings otherwise (SUITE_CONFIG); three run in this process, the
-// worker's is a real process tree (the primary and its two workers).
+// worker's is a real process tree (the primary and its two workers). The whole set runs three
+// times: as configured, with proxy.rewriteLocation on, and with room.pinInject on (rows' `gateway`).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -181,8 +182,8 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
     closers.push(() => runner.close());
     await runner.connect({ timeoutMs: 5_000 });
     // The default set, and the same fronts with proxy.rewriteLocation on (rows with `gateway`).
-    const start = async (extra: Record<string, unknown>): Promise<Record<Front, number | null>> => {
-      const base = suiteConfig(dir, redis.url);
+    const start = async (extra: Record<string, unknown>, top: Record<string, unknown> = {}): Promise<Record<Front, number | null>> => {
+      const base = { ...suiteConfig(dir, redis.url), ...top };
       const proxy = { ...(base.proxy as object), ...extra };
       const url = (backend as RawBackend).url;
       const [lean, node, tls] = await Promise.all([
@@ -199,18 +200,20 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
       }
       return { 'h1-lean': lean.port, 'h1-node': node.port, 'h1-tls': tls.port, h2: tls.port, 'h2-connect': tls.port, worker: workerPort };
     };
-    const [plain, rewriting] = await Promise.all([start({}), start({ rewriteLocation: true })]);
+    // The sets of fronts: as configured, proxy.rewriteLocation on, room.pinInject on.
+    const sets = [start({}), start({ rewriteLocation: true }), start({}, { room: { pinInject: true } })];
+    const [plain, rewriting, injecting] = await Promise.all(sets);
     const be = backend;
     return {
       backend: be,
       send(front, row, address) {
-        const port = (row.gateway === 'rewrite-location' ? rewriting : plain)[front];
+        const port = (row.gateway === 'rewrite-location' ? rewriting : row.gateway === 'pin-inject' ? injecting : plain)[front];
         if (port === null) throw new Error(`front ${front} is not started`);
         if (front === 'h2' || front === 'h2-connect') return h2Exchange(port, h2Request(row), address);
         return h1Exchange({ port, tls: front === 'h1-tls' }, h1Bytes(row), row.method, address);
       },
       // In-process gateways, plus the worker tree's two workers (each a gateway on the channel) per set.
-      inHandoff: (room, run) => inHandoff(runner, room, gateways.length + (o.worker === false ? 0 : 4), run),
+      inHandoff: (room, run) => inHandoff(runner, room, gateways.length + (o.worker === false ? 0 : 2 * sets.length), run),
       async close() {
         await Promise.all(gateways.map((g) => g.stop()));
         await stopAll();

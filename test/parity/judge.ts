@@ -109,6 +109,7 @@ export function expectationProblems(row: Row, run: FrontRun): string[] {
   const p = answerProblems(e.expect, run.front, run.answer, row.status ?? scriptedStatus(row));
   for (const n of row.answerLacks ?? []) if (run.answer.fields.includes(n)) p.push(`the answer carries ${n}`);
   if (row.retryAfter !== undefined && JSON.stringify(run.answer.retryAfter ?? []) !== JSON.stringify([row.retryAfter])) p.push(`Retry-After ${JSON.stringify(run.answer.retryAfter ?? [])}, expected ${JSON.stringify([row.retryAfter])}`);
+  if (row.answerBody !== undefined && !row.answerBody.test(run.answer.body ?? '')) p.push(`answer body ${JSON.stringify(run.answer.body ?? null)}, expected one like ${String(row.answerBody)}`);
   if (row.location !== undefined) {
     // The values as parity.test.ts normalised them (OWN, PUBLIC): one Location, and Refresh alike.
     const want = { location: [row.location], refresh: [`0; url=${row.location}`] };
