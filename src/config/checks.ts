@@ -317,17 +317,6 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
     },
   },
   {
-    rule: '`room.pinInject` needs `pin` in `room.sources` (the script and the pin are read there) and a secret to sign pins with (`cookie.secrets`, or `cookie.signed`).',
-    check(v) {
-      if (v.get('room.pinInject') !== true) return [];
-      const problems: string[] = [];
-      const sources = v.get('room.sources');
-      if (sources !== undefined && !sources.includes('pin')) problems.push(`room.pinInject: got true while room.sources (${JSON.stringify(sources)}) has no "pin"; expected false, or add "pin" to room.sources (pages would carry a pin nothing reads)`);
-      if (v.get('cookie.signed') === false && v.get('cookie.secrets')?.length === 0) problems.push('room.pinInject: got true while cookie.signed is false and cookie.secrets is empty; expected false, or set cookie.secrets (pins are signed with them)');
-      return problems;
-    },
-  },
-  {
     rule: 'No `admin.drainTokens` entry is the `admin.token`.',
     check(v) {
       const admin = v.get('admin.token');
@@ -336,6 +325,17 @@ export const CROSS_CHECKS: readonly CrossCheck[] = [
         .items('admin.drainTokens')
         .filter(({ value }) => value === admin)
         .map(({ index }) => `admin.drainTokens.${index}: got <redacted>, the same token as admin.token, which allows every admin write; expected a token of its own, e.g. from \`openssl rand -hex 24\``);
+    },
+  },
+  {
+    rule: '`room.pinInject` needs `pin` in `room.sources` (the script and the pin are read there) and a secret to sign pins with (`cookie.secrets`, or `cookie.signed`).',
+    check(v) {
+      if (v.get('room.pinInject') !== true) return [];
+      const problems: string[] = [];
+      const sources = v.get('room.sources');
+      if (sources !== undefined && !sources.includes('pin')) problems.push(`room.pinInject: got true while room.sources (${JSON.stringify(sources)}) has no "pin"; expected false, or add "pin" to room.sources (pages would carry a pin nothing reads)`);
+      if (v.get('cookie.signed') === false && v.get('cookie.secrets')?.length === 0) problems.push('room.pinInject: got true while cookie.signed is false and cookie.secrets is empty; expected false, or set cookie.secrets (pins are signed with them)');
+      return problems;
     },
   },
 ];

@@ -294,6 +294,10 @@ describe('every rule of the schema speaks plain words', () => {
           raw: { admin: { token: 'a'.repeat(20), drainTokens: ['d'.repeat(20), 'a'.repeat(20)] } },
           problem: 'admin.drainTokens.1: got <redacted>, the same token as admin.token, which allows every admin write; expected a token of its own, e.g. from `openssl rand -hex 24`',
         },
+        [CROSS_CHECKS[21]!.rule]: {
+          raw: { room: { pinInject: true, sources: ['path-prefix', 'cookie'] } },
+          problem: 'room.pinInject: got true while room.sources (["path-prefix","cookie"]) has no "pin"; expected false, or add "pin" to room.sources (pages would carry a pin nothing reads)',
+        },
       };
       // Every rule in checks.ts has a case here.
       expect(Object.keys(cases).sort()).toEqual(CROSS_CHECKS.map((c) => c.rule).sort());
