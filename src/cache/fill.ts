@@ -236,13 +236,13 @@ export class Fill implements FillHandle, Exchange {
   }
 
   /** The pin's scanner decided (or the body ended first): the answer with the tags or without, then the bytes kept. */
-  private decided(kept: Buffer): void {
+  private decided(kept: readonly Buffer[]): void {
     const { scanner, head } = this.scan as PinScan;
     this.scan = null;
     // Tags in: the page is no longer the backend's bytes, so its validators go (docs/per-tab-rooms.md).
     const h = scanner.injected ? { ...head, headers: injectedFields(head.headers, null), length: head.length === null ? null : head.length + scanner.added } : head;
     this.accept(h, headerRecord(h.headers), this.cx.now());
-    if (kept.length > 0 && !this.finished) this.deliver(kept);
+    for (const piece of kept) if (!this.finished) this.deliver(piece);
   }
 
   private deliver(chunk: Buffer): void {

@@ -8,7 +8,7 @@ import type { BackendTls } from '../backends/backend-tls.js';
 import { PageCache } from '../cache/page-cache.js';
 import type { LoadedConfig } from '../config/load.js';
 import { createMethodPolicy, type MethodPolicy } from '../http/methods.js';
-import { pinTags, type PinTagsFor } from '../http/pin-inject.js';
+import { pinTagsWith, type PinTagsFor } from '../http/pin-inject.js';
 import { ROOM_PIN_SCRIPT_PATH, ROOM_PIN_SCRIPT_SRI } from '../pages/room-pin-script.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -153,8 +153,8 @@ function buildRouter(config: LoadedConfig, deps: DataPlaneDeps, signer: RoomSign
  */
 function pinTagsFor(config: LoadedConfig, pinSigner: RoomSigner | null): PinTagsFor | null {
   if (!config.room.pinInject || pinSigner === null) return null;
-  const o = { scriptPath: ROOM_PIN_SCRIPT_PATH, sri: ROOM_PIN_SCRIPT_SRI, param: config.room.pinParam };
-  return (room) => pinTags(pinSigner.sign(room, Date.now()), o);
+  const tags = pinTagsWith({ scriptPath: ROOM_PIN_SCRIPT_PATH, sri: ROOM_PIN_SCRIPT_SRI, param: config.room.pinParam });
+  return (room) => tags(pinSigner.sign(room, Date.now()));
 }
 
 function buildCache(config: LoadedConfig, deps: DataPlaneDeps, forwarder: Forwarder, forwarding: Forwarding, pinTags: PinTagsFor | null): PageCache | null {

@@ -70,19 +70,27 @@ export interface PinTagOptions {
   readonly param: string;
 }
 
-/** The tags put after `<head>`: the signed pin in a meta tag, then the external script (no inline code: a strict CSP passes). */
-export function pinTags(pin: string, o: PinTagOptions): Buffer {
+/**
+ * The tags put after `<head>` for a pin: the signed pin in a meta tag, then the external script
+ * (no inline code: a strict CSP passes). All but the pin is made once.
+ */
+export function pinTagsWith(o: PinTagOptions): (pin: string) => Buffer {
   const param = o.param === 'roomgate_pin' ? '' : ` data-param="${attr(o.param)}"`;
-  return Buffer.from(
-    `<meta name="roomgate-pin" content="${attr(pin)}"${param}><script src="${attr(o.scriptPath)}" integrity="${attr(o.sri)}" crossorigin="anonymous"></script>`,
-    'utf8',
-  );
+  const before = '<meta name="roomgate-pin" content="';
+  const after = `"${param}><script src="${attr(o.scriptPath)}" integrity="${attr(o.sri)}" crossorigin="anonymous"></script>`;
+  return (pin) => Buffer.from(before + attr(pin) + after, 'utf8');
+}
+
+/** The tags for one pin (pinTagsWith, made once per call). */
+export function pinTags(pin: string, o: PinTagOptions): Buffer {
+  return pinTagsWith(o)(pin);
 }
 
 function attr(v: string): string {
   return v.replaceAll('&', '&amp;').replaceAll('"', '&quot;').replaceAll('<', '&lt;').replaceAll('>', '&gt;');
 }
 
+const EMPTY = Buffer.alloc(0);
 const LT = 0x3c;
 const GT = 0x3e;
 
@@ -98,7 +106,7 @@ type Mode = 'text' | 'comment' | 'decl' | 'html' | 'head';
  * costs what it costs whole.
  */
 export class HeadScanner {
-  private kept: Buffer = Buffer.alloc(0);
+  private kept: Buffer = EMPTY;
   private pos = 0;
   private mode: Mode = 'text';
   private quote = 0;
@@ -122,30 +130,33 @@ export class HeadScanner {
   }
 
   /**
-   * Body bytes (copied: the caller may reuse its buffer). null: kept, nothing to send yet. Else
-   * the bytes to send now, the tags in place or not; the scanner is then done, and every later
-   * byte of the body goes on unchanged without it.
+   * Body bytes. null: kept (copied), nothing to send yet. Else the pieces to send now, in order,
+   * the tags in place or not (views of `chunk` where they can be: the caller hands over a buffer
+   * it does not reuse, as socket and stream reads are); the scanner is then done, and every
+   * later byte of the body goes on unchanged without it.
    */
-  feed(chunk: Uint8Array): Buffer | null {
-    if (this.decided) return Buffer.from(chunk);
-    this.kept = Buffer.concat([this.kept, chunk]);
+  feed(chunk: Buffer): Buffer[] | null {
+    if (this.decided) return [chunk];
+    this.kept = this.kept.length === 0 ? chunk : Buffer.concat([this.kept, chunk]);
     const at = this.scan();
-    if (at === null) return null;
-    return this.decide(at);
+    if (at !== null) return this.decide(at);
+    // Kept past this call: copied, so the caller's buffer is not held.
+    if (this.kept === chunk) this.kept = Buffer.from(chunk);
+    return null;
   }
 
   /** The body ended undecided: the kept bytes, unchanged. */
-  flush(): Buffer {
+  flush(): Buffer[] {
     return this.decide(-1);
   }
 
-  private decide(at: number): Buffer {
+  private decide(at: number): Buffer[] {
     this.decided = true;
     const kept = this.kept;
-    this.kept = Buffer.alloc(0);
-    if (at < 0) return kept;
+    this.kept = EMPTY;
+    if (at < 0) return kept.length === 0 ? [] : [kept];
     this.injected = true;
-    return Buffer.concat([kept.subarray(0, at), this.tags, kept.subarray(at)]);
+    return [kept.subarray(0, at), this.tags, kept.subarray(at)].filter((b) => b.length > 0);
   }
 
   /** The offset right after `<head ...>`, -1 when the page has none where it can go, null: more bytes needed. */

@@ -22,7 +22,7 @@ import { resetConnection } from '../http/reset.js';
 import type { Exchange, Forwarder } from '../forward/forwarder.js';
 import { clientStalled, pageLocationTarget, pinTagsOf, type PagePathOptions } from './request-count.js';
 import { HeadScanner, injectable, injectedFields, pairsOf } from '../http/pin-inject.js';
-import { scannedBody } from './pin-stream.js';
+import { relayScanned } from './pin-stream.js';
 import { rewriteAnswerFields } from '../http/location.js';
 import { startRequest } from '../forward/request-count.js';
 
@@ -193,13 +193,11 @@ export class HttpProxy {
     if (scan !== null) {
       // room.pinInject: the head waits for the scanner, with the length of what is sent.
       const length = proxyRes.headers['content-length'];
-      const body = scannedBody(scan, (added) => {
+      relayScanned(proxyRes, res, scan, (added) => {
         // Tags in: the page is no longer the backend's bytes, so its validators go too.
         const fields = scan.injected ? injectedFields(headers, null) : withoutLength(headers);
         return writeHead(length === undefined ? fields : [...fields, 'Content-Length', String(Number(length) + added)]);
       });
-      body.on('error', () => proxyRes.destroy());
-      proxyRes.pipe(body).pipe(res);
     } else if (!writeHead(headers)) return;
     else proxyRes.pipe(res);
     if (o.clientWriteTimeoutMs > 0) cutWhenStalled(proxyRes, res, o.clientWriteTimeoutMs, () => clientStalled(o, key.room, backend.id));

@@ -250,7 +250,7 @@ export class PageRelay implements RawBackendUser, Expiring {
   }
 
   /** The scanner decided (or the body ended first): the held head with the length of what is sent, then the kept bytes. */
-  private release(kept: Buffer): void {
+  private release(kept: readonly Buffer[]): void {
     const scan = this.scan as HeadScanner;
     const held = this.held as Held;
     this.scan = null;
@@ -258,8 +258,16 @@ export class PageRelay implements RawBackendUser, Expiring {
     const length = held.length === null ? '' : `Content-Length: ${held.length + scan.added}${CRLF}`;
     this.client.write(held.head + (scan.injected ? '' : held.validators) + length + CRLF, 'latin1');
     if (kept.length === 0) return;
-    if (this.rechunk) this.writeChunk(kept, 0, kept.length);
-    else this.write(kept);
+    if (!this.rechunk) {
+      for (const piece of kept) this.write(piece);
+      return;
+    }
+    // One chunk of roomgate's own for the pieces.
+    let size = 0;
+    for (const piece of kept) size += piece.length;
+    this.client.write(`${size.toString(16)}${CRLF}`, 'latin1');
+    for (const piece of kept) this.client.write(piece);
+    this.write(CRLF);
   }
 
   /**

@@ -1,7 +1,7 @@
 // The pin injection's pure parts (src/http/pin-inject.ts): which answers qualify, the tags, and the
 // scanner that finds the end of <head> in a body fed in pieces of every size.
 import { describe, expect, it } from 'vitest';
-import { HeadScanner, injectable, injectedFields, MAX_SCAN_BYTES, pairsOf, pinTags } from '../../src/http/pin-inject.js';
+import { HeadScanner, injectable, injectedFields, MAX_SCAN_BYTES, pairsOf, pinTags, pinTagsWith } from '../../src/http/pin-inject.js';
 
 const TAGS = Buffer.from('<!--PIN-->');
 
@@ -13,11 +13,12 @@ function through(body: string | Buffer, size: number, max = MAX_SCAN_BYTES): { o
   for (let i = 0; i < bytes.length; i += size) {
     const piece = bytes.subarray(i, i + size);
     if (s.pending) {
-      const got = s.feed(piece);
-      if (got !== null) out.push(got);
+      // A fresh buffer per piece, as a socket read is (the scanner may return views of it).
+      const got = s.feed(Buffer.from(piece));
+      if (got !== null) out.push(...got);
     } else out.push(Buffer.from(piece));
   }
-  if (s.pending) out.push(s.flush());
+  if (s.pending) out.push(...s.flush());
   return { out: Buffer.concat(out), injected: s.injected };
 }
 
@@ -59,6 +60,17 @@ describe('which answers get the pin', () => {
 });
 
 describe('the tags', () => {
+  it('pinTagsWith makes the same tags as pinTags', () => {
+    const o = { scriptPath: '/s.js', sri: 'sha384-Y', param: 'p' };
+    expect(pinTagsWith(o)('r.1.s').equals(pinTags('r.1.s', o))).toBe(true);
+  });
+  it('a kept chunk is copied: the caller may not reuse it, but the scanner does not hold it', () => {
+    const s = new HeadScanner(TAGS);
+    const first = Buffer.from('<html><he');
+    expect(s.feed(first)).toBeNull();
+    first.fill(0x78);
+    expect(Buffer.concat(s.feed(Buffer.from('ad>x')) ?? []).toString()).toBe('<html><head><!--PIN-->x');
+  });
   it('a meta tag with the pin and the external script with its SRI; attribute values escaped', () => {
     const tags = pinTags('a"b<c>&.ts.sig', { scriptPath: '/_roomgate/room-pin.v1.js', sri: 'sha384-X', param: 'roomgate_pin' }).toString();
     expect(tags).toBe(
@@ -105,14 +117,14 @@ describe('where the tags go', () => {
     const page = `<!--${'x'.repeat(MAX_SCAN_BYTES)}--><head>tail`;
     const s = new HeadScanner(TAGS);
     let held = 0;
-    let sent: Buffer | null = null;
+    let sent: Buffer[] | null = null;
     for (let i = 0; i < page.length && sent === null; i += 1000) {
       sent = s.feed(Buffer.from(page.slice(i, i + 1000), 'latin1'));
       if (sent === null) held = i + 1000;
     }
     expect(held).toBeLessThanOrEqual(MAX_SCAN_BYTES);
     expect(s.injected).toBe(false);
-    expect(sent?.toString('latin1')).toBe(page.slice(0, held + 1000));
+    expect(Buffer.concat(sent ?? []).toString('latin1')).toBe(page.slice(0, held + 1000));
     // Within the window, the same preamble shape is injected.
     expect(through(`<!--${'x'.repeat(100)}--><head>t`, 7).injected).toBe(true);
   });
