@@ -201,7 +201,7 @@ export async function startSuite(o: SuiteOptions = {}): Promise<Suite> {
       return { 'h1-lean': lean.port, 'h1-node': node.port, 'h1-tls': tls.port, h2: tls.port, 'h2-connect': tls.port, worker: workerPort };
     };
     // The sets of fronts: as configured, proxy.rewriteLocation on, room.pinInject on.
-    const sets = [start({}), start({ rewriteLocation: true }), start({}, { room: { pinInject: true } })];
+    const sets = [start({}), start({ rewriteLocation: true }), start({}, { room: { pinInject: true } })] as const;
     const [plain, rewriting, injecting] = await Promise.all(sets);
     const be = backend;
     return {
