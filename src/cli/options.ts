@@ -44,6 +44,11 @@ export const HELP: OptionSpec = { name: 'help', type: 'boolean', short: 'h', hel
 export const VERSION: OptionSpec = { name: 'version', type: 'boolean', short: 'v', help: 'the version' };
 export const TO: OptionSpec = { name: 'to', type: 'string', value: 'BACKEND', help: 'the backend the room moves to (an id, as roomgate status lists them)' };
 export const HANDOFF_ID: OptionSpec = { name: 'id', type: 'string', value: 'ID', help: 'the handoff id: running the command again with it is the same handoff, not a second one' };
+export const WAIT: OptionSpec = {
+  name: 'wait',
+  type: 'boolean',
+  help: 'with --handoff: wait until the drain has handed off every room it can, then print what became of its rooms and sockets',
+};
 export const HANDOFF: OptionSpec = {
   name: 'handoff',
   type: 'boolean',

@@ -3,7 +3,8 @@
 import { adminRequest, adminTarget, backendView, reportAdminError } from '../admin-client.js';
 import { flag, str, UsageError, type Values } from '../args.js';
 import type { Command } from '../command.js';
-import { ADMIN, DEADLINE, HANDOFF, JSON_OUT, TOKEN } from '../options.js';
+import { ADMIN, DEADLINE, HANDOFF, JSON_OUT, TOKEN, WAIT } from '../options.js';
+import { waitForDrain } from './drain-wait.js';
 import { deadlineText, formatFor, print, printJson, renderRows } from '../output.js';
 
 /** "90s", "10m", "1h", "1500ms" or plain milliseconds. */
@@ -29,7 +30,8 @@ export function tokenFor(action: Action, values: Values, env: NodeJS.ProcessEnv 
 
 async function change(action: Action, backend: string, values: Values): Promise<number> {
   const handoff = action === 'drain' && flag(values, 'handoff');
-  const body = action === 'drain' ? { deadlineMs: parseDuration(str(values, 'deadline') ?? '10m'), ...(handoff ? { handoff: true } : {}) } : {};
+  const deadlineMs = parseDuration(str(values, 'deadline') ?? '10m');
+  const body = action === 'drain' ? { deadlineMs, ...(handoff ? { handoff: true } : {}) } : {};
   const token = tokenFor(action, values);
   let raw: Record<string, unknown>;
   try {
@@ -39,6 +41,7 @@ async function change(action: Action, backend: string, values: Values): Promise<
   }
   const b = backendView(raw);
   const format = formatFor(flag(values, 'json'));
+  if (handoff && flag(values, 'wait')) return waitForDrain(adminTarget(values), token, b.id, format, deadlineMs);
   if (format === 'json') printJson(b);
   else if (format === 'plain') print(renderRows('plain', [], [[b.id, b.state, b.deadline]]));
   else {
@@ -70,13 +73,15 @@ export const drain: Command = {
   ...common,
   name: 'drain',
   env: DRAIN_ENV,
-  options: [ADMIN, TOKEN, DEADLINE, HANDOFF, JSON_OUT],
+  options: [ADMIN, TOKEN, DEADLINE, HANDOFF, WAIT, JSON_OUT],
   summary: 'no new rooms on BACKEND; its rooms stay until they empty or the deadline',
   description: `BACKEND takes no new rooms; its rooms keep their sockets until they empty, or until the deadline
 (--deadline, default 10m), when their sockets are closed and the rooms placed elsewhere.
 --handoff: its live rooms move now, a few at a time, each with its state (room handoff: the apps
 serve the hooks, docs/handoff.md); a room whose handoff fails stays until the deadline.
 The status page shows the handoffs; the drain is done when BACKEND holds no room.
+--handoff --wait: waits until the drain has tried every room, then prints the rooms moved, failed
+and left, and the sockets: resumed (kept open), reconnected, held messages delivered.
 ${DRAIN_OUTPUT}`,
   example: { line: 'drain demo-2', output: 'demo-2 is now draining; deadline 2026-12-03 07:50:04Z (in 10m 0s)' },
   run: ({ values, positionals }) => change('drain', positionals[0] as string, values),
