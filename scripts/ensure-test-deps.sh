@@ -2,6 +2,8 @@
 # Makes sure the machine has what the test suite uses beyond npm packages:
 # Debian's python3-django (Django fixtures and live cross-checks of cookie signing), Channels and
 # daphne (python3-django-channels, daphne: examples/django-channels under test, docs/django.md),
+# uvicorn and channels_redis (python3-uvicorn, python3-channels-redis: the same example under
+# uvicorn, and its channel layer on a real Redis, test/integration/django-uvicorn-redis.test.ts),
 # redis-server (the tests start their own on free ports; Redis >= 6.2) and chromium (the page tests
 # in test/browser drive /usr/bin/chromium headless through playwright-core, which brings no browser),
 # nginx and HAProxy (the benchmark suite's smoke run, test/bench/smoke.test.ts: installed here, once,
@@ -15,6 +17,8 @@ missing=()
 /usr/bin/python3 -c 'import django' >/dev/null 2>&1 || missing+=(python3-django)
 /usr/bin/python3 -c 'import channels' >/dev/null 2>&1 || missing+=(python3-django-channels)
 [ -x /usr/bin/daphne ] || missing+=(daphne)
+/usr/bin/python3 -c 'import uvicorn' >/dev/null 2>&1 || missing+=(python3-uvicorn)
+/usr/bin/python3 -c 'import channels_redis' >/dev/null 2>&1 || missing+=(python3-channels-redis)
 /usr/bin/python3 -c 'import pytest' >/dev/null 2>&1 || missing+=(python3-pytest)
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 [ -x /usr/bin/chromium ] || missing+=(chromium)

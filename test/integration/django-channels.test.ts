@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, watchErrors } from '../support/browser.js';
-import { DJANGO_APP as APP, exampleGatewayConfig, manage, startDaphne, stopExample, type DaphneApp as App } from '../support/daphne.js';
+import { DJANGO_APP as APP, exampleGatewayConfig, manage, pushThrough, startDaphne, stopExample, type DaphneApp as App } from '../support/daphne.js';
 import { runCliHere } from '../cli/in-process.js';
 import { backendEnv, Client, ROOT, startGateway, TEST_SECRET, type GatewayProc, waitFor } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
@@ -75,15 +75,7 @@ function roomCookie(setCookie: string | null): string {
   return `roomgate_room=${m?.[1] as string}`;
 }
 
-async function push(g: GatewayProc, room: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
-  const res = await fetch(`${g.url}/_roomgate/api/rooms/${room}/messages`, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', 'X-Roomgate-Sender': 'job:test' },
-    body: JSON.stringify(body),
-    signal: AbortSignal.timeout(5_000),
-  });
-  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
-}
+const push = (g: GatewayProc, room: string, body: unknown): ReturnType<typeof pushThrough> => pushThrough(g.url, TOKEN, room, body);
 
 const stateOf = async (app: App, room: string): Promise<{ epoch: number | null; sockets: number; inbox: Record<string, unknown>[] }> =>
   JSON.parse((await get(`${app.url}/_example/rooms/${room}/`)).text) as never;

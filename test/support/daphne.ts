@@ -1,6 +1,6 @@
-// The Django Channels example (examples/django-channels) under daphne, Debian's, on a free port:
-// started for a test, killed (and waited for) in its afterAll; its collectstatic, and the example's
-// roomgate.yaml as a test's gateway takes it.
+// The Django Channels example (examples/django-channels) under daphne, Debian's, on a free port
+// (uvicorn: uvicorn.ts, through startAsgiServer here): started for a test, killed (and waited for)
+// in its afterAll; its collectstatic, and the example's roomgate.yaml as a test's gateway takes it.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -17,34 +17,56 @@ export const KIT_PATH = { PYTHONPATH: join(ROOT, 'python') };
 export interface DaphneApp {
   readonly url: string;
   readonly port: number;
+  readonly child: ChildProcess;
 }
 
-const daphnes: ChildProcess[] = [];
+/** The example's ASGI application, or another app's (its directory and module:attribute). */
+export interface AsgiApp {
+  readonly cwd: string;
+  readonly asgi: string;
+}
+export const EXAMPLE_APP: AsgiApp = { cwd: DJANGO_APP, asgi: 'liveapp.asgi:application' };
 
-/** daphne on a free port (it logs the one it got), with `env` added to this process's; by default the Django Channels example. */
-export async function startDaphne(env: Record<string, string>, app: { cwd: string; asgi: string } = { cwd: DJANGO_APP, asgi: 'liveapp.asgi:application' }): Promise<DaphneApp> {
-  const child = spawn(DAPHNE, ['-b', '127.0.0.1', '-p', '0', app.asgi], { cwd: app.cwd, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...KIT_PATH, ...env } });
-  daphnes.push(child);
+const servers: ChildProcess[] = [];
+
+/**
+ * An ASGI server (daphne, uvicorn) run as `cmd args...` with `env` added to this process's, on the
+ * port it logs (`listening` finds it in its stderr); tracked for stopDaphnes.
+ */
+export async function startAsgiServer(name: string, cmd: string, args: readonly string[], listening: RegExp, env: Record<string, string>, cwd: string): Promise<DaphneApp> {
+  const child = spawn(cmd, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...KIT_PATH, ...env } });
+  servers.push(child);
   let log = '';
   child.stderr?.on('data', (c: Buffer) => (log += c.toString('utf8')));
-  const port = await waitFor(`daphne listening (${log})`, 20_000, () => {
-    if (child.exitCode !== null) throw new Error(`daphne exited: ${log}`);
-    const m = /Listening on TCP address 127\.0\.0\.1:(\d+)/.exec(log);
+  const port = await waitFor(`${name} listening (${log})`, 20_000, () => {
+    if (child.exitCode !== null) throw new Error(`${name} exited: ${log}`);
+    const m = listening.exec(log);
     return m ? Number(m[1]) : undefined;
   });
-  return { port, url: `http://127.0.0.1:${port}` };
+  return { port, url: `http://127.0.0.1:${port}`, child };
 }
 
-/** Kills every daphne started here and waits until each has exited. */
+/** daphne on a free port (it logs the one it got), with `env` added to this process's; by default the Django Channels example. */
+export function startDaphne(env: Record<string, string>, app: AsgiApp = EXAMPLE_APP): Promise<DaphneApp> {
+  return startAsgiServer('daphne', DAPHNE, ['-b', '127.0.0.1', '-p', '0', app.asgi], /Listening on TCP address 127\.0\.0\.1:(\d+)/, env, app.cwd);
+}
+
+/** Sends `signal` to one server and waits (at most `timeoutMs`, then SIGKILL) until it has exited: its exit code or signal. */
+export async function stopAsgiServer(app: Pick<DaphneApp, 'child'>, signal: NodeJS.Signals, timeoutMs = 10_000): Promise<number | string> {
+  const { child } = app;
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((r) => child.once('exit', r));
+    child.kill(signal);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    await exited;
+    clearTimeout(timer);
+  }
+  return child.exitCode ?? (child.signalCode as string);
+}
+
+/** Kills every daphne (and uvicorn) started here and waits until each has exited. */
 export async function stopDaphnes(): Promise<void> {
-  await Promise.all(
-    daphnes.splice(0).map(async (d) => {
-      if (d.exitCode !== null || d.signalCode !== null) return;
-      const exited = new Promise((r) => d.once('exit', r));
-      d.kill('SIGKILL');
-      await exited;
-    }),
-  );
+  await Promise.all(servers.splice(0).map((d) => stopAsgiServer({ child: d }, 'SIGKILL')));
 }
 
 /** The afterAll of a test of the example: its browsers, gateways and sockets, daphnes, then its static directory. */
@@ -85,4 +107,15 @@ export function exampleGatewayConfig(staticRoot: string): Record<string, unknown
     placement: { heartbeatMs: 200 },
     presence: { ttlMs: 1_000 },
   };
+}
+
+/** A push to a room through a gateway's push API, as a job sends it (sender job:test): its status and JSON answer. */
+export async function pushThrough(gatewayUrl: string, token: string, room: string, body: unknown): Promise<{ status: number; json: Record<string, unknown> }> {
+  const res = await fetch(`${gatewayUrl}/_roomgate/api/rooms/${room}/messages`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'X-Roomgate-Sender': 'job:test' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.timeout(5_000),
+  });
+  return { status: res.status, json: (await res.json()) as Record<string, unknown> };
 }

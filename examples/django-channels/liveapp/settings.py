@@ -1,7 +1,8 @@
 """Settings of the example app behind roomgate (docs/django.md walks through them).
 
 Lines marked ROOMGATE are what roomgate needs; the rest is an ordinary small Django project.
-Tested with Debian 12's Django 3.2, Channels 4.0 and daphne 4.0 (test/integration/django-channels.test.ts);
+Tested with Debian 12's Django 3.2, Channels 4.0, daphne 4.0 (test/integration/django-channels.test.ts),
+uvicorn 0.17 and channels_redis 4.0 (test/integration/django-uvicorn-redis.test.ts);
 the 4.2+ branches are written from Django's documentation and not run by the tests.
 """
 import os
@@ -77,6 +78,16 @@ else:  # Django 3.2 to 4.1 (STORAGES came in 4.2; STATICFILES_STORAGE is gone in
 # ROOMGATE_COOKIE_SECRETS, cookie.salt the same) only verifies it.
 ROOMGATE_ROOM_COOKIE = os.environ.get("ROOMGATE_ROOM_COOKIE", "roomgate")
 ROOMGATE_COOKIE_SALT = "roomgate.room"
+
+# The channel layer: none by default (a room's sockets are all on this process, roomgate keeps them
+# there, and rooms/state.py reaches them through roomgate_kit's table). DJANGO_CHANNEL_LAYER=redis://...
+# runs channels_redis (Debian's python3-channels-redis) on that Redis: a room's messages and pushes
+# then go through the room's group on it (roomgate_kit.groups), which every process on it shares.
+_layer = os.environ.get("DJANGO_CHANNEL_LAYER", "")
+if _layer.startswith(("redis://", "rediss://")):
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [_layer]}}}
+elif _layer:
+    raise ValueError("DJANGO_CHANNEL_LAYER: redis://HOST:PORT/DB, rediss://..., or unset")
 
 # ROOMGATE: which process this is, shown on its pages: its id in roomgate's backends (one daphne
 # process each), which roomgate_kit reads too.

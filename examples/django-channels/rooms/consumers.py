@@ -22,6 +22,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from roomgate_kit.fence import CLOSE_WRONG_ROOM, FencedConsumerMixin, Headers  # ROOMGATE
+from roomgate_kit.groups import RoomGroupMixin  # ROOMGATE: the room's group, with a channel layer
 
 from . import state
 
@@ -39,7 +40,7 @@ def client_address(forwarded_for, peer):
     return peer
 
 
-class LiveConsumer(FencedConsumerMixin, AsyncWebsocketConsumer):  # ROOMGATE: the fence, self.room
+class LiveConsumer(RoomGroupMixin, FencedConsumerMixin, AsyncWebsocketConsumer):  # ROOMGATE: the fence, self.room, its group
     rooms = state.ROOMS  # ROOMGATE: roomgate_kit's table: the mixin joins this socket to self.room
     mounted = False
 

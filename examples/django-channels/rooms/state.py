@@ -1,4 +1,5 @@
-"""The rooms this process holds, in its memory: no channel layer, no database. roomgate sends every
+"""The rooms this process holds, in its memory: no database, and no channel layer unless settings.py
+configures one (then a room's messages go through its group on the layer). roomgate sends every
 page and socket of a room to one process, so this is all the state a room needs. A room's game
 state is its moves (a counter and the last few): what a handoff carries to another process
 (rooms/handoff.py, docs/handoff.md).
@@ -9,6 +10,9 @@ on the event loop: the table's lock guards GAMES too; sends happen on the loop o
 """
 import json
 
+from channels.layers import get_channel_layer
+
+from roomgate_kit.groups import send_to_room  # ROOMGATE
 from roomgate_kit.rooms import RoomTable  # ROOMGATE
 
 
@@ -56,8 +60,12 @@ async def deliver(room, message, meta):
 
 
 async def send_room(room, frame):
-    """Sends `frame` to every socket of the room; how many it went to."""
+    """Sends `frame` to every socket of the room; how many it went to. With a channel layer
+    (settings.py: DJANGO_CHANNEL_LAYER), through the room's group on it."""
     text = json.dumps(frame)
+    layer = get_channel_layer()
+    if layer is not None:
+        return await send_to_room(layer, ROOMS, room, text)  # ROOMGATE: roomgate_kit.groups
     sent = 0
     for consumer in ROOMS.sockets(room):
         try:
