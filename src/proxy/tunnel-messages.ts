@@ -52,6 +52,14 @@ export class TunnelMessages implements TunnelHold {
     return this.resume.open(to, fields, timeoutMs);
   }
 
+  expectResume(): boolean {
+    return this.resume !== null && this.resumable && this.resume.expect();
+  }
+
+  cancelResume(): void {
+    this.resume?.unexpect();
+  }
+
   completeResume(waitMs: number): Promise<ResumeStep> {
     if (this.resume === null) return Promise.resolve({ ok: false, why: 'not resumable' });
     if (this.clientClosing || this.closed) return Promise.resolve(this.resume.fail('the client closed its socket'));

@@ -158,6 +158,27 @@ export class TunnelResume {
     return { ok: true, messages: 0 };
   }
 
+  /**
+   * Another gateway runs the handoff and this one resumes the socket once it hears the move
+   * (handoff-remote.ts): the old owner's release may come first, so from now on its close, at a
+   * message boundary, ends its stream instead of reaching the client. False: not resumable.
+   */
+  expect(): boolean {
+    if (!this.resumable) return false;
+    this.down.swallowing = true;
+    return true;
+  }
+
+  /** The expected resume will not be opened (a rollback, or no longer resumable): an old stream that ended meanwhile ends the socket (1012). */
+  unexpect(): void {
+    if (this.started || !this.down.swallowing) return;
+    if (this.down.ended) {
+      this.fail('the old owner closed the socket and no resume came');
+      return;
+    }
+    this.down.swallowing = false;
+  }
+
   /** `held`: takes the held bytes (and how many messages they are) in the same tick as the splice. */
   async complete(waitMs: number, held: () => { bytes: Buffer | null; messages: number }): Promise<ResumeStep> {
     const p = this.pending;

@@ -13,7 +13,7 @@ import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import { describe as describeAnswer, succeeded, type HookAnswer, type HookCall, type HookStep } from './handoff-calls.js';
 import type { OthersHeld } from './handoff-ask.js';
 import { CLOSE_WAIT_MS, deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
-import { completeResumes, startResumes } from './handoff-resume.js';
+import { completeResumes, countSockets, startResumes } from './handoff-resume.js';
 import { HelloCache, type HookSupport } from './handoff-hello.js';
 import type { HandoffEvent, HandoffLog, HandoffResult, HandoffStage } from './handoff-log.js';
 import { HANDOFF_STEPS, type HandoffPageWaits } from './handoff-pages.js';
@@ -459,14 +459,8 @@ export class Handoffs {
     const done = await completeResumes(r.resuming === null ? [] : await r.resuming, waitMs, ids, this.o.logger);
     const out = await deliverHeld(r.hold, target, ids, this.o.call, this.o.metrics, this.o.logger, done.resumed);
     const sockets = r.hold.sockets.length;
-    const resumed = done.resumed.size;
-    const failed = done.failed;
-    const m = this.o.metrics.handoffSockets;
-    if (resumed > 0) m.inc({ result: 'resumed' }, resumed);
-    if (failed > 0) m.inc({ result: 'resume-failed' }, failed);
-    if (sockets - resumed - failed > 0) m.inc({ result: 'reconnected' }, sockets - resumed - failed);
-    if (resumed > 0) this.o.metrics.handoffHeld.inc({ result: 'resumed' }, resumed);
-    r.ev = { ...r.ev, held: { sockets, resumed, messages: out.messages + done.messages, lostSockets: out.lostSockets } };
+    countSockets(this.o.metrics, sockets, done);
+    r.ev = { ...r.ev, held: { sockets, resumed: done.resumed.size, messages: out.messages + done.messages, lostSockets: out.lostSockets } };
   }
 
   /** The held sockets were cut and the room's owner cannot be told: their messages are lost, and said so. */

@@ -39,6 +39,14 @@ export interface TunnelHold {
    */
   openResume(to: Backend, fields: readonly string[], timeoutMs: number): Promise<ResumeStep>;
   /**
+   * For a resume another gateway's handoff will lead to (handoff-remote.ts): from now on the old
+   * owner's close does not reach the client, since the release may come before this gateway hears
+   * the move. False: it cannot be resumed (it goes the `messages` way).
+   */
+  expectResume(): boolean;
+  /** The expected resume will not be opened: the old owner's close reaches the client again (one that came meanwhile ends the socket, 1012). */
+  cancelResume(): void;
+  /**
    * After the release, for a socket whose resume opened: the old owner's stream ended at a message
    * boundary (its close, its end, or `waitMs` passed), the held messages written to the new
    * upstream in order, the client spliced to it. Not ok: the socket was ended (1012), and what its
