@@ -52,8 +52,13 @@ export class TunnelMessages implements TunnelHold {
     return this.resume.open(to, fields, timeoutMs);
   }
 
-  expectResume(): boolean {
-    return this.resume !== null && this.resumable && this.resume.expect();
+  expectResume(to?: Backend): boolean {
+    return this.resume !== null && this.resumable && this.resume.expect(to);
+  }
+
+  oldStreamEnded(ms: number): Promise<void> {
+    const down = this.resume?.down;
+    return down === undefined || !down.swallowing ? Promise.resolve() : down.ending(ms).then(() => undefined);
   }
 
   cancelResume(): void {

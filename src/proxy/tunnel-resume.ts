@@ -159,12 +159,13 @@ export class TunnelResume {
   }
 
   /**
-   * Another gateway runs the handoff and this one resumes the socket once it hears the move
-   * (handoff-remote.ts): the old owner's release may come first, so from now on its close, at a
-   * message boundary, ends its stream instead of reaching the client. False: not resumable.
+   * A resume will be opened after the old owner's release (handoff.ts; handoff-remote.ts, where
+   * another gateway runs the handoff): from now on its close, at a message boundary, ends its
+   * stream instead of reaching the client; with `to`, the socket counts there from now on. False:
+   * not resumable.
    */
-  expect(): boolean {
-    if (!this.resumable) return false;
+  expect(to?: Backend): boolean {
+    if (!this.resumable || (to !== undefined && !this.host.rehome(to))) return false;
     this.down.swallowing = true;
     return true;
   }

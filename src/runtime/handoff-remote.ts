@@ -6,7 +6,8 @@
 // delivers its sockets' held messages to the new owner with the signed `messages` hook; where the
 // new owner resumes, it resumes its ready sockets there itself (their clients see no close), as the
 // runner does with its own: armed at the hold (the release may come before this gateway hears the
-// move, and its close must not reach those clients), opened when it hears `end moved`. A rollback's
+// move, and its close must not reach those clients), opened once it heard `end moved` and the old
+// owner's release closed them. A rollback's
 // `end` flushes them to the old owner; `late` (it did not answer in time) cuts them. A gateway that
 // never hears the end decides by itself after a bound: the placement says where the room is.
 import type { Logger } from '../observability/logger.js';
@@ -188,19 +189,21 @@ export class RemoteHolds {
   }
 
   /**
-   * The moved room's sockets armed at the hold, resumed on the new owner: opened now (the release
-   * is asked for as the runner publishes the move), spliced once the old owner's stream ended (its
-   * release's close, swallowed since the hold) or the release's grace and the close wait passed.
+   * The moved room's sockets armed at the hold, resumed on the new owner: opened once the old
+   * owner's release closed them (its close swallowed since the hold; at most the release's grace,
+   * as the runner cuts its own), so a socket never counts on the new owner while the old one still
+   * has the room (the runner publishes the move before it asks for the release), then spliced.
    */
   private async resume(hold: RoomHold, target: Backend, ids: HandoffIds): Promise<ResumesDone> {
     const { o } = this;
     const none: ResumesDone = { resumed: new Set(), messages: 0, failed: 0 };
     const signer = o.held.resume;
     if (signer === undefined || o.resumes?.(target.id) !== true) return none;
+    await Promise.all(hold.sockets.map((t) => t.oldStreamEnded(o.releaseGraceMs)));
     const tried = await startResumes(hold, target, ids, signer, o.held.timeoutMs);
     // Armed but not tried (no longer resumable): the old owner's close reaches the client again.
     for (const t of hold.sockets) if (!tried.includes(t)) t.cancelResume();
-    return completeResumes(tried, o.releaseGraceMs + CLOSE_WAIT_MS, ids, o.logger);
+    return completeResumes(tried, CLOSE_WAIT_MS, ids, o.logger);
   }
 
   private letGo(room: string): void {

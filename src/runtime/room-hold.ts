@@ -39,11 +39,13 @@ export interface TunnelHold {
    */
   openResume(to: Backend, fields: readonly string[], timeoutMs: number): Promise<ResumeStep>;
   /**
-   * For a resume another gateway's handoff will lead to (handoff-remote.ts): from now on the old
-   * owner's close does not reach the client, since the release may come before this gateway hears
-   * the move. False: it cannot be resumed (it goes the `messages` way).
+   * For a resume opened after the release (the runner's, handoff.ts, and another gateway's,
+   * handoff-remote.ts): from now on the old owner's close does not reach the client; with `to`, the
+   * socket counts on that backend from now on. False: it cannot be resumed (the `messages` way).
    */
-  expectResume(): boolean;
+  expectResume(to?: Backend): boolean;
+  /** Resolves once the old owner's stream ended (its release's close, swallowed) or after `ms`, then ended where it is; at once when no resume is expected. */
+  oldStreamEnded(ms: number): Promise<void>;
   /** The expected resume will not be opened: the old owner's close reaches the client again (one that came meanwhile ends the socket, 1012). */
   cancelResume(): void;
   /**

@@ -155,6 +155,7 @@ function fakeSocket(id: string): TunnelHold & { follower: MessageHold; ended: nu
     openResume: () => Promise.resolve({ ok: false as const, why: 'not resumable' }),
     completeResume: () => Promise.resolve({ ok: false as const, why: 'not resumable' }),
     expectResume: () => false,
+    oldStreamEnded: () => Promise.resolve(),
     cancelResume: () => undefined,
   };
   return s;
