@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { RedisSharedDataStore } from '../../src/shared-data/redis-store.js';
 import type { SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
-import { HandoffTestBackend, handoffPairConfig, hellosAnswered, openMountedRoom } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, handoffPairConfig, hellosAnswered, interleaved, openMountedRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
@@ -165,11 +165,15 @@ describe('version 2 through two gateways on one Redis', () => {
 
   it('with backends that resume, a client on gateway B sending without a pause keeps its socket through a move run by A: no close, every event once and in order, its sequence continued', async () => {
     const acks: { seq: number; backend: string; text: string }[] = [];
-    const { c, sock, from, to, clicks } = await movedWhileClicking(await cluster(1_500, true), 'gw-7', (ws) =>
+    const both = await cluster(1_500, true);
+    const order = interleaved(both.b1, both.b2);
+    const { c, sock, from, to, clicks } = await movedWhileClicking(both, 'gw-7', (ws) =>
       ws.on('message', (d) => {
         const m = JSON.parse(String(d)) as { type: string; seq: number; backend: string; text: string };
         if (m.type === 'ack') acks.push(m);
       }),
+      // The release reaches the old owner after B heard the move (within the release's grace): B waits for it.
+      150,
     );
     let closeCode: number | null = null;
     void sock.closed.then((code) => (closeCode = code));
@@ -180,6 +184,10 @@ describe('version 2 through two gateways on one Redis', () => {
     expect(closeCode).toBeNull();
     expect(to.resumed).toEqual(from.socketIds.get('gw-7'));
     expect(to.messagesCalls).toEqual([]);
+    // B opened the resume only after the old owner released the room: never on both. (The slowed
+    // release is logged as it arrives and again as it is answered: the last line counts.)
+    expect(order.lastIndexOf(`${from.id} arrive release`)).toBeGreaterThanOrEqual(0);
+    expect(order.lastIndexOf(`${from.id} arrive release`)).toBeLessThan(order.indexOf(`${to.id} arrive resume-socket`));
     // Every event once, in order: the old owner's before the hold, the new owner's on the same socket after.
     const all = Array.from({ length: clicks.sent() }, (_, i) => `e${i + 1}`);
     const before = socketMessages(from, 'gw-7');
@@ -268,12 +276,13 @@ describe('version 2 through two gateways on one Redis', () => {
 });
 
 /** A room with a socket through B sending without a pause, moved by A to the other backend; B was asked, answered in time and held that socket. */
-async function movedWhileClicking(c: Cluster, room: string, onOpen?: (ws: WebSocket) => void) {
+async function movedWhileClicking(c: Cluster, room: string, onOpen?: (ws: WebSocket) => void, slowReleaseMs = 0) {
   const sock = await openMountedRoom(c.b.port, room, onOpen);
   cleanup.push(() => sock.ws.terminate());
   const [from, to] = sock.backend === 'b1' ? [c.b1, c.b2] : [c.b2, c.b1];
   const clicks = clickWithoutPause(sock.ws);
   await waitFor('some events applied first', 5_000, () => (socketMessages(from, room).length > 20 ? true : undefined));
+  if (slowReleaseMs > 0) from.behave.set('release', { until: new Promise<void>((r) => setTimeout(r, slowReleaseMs)) });
   const done = await move(c.a, room, to.id);
   expect(done.result).toBe('moved');
   expect(done.gateways).toEqual({ asked: 1, held: 1, sockets: 1, late: 0 });
