@@ -249,6 +249,20 @@ export class Game {
     return n;
   };
 
+  /**
+   * The room's state was dropped here (a release handed it to another process): its sockets, closing
+   * now, are members of nothing here, and /_backend/rooms stops listing the room. Without this a
+   * resumed socket, on its new owner from its resume's 101 on, showed the room on two processes
+   * until the old socket's close reached this one (the djust chaos row's split watcher saw it).
+   */
+  dropped(room: string): void {
+    for (const ws of this.members.get(room) ?? []) {
+      const c = this.clients.get(ws);
+      if (c !== undefined) c.room = null;
+    }
+    this.members.delete(room);
+  }
+
   /** Whether the room has sockets here (mounted or routed by it). */
   live(room: string): boolean {
     return this.members.has(room) || this.kit().rooms.sockets(room).length > 0;

@@ -158,7 +158,10 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
     deliver: game.deliver,
     exportRoom: (room) => (game.live(room) || moves.get(room) !== undefined ? moves.serialize(room) : null),
     importRoom: (room, blob) => moves.restore(room, blob),
-    onDrop: (room) => moves.drop(room),
+    onDrop: (room) => {
+      moves.drop(room);
+      game.dropped(room);
+    },
     handoffPath: opts.handoffPath ?? DEFAULT_HANDOFF_PATH,
     handoffVersion: opts.handoffVersion ?? 2,
     resume: opts.handoffResume ?? false,

@@ -54,6 +54,19 @@ export class TunnelMessages implements TunnelHold {
     return this.resume.open(to, fields, timeoutMs);
   }
 
+  expectResume(to?: Backend): boolean {
+    return this.resume !== null && this.resumable && this.resume.expect(to);
+  }
+
+  oldStreamEnded(ms: number): Promise<void> {
+    const down = this.resume?.down;
+    return down === undefined || !down.swallowing ? Promise.resolve() : down.ending(ms).then(() => undefined);
+  }
+
+  cancelResume(): void {
+    this.resume?.unexpect();
+  }
+
   completeResume(waitMs: number): Promise<ResumeStep> {
     if (this.resume === null) return Promise.resolve({ ok: false, why: 'not resumable' });
     if (this.clientClosing || this.closed) return Promise.resolve(this.resume.fail('the client closed its socket'));

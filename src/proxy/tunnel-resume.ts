@@ -189,6 +189,28 @@ export class TunnelResume {
     return { ok: true, messages: 0 };
   }
 
+  /**
+   * A resume will be opened after the old owner's release (handoff.ts; handoff-remote.ts, where
+   * another gateway runs the handoff): from now on its close, at a message boundary, ends its
+   * stream instead of reaching the client; with `to`, the socket counts there from now on. False:
+   * not resumable.
+   */
+  expect(to?: Backend): boolean {
+    if (!this.resumable || (to !== undefined && !this.host.rehome(to))) return false;
+    this.down.swallowing = true;
+    return true;
+  }
+
+  /** The expected resume will not be opened (a rollback, or no longer resumable): an old stream that ended meanwhile ends the socket (1012). */
+  unexpect(): void {
+    if (this.started || !this.down.swallowing) return;
+    if (this.down.ended) {
+      this.fail('the old owner closed the socket and no resume came');
+      return;
+    }
+    this.down.swallowing = false;
+  }
+
   /** `held`: takes the held bytes (and how many messages they are) in the same tick as the splice. */
   async complete(waitMs: number, held: () => { bytes: Buffer | null; messages: number }): Promise<ResumeStep> {
     const p = this.pending;

@@ -3,7 +3,11 @@
 // (the same RoomHold path and limits as the runner's, handoff-held.ts) and answers `held`. Its page
 // requests of the room wait (handoff-pages.ts). Its placement event of the move does not cut those
 // sockets: the old owner's release closes them (1012), bounded as on the runner, then this gateway
-// delivers its sockets' held messages to the new owner with the signed `messages` hook. A rollback's
+// delivers its sockets' held messages to the new owner with the signed `messages` hook; where the
+// new owner resumes, it resumes its ready sockets there itself (their clients see no close), as the
+// runner does with its own: armed at the hold (the release may come before this gateway hears the
+// move, and its close must not reach those clients), opened once it heard `end moved` and the old
+// owner's release closed them. A rollback's
 // `end` flushes them to the old owner; `late` (it did not answer in time) cuts them. A gateway that
 // never hears the end decides by itself after a bound: the placement says where the room is.
 import type { Logger } from '../observability/logger.js';
@@ -11,7 +15,8 @@ import type { Metrics } from '../observability/metrics.js';
 import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import type { HandoffSignal, SharedDataStore } from '../shared-data/store.js';
 import type { HookAnswer, HookCall } from './handoff-calls.js';
-import { deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
+import { CLOSE_WAIT_MS, deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
+import { completeResumes, countSockets, startResumes, type HandoffIds, type ResumesDone } from './handoff-resume.js';
 import { HANDOFF_STEPS, type HandoffPageWaits } from './handoff-pages.js';
 import type { Backend, BackendPool } from './pool.js';
 import type { RoomHold } from './room-hold.js';
@@ -31,8 +36,10 @@ export interface RemoteHoldOptions {
   readonly pool: Pick<BackendPool, 'get'>;
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
   readonly pages: HandoffPageWaits;
-  readonly metrics: Pick<Metrics, 'handoffHeld' | 'handoffHeldMessages' | 'handoffHeldBytes'>;
+  readonly metrics: Pick<Metrics, 'handoffHeld' | 'handoffHeldMessages' | 'handoffHeldBytes' | 'handoffSockets'>;
   readonly logger: Logger;
+  /** Whether the backend's last hello (as this gateway knows it) said `resume`; absent: no socket is resumed here. */
+  readonly resumes?: (backendId: string) => boolean;
   /** RELEASE_GRACE_MS (handoff.ts): how long the old owner's release has to close the held sockets. */
   readonly releaseGraceMs: number;
 }
@@ -73,7 +80,7 @@ export class RemoteHolds {
   }
 
   private onSignal(s: HandoffSignal): void {
-    if (s.kind === 'hold' && s.gateway !== this.o.gatewayId && !this.entries.has(s.id)) this.hold(s.id, s.room, s.from);
+    if (s.kind === 'hold' && s.gateway !== this.o.gatewayId && !this.entries.has(s.id)) this.hold(s.id, s.room, s.from, s.to);
     else if (s.kind === 'late' && s.gateway !== this.o.gatewayId && !s.answered.includes(this.o.gatewayId)) this.late(s.id, s.room);
     else if (s.kind === 'end') {
       const e = this.entries.get(s.id);
@@ -81,7 +88,7 @@ export class RemoteHolds {
     }
   }
 
-  private hold(id: string, room: string, from: string): void {
+  private hold(id: string, room: string, from: string, to: string): void {
     const { o } = this;
     const e: Entry = { id, room, from, hold: null, ready: Promise.resolve(), ended: false, timer: null };
     this.entries.set(id, e);
@@ -98,6 +105,8 @@ export class RemoteHolds {
     e.ready = held.then(async (hold) => {
       e.hold = hold;
       if (take && hold === null) this.letGo(room);
+      // Armed before `held` is answered: the runner's release follows its move at once.
+      if (hold !== null && o.held.resume !== undefined && o.resumes?.(to) === true) for (const t of hold.sockets) t.expectResume();
       await o.store.publishHandoff({ kind: 'held', id, gateway: o.gatewayId, sockets: hold?.sockets.length ?? 0 }).catch((err: Error) => o.logger.warn({ handoff: id, room, err: err.message }, 'handoff hold: could not answer held'));
     });
   }
@@ -160,6 +169,7 @@ export class RemoteHolds {
   private async settle(e: Entry, hold: RoomHold, outcome: Outcome, to: string, epoch: number): Promise<void> {
     const { o } = this;
     const target = outcome === 'moved' ? o.pool.get(to) : undefined;
+    if (outcome === 'flush' || target === undefined) for (const t of hold.sockets) t.cancelResume();
     if (outcome === 'flush') return flushHeld(hold, o.metrics);
     if (target === undefined) {
       hold.stop();
@@ -168,11 +178,32 @@ export class RemoteHolds {
       o.logger.error({ handoff: e.id, room: e.room, sockets: hold.sockets.length, to }, 'held messages lost: the room\'s new owner cannot be told');
       return;
     }
-    // As on the runner: the old owner's release closes them (1012); past the grace they are ended.
-    await hold.closed(o.releaseGraceMs, (t) => t.endSocket());
+    const ids = { id: e.id, room: e.room, epoch: String(epoch) };
+    const done = await this.resume(hold, target, ids);
+    // As on the runner: the old owner's release closes the others (1012); past the grace they are ended.
+    await hold.closed(o.releaseGraceMs, (t) => t.endSocket(), done.resumed);
     o.tunnels.closeRoom(e.room, to);
-    const out = await deliverHeld(hold, target, { id: e.id, room: e.room, epoch: String(epoch) }, o.call, o.metrics, o.logger);
-    o.logger.info({ handoff: e.id, room: e.room, sockets: hold.sockets.length, messages: out.messages, lostSockets: out.lostSockets }, 'held messages of this gateway delivered to the new owner');
+    const out = await deliverHeld(hold, target, ids, o.call, o.metrics, o.logger, done.resumed);
+    countSockets(o.metrics, hold.sockets.length, done);
+    o.logger.info({ handoff: e.id, room: e.room, sockets: hold.sockets.length, resumed: done.resumed.size, messages: out.messages + done.messages, lostSockets: out.lostSockets }, 'held messages of this gateway delivered to the new owner');
+  }
+
+  /**
+   * The moved room's sockets armed at the hold, resumed on the new owner: opened once the old
+   * owner's release closed them (its close swallowed since the hold; at most the release's grace,
+   * as the runner cuts its own), so a socket never counts on the new owner while the old one still
+   * has the room (the runner publishes the move before it asks for the release), then spliced.
+   */
+  private async resume(hold: RoomHold, target: Backend, ids: HandoffIds): Promise<ResumesDone> {
+    const { o } = this;
+    const none: ResumesDone = { resumed: new Set(), messages: 0, failed: 0 };
+    const signer = o.held.resume;
+    if (signer === undefined || o.resumes?.(target.id) !== true) return none;
+    await Promise.all(hold.sockets.map((t) => t.oldStreamEnded(o.releaseGraceMs)));
+    const tried = await startResumes(hold, target, ids, signer, o.held.timeoutMs);
+    // Armed but not tried (no longer resumable): the old owner's close reaches the client again.
+    for (const t of hold.sockets) if (!tried.includes(t)) t.cancelResume();
+    return completeResumes(tried, CLOSE_WAIT_MS, ids, o.logger);
   }
 
   private letGo(room: string): void {

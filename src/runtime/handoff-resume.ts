@@ -7,6 +7,7 @@
 // (src/proxy/tunnel-resume.ts behind TunnelHold).
 import type { CallClaims } from '../http/call-proof.js';
 import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
 import type { Backend } from './pool.js';
 import type { RoomHold, TunnelHold } from './room-hold.js';
 
@@ -73,4 +74,15 @@ export async function completeResumes(tried: readonly TunnelHold[], waitMs: numb
     logger.warn({ handoff: h.id, room: h.room, socket: t.socketId, why: step.why }, 'socket resume failed: its messages go through the messages hook, the client reconnects');
   });
   return { resumed, messages, failed };
+}
+
+/** Counts how a held room's sockets ended up (resumed, resume failed, reconnected) in the metrics; on the runner and on every gateway that held. */
+export function countSockets(metrics: Pick<Metrics, 'handoffSockets' | 'handoffHeld' | 'handoffHeldMessages'>, sockets: number, done: ResumesDone): void {
+  const m = metrics.handoffSockets;
+  const resumed = done.resumed.size;
+  if (resumed > 0) m.inc({ result: 'resumed' }, resumed);
+  if (done.failed > 0) m.inc({ result: 'resume-failed' }, done.failed);
+  if (sockets - resumed - done.failed > 0) m.inc({ result: 'reconnected' }, sockets - resumed - done.failed);
+  if (resumed > 0) metrics.handoffHeld.inc({ result: 'resumed' }, resumed);
+  if (done.messages > 0) metrics.handoffHeldMessages.inc({ result: 'resumed' }, done.messages);
 }

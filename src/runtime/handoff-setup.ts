@@ -175,6 +175,10 @@ function buildMoves(
     metrics: p.metrics,
     logger: p.logger,
     releaseGraceMs: RELEASE_GRACE_MS,
+    resumes: (id) => {
+      const b = p.pool.get(id);
+      return b !== undefined && moves?.hello.resumes(b) === true;
+    },
   });
   moves = new Handoffs({
     placer: p.placer,

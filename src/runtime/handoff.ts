@@ -13,13 +13,13 @@ import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import { describe as describeAnswer, succeeded, type HookAnswer, type HookCall, type HookStep } from './handoff-calls.js';
 import type { OthersHeld } from './handoff-ask.js';
 import { CLOSE_WAIT_MS, deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
-import { completeResumes, startResumes } from './handoff-resume.js';
+import { completeResumes, countSockets, startResumes } from './handoff-resume.js';
 import { HelloCache, type HookSupport } from './handoff-hello.js';
 import type { HandoffEvent, HandoffLog, HandoffResult, HandoffStage } from './handoff-log.js';
 import { HANDOFF_STEPS, type HandoffPageWaits } from './handoff-pages.js';
 import type { Placer } from './placer.js';
 import type { Backend, BackendPool } from './pool.js';
-import type { RoomHold, TunnelHold } from './room-hold.js';
+import type { RoomHold } from './room-hold.js';
 
 /** Why a handoff did not start (the admin API's answer). */
 export type HandoffRefusal =
@@ -111,8 +111,8 @@ interface Run {
   asked: boolean;
   /** Its page requests wait (handoff-pages.ts) until finish. */
   pages: boolean;
-  /** Held sockets whose resume started as the release was asked for (to splice after it), once each 101 came or failed. */
-  resuming: Promise<TunnelHold[]> | null;
+  /** The held sockets are resumed on the new owner after the release (armed before it). */
+  resuming: boolean;
 }
 
 export class Handoffs {
@@ -234,7 +234,7 @@ export class Handoffs {
       at: new Date(this.now()).toISOString(),
       ms: null,
     };
-    return { ev, t0: performance.now(), hold: null, asked: false, pages: false, resuming: null };
+    return { ev, t0: performance.now(), hold: null, asked: false, pages: false, resuming: false };
   }
 
   private async run(r: Run, expectedFrom: string | undefined): Promise<HandoffOutcome> {
@@ -367,8 +367,8 @@ export class Handoffs {
   private async release(r: Run, source: Backend, target: Backend, placement: PlacementRecord, result: HandoffResult): Promise<HandoffOutcome> {
     const { room, id } = r.ev;
     this.stage(r, 'release');
-    // Resumes start with the release: the old owner's close then never reaches those clients.
-    this.startResumes(r, target);
+    // Armed before the release: the old owner's close then never reaches those clients.
+    this.armResumes(r, target);
     let cut = 0;
     const slow = setTimeout(() => {
       cut += this.o.tunnels.closeRoom(room, target.id);
@@ -439,12 +439,16 @@ export class Handoffs {
     return this.finish(r, 'rolled-back', why, resumed);
   }
 
-  /** Version 2 with `resume`: the held sockets' new upstreams on the new owner, opened from now (after the move). */
-  private startResumes(r: Run, target: Backend): void {
-    const signer = this.o.held?.resume;
-    if (r.hold === null || signer === undefined || !this.hello.resumes(target)) return;
-    const { id, room, epoch } = r.ev;
-    r.resuming = startResumes(r.hold, target, { id, room, epoch: String(epoch) }, signer, (this.o.held as HeldOptions).timeoutMs);
+  /**
+   * Version 2 with `resume`, as the release is asked for: each held socket that can be resumed
+   * counts on the new owner from now on (a cut of the room's sockets on the old one spares it) and
+   * its old owner's close will not reach the client. Its new upstream is opened after the release
+   * answered (deliver): never while the old owner still has the room.
+   */
+  private armResumes(r: Run, target: Backend): void {
+    if (r.hold === null || this.o.held?.resume === undefined || !this.hello.resumes(target)) return;
+    for (const t of r.hold.sockets) t.expectResume(target);
+    r.resuming = true;
   }
 
   /**
@@ -456,18 +460,13 @@ export class Handoffs {
     if (r.hold === null) return;
     const { id, room, epoch } = r.ev;
     const ids = { id, room, epoch: String(epoch) };
-    const done = await completeResumes(r.resuming === null ? [] : await r.resuming, waitMs, ids, this.o.logger);
+    const signer = this.o.held?.resume;
+    const tried = r.resuming && signer !== undefined ? await startResumes(r.hold, target, ids, signer, (this.o.held as HeldOptions).timeoutMs) : [];
+    const done = await completeResumes(tried, waitMs, ids, this.o.logger);
     const out = await deliverHeld(r.hold, target, ids, this.o.call, this.o.metrics, this.o.logger, done.resumed);
     const sockets = r.hold.sockets.length;
-    const resumed = done.resumed.size;
-    const failed = done.failed;
-    const m = this.o.metrics.handoffSockets;
-    if (resumed > 0) m.inc({ result: 'resumed' }, resumed);
-    if (failed > 0) m.inc({ result: 'resume-failed' }, failed);
-    if (sockets - resumed - failed > 0) m.inc({ result: 'reconnected' }, sockets - resumed - failed);
-    if (resumed > 0) this.o.metrics.handoffHeld.inc({ result: 'resumed' }, resumed);
-    if (done.messages > 0) this.o.metrics.handoffHeldMessages.inc({ result: 'resumed' }, done.messages);
-    r.ev = { ...r.ev, held: { sockets, resumed, messages: out.messages + done.messages, lostSockets: out.lostSockets } };
+    countSockets(this.o.metrics, sockets, done);
+    r.ev = { ...r.ev, held: { sockets, resumed: done.resumed.size, messages: out.messages + done.messages, lostSockets: out.lostSockets } };
   }
 
   /** The held sockets were cut and the room's owner cannot be told: their messages are lost, and said so. */

@@ -39,6 +39,16 @@ export interface TunnelHold {
    */
   openResume(to: Backend, fields: readonly string[], timeoutMs: number): Promise<ResumeStep>;
   /**
+   * For a resume opened after the release (the runner's, handoff.ts, and another gateway's,
+   * handoff-remote.ts): from now on the old owner's close does not reach the client; with `to`, the
+   * socket counts on that backend from now on. False: it cannot be resumed (the `messages` way).
+   */
+  expectResume(to?: Backend): boolean;
+  /** Resolves once the old owner's stream ended (its release's close, swallowed) or after `ms`, then ended where it is; at once when no resume is expected. */
+  oldStreamEnded(ms: number): Promise<void>;
+  /** The expected resume will not be opened: the old owner's close reaches the client again (one that came meanwhile ends the socket, 1012). */
+  cancelResume(): void;
+  /**
    * After the release, for a socket whose resume opened: the old owner's stream ended at a message
    * boundary (its close, its end, or `waitMs` passed), the held messages written to the new
    * upstream in order, the client spliced to it. Not ok: the socket was ended (1012), and what its

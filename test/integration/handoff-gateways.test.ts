@@ -3,7 +3,8 @@
 // hook backends saying version 2. Gateway A runs the move; gateway B holds its own sockets of the
 // room when A asks over the store's channel, delivers their held messages to the new owner itself,
 // flushes them to the old owner on a rollback, and is waited for at most handoff.timeoutMs. Page
-// requests of the room wait for the handoff's end on both gateways and reach the new owner.
+// requests of the room wait for the handoff's end on both gateways and reach the new owner. With
+// backends that resume, B resumes its own socket on the new owner: its client sees no close.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,7 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { RedisSharedDataStore } from '../../src/shared-data/redis-store.js';
 import type { SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
-import { HandoffTestBackend, handoffPairConfig, openMountedRoom } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, handoffPairConfig, hellosAnswered, interleaved, openMountedRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
@@ -59,10 +60,13 @@ interface Cluster {
   readonly deafB: { on: boolean };
 }
 
-/** Two version-2 hook backends, gateways A and B on one Redis (a key prefix per test); resolves once each sees the other live. */
-async function cluster(timeoutMs = 1_000): Promise<Cluster> {
+/** Two version-2 hook backends (`resumes`: their hello says resume), gateways A and B on one Redis (a key prefix per test); resolves once each sees the other live. */
+async function cluster(timeoutMs = 1_000, resumes = false): Promise<Cluster> {
   const [b1, b2] = await Promise.all(['b1', 'b2'].map((id) => new HandoffTestBackend(id, [CALL_SECRET]).start()));
-  for (const b of [b1!, b2!]) b.version2 = true;
+  for (const b of [b1!, b2!]) {
+    b.version2 = true;
+    b.resumes = resumes;
+  }
   cleanup.push(() => Promise.all([b1!.close(), b2!.close()]).then(() => undefined));
   const keyPrefix = `hold-gw-${++prefixes}:`;
   const config = {
@@ -89,6 +93,8 @@ async function cluster(timeoutMs = 1_000): Promise<Cluster> {
     const list = (await admin(a, '/backends')).backends as { handoffHooks?: string }[];
     return list.every((x) => x.handoffHooks === 'yes') ? true : undefined;
   }, 100);
+  // B's own answers decide whether its tunnels are made ready for a resume.
+  if (resumes) await hellosAnswered(b.adminPort, TOKEN);
   return { a, b, b1: b1!, b2: b2!, deafB: deaf };
 }
 
@@ -107,11 +113,12 @@ async function move(gw: Gateway, room: string, to: string): Promise<Record<strin
   return (j.handoff ?? j.error?.handoff) as Record<string, any>;
 }
 
-/** A client that sends e1, e2, ... without a pause until its socket closes; `sent` counts the writes that went out. */
-function clickWithoutPause(ws: WebSocket): { sent: () => number } {
+/** A client that sends e1, e2, ... without a pause until its socket closes or `stop`; `sent` counts the writes that went out. */
+function clickWithoutPause(ws: WebSocket): { sent: () => number; stop: () => void } {
   let sent = 0;
+  let stopped = false;
   const click = (): void => {
-    if (ws.readyState !== WebSocket.OPEN) return;
+    if (stopped || ws.readyState !== WebSocket.OPEN) return;
     ws.send(`e${sent + 1}`, (err) => {
       if (err) return;
       sent++;
@@ -119,7 +126,7 @@ function clickWithoutPause(ws: WebSocket): { sent: () => number } {
     });
   };
   click();
-  return { sent: () => sent };
+  return { sent: () => sent, stop: () => (stopped = true) };
 }
 
 /** What a backend received of a room on its sockets, in order ("message <room> <text>" lines). */
@@ -141,16 +148,7 @@ async function metric(gw: Gateway, result: string): Promise<number> {
 
 describe('version 2 through two gateways on one Redis', () => {
   it('a client on gateway B sends without a pause through a move run by A: every event reaches the new owner once, in order, none the frozen owner', async () => {
-    const c = await cluster();
-    const sock = await openMountedRoom(c.b.port, 'gw-1');
-    cleanup.push(() => sock.ws.terminate());
-    const [from, to] = sock.backend === 'b1' ? [c.b1, c.b2] : [c.b2, c.b1];
-    const clicks = clickWithoutPause(sock.ws);
-    await waitFor('some events applied first', 5_000, () => (socketMessages(from, 'gw-1').length > 20 ? true : undefined));
-    const done = await move(c.a, 'gw-1', to.id);
-    expect(done.result).toBe('moved');
-    // B was asked, answered in time, and held its one socket.
-    expect(done.gateways).toEqual({ asked: 1, held: 1, sockets: 1, late: 0 });
+    const { c, sock, from, to, clicks } = await movedWhileClicking(await cluster(), 'gw-1');
     // The old owner's release closed the socket (1012); B did not cut it at the placement event.
     expect(await withTimeout(sock.closed, 5_000, 'the client socket closed')).toBe(1012);
     await waitFor('B delivered its held messages', 5_000, () => (to.messagesCalls.length === 1 ? true : undefined));
@@ -163,6 +161,41 @@ describe('version 2 through two gateways on one Redis', () => {
     expect(delivered(to).length).toBeGreaterThan(0);
     expect(all).toEqual(Array.from({ length: clicks.sent() }, (_, i) => `e${i + 1}`));
     expect(await metric(c.b, 'delivered')).toBe(1);
+  });
+
+  it('with backends that resume, a client on gateway B sending without a pause keeps its socket through a move run by A: no close, every event once and in order, its sequence continued', async () => {
+    const acks: { seq: number; backend: string; text: string }[] = [];
+    const both = await cluster(1_500, true);
+    const order = interleaved(both.b1, both.b2);
+    const { c, sock, from, to, clicks } = await movedWhileClicking(both, 'gw-7', (ws) =>
+      ws.on('message', (d) => {
+        const m = JSON.parse(String(d)) as { type: string; seq: number; backend: string; text: string };
+        if (m.type === 'ack') acks.push(m);
+      }),
+      // The release reaches the old owner after B heard the move (within the release's grace): B waits for it.
+      150,
+    );
+    let closeCode: number | null = null;
+    void sock.closed.then((code) => (closeCode = code));
+    // B resumed it on the new owner (A held no socket of the room).
+    await waitFor('events acknowledged by the new owner', 5_000, () => (acks.filter((a) => a.backend === to.id).length > 20 ? true : undefined));
+    clicks.stop();
+    await waitFor('every event acknowledged', 5_000, () => (acks.length === clicks.sent() ? true : undefined));
+    expect(closeCode).toBeNull();
+    expect(to.resumed).toEqual(from.socketIds.get('gw-7'));
+    expect(to.messagesCalls).toEqual([]);
+    // B opened the resume only after the old owner released the room: never on both. (The slowed
+    // release is logged as it arrives and again as it is answered: the last line counts.)
+    expect(order.lastIndexOf(`${from.id} arrive release`)).toBeGreaterThanOrEqual(0);
+    expect(order.lastIndexOf(`${from.id} arrive release`)).toBeLessThan(order.indexOf(`${to.id} arrive resume-socket`));
+    // Every event once, in order: the old owner's before the hold, the new owner's on the same socket after.
+    const all = Array.from({ length: clicks.sent() }, (_, i) => `e${i + 1}`);
+    const before = socketMessages(from, 'gw-7');
+    expect([...before, ...socketMessages(to, 'gw-7')]).toEqual(all);
+    expect(acks.map((a) => a.seq)).toEqual(all.map((_, i) => i + 1));
+    expect(acks.find((a) => a.backend === to.id)?.seq).toBe(before.length + 1);
+    const text = (await admin(c.b, '/metrics')) as string;
+    expect(text).toMatch(/roomgate_handoff_sockets_total\{result="resumed"\} 1/);
   });
 
   it('a rollback on A flushes what B held to the old owner after its resume, in order', async () => {
@@ -241,6 +274,20 @@ describe('version 2 through two gateways on one Redis', () => {
     expect(await viaB).toBe(`page of ${to.id}`);
   });
 });
+
+/** A room with a socket through B sending without a pause, moved by A to the other backend; B was asked, answered in time and held that socket. */
+async function movedWhileClicking(c: Cluster, room: string, onOpen?: (ws: WebSocket) => void, slowReleaseMs = 0) {
+  const sock = await openMountedRoom(c.b.port, room, onOpen);
+  cleanup.push(() => sock.ws.terminate());
+  const [from, to] = sock.backend === 'b1' ? [c.b1, c.b2] : [c.b2, c.b1];
+  const clicks = clickWithoutPause(sock.ws);
+  await waitFor('some events applied first', 5_000, () => (socketMessages(from, room).length > 20 ? true : undefined));
+  if (slowReleaseMs > 0) from.behave.set('release', { until: new Promise<void>((r) => setTimeout(r, slowReleaseMs)) });
+  const done = await move(c.a, room, to.id);
+  expect(done.result).toBe('moved');
+  expect(done.gateways).toEqual({ asked: 1, held: 1, sockets: 1, late: 0 });
+  return { c, sock, from, to, clicks };
+}
 
 /**
  * A room with a socket through B, moved by A to the other backend with the old owner's export

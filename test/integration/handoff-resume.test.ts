@@ -16,7 +16,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { h2Session } from '../support/h2-session.js';
-import { HandoffTestBackend, handoffPairConfig, hellosAnswered, moveRoom } from '../support/handoff-test-backend.js';
+import { HandoffTestBackend, handoffPairConfig, hellosAnswered, interleaved, moveRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
 
@@ -109,8 +109,12 @@ async function moveWhileSending(deflate: boolean): Promise<void> {
   const c = await sender(gw, 'res-1', deflate);
   const [from, to] = c.backend === 'b1' ? [b1, b2] : [b2, b1];
   await waitFor('events acknowledged by the first owner', 5_000, () => (c.acks().length > 50 ? true : undefined));
+  const order = interleaved(from, to);
   const moved = await move(gw, 'res-1', to.id);
   expect(moved.result, JSON.stringify(moved)).toBe('moved');
+  // The resume reaches the new owner only after the old one released the room: never on both.
+  expect(order.indexOf(`${from.id} arrive release`)).toBeGreaterThanOrEqual(0);
+  expect(order.indexOf(`${from.id} arrive release`)).toBeLessThan(order.indexOf(`${to.id} arrive resume-socket`));
   expect(moved.held).toMatchObject({ sockets: 1, resumed: 1, lostSockets: 0 });
   expect(to.resumed).toEqual(from.socketIds.get('res-1'));
   // The client goes on sending on the same socket; the new owner acknowledges.

@@ -154,6 +154,9 @@ function fakeSocket(id: string): TunnelHold & { follower: MessageHold; ended: nu
     resumable: false,
     openResume: () => Promise.resolve({ ok: false as const, why: 'not resumable' }),
     completeResume: () => Promise.resolve({ ok: false as const, why: 'not resumable' }),
+    expectResume: () => false,
+    oldStreamEnded: () => Promise.resolve(),
+    cancelResume: () => undefined,
   };
   return s;
 }

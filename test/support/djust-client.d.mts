@@ -46,6 +46,8 @@ export interface Frames {
   appliedAs(m: Frame): number | undefined;
   version(m: Frame): number | undefined;
   httpBody(c: DjustClient, ev: SentEvent): unknown;
+  /** The backend a frame says the socket was resumed on (the demo's `resumed`; djust has none). */
+  resumedOn?(m: Frame): string | undefined;
 }
 
 export declare const djustFrames: Frames;
@@ -122,6 +124,8 @@ export declare class DjustClient {
   readonly closes: CloseRecord[];
   readonly mounts: MountRecord[];
   readonly reloads: ReloadRecord[];
+  /** The socket resumed on another backend without a close (frames.resumedOn). */
+  readonly resumes: { readonly at: number; readonly backend: string }[];
   readonly errors: { at: number; error: unknown; retry: boolean }[];
   readonly resyncs: number;
   readonly mountsRefused: number;

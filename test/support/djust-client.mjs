@@ -25,7 +25,9 @@
 // - a heartbeat `ping` every 30 s (heartbeatMs).
 // The frame vocabulary is djust's by default (`djustFrames`); `demoFrames` speaks the demo
 // backend's (examples/demo-backend: `mounted`, events as `{type: "event", data}`, the room's move
-// number as the version), which has no per-view version and no HTTP fallback of its own.
+// number as the version), which has no per-view version and no HTTP fallback of its own, and
+// tells its page when roomgate resumed the socket on another backend (`resumed`: djust's own
+// client gets nothing then, and its session goes on; recorded in `resumes`).
 
 /** djust's client: reconnect attempts in a row before it gives up. */
 export const DJUST_MAX_ATTEMPTS = 10;
@@ -75,6 +77,8 @@ export const demoFrames = {
   appliedAs: (m) => (typeof m.move === 'number' ? m.move : undefined),
   version: (m) => (m.type === 'mounted' ? m.moves : typeof m.move === 'number' ? m.move : typeof m.version === 'number' ? m.version : undefined),
   httpBody: (c, ev) => ({ c: c.id, k: ev.ref, ...ev.params }),
+  /** The demo's word to its page that its socket now reaches another backend (a resume): that backend. */
+  resumedOn: (m) => (m.type === 'resumed' && typeof m.backend === 'string' ? m.backend : undefined),
 };
 
 const OPEN = 1;
@@ -101,6 +105,7 @@ export class DjustClient {
     this.closes = [];
     this.mounts = [];
     this.reloads = [];
+    this.resumes = [];
     this.errors = [];
     this.resyncs = 0;
     this.mountsRefused = 0;
@@ -176,6 +181,12 @@ export class DjustClient {
       return;
     }
     if (this.frames.isMount(m)) return this.onMount(m);
+    const resumedOn = this.frames.resumedOn?.(m);
+    if (resumedOn !== undefined) {
+      // No greeting, no mount: the view and its versions go on (djust continues the same session).
+      this.resumes.push({ at: this.now(), backend: resumedOn });
+      return this.changed();
+    }
     if (m.type === 'error') {
       // djust logs it and dispatches djust:error; `retry` is ignored, nothing is sent again.
       this.errors.push({ at: this.now(), error: m.error ?? m.message ?? null, retry: m.retry === true });

@@ -356,3 +356,16 @@ export async function moveRoom(adminPort: number | null, token: string, room: st
   const j = (await res.json()) as { handoff?: Record<string, any>; error?: { handoff?: Record<string, any> } };
   return (j.handoff ?? j.error?.handoff) as Record<string, any>;
 }
+
+/** The backends' log lines in the order they were written, one sequence across both ("<id> <line>"). */
+export function interleaved(...bs: HandoffTestBackend[]): string[] {
+  const all: string[] = [];
+  for (const b of bs) {
+    const push = b.log.push.bind(b.log);
+    b.log.push = (...lines: string[]) => {
+      all.push(...lines.map((l) => `${b.id} ${l}`));
+      return push(...lines);
+    };
+  }
+  return all;
+}

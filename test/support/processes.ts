@@ -120,8 +120,8 @@ export async function startBackend(id: string, extraArgs: string[] = []): Promis
   return { ...proc, id, port, url: `http://127.0.0.1:${port}` };
 }
 
-export function startBackends(ids: readonly string[]): Promise<BackendProc[]> {
-  return Promise.all(ids.map((id) => startBackend(id)));
+export function startBackends(ids: readonly string[], extraArgs: string[] = []): Promise<BackendProc[]> {
+  return Promise.all(ids.map((id) => startBackend(id, extraArgs)));
 }
 
 /** A temp YAML config file, removed by stopAll(). */

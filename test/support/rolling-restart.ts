@@ -17,6 +17,8 @@ export interface RollingCluster {
   readonly gwB: GatewayProc;
   /** The gateways' admin token. */
   readonly token: string;
+  /** Each backend's extra arguments, again when it is restarted (e.g. `--handoff-resume on`). */
+  readonly backendArgs?: readonly string[];
 }
 
 /** Each gateway's config in a rolling-restart scenario. */
@@ -109,7 +111,7 @@ export async function restartBackend(c: RollingCluster, i: number): Promise<numb
   const old = c.backends[i] as BackendProc;
   const t0 = Date.now();
   await stop(old, 'SIGTERM');
-  const fresh = await startBackend(old.id, ['--port', String(old.port)]);
+  const fresh = await startBackend(old.id, ['--port', String(old.port), ...(c.backendArgs ?? [])]);
   c.backends[i] = fresh;
   for (const gw of [c.gwA, c.gwB]) await waitFor(`${old.id} up for the gateway`, 15_000, async () => (await adminBackends(gw)).get(old.id)?.health === 'up', 100);
   const r = await adminPost(c.gwA, `/backends/${old.id}/undrain`, c.token);

@@ -15,14 +15,15 @@ export interface TwoGateways {
   readonly watcher: SplitWatcher;
 }
 
-/** Starts the cluster; `config` is each gateway's config, given Redis's URL and the backends. */
+/** Starts the cluster; `config` is each gateway's config, given Redis's URL and the backends; `backendArgs`: each backend's extra arguments. */
 export async function startTwoGateways(
   ids: readonly string[],
   config: (redisUrl: string, backends: readonly BackendProc[]) => Record<string, unknown>,
   env?: Record<string, string>,
+  backendArgs: string[] = [],
 ): Promise<TwoGateways> {
   const redis = await startRedis();
-  const backends = await startBackends(ids);
+  const backends = await startBackends(ids, backendArgs);
   const gateway = (): Promise<GatewayProc> => startGateway({ config: config(redis.url, backends), ...(env ? { env } : {}) });
   const [gwA, gwB] = await Promise.all([gateway(), gateway()]);
   for (const gw of [gwA, gwB]) await waitFor('gateway connected to Redis', 10_000, async () => (await adminGet<{ degraded: boolean }>(gw, '/status')).degraded === false, 50);
