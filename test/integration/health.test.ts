@@ -18,7 +18,10 @@ afterAll(async () => {
 /** Short checks: a backend that fails them is down after 2 x 150 ms. */
 // Checks fast enough to watch in a test; a check may still time out on a machine busy with other
 // work, so the assertions below look at what the backend answered, not at timeouts.
-const FAST = { intervalMs: 300, timeoutMs: 300, rise: 1, fall: 2 };
+// A check times out after 1 s (at most intervalMs): the gateway, the backends and the test share one
+// loaded worker, and two answers slower than 300 ms in a row once marked the healthy backend down
+// too (503 for a new room in a CI run).
+const FAST = { intervalMs: 1_000, timeoutMs: 1_000, rise: 1, fall: 2 };
 
 interface BackendJson {
   id: string;
