@@ -81,7 +81,7 @@ export default defineConfig({
     reporters: ['default'],
     projects: [
       { extends: true, test: { name: 'isolated', include: ISOLATED, exclude: excluded } },
-      { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...excluded, ...ISOLATED], isolate: false } },
+      { extends: true, test: { name: 'shared', include: ['test/**/*.test.ts'], exclude: [...excluded, ...ISOLATED], isolate: false, globalSetup: ['test/support/browser-server.ts'] } },
     ],
   },
 });
