@@ -13,6 +13,7 @@ export const CHAOS_ONLY = ['test/chaos/placement.test.ts', 'test/chaos/soak.test
 // a command prints in the test's own process (test/cli/in-process.ts) and spawn the binary only to
 // test the process itself: cli is no longer among the longest and the other four are short.
 export const LONG_FILES = [
+  'test/typecheck.test.ts',
   'test/cli/demo.test.ts',
   'test/integration/failure.test.ts',
   'test/conformance/fuzz.test.ts',

@@ -178,6 +178,8 @@ export function gatewayEnv(env: Record<string, string> = {}): Record<string, str
     ROOMGATE_HOST: '127.0.0.1',
     ROOMGATE_COOKIE_SECRETS: TEST_SECRET,
     ROOMGATE_LOG_LEVEL: 'debug',
+    // Node's compile cache (scripts/with-node24.sh): the run's gateways compile roomgate once.
+    ...(process.env.NODE_COMPILE_CACHE ? { NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE } : {}),
     ...env,
   };
 }
