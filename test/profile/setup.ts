@@ -33,8 +33,10 @@ function treeTicks(pid: number): number {
   }
 }
 
-let file = '';
-const patched = globalThis as { __roomgateSpawnProfile?: boolean };
+// The file that is running, kept on globalThis: the suite's files share one module registry per
+// worker, and this setup file is evaluated again for each of them, but the spawn patch below is
+// installed once and must read the current file, not the one of the evaluation that installed it.
+const patched = globalThis as { __roomgateSpawnProfile?: boolean; __roomgateProfileFile?: string };
 if (patched.__roomgateSpawnProfile !== true) {
   patched.__roomgateSpawnProfile = true;
   const spawn = cp.spawn;
@@ -43,7 +45,7 @@ if (patched.__roomgateSpawnProfile !== true) {
     const [cmd, argv] = args as unknown as [string, unknown];
     const what = [cmd, ...(Array.isArray(argv) ? argv : [])].map(String).join(' ').replaceAll(`${ROOT}/`, '').slice(0, 160);
     const started = Date.now();
-    const owner = file;
+    const owner = patched.__roomgateProfileFile ?? '';
     let last = 0;
     const poll = setInterval(() => {
       if (child.pid !== undefined) last = Math.max(last, treeTicks(child.pid));
@@ -60,8 +62,10 @@ if (patched.__roomgateSpawnProfile !== true) {
 
 let before: number[] = [];
 let t0 = 0;
+let file = '';
 beforeAll(() => {
   file = relative(ROOT, String(expect.getState().testPath));
+  patched.__roomgateProfileFile = file;
   before = times('self');
   t0 = Date.now();
 });
