@@ -2,30 +2,13 @@
 // own state, and the socket roomgate resumes at the new owner continues its session there: no
 // `connect` greeting, the same session, the room mounted, and its view's `version` sequence going
 // on. With --handoff-resume off (handoffResume: false) its hello offers messages only.
-import { afterEach, describe, expect, it } from 'vitest';
-import { startDemoBackend, type DemoBackend } from '../examples/demo-backend/server.js';
-import { backendKeys } from '../src/http/call-proof.js';
-import { backendAt, connect, hook, SECRETS, signed, type Client } from './backend-kit/clients.js';
+import { describe, expect, it } from 'vitest';
+import { backendAt, hook, SECRETS, signed } from './backend-kit/clients.js';
+import { demoInProcess } from './support/demo-in-process.js';
 
 const SOCKET = 'CCCCCCCCCCCCCCCCCCCCCC';
-const started: DemoBackend[] = [];
-const clients: Client[] = [];
-afterEach(async () => {
-  for (const c of clients.splice(0)) c.ws.terminate();
-  await Promise.all(started.splice(0).map((b) => b.close()));
-});
-
-async function demo(id: string, handoffResume = true): Promise<DemoBackend> {
-  const b = await startDemoBackend({ port: 0, id, callKeys: backendKeys(SECRETS, id), handoffResume });
-  started.push(b);
-  return b;
-}
-
-function open(port: number, headers: Record<string, string>): Client {
-  const c = connect(port, headers);
-  clients.push(c);
-  return c;
-}
+const { demo: start, open } = demoInProcess();
+const demo = (id: string, handoffResume = true) => start(id, { handoffResume });
 
 describe('demo backend: resume', () => {
   it('a resumed socket goes on with its session on the new owner: no greeting, same session, its version sequence continued', async () => {

@@ -1,21 +1,28 @@
 // The demo's game over WebSockets, shaped like a djust app: the server greets (`connect`), the
 // client mounts a room (`mount` -> `mounted` with the room's `moves`), each `event` is a move of
-// the room (`patch` to every member, numbered), and every frame of the view a socket gets carries
-// its `version` (1, 2, ...: djust's client follows it). Everything roomgate-specific is the backend
-// kit's (src/backend-kit): the fence, the room table, pushes, the handoff hooks and the resume.
+// the room (`patch` to every member, numbered), and every frame of the view a page gets carries
+// its `version` (1 at the mount, then 2, ...: djust's client follows it). The version is the page
+// view's, kept in the room's state (room-moves.ts) as a djust app keeps it in the page's session:
+// a page is its `djust_session` cookie, which the browser sends with the socket's handshake and
+// with djust's HTTP fallback alike, or, without the cookie, its socket. Everything roomgate-specific
+// is the backend kit's (src/backend-kit): the fence, the room table, pushes, the handoff hooks and
+// the resume.
 // This file gives the kit the app's parts: the room's moves as a blob and back, a socket's own
 // state (its session, room and version) for a resume, held events applied, and push delivery.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { WebSocket } from 'ws';
 import type { RawData } from 'ws';
 import { CLOSE_SERVICE_RESTART, CLOSE_WRONG_ROOM, mountRefusal, type BackendKit, type PushMeta, type ResumedSocket, type SocketInfo } from '../../src/backend-kit/index.js';
-import type { MoveStore } from './room-moves.js';
+import { PAGE_KEY_MAX_LENGTH, type MoveStore } from './room-moves.js';
 
 /** What a client's event gets while its room is frozen by a handoff: send it again after the reconnect. */
 export const ROOM_MOVING = { type: 'error', error: 'room-moving', retry: true, message: 'the room is moving to another server: send it again after the reconnect' } as const;
 export const MAX_ROOM_LENGTH = 128;
 const SESSION_MAX_LENGTH = 64;
+/** The page session cookie djust's pages carry (as examples/djust-push does): it names the page's view. */
+export const PAGE_COOKIE = 'djust_session';
+const COOKIE_VALUE_MAX_LENGTH = 4096;
 
 interface Client {
   sessionId: string;
@@ -25,6 +32,8 @@ interface Client {
   readonly routed: string | null;
   /** `room` query parameter of the socket URL: last-resort room for mount. */
   readonly queryRoom: string | null;
+  /** The page the socket belongs to (pageKey: its session cookie, or the socket itself). */
+  readonly page: string;
   /** The last version of the view this socket was sent. */
   version: number;
 }
@@ -34,6 +43,24 @@ interface SocketState {
   readonly session: string;
   readonly room: string | null;
   readonly version: number;
+  /** Its page key (absent in the state of an older demo: the socket is its own page then). */
+  readonly page?: string;
+}
+
+/**
+ * The page a request or socket comes from: its `djust_session` cookie, hashed (the room's state,
+ * which a handoff carries through roomgate, never holds a session id itself); null without one.
+ */
+export function pageKey(cookieHeader: string | string[] | undefined): string | null {
+  const header = Array.isArray(cookieHeader) ? cookieHeader.join('; ') : (cookieHeader ?? '');
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=');
+    if (eq < 0 || part.slice(0, eq).trim() !== PAGE_COOKIE) continue;
+    const value = part.slice(eq + 1).trim();
+    if (value.length === 0 || value.length > COOKIE_VALUE_MAX_LENGTH) return null;
+    return `c:${createHash('sha256').update(value).digest('base64url').slice(0, 24)}`;
+  }
+  return null;
 }
 
 export function validRoom(room: string | null | undefined): string | null {
@@ -67,10 +94,12 @@ function eventOf(m: string | Buffer): { data?: unknown } | null {
 }
 
 function stateOf(value: unknown): SocketState | null {
-  const s = typeof value === 'object' && value !== null ? (value as { session?: unknown; room?: unknown; version?: unknown }) : {};
+  const s = typeof value === 'object' && value !== null ? (value as { session?: unknown; room?: unknown; version?: unknown; page?: unknown }) : {};
   if (typeof s.session !== 'string' || s.session.length === 0 || s.session.length > SESSION_MAX_LENGTH) return null;
   if (!(s.room === null || typeof s.room === 'string') || !Number.isSafeInteger(s.version) || (s.version as number) < 0) return null;
-  return { session: s.session, room: s.room === null ? null : validRoom(s.room), version: s.version as number };
+  if (!(s.page === undefined || (typeof s.page === 'string' && s.page.length > 0 && s.page.length <= PAGE_KEY_MAX_LENGTH))) return null;
+  const page = typeof s.page === 'string' ? s.page : `s:${s.session}`;
+  return { session: s.session, room: s.room === null ? null : validRoom(s.room), version: s.version as number, page };
 }
 
 /** The game of backend `id` over the room moves `moves`; `kit()` is the backend kit it runs on. */
@@ -89,11 +118,11 @@ export class Game {
     if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(msg));
   }
 
-  /** A frame of the view: the socket's next version. */
+  /** A frame of the view: its page's next version (taken only for a frame really sent). */
   private sendView(ws: WebSocket, msg: Record<string, unknown>): void {
     const c = this.clients.get(ws);
-    if (c === undefined || ws.readyState !== WebSocket.OPEN) return;
-    c.version += 1;
+    if (c === undefined || c.room === null || ws.readyState !== WebSocket.OPEN) return;
+    c.version = this.moves.nextVersion(c.room, c.page, c.version);
     ws.send(JSON.stringify({ ...msg, version: c.version }));
   }
 
@@ -109,20 +138,25 @@ export class Game {
 
   /**
    * djust's HTTP fallback (an event POSTed to the page while its socket is closed): recorded as a
-   * move like a socket's event; its number is the answer's version (the room's, not a view's). Null
-   * while a handoff froze the room: refused as a socket's event is.
+   * move like a socket's event, and answered with the version that follows the last one the room
+   * sent to that page (`page`: its pageKey). A page the room has no view of (no cookie, or one
+   * this room never saw) is never refused, which would lose the click: it gets a fresh view, at 1.
+   * Null while a handoff froze the room: refused as a socket's event is (roomgate holds page
+   * requests of a room in handoff, so none reaches a frozen owner through it).
    */
-  httpEvent(room: string, data: unknown): number | null {
+  httpEvent(room: string, data: unknown, page: string | null): { move: number; version: number } | null {
     if (this.kit().rooms.frozen(room)) return null;
     const move = this.moves.record(room, 'http', data).n;
     for (const ws of this.members.get(room) ?? []) this.sendView(ws, { type: 'patch', room, from: 'http', data: data ?? null, move });
-    return move;
+    return { move, version: page === null ? 1 : this.moves.nextVersion(room, page) };
   }
 
   private leave(ws: WebSocket, c: Client): void {
     const room = c.room;
     if (room === null) return;
     c.room = null;
+    // A page without the cookie was this socket only: no later request can name its view.
+    if (c.page.startsWith('s:')) this.moves.forgetView(room, c.page);
     if (c.routed === null) this.kit().rooms.leave(room, ws);
     const set = this.members.get(room);
     if (!set) return;
@@ -159,8 +193,11 @@ export class Game {
       this.leave(ws, c);
       this.join(ws, c, room);
     }
-    // `moves`: the room's state, which a handoff carries to the next owner.
-    this.sendView(ws, { type: 'mounted', room, backend: this.id, members: this.members.get(room)?.size ?? 0, moves: this.moves.count(room) });
+    // `moves`: the room's state, which a handoff carries to the next owner. A mount starts the
+    // page's view again at version 1, as djust's does (its client takes the mount's as given).
+    if (ws.readyState !== WebSocket.OPEN) return;
+    c.version = this.moves.startView(room, c.page);
+    ws.send(JSON.stringify({ type: 'mounted', room, backend: this.id, members: this.members.get(room)?.size ?? 0, moves: this.moves.count(room), version: c.version }));
   }
 
   private event(ws: WebSocket, c: Client, m: Record<string, unknown>): void {
@@ -206,7 +243,8 @@ export class Game {
 
   readonly onSocket = (ws: WebSocket, req: IncomingMessage, info: SocketInfo): void => {
     const query = new URLSearchParams((req.url ?? '').split('?')[1] ?? '');
-    const c: Client = { sessionId: randomBytes(12).toString('hex'), room: null, routed: info.room, queryRoom: validRoom(query.get('room')), version: 0 };
+    const sessionId = randomBytes(12).toString('hex');
+    const c: Client = { sessionId, room: null, routed: info.room, queryRoom: validRoom(query.get('room')), page: pageKey(req.headers.cookie) ?? `s:${sessionId}`, version: 0 };
     this.serve(ws, c);
     // djust's server speaks first.
     this.send(ws, { type: 'connect', session_id: c.sessionId, backend: this.id });
@@ -216,9 +254,13 @@ export class Game {
   readonly resumeSocket = (ws: WebSocket, _req: IncomingMessage, r: ResumedSocket): void => {
     const state = stateOf(r.state);
     if (state === null || (state.room !== null && state.room !== r.room)) return ws.close(CLOSE_SERVICE_RESTART, 'state not resumable');
-    const c: Client = { sessionId: state.session, room: null, routed: r.room, queryRoom: null, version: state.version };
+    const c: Client = { sessionId: state.session, room: null, routed: r.room, queryRoom: null, page: state.page ?? `s:${state.session}`, version: state.version };
     this.serve(ws, c);
-    if (state.room !== null) this.join(ws, c, state.room);
+    if (state.room !== null) {
+      // The page's view came in the room's state; a state from an older demo carried the socket's only.
+      this.moves.sawVersion(state.room, c.page, state.version);
+      this.join(ws, c, state.room);
+    }
     // The demo's own word to its page (not djust's: a djust client gets nothing on a resume): the
     // page says the room moved here without a disconnect. It carries no version: the view's go on.
     this.send(ws, { type: 'resumed', backend: this.id, room: state.room });
@@ -226,10 +268,15 @@ export class Game {
 
   readonly exportSocket = (_room: string, ws: WebSocket): SocketState | undefined => {
     const c = this.clients.get(ws);
-    return c === undefined ? undefined : { session: c.sessionId, room: c.room, version: c.version };
+    return c === undefined ? undefined : { session: c.sessionId, room: c.room, version: c.version, page: c.page };
   };
 
-  /** The held socket's events, in order, as if it had sent them here: each one a move in the room. */
+  /**
+   * The held socket's events, in order, as if it had sent them here: each one a move in the room,
+   * patched to the room's sockets here (each page's next version, on a frame it gets). The sending
+   * page's own socket is closing on the old owner: it is sent nothing, so its version is not taken
+   * and its next answer (a mount, or the HTTP fallback's) follows the last one it saw.
+   */
   readonly applyMessages = (room: string, socketId: string, messages: readonly (string | Buffer)[]): void => {
     for (const m of messages) {
       const msg = eventOf(m);

@@ -36,7 +36,9 @@
  *       These make it behave like the apps roomgate's health checks must cope with; each is
  *       off by default, and none can be switched over HTTP.
  * djust's HTTP fallback: a POST to /game/{room}/ with X-Djust-Event is the room's next move, answered
- * with its number as `version` (test/support/djust-client.mjs sends it while its socket is closed).
+ * with its number (`move`) and the `version` that follows the last one the room sent to that page
+ * (the page: its `djust_session` cookie, game.ts; test/support/djust-client.mjs sends the POST
+ * while its socket is closed). A page the room has no view of gets a fresh one, never an error.
  * When listening it prints exactly one JSON line to stdout:
  *       {"event":"listening","id":"ID","port":<actual port>}
  * Everything else goes to stderr so a parent process can parse stdout safely.
@@ -49,7 +51,7 @@ import type { Duplex } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer, WebSocket } from 'ws';
 import { CLOSE_SERVICE_RESTART, createBackendKit, DEFAULT_HANDOFF_PATH, keysFromEnv, type BackendKit } from '../../src/backend-kit/index.js';
-import { Game, ROOM_MOVING, validRoom } from './game.js';
+import { Game, pageKey, ROOM_MOVING, validRoom } from './game.js';
 import { PAGE_SCRIPT_CSP, PAGE_STYLE_CSP, renderGamePage, renderIndexPage } from './page.js';
 import { createMoveStore } from './room-moves.js';
 
@@ -244,9 +246,10 @@ export function startDemoBackend(opts: DemoBackendOptions): Promise<DemoBackend>
       } catch {
         return text(res, 400, 'expected a JSON body\n');
       }
-      const move = game.httpEvent(room, data);
-      if (move === null) return json(res, 503, ROOM_MOVING);
-      json(res, 200, { type: 'patch', room, from: 'http', data, move, version: move });
+      // The page is its session cookie, which the browser sends with this POST as with its socket.
+      const done = game.httpEvent(room, data, pageKey(req.headers.cookie));
+      if (done === null) return json(res, 503, ROOM_MOVING);
+      json(res, 200, { type: 'patch', room, from: 'http', data, move: done.move, version: done.version });
     });
   }
 

@@ -27,7 +27,7 @@ const FAST: Timers = {
 
 const clients: DjustClient[] = [];
 
-function client(port: number, o: Partial<DjustClientOptions> & { page?: string } = {}): DjustClient {
+function client(port: number, o: Partial<DjustClientOptions> & { page?: string; cookie?: string } = {}): DjustClient {
   const c = nodeDjustClient(port, o.page ?? '/page/', { timers: FAST, random: () => 0, view: 'app.views.Counter', ...o });
   clients.push(c);
   return c;
@@ -255,35 +255,49 @@ describe('the djust-faithful client through a gateway in front of the demo backe
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("mounts the room, gets each click acknowledged by the room's move, follows the room-mate's moves; while closed its click goes by POST to the page and the answer's version is checked", async () => {
+  it("mounts the room, gets each click acknowledged by the room's move, follows the room-mate's moves with its page's versions; while closed its click goes by POST to the page and the answer's version is checked", async () => {
     const room = 'dj-1';
     const opts = { release: '3186' as const, wsPath: `/ws/live/?room=${room}`, frames: demoFrames, page: `/game/${room}/`, params: { room } };
-    const a = client(gw.port, { ...opts, id: 'a' }).start();
-    const b = client(gw.port, { ...opts, id: 'b' }).start();
+    // Each page's session cookie, as its page load set it: the browser sends it with the socket and the POST.
+    const a = client(gw.port, { ...opts, id: 'a', cookie: 'djust_session=page-a-0123456789abcdef' }).start();
+    const b = client(gw.port, { ...opts, id: 'b', cookie: 'djust_session=page-b-0123456789abcdef' }).start();
     await waitFor('both mounted', 5_000, () => a.mounted && b.mounted, 5);
-    expect(a.version).toBe(0);
+    expect([a.version, b.version]).toEqual([1, 1]);
     a.sendEvent('click', { x: 1 });
     a.sendEvent('click', { x: 2 });
     b.sendEvent('click', { x: 3 });
-    await waitFor('3 moves seen by both', 5_000, () => a.version === 3 && b.version === 3, 5);
-    expect(a.events.map((e) => e.applied.length)).toEqual([1, 1]);
+    // Each page's view: its mount's 1, then one version a patch.
+    await waitFor('3 moves seen by both', 5_000, () => a.version === 4 && b.version === 4, 5);
+    expect(a.events.map((e) => e.applied)).toEqual([[1], [2]]);
     expect(a.unacknowledged()).toEqual([]);
     expect(a.reloads.length + a.resyncs + b.reloads.length + b.resyncs).toBe(0);
     // While no socket is open the click is a POST to the page (routed by its path to the room's
-    // backend); the demo answers it with the room's next move as the version: b sees the move, and
-    // a page whose version was 3 takes 4 as following.
+    // backend), with the page's cookie: the demo answers with the version that follows the last one
+    // it sent that page (a's 4), whatever the room did meanwhile: b's click is a move a never saw.
     a.stop();
-    const c = client(gw.port, { ...opts, id: 'c' });
-    (c as unknown as { version: number }).version = 3;
-    const ev = c.sendEvent('click', { x: 4 });
+    // Once the backend saw a's socket close (until then a patch would go to it, a version a never sees).
+    await waitFor("a's socket gone at the backend", 5_000, async () => {
+      const rooms = (await (await fetch(`http://127.0.0.1:${backend.port}/_backend/rooms`, { signal: AbortSignal.timeout(2_000) })).json()) as { rooms: Record<string, number> };
+      return rooms.rooms[room] === 1 ? true : undefined;
+    }, 10);
+    b.sendEvent('click', { x: 4 });
+    await waitFor("b's click seen", 5_000, () => b.version === 5, 5);
+    const c = client(gw.port, { ...opts, id: 'c', cookie: 'djust_session=page-a-0123456789abcdef' });
+    (c as unknown as { version: number }).version = 4;
+    const ev = c.sendEvent('click', { x: 5 });
     await ev.done;
-    expect([ev.via, ev.httpStatus, ev.failed, ev.applied]).toEqual(['http', 200, null, [4]]);
-    expect([c.version, c.reloads.length]).toEqual([4, 0]);
-    await waitFor('b saw the POSTed move', 5_000, () => b.version === 4, 5);
-    // A page that missed a move reloads: its POST's answer (5) does not follow its 3.
-    const late = client(gw.port, { ...opts, id: 'd' });
-    (late as unknown as { version: number }).version = 3;
+    expect([ev.via, ev.httpStatus, ev.failed, ev.applied]).toEqual(['http', 200, null, [5]]);
+    expect([c.version, c.reloads.length]).toEqual([5, 0]);
+    await waitFor('b saw the POSTed move', 5_000, () => b.version === 6, 5);
+    // A page that missed a version reloads: its POST's answer (6) does not follow its 4.
+    const late = client(gw.port, { ...opts, id: 'd', cookie: 'djust_session=page-a-0123456789abcdef' });
+    (late as unknown as { version: number }).version = 4;
     await late.sendEvent('click').done;
-    expect(late.reloads).toMatchObject([{ expected: 4, got: 5, via: 'http' }]);
+    expect(late.reloads).toMatchObject([{ expected: 5, got: 6, via: 'http' }]);
+    // A page the room has no view of (no cookie) is not refused: its click is applied, answered with a fresh view's 1.
+    const stranger = client(gw.port, { ...opts, id: 'e' });
+    const its = stranger.sendEvent('click');
+    await its.done;
+    expect([its.httpStatus, its.failed, its.applied, stranger.version]).toEqual([200, null, [7], 1]);
   });
 });

@@ -24,10 +24,11 @@
 // - the mount answer's html is applied on a pre-rendered page only when `has_ids` is true;
 // - a heartbeat `ping` every 30 s (heartbeatMs).
 // The frame vocabulary is djust's by default (`djustFrames`); `demoFrames` speaks the demo
-// backend's (examples/demo-backend: `mounted`, events as `{type: "event", data}`, the room's move
-// number as the version), which has no per-view version and no HTTP fallback of its own, and
-// tells its page when roomgate resumed the socket on another backend (`resumed`: djust's own
-// client gets nothing then, and its session goes on; recorded in `resumes`).
+// backend's (examples/demo-backend: `mounted`, events as `{type: "event", data}`, each page view's
+// `version` as djust's, the page known by its session cookie, which the browser, not this client,
+// sends with the socket and the POST), and tells its page when roomgate resumed the socket on
+// another backend (`resumed`: djust's own client gets nothing then, and its session goes on;
+// recorded in `resumes`).
 
 /** djust's client: reconnect attempts in a row before it gives up. */
 export const DJUST_MAX_ATTEMPTS = 10;
@@ -65,7 +66,8 @@ export const djustFrames = {
 
 /**
  * The demo backend's frames: the room in the mount, each event's data carrying the client's id and
- * the event's ref ({c, k}), the room's move number as the version (every member sees every move),
+ * the event's ref ({c, k}), the page view's `version` as djust's (the mount's starts it again; the
+ * room's move number, `move` in a patch and `moves` in a mount, says which application a patch is),
  * and a patch acknowledging the event whose data it carries (whoever's socket it reached through).
  */
 export const demoFrames = {
@@ -75,7 +77,7 @@ export const demoFrames = {
   acks: (c, m) => (m.type === 'patch' && m.data && m.data.c === c.id && typeof m.data.k === 'number' ? [m.data.k] : []),
   /** The move number: the same event seen under two numbers was applied twice. */
   appliedAs: (m) => (typeof m.move === 'number' ? m.move : undefined),
-  version: (m) => (m.type === 'mounted' ? m.moves : typeof m.move === 'number' ? m.move : typeof m.version === 'number' ? m.version : undefined),
+  version: (m) => (typeof m.version === 'number' ? m.version : undefined),
   httpBody: (c, ev) => ({ c: c.id, k: ev.ref, ...ev.params }),
   /** The demo's word to its page that its socket now reaches another backend (a resume): that backend. */
   resumedOn: (m) => (m.type === 'resumed' && typeof m.backend === 'string' ? m.backend : undefined),
