@@ -4,7 +4,10 @@
 // output) starts them here. startGatewayHere takes startGateway's options and loads its
 // configuration as `roomgate start` would (the same file, environment and --backend flags), and
 // keeps its log lines (debug, as the processes log) for logs(). Everything started here is
-// stopped by stopAllHere().
+// stopped by stopAllHere(), which also removes its config file's temp dir (a file that never
+// calls stopAll() must not leave it in /tmp).
+import { rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { startDemoBackend, type DemoBackend, type DemoBackendOptions } from '../../examples/demo-backend/server.js';
 import { backendKeys } from '../../src/http/call-proof.js';
 import { loadConfig } from '../../src/config/load.js';
@@ -34,7 +37,12 @@ export interface GatewayHere {
 }
 
 const backends = new Set<DemoBackend>();
-const gateways = new Set<Gateway>();
+/** Every gateway started here, with its config file (undefined: none). */
+const gateways = new Map<Gateway, string | undefined>();
+
+function removeConfig(file: string | undefined): void {
+  if (file !== undefined) rmSync(dirname(file), { recursive: true, force: true });
+}
 
 /** A demo backend (examples/demo-backend) with its call key from CALL_SECRET, as startBackend's. */
 export async function startBackendHere(id: string, opts: Partial<DemoBackendOptions> = {}): Promise<BackendHere> {
@@ -50,14 +58,15 @@ export function startBackendsHere(ids: readonly string[]): Promise<BackendHere[]
 /** startGateway's gateway, in this process. */
 export async function startGatewayHere(o: GatewayOptions = {}): Promise<GatewayHere> {
   const lines: string[] = [];
+  const file = gatewayConfigFile(o);
   const config = loadConfig({
     env: gatewayEnv(o.env),
-    file: gatewayConfigFile(o),
+    file,
     overrides: { port: '0', backends: (o.backends ?? []).map((b) => (typeof b === 'string' ? b : `${b.id}=${b.url}`)) },
   });
   const logger = createLogger(config.log.level, { write: (line: string) => void lines.push(line) });
   const gateway = new Gateway(config, { logger });
-  gateways.add(gateway);
+  gateways.set(gateway, file);
   await gateway.start();
   const { port } = gateway;
   return {
@@ -75,7 +84,11 @@ export async function startGatewayHere(o: GatewayOptions = {}): Promise<GatewayH
           return [];
         }
       }),
-    stop: () => gateway.stop().finally(() => gateways.delete(gateway)),
+    stop: () =>
+      gateway.stop().finally(() => {
+        gateways.delete(gateway);
+        removeConfig(file);
+      }),
   };
 }
 
@@ -85,9 +98,10 @@ export async function startGatewayHere(o: GatewayOptions = {}): Promise<GatewayH
  */
 export async function stopAllHere(): Promise<void> {
   await Promise.all(
-    [...gateways].map((g) => {
+    [...gateways].map(async ([g, file]) => {
       g.config = { ...g.config, shutdown: { ...g.config.shutdown, graceMs: 0, readinessDelayMs: 0 } };
-      return g.stop();
+      await g.stop();
+      removeConfig(file);
     }),
   );
   gateways.clear();
