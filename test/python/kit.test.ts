@@ -4,7 +4,8 @@
 // (src/http/call-proof.ts) computes, so the two languages cannot drift apart.
 // ROOMGATE_WRITE_PROOF_VECTORS=1 writes the vectors file first (after a change of the proof).
 import { spawn } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from '../support/processes.js';
@@ -40,8 +41,11 @@ function pinVectors(): unknown {
 
 function pytest(): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve, reject) => {
-    // -p no:cacheprovider: no .pytest_cache left in the checkout; PYTHONDONTWRITEBYTECODE: no __pycache__.
-    const child = spawn('/usr/bin/python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'python/tests'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
+    // -p no:cacheprovider: no .pytest_cache left in the checkout; PYTHONDONTWRITEBYTECODE: no __pycache__;
+    // --basetemp: the tests' tmp_path under a dir of this run, removed after it (pytest's default,
+    // /tmp/pytest-of-<user>, is kept between runs).
+    const basetemp = mkdtempSync(join(tmpdir(), 'roomgate-pytest-'));
+    const child = spawn('/usr/bin/python3', ['-m', 'pytest', '-q', '-p', 'no:cacheprovider', `--basetemp=${basetemp}`, 'python/tests'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONDONTWRITEBYTECODE: '1' } });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
     child.stderr.on('data', (c: Buffer) => (out += c.toString('utf8')));
@@ -49,6 +53,7 @@ function pytest(): Promise<{ code: number | null; out: string }> {
     child.on('error', reject);
     child.on('exit', (code) => {
       clearTimeout(timer);
+      rmSync(basetemp, { recursive: true, force: true });
       resolve({ code, out });
     });
   });
