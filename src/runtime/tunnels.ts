@@ -24,6 +24,8 @@ export interface Tunnel {
 export const RECENTLY_LIVE_MS = 60_000;
 /** Rooms remembered as recently live (the oldest forgotten first): a bound, not a cache. */
 const RECENTLY_LIVE_MAX = 10_000;
+/** A watcher's changed rooms beyond the live rooms plus this many: its next report is whole. */
+const DIRTY_SLACK = 1_000;
 
 /** What the Placer needs of the live sockets: counts, the rooms, and closing a moved room. */
 export interface LiveSockets {
@@ -122,7 +124,13 @@ export class TunnelRegistry implements LiveSockets {
 
   private changed(room: string): void {
     this.liveVersion++;
-    for (const w of this.watchers) w.dirty?.add(room);
+    for (const w of this.watchers) {
+      if (w.dirty === null) continue;
+      w.dirty.add(room);
+      // More changed rooms than live ones (a consumer that has not reported for long, under churn):
+      // the whole list is the cheaper report, and the set stops growing.
+      if (w.dirty.size > this.byRoom.size + DIRTY_SLACK) w.dirty = null;
+    }
   }
 
   get size(): number {

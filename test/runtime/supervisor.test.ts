@@ -252,6 +252,18 @@ describe('Supervisor: heartbeat', () => {
     expect(r.sharedData.sent.at(-1)).toHaveLength(2);
   });
 
+  it('a report whose changes outgrow the live rooms (no heartbeat for long, under churn) is sent whole', async () => {
+    const r = rig('keep');
+    r.open('kept', 'b1');
+    await r.supervisor.tick();
+    for (let i = 0; i < 1_100; i++) r.tunnels.remove(r.open(`brief-${i}`, 'b2'));
+    await r.supervisor.tick();
+    expect(r.sharedData.sent.at(-1)).toEqual([{ room: 'kept', backend: 'b1', sockets: 1, since: r.clock.now() }]);
+    r.tunnels.remove(r.open('one-more', 'b2'));
+    await r.supervisor.tick();
+    expect(r.sharedData.sent.at(-1)).toEqual({ rooms: [], gone: ['one-more'] });
+  });
+
   it('a store that no longer holds the report (silent past gatewayTtlMs) answers resync, and the same heartbeat sends the whole list', async () => {
     const r = rig('keep');
     const placement: LiveReport[] = [];
