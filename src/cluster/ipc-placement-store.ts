@@ -4,7 +4,8 @@
 // from the primary to every worker. Like the Redis store it fails fast: a call the primary does
 // not answer within the RPC timeout rejects (the Placer then routes from its cache, degraded), and
 // once the primary is gone every call rejects at once and `available` is false.
-import type { BackendAdminState, LiveRoom, PlaceOptions, PlaceResult, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
+import { isFullReport } from '../placement/store.js';
+import type { BackendAdminState, HeartbeatAnswer, LiveReport, LiveRoom, PlaceOptions, PlaceResult, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
 import type { RpcPeer } from './ipc-rpc.js';
 import { PLACEMENT_EVENT } from './store-host.js';
 
@@ -39,8 +40,11 @@ export class IpcPlacementStore implements PlacementStore {
     return this.rpc.call('placement.reserveEpoch');
   }
 
-  async heartbeat(live: readonly LiveRoom[]): Promise<void> {
-    await this.rpc.call('placement.heartbeat', [live.map((r) => ({ room: r.room, backend: r.backend, sockets: r.sockets }))]);
+  /** Sends what changed only: null over IPC when nothing did, a delta's rooms when some did. */
+  heartbeat(report: LiveReport): Promise<HeartbeatAnswer> {
+    const entries = (live: readonly LiveRoom[]): LiveRoom[] => live.map((r) => ({ room: r.room, backend: r.backend, sockets: r.sockets }));
+    const wire = report === null ? null : isFullReport(report) ? entries(report) : { rooms: entries(report.rooms), gone: report.gone };
+    return this.rpc.call('placement.heartbeat', [wire]);
   }
 
   async roomsPerBackend(): Promise<Map<string, number>> {

@@ -4,7 +4,7 @@
 // leaderboards are one. Lobby events come from the primary to every worker (the lobby stream of
 // each worker pushes changes made through any worker). Fails fast like the Redis store; once the
 // primary is gone every call rejects at once and `available` is false.
-import type { CachePurge, HandoffSignal, LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
+import type { CachePurge, HandoffSignal, LobbyPage, LobbyQuery, LobbyRoom, Online, PresenceAnswer, PresenceDelta, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../shared-data/store.js';
 import type { RpcPeer } from './ipc-rpc.js';
 import { SHARED_EVENT } from './store-host.js';
 
@@ -51,8 +51,9 @@ export class IpcSharedDataStore implements SharedDataStore {
     return this.rpc.call('shared.otherGateways');
   }
 
-  async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
-    await this.rpc.call('shared.publishPresence', [rooms, ttlMs]);
+  /** null (unchanged) goes over IPC as null: the primary keeps this worker's report. */
+  publishPresence(rooms: readonly RoomPresence[] | PresenceDelta | null, ttlMs: number): Promise<PresenceAnswer> {
+    return this.rpc.call('shared.publishPresence', [rooms, ttlMs]);
   }
 
   async withdrawPresence(): Promise<void> {

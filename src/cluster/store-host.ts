@@ -5,9 +5,9 @@
 // Workers use IpcPlacementStore and IpcSharedDataStore (same method names, see ipc-*-store.ts).
 import { parseHandoffSignal } from '../shared-data/handoff-signal.js';
 import { MemorySharedDataState, MemorySharedDataStore } from '../shared-data/memory-store.js';
-import type { CachePurge, LobbyQuery, RoomMeta, RoomPresence, ScoreMode } from '../shared-data/store.js';
+import type { CachePurge, LobbyQuery, PresenceDelta, RoomMeta, RoomPresence, ScoreMode } from '../shared-data/store.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../placement/memory-store.js';
-import type { BackendAdminState, LiveRoom, PlaceOptions } from '../placement/store.js';
+import type { BackendAdminState, LiveReport, PlaceOptions } from '../placement/store.js';
 import type { RpcPeer } from './ipc-rpc.js';
 
 export interface StoreHostTiming {
@@ -56,13 +56,13 @@ export class StoreHost {
     peer.handle('placement.get', (room) => p.get(str(room)));
     peer.handle('placement.place', (room, backend, epoch, opts) => p.place(str(room), str(backend), num(epoch), opts as PlaceOptions));
     peer.handle('placement.reserveEpoch', () => p.reserveEpoch());
-    peer.handle('placement.heartbeat', (live) => p.heartbeat(live as LiveRoom[]));
+    peer.handle('placement.heartbeat', (report) => p.heartbeat(report as LiveReport));
     peer.handle('placement.roomsPerBackend', async () => [...(await p.roomsPerBackend())]);
     peer.handle('placement.setBackendState', (id, state) => p.setBackendState(str(id), state as BackendAdminState | null));
     peer.handle('placement.backendStates', async () => [...(await p.backendStates())]);
     peer.handle('placement.close', () => p.close());
 
-    peer.handle('shared.publishPresence', (rooms, ttlMs) => s.publishPresence(rooms as RoomPresence[], num(ttlMs)));
+    peer.handle('shared.publishPresence', (rooms, ttlMs) => s.publishPresence(rooms as RoomPresence[] | PresenceDelta | null, num(ttlMs)));
     peer.handle('shared.claimIdempotency', (key, ttlMs) => s.claimIdempotency(str(key), num(ttlMs)));
     peer.handle('shared.settleIdempotency', (key, answer, ttlMs) => s.settleIdempotency(str(key), str(answer), num(ttlMs)));
     peer.handle('shared.releaseIdempotency', (key) => s.releaseIdempotency(str(key)));

@@ -8,19 +8,33 @@
 // change the hash tag).
 //
 //   B p:<room>        HASH  backend, epoch, at (ms, when placed)            PEXPIRE idleTtlMs; refreshed by a same-backend
-//                                                     place() and by heartbeats of live rooms.
+//                                                     place(). No TTL while a live gateway's report holds
+//                                                     the room on its backend ("kept live"): the TTL is set
+//                                                     again when the last such report drops it (expiring
+//                                                     idleTtlMs later), or when its gateway is reaped
+//                                                     (expiring idleTtlMs after its last heartbeat).
 //                                                     Absent (expired) = no placement = epoch 0.
 //   B rooms:<backend> ZSET  room -> expiry (ms)       the rooms placed on a backend; a member counts
 //                                                     while its score > now (score = the placement
-//                                                     key's expiry, set in the same script).
+//                                                     key's expiry, set in the same script; +inf
+//                                                     while the placement is kept live).
 //                                                     Expired members are trimmed by roomsPerBackend().
 //   B backends        SET   backend ids               index of the rooms:<backend> ZSETs (so that
 //                                                     roomsPerBackend() needs no SCAN); a backend is
 //                                                     dropped when its ZSET has no live member left.
-//   B gw              ZSET  gatewayId -> last heartbeat (ms); fresh while score > now - gatewayTtlMs;
-//                                                     stale members are trimmed by heartbeats.
-//   B gw:<gatewayId>  HASH  room -> backend           the gateway's last report (rooms with sockets),
-//                                                     PEXPIRE gatewayTtlMs.
+//   B gw              ZSET  gatewayId -> last heartbeat (ms); fresh while score > now - gatewayTtlMs
+//                                                     (its report makes rooms busy); stale members are
+//                                                     trimmed by heartbeats once reaped (gw-live).
+//   B gw-live         ZSET  gatewayId -> last heartbeat (ms): the gateway's liveness stamp, the one
+//                                                     key a heartbeat refreshes for all its rooms. Its
+//                                                     report keeps its rooms' placements live while
+//                                                     score > now - min(idleTtlMs, gatewayTtlMs); past
+//                                                     that any script "reaps" it (below) and removes it.
+//                                                     Missing for a gateway that heartbeats: Redis lost
+//                                                     it (or reaped it): the gateway sends a full report.
+//   B gw:<gatewayId>  HASH  room -> backend           the gateway's report (rooms with sockets), changed
+//                                                     room by room by its heartbeats; no TTL: deleted
+//                                                     when the gateway is trimmed from gw (or leaves).
 //   B bstate          HASH  backend id -> JSON BackendAdminState
 //   B epoch           STRING counter: every new placement takes the next value, so epochs never
 //                     repeat, even for a room whose placement expired
@@ -48,15 +62,30 @@
 // ARGV[1] (the prefix), which the single hash tag makes valid in a Cluster too. Like the memory
 // store, expiry is silent (no {placement: null} event) and a same-backend place() emits nothing.
 //
+// Heartbeats follow changes (docs/architecture.md "Placement heartbeats"): a gateway sends its
+// whole report once (at start, after a reconnect, or when Redis answers 'resync' because its
+// gw-live stamp is missing), then only the rooms that changed, or nothing. A heartbeat's cost is
+// then O(1) plus O(changed rooms), whatever the number of live rooms: the stamp in gw-live keeps
+// every room of the report live, and the per-room writes happen when a room joins or leaves it.
+// A gateway that stops heartbeating (crash, kill -9) is reaped by the next script of any other
+// gateway (heartbeat, place, roomsPerBackend) once its stamp is min(idleTtlMs, gatewayTtlMs) old:
+// each placement its report kept live, and no other live report keeps live, gets the TTL it would
+// have had (idleTtlMs after that gateway's last heartbeat). With no gateway left at all, nothing
+// reaps: the keys stay until a gateway runs again.
+//
 // Data loss: Redis is the only copy. Run it with `maxmemory-policy noeviction` (all keys here have
 // TTLs; a volatile-* policy would evict live placements). After Redis loses its data (restart
 // without persistence, failover to a lagging replica) each gateway's next heartbeat re-creates the
 // placements of its live rooms (epochs continue from the clock); idle rooms are placed anew.
+// A gateway knows Redis lost them when its gw-live stamp is missing, and after every reconnect
+// (a failover to a lagging replica may lack its last changes): its next report is then whole.
 import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions, type RedisTarget } from '../redis/link.js';
+import { isFullReport } from './store.js';
 import type {
   AdminState,
   BackendAdminState,
-  LiveRoom,
+  HeartbeatAnswer,
+  LiveReport,
   PlaceOptions,
   PlaceResult,
   PlacementRecord,
@@ -143,7 +172,7 @@ local function evictIdle()
   local cands = {}
   for _, b in ipairs(backends) do
     local m = redis.call('ZRANGE', base .. 'rooms:' .. b, 0, 7, 'WITHSCORES')
-    for i = 1, #m, 2 do cands[#cands + 1] = {b, m[i], tonumber(m[i + 1])} end
+    for i = 1, #m, 2 do cands[#cands + 1] = {b, m[i], tonumber(m[i + 1]) or math.huge} end
   end
   table.sort(cands, function(x, y) return x[3] < y[3] end)
   for _, c in ipairs(cands) do
@@ -168,6 +197,62 @@ end
 `;
 
 /**
+ * Liveness of reports (see "Heartbeats follow changes" above). Expects base, idle, gwttl and NOW.
+ * - livePeers(): gateways whose report keeps rooms live now (fresh in gw-live).
+ * - keepLive(room, backend): the placement (on that backend) has no TTL and counts forever.
+ * - release(room, backend, at, ids, except): a report dropped the room on backend: unless another
+ *   live gateway (ids, except the one dropping it) reports it there, a placement kept live there
+ *   expires at `at` (at once when `at` has passed). A placement with a TTL is left alone.
+ * - reap(): gateways whose stamp is older than min(idle, gwttl): their rooms released as of their
+ *   last heartbeat, their stamp removed (at most 4 per call); their report stays for busy checks
+ *   until trim() (gwttl) deletes it.
+ */
+const LIVENESS = `
+local liveKey, gwKey = base .. 'gw-live', base .. 'gw'
+local keepFor = math.min(idle, gwttl)
+local function livePeers()
+  return redis.call('ZRANGEBYSCORE', liveKey, '(' .. ms(now - keepFor), '+inf')
+end
+local function keepLive(room, backend)
+  redis.call('PERSIST', base .. 'p:' .. room)
+  redis.call('ZADD', base .. 'rooms:' .. backend, '+inf', room)
+end
+local function release(room, backend, at, ids, except)
+  local pk = base .. 'p:' .. room
+  if redis.call('HGET', pk, 'backend') ~= backend or redis.call('PTTL', pk) ~= -1 then return end
+  for _, id in ipairs(ids) do
+    if id ~= except and redis.call('HGET', base .. 'gw:' .. id, room) == backend then return end
+  end
+  if at <= now then
+    redis.call('DEL', pk)
+    redis.call('ZREM', base .. 'rooms:' .. backend, room)
+  else
+    redis.call('PEXPIREAT', pk, ms(at))
+    redis.call('ZADD', base .. 'rooms:' .. backend, ms(at), room)
+  end
+end
+local function reap()
+  local dead = redis.call('ZRANGEBYSCORE', liveKey, '-inf', ms(now - keepFor), 'WITHSCORES', 'LIMIT', 0, 4)
+  if #dead == 0 then return end
+  local ids = livePeers()
+  for i = 1, #dead, 2 do
+    local id, at = dead[i], tonumber(dead[i + 1]) + idle
+    local flat = redis.call('HGETALL', base .. 'gw:' .. id)
+    for j = 1, #flat, 2 do release(flat[j], flat[j + 1], at, ids, id) end
+    redis.call('ZREM', liveKey, id)
+  end
+end
+local function trim()
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', gwKey, '-inf', ms(now - gwttl), 'LIMIT', 0, 20)) do
+    if not redis.call('ZSCORE', liveKey, id) then
+      redis.call('DEL', base .. 'gw:' .. id)
+      redis.call('ZREM', gwKey, id)
+    end
+  end
+end
+`;
+
+/**
  * place(): the whole compare-and-set.
  * KEYS: 1 placement hash, 2 gateways ZSET, 3 backends SET.
  * ARGV: 1 base (prefix..'{rg}:'), 2 room, 3 backend, 4 expectedEpoch, 5 force ('1'|'0'),
@@ -180,6 +265,19 @@ const PLACE = new LuaScript(`${NOW}
 local base, room, backend = ARGV[1], ARGV[2], ARGV[3]
 local idle, gwttl = tonumber(ARGV[7]), tonumber(ARGV[8])
 ${EVICT_IDLE}
+${LIVENESS}
+reap()
+-- A new placement: kept live if a live gateway already reports the room there, else it expires.
+local function expiry(b)
+  for _, id in ipairs(livePeers()) do
+    if redis.call('HGET', base .. 'gw:' .. id, room) == b then
+      keepLive(room, b)
+      return
+    end
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[7])
+  redis.call('ZADD', base .. 'rooms:' .. b, ms(now + idle), room)
+end
 local cur = redis.call('HMGET', KEYS[1], 'backend', 'epoch', 'at')
 local curB = cur[1]
 local curE = 0
@@ -210,8 +308,7 @@ if not curB then
     if live and live ~= backend then
       local ae = nextEpoch(base)
       redis.call('HSET', KEYS[1], 'backend', live, 'epoch', ms(ae), 'at', ms(now))
-      redis.call('PEXPIRE', KEYS[1], ARGV[7])
-      redis.call('ZADD', base .. 'rooms:' .. live, exp, room)
+      expiry(live)
       redis.call('SADD', KEYS[3], live)
       redis.call('PUBLISH', ARGV[9], placementEvent(room, live, ae))
       return {'lost-race', live, ms(ae), evictIdle()}
@@ -219,8 +316,11 @@ if not curB then
   end
 end
 if curB == backend then
-  redis.call('PEXPIRE', KEYS[1], ARGV[7])
-  redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
+  -- Kept live (no TTL): it stays so; else the idle TTL starts again.
+  if redis.call('PTTL', KEYS[1]) ~= -1 then
+    redis.call('PEXPIRE', KEYS[1], ARGV[7])
+    redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
+  end
   redis.call('SADD', KEYS[3], backend)
   return {'ok', backend, ms(curE)}
 end
@@ -236,69 +336,122 @@ else
   e = nextEpoch(base)
 end
 redis.call('HSET', KEYS[1], 'backend', backend, 'epoch', ms(e), 'at', ms(now))
-redis.call('PEXPIRE', KEYS[1], ARGV[7])
 if curB then redis.call('ZREM', base .. 'rooms:' .. curB, room) end
-redis.call('ZADD', base .. 'rooms:' .. backend, exp, room)
+expiry(backend)
 redis.call('SADD', KEYS[3], backend)
 redis.call('PUBLISH', ARGV[9], placementEvent(room, backend, e))
 return {'ok', backend, ms(e), evictIdle()}
 `);
 
 /**
- * heartbeat(): replace this gateway's report, refresh its live rooms' placements.
+ * heartbeat(): this gateway's report, whole or its changes, and its liveness stamp.
  * KEYS: 1 gateways ZSET, 2 this gateway's report hash, 3 backends SET.
- * ARGV: 1 base, 2 gatewayId, 3 idleTtlMs, 4 gatewayTtlMs, 5 events channel, then room, backend
- *       pairs (sockets > 0).
+ * ARGV: 1 base, 2 gatewayId, 3 idleTtlMs, 4 gatewayTtlMs, 5 events channel, 6 mode ('full': the
+ *       pairs are the whole report, replacing it; 'delta': only changes; 'same': nothing changed),
+ *       7 n, 8..7+n rooms gone from the report, then room, backend pairs (sockets > 0).
+ * Returns 'ok', or 'resync' (delta or same without a fresh stamp in gw-live: Redis lost it, or this
+ * gateway was reaped): nothing was written, send a full report.
+ * Full: per room HGET + PERSIST; the report and the rooms ZSETs in chunks of 500 fields, the
+ * backends SET once per backend, and rooms that left the report released. Delta: per changed room
+ * HGET, HSET or HDEL, and the placement's writes. Same: the stamp (ZADD x 2) and the reap checks.
  */
 const HEARTBEAT = new LuaScript(`${NOW}
-local base = ARGV[1]
-local exp = ms(now + tonumber(ARGV[3]))
-redis.call('DEL', KEYS[2])
--- Commands per live room are kept to two (HGET, PEXPIRE); the report and the rooms ZSETs are
--- written in chunks of 500 fields, and the backends SET once per backend.
-local report, perBackend = {}, {}
+local base, me = ARGV[1], ARGV[2]
+local idle, gwttl = tonumber(ARGV[3]), tonumber(ARGV[4])
+local mode = ARGV[6]
+${LIVENESS}
+reap()
+trim()
+if mode ~= 'full' then
+  local stamp = redis.call('ZSCORE', liveKey, me)
+  if not stamp or tonumber(stamp) <= now - keepFor then return 'resync' end
+end
 local function flush(key, cmd, args)
   if #args > 0 then redis.call(cmd, key, unpack(args)) end
 end
-for i = 6, #ARGV - 1, 2 do
-  local room, backend = ARGV[i], ARGV[i + 1]
-  report[#report + 1] = room
-  report[#report + 1] = backend
-  if #report >= 1000 then flush(KEYS[2], 'HSET', report); report = {} end
+-- A room reported live on backend: its placement kept live there, or (none: Redis lost its data,
+-- or a long stall) re-created from the sockets' truth, so no other gateway places it elsewhere.
+-- Returns whether the placement is on that backend (its rooms ZSET entry is then +inf).
+local function touch(room, backend)
   local pk = base .. 'p:' .. room
   local placed = redis.call('HGET', pk, 'backend')
-  if placed == backend or not placed then
-    if not placed then
-      -- A live room without a placement (Redis lost its data, or a long stall): re-create it
-      -- from the sockets' truth, so no other gateway places the room elsewhere.
-      local e = nextEpoch(base)
-      redis.call('HSET', pk, 'backend', backend, 'epoch', ms(e), 'at', ms(now))
-      redis.call('PUBLISH', ARGV[5], placementEvent(room, backend, e))
+  if placed and placed ~= backend then return false end
+  if not placed then
+    local e = nextEpoch(base)
+    redis.call('HSET', pk, 'backend', backend, 'epoch', ms(e), 'at', ms(now))
+    redis.call('PUBLISH', ARGV[5], placementEvent(room, backend, e))
+  end
+  redis.call('PERSIST', pk)
+  return true
+end
+local gone = tonumber(ARGV[7])
+local first = 8 + gone
+local ids = nil
+local function peers()
+  if not ids then ids = livePeers() end
+  return ids
+end
+if mode == 'full' then
+  local old = redis.call('HGETALL', KEYS[2])
+  redis.call('DEL', KEYS[2])
+  local report, perBackend, now_ = {}, {}, {}
+  for i = first, #ARGV - 1, 2 do
+    local room, backend = ARGV[i], ARGV[i + 1]
+    now_[room] = backend
+    report[#report + 1] = room
+    report[#report + 1] = backend
+    if #report >= 1000 then flush(KEYS[2], 'HSET', report); report = {} end
+    if touch(room, backend) then
+      local z = perBackend[backend]
+      if not z then z = {}; perBackend[backend] = z end
+      z[#z + 1] = '+inf'
+      z[#z + 1] = room
+      if #z >= 1000 then flush(base .. 'rooms:' .. backend, 'ZADD', z); perBackend[backend] = {} end
     end
-    redis.call('PEXPIRE', pk, ARGV[3])
-    local z = perBackend[backend]
-    if not z then z = {}; perBackend[backend] = z end
-    z[#z + 1] = exp
-    z[#z + 1] = room
-    if #z >= 1000 then flush(base .. 'rooms:' .. backend, 'ZADD', z); perBackend[backend] = {} end
+  end
+  flush(KEYS[2], 'HSET', report)
+  for backend, z in pairs(perBackend) do
+    flush(base .. 'rooms:' .. backend, 'ZADD', z)
+    redis.call('SADD', KEYS[3], backend)
+  end
+  for j = 1, #old, 2 do
+    if now_[old[j]] ~= old[j + 1] then release(old[j], old[j + 1], now + idle, peers(), me) end
+  end
+elseif mode == 'delta' then
+  for i = 8, first - 1 do
+    local room = ARGV[i]
+    local was = redis.call('HGET', KEYS[2], room)
+    if was then
+      redis.call('HDEL', KEYS[2], room)
+      release(room, was, now + idle, peers(), me)
+    end
+  end
+  for i = first, #ARGV - 1, 2 do
+    local room, backend = ARGV[i], ARGV[i + 1]
+    local was = redis.call('HGET', KEYS[2], room)
+    if was ~= backend then
+      redis.call('HSET', KEYS[2], room, backend)
+      if was then release(room, was, now + idle, peers(), me) end
+      if touch(room, backend) then
+        redis.call('ZADD', base .. 'rooms:' .. backend, '+inf', room)
+        redis.call('SADD', KEYS[3], backend)
+      end
+    end
   end
 end
-flush(KEYS[2], 'HSET', report)
-for backend, z in pairs(perBackend) do
-  flush(base .. 'rooms:' .. backend, 'ZADD', z)
-  redis.call('SADD', KEYS[3], backend)
-end
-if #ARGV >= 7 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
-redis.call('ZADD', KEYS[1], ms(now), ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ms(now - tonumber(ARGV[4])))
-return 1
+redis.call('ZADD', KEYS[1], ms(now), me)
+redis.call('ZADD', liveKey, ms(now), me)
+return 'ok'
 `);
 
 /**
- * roomsPerBackend(): count live members of every backend's ZSET, trim the expired ones.
- * KEYS: 1 backends SET. ARGV: 1 base. Returns {backend, count, backend, count, ...}.
+ * roomsPerBackend(): reap silent gateways, count live members of every backend's ZSET, trim the
+ * expired ones. KEYS: 1 backends SET. ARGV: 1 base, 2 idleTtlMs, 3 gatewayTtlMs. Returns {backend, count, backend, count, ...}.
  */
 const ROOMS_PER_BACKEND = new LuaScript(`${NOW}
+local base, idle, gwttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+${LIVENESS}
+reap()
 local out = {}
 for _, b in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local zk = ARGV[1] .. 'rooms:' .. b
@@ -329,9 +482,22 @@ redis.call('PUBLISH', ARGV[3], ARGV[4])
 return 1
 `);
 
-/** close(): this gateway no longer counts. KEYS: 1 gateways ZSET, 2 report hash. ARGV: 1 gatewayId. */
-const LEAVE = new LuaScript(`
+/**
+ * close(): this gateway no longer counts; the placements its report kept live expire idleTtlMs
+ * after its last heartbeat (as if it had stopped). KEYS: 1 gateways ZSET, 2 report hash.
+ * ARGV: 1 gatewayId, 2 base, 3 idleTtlMs, 4 gatewayTtlMs.
+ */
+const LEAVE = new LuaScript(`${NOW}
+local base, idle, gwttl = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+${LIVENESS}
+local stamp = redis.call('ZSCORE', liveKey, ARGV[1])
+if stamp then
+  local at, ids = tonumber(stamp) + idle, livePeers()
+  local flat = redis.call('HGETALL', KEYS[2])
+  for j = 1, #flat, 2 do release(flat[j], flat[j + 1], at, ids, ARGV[1]) end
+end
 redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('ZREM', liveKey, ARGV[1])
 redis.call('DEL', KEYS[2])
 return 1
 `);
@@ -418,6 +584,10 @@ export class RedisPlacementStore implements PlacementStore {
       channel: this.channel,
       commandTimeoutMs: opts.commandTimeoutMs,
       parseEvent,
+      // Redis may have lost what this gateway wrote (a restart, a failover): the next report is whole.
+      onAvailability: () => {
+        this.needsFull = true;
+      },
       onLog: opts.onLog,
     });
   }
@@ -474,15 +644,30 @@ export class RedisPlacementStore implements PlacementStore {
     return parseEpoch(await this.link.run(RESERVE_EPOCH, [`${this.base}epoch`], [this.base]));
   }
 
-  async heartbeat(live: readonly LiveRoom[]): Promise<void> {
+  async heartbeat(report: LiveReport): Promise<HeartbeatAnswer> {
     const { idleTtlMs, gatewayTtlMs } = this.opts.timing;
-    const args = [this.base, this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel];
+    const full = isFullReport(report);
+    // After a reconnect Redis may lack this gateway's last changes (a failover to a replica that
+    // had not received them): only a full report is sure to leave it right.
+    if (!full && this.needsFull) return 'resync';
+    const live = full ? report : (report?.rooms ?? []);
+    const gone = full || report === null ? [] : report.gone;
+    const args = [this.base, this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel, full ? 'full' : report === null ? 'same' : 'delta', String(gone.length), ...gone];
     for (const r of live) if (r.sockets > 0) args.push(r.room, r.backend);
-    await this.link.run(HEARTBEAT, [this.keys.gateways, this.keys.report, this.keys.backends], args);
+    this.needsFull = true;
+    const reply = await this.link.run(HEARTBEAT, [this.keys.gateways, this.keys.report, this.keys.backends], args);
+    if (reply === 'resync') return 'resync';
+    if (reply !== 'ok') throw new Error(`redis placement store: unexpected heartbeat reply ${JSON.stringify(reply)}`);
+    this.needsFull = false;
+    return 'ok';
   }
 
+  /** True until a report was written since the last (re)connect, and after a failed one: the next report must be whole. */
+  private needsFull = true;
+
   async roomsPerBackend(): Promise<Map<string, number>> {
-    const reply = await this.link.run(ROOMS_PER_BACKEND, [this.keys.backends], [this.base]);
+    const { idleTtlMs, gatewayTtlMs } = this.opts.timing;
+    const reply = await this.link.run(ROOMS_PER_BACKEND, [this.keys.backends], [this.base, String(idleTtlMs), String(gatewayTtlMs)]);
     const out = new Map<string, number>();
     if (!Array.isArray(reply)) throw new Error(`redis placement store: unexpected roomsPerBackend reply ${JSON.stringify(reply)}`);
     for (let i = 0; i + 1 < reply.length; i += 2) out.set(String(reply[i]), Number(reply[i + 1]));
@@ -522,7 +707,7 @@ export class RedisPlacementStore implements PlacementStore {
     return this.link.close({
       script: LEAVE,
       keys: [this.keys.gateways, this.keys.report],
-      args: [this.opts.gatewayId],
+      args: [this.opts.gatewayId, this.base, String(this.opts.timing.idleTtlMs), String(this.opts.timing.gatewayTtlMs)],
       failure: 'could not deregister gateway on close',
     });
   }

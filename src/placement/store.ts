@@ -35,6 +35,33 @@ export interface LiveRoom {
   readonly sockets: number;
 }
 
+/**
+ * The changes of a gateway's live rooms since its previous report: `rooms` replace those rooms'
+ * entries (a room is reported on the backend of its last entry), `gone` are rooms with no live
+ * socket left through the gateway.
+ */
+export interface LiveDelta {
+  readonly rooms: readonly LiveRoom[];
+  readonly gone: readonly string[];
+}
+
+/**
+ * A heartbeat's report: every live room (an array: replaces the previous report), the changes
+ * since the previous report (a LiveDelta), or null: nothing changed.
+ */
+export type LiveReport = readonly LiveRoom[] | LiveDelta | null;
+
+/**
+ * What a heartbeat answers: 'ok', or 'resync' when the store does not hold this gateway's
+ * previous report (it expired, Redis lost it, or a reconnect may have lost a write), so a delta or
+ * an unchanged report cannot be applied: the caller sends a full report (an array) at once.
+ */
+export type HeartbeatAnswer = 'ok' | 'resync';
+
+export function isFullReport(report: LiveReport): report is readonly LiveRoom[] {
+  return Array.isArray(report);
+}
+
 export interface PlaceOptions {
   /**
    * Move even if other gateways hold live sockets on the current backend: used only when no
@@ -74,9 +101,12 @@ export interface PlacementStore {
   /**
    * This gateway's live rooms, sent every heartbeat: keeps their placements from expiring,
    * re-creates missing ones (data loss), and tells other gateways which rooms are busy where.
-   * Replaces the previous report.
+   * A full report (an array) replaces the previous one; a delta changes only the rooms it names;
+   * null (unchanged) only stamps this gateway alive, which keeps every room of its report live.
+   * Its cost follows the rooms it names, not the number of live rooms. Answers 'resync' when the
+   * store cannot apply a delta or null (it does not hold the previous report): send a full one.
    */
-  heartbeat(live: readonly LiveRoom[]): Promise<void>;
+  heartbeat(report: LiveReport): Promise<HeartbeatAnswer>;
   /** Placed, unexpired rooms per backend (bounded loads). */
   roomsPerBackend(): Promise<Map<string, number>>;
   setBackendState(id: string, state: BackendAdminState | null): Promise<void>;

@@ -4,10 +4,10 @@
 // and the ring (degraded), and reconciles when the store is back.
 import type { Logger } from '../observability/logger.js';
 import { decide, type Decision } from '../placement/decide.js';
-import type { LiveRoom, PlaceResult, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
+import type { LiveReport, LiveRoom, PlaceResult, PlacementRecord, PlacementStore, StoreEvent } from '../placement/store.js';
 import type { MoveCause } from './events.js';
 import type { BackendPool } from './pool.js';
-import { RECENTLY_LIVE_MS, type LiveSockets } from './tunnels.js';
+import { RECENTLY_LIVE_MS, type LiveChanges, type LiveSockets, type LiveWatcher } from './tunnels.js';
 
 export interface PlacerOptions {
   readonly store: PlacementStore;
@@ -55,6 +55,12 @@ export interface PlacerOptions {
 interface Cached {
   placement: PlacementRecord;
   at: number;
+  /**
+   * When the entry was last put at the end of the cache's order (remembered, or looked at by the
+   * heartbeat's sweep): the order is (about) this one, oldest first, so a sweep stops at the first
+   * entry looked at less than idleTtlMs ago.
+   */
+  checked: number;
   /** Placed while the store was unreachable: to be written when it is back. */
   provisional: boolean;
 }
@@ -90,9 +96,12 @@ export class Placer {
   private readonly held = new Set<string>();
 
   private readonly now: () => number;
+  /** The live rooms' changes since the last heartbeat's report (null: tunnels that cannot tell). */
+  private readonly watcher: LiveWatcher | null;
 
   constructor(private readonly o: PlacerOptions) {
     this.now = o.now ?? Date.now;
+    this.watcher = o.tunnels.watch?.() ?? null;
     this.unsubscribe = o.store.subscribe((ev) => this.onStoreEvent(ev));
     this.degraded = !o.store.available;
   }
@@ -246,7 +255,7 @@ export class Placer {
     // read from the store first (a cache hit does not reorder: the hot path stays two lookups, and
     // a room in use is read again every cacheTtlMs).
     this.cache.delete(room);
-    this.cache.set(room, { placement, at: nowMs, provisional });
+    this.cache.set(room, { placement, at: nowMs, checked: nowMs, provisional });
     if (this.cache.size > this.o.maxIdleRooms) this.evictIdle();
   }
 
@@ -342,7 +351,9 @@ export class Placer {
         // Good news (info); a failure to recover is logged at warn below.
         this.o.logger.info({ why }, 'placement store reachable again: restoring and reconciling');
         await this.restoreAdminStates();
-        await this.o.store.heartbeat(this.o.tunnels.liveRooms());
+        // Whole: the store may have lost everything while it was away.
+        this.watcher?.resync();
+        await this.o.store.heartbeat(this.watcher?.take()?.rooms ?? this.o.tunnels.liveRooms());
         this.ringOnlyUntil = this.now() + this.o.recoveryRingMs;
         this.degraded = false;
         this.o.onDegraded?.(false);
@@ -423,28 +434,62 @@ export class Placer {
 
   /**
    * One heartbeat: report live rooms (keeps their placements alive, marks them busy), refresh
-   * room counts per backend and administrative states, forget idle cache entries.
+   * room counts per backend and administrative states, forget idle cache entries. Reports only
+   * what changed since the last heartbeat (nothing when nothing did; the whole list the first time,
+   * after a failure or when the store asks for it); `live`: this whole list instead.
    */
-  async heartbeat(nowMs: number, live: readonly LiveRoom[] = this.o.tunnels.liveRooms()): Promise<void> {
-    for (const r of live) {
-      const c = this.cache.get(r.room);
-      if (c) c.at = Math.max(c.at, nowMs - this.o.cacheTtlMs); // live rooms stay cached
+  async heartbeat(nowMs: number, live?: readonly LiveRoom[]): Promise<void> {
+    const changes: Pick<LiveChanges, 'full' | 'gone'> & { readonly rooms: readonly LiveRoom[] } | null =
+      live !== undefined ? { full: true, rooms: live, gone: [] } : this.watcher !== null ? this.watcher.take() : { full: true, rooms: this.o.tunnels.liveRooms(), gone: [] };
+    if (live !== undefined) this.watcher?.resync();
+    if (changes !== null) {
+      // Live rooms stay cached; rooms that just ended, idleTtlMs from now.
+      const keep = (room: string): void => {
+        const c = this.cache.get(room);
+        if (c) c.at = Math.max(c.at, nowMs - this.o.cacheTtlMs);
+      };
+      for (const r of changes.rooms) keep(r.room);
+      for (const room of changes.gone) keep(room);
     }
-    for (const [room, c] of this.cache) {
-      if (!c.provisional && nowMs - c.at > this.o.idleTtlMs && this.o.tunnels.socketsInRoom(room) === 0) this.cache.delete(room);
-    }
+    this.sweepCache(nowMs);
     if (this.degraded) {
+      // What this heartbeat would have said is not lost: recover() sends the whole list.
+      this.watcher?.resync();
       if (this.o.store.available) await this.recover('store available');
       if (this.degraded) return;
     }
     try {
-      await this.o.store.heartbeat(live);
+      const report: LiveReport = changes === null ? null : changes.full ? changes.rooms : { rooms: changes.rooms, gone: changes.gone };
+      if ((await this.o.store.heartbeat(report)) === 'resync') {
+        this.watcher?.resync();
+        await this.o.store.heartbeat(this.watcher?.take()?.rooms ?? this.o.tunnels.liveRooms());
+      }
       const mark = this.o.pool.loadMark();
       const [rooms, states] = await Promise.all([this.o.store.roomsPerBackend(), this.o.store.backendStates()]);
       this.o.pool.applyLoads(rooms, mark);
       for (const b of this.o.pool.backends) this.o.pool.setAdmin(b.id, states.get(b.id) ?? null);
     } catch (err) {
+      // The store may not have what this report said: the next one is whole.
+      this.watcher?.resync();
       this.setDegraded(true, (err as Error).message);
+    }
+  }
+
+  /**
+   * Forgets cache entries of rooms idle here for idleTtlMs. Walks from the front of the cache's
+   * order only the entries not looked at for idleTtlMs (each kept one goes to the end), so a
+   * heartbeat's sweep costs the entries it may forget, not the whole cache.
+   */
+  private sweepCache(nowMs: number): void {
+    for (let seen = this.cache.size; seen > 0; seen--) {
+      const first = this.cache.entries().next();
+      if (first.done === true) break;
+      const [room, c] = first.value;
+      if (nowMs - c.checked <= this.o.idleTtlMs) break;
+      this.cache.delete(room);
+      if (!c.provisional && nowMs - c.at > this.o.idleTtlMs && this.o.tunnels.socketsInRoom(room) === 0) continue;
+      c.checked = nowMs;
+      this.cache.set(room, c);
     }
   }
 

@@ -10,7 +10,7 @@ import type { SharedDataStore } from '../shared-data/store.js';
 import type { EventLog, MoveCause } from './events.js';
 import type { Placer } from './placer.js';
 import type { Backend, BackendPool } from './pool.js';
-import type { TunnelRegistry } from './tunnels.js';
+import type { LiveWatcher, TunnelRegistry } from './tunnels.js';
 
 /** What the supervisor asks of the active health checks. */
 export interface HealthControl {
@@ -45,6 +45,8 @@ export class Supervisor {
   private readonly deadlineTimers = new Map<string, NodeJS.Timeout>();
   private presenceFailing = false;
   private readonly now: () => number;
+  /** The live rooms' changes since the last presence report. */
+  private readonly presence: LiveWatcher;
 
   /** The heartbeat running now, if any (see tick). */
   private ticking: Promise<void> | null = null;
@@ -55,6 +57,7 @@ export class Supervisor {
 
   constructor(private readonly o: SupervisorOptions) {
     this.now = o.now ?? Date.now;
+    this.presence = o.tunnels.watch();
   }
 
   /**
@@ -118,8 +121,7 @@ export class Supervisor {
     // leaving a gone backend is placed elsewhere only once no gateway reports it live there
     // (PlaceIntent.overrideLive), and this is what ends the wait.
     this.enforceDeadlines(this.now());
-    const live = this.o.tunnels.liveRooms();
-    await Promise.all([this.o.placer.heartbeat(this.now(), live), this.publishPresence(live)]);
+    await Promise.all([this.o.placer.heartbeat(this.now()), this.publishPresence()]);
     // Again with the administrative states the heartbeat just read (a drain set by another
     // gateway whose store event was missed); those rooms leave the next report.
     this.enforceDeadlines(this.now());
@@ -132,14 +134,22 @@ export class Supervisor {
 
   /**
    * One batched write per heartbeat, whatever the number of sockets: the socket path itself never
-   * talks to the store. After an outage the next heartbeat makes the counts right again.
+   * talks to the store. Only the rooms whose sockets opened or closed since the last report (a
+   * delta), or null when none did, which only keeps this gateway's presence from expiring. After
+   * an outage, or when the store does not hold the previous report, the whole list.
    */
-  private async publishPresence(live: ReturnType<TunnelRegistry['liveRooms']>): Promise<void> {
+  private async publishPresence(): Promise<void> {
     try {
-      await this.o.sharedData.publishPresence(live, this.o.presenceTtlMs);
+      const changes = this.presence.take();
+      const rooms = changes === null ? null : changes.full ? changes.rooms : { rooms: changes.rooms, gone: changes.gone };
+      if ((await this.o.sharedData.publishPresence(rooms, this.o.presenceTtlMs)) === 'resync') {
+        this.presence.resync();
+        await this.o.sharedData.publishPresence(this.presence.take()?.rooms ?? [], this.o.presenceTtlMs);
+      }
       if (this.presenceFailing) this.o.logger.info('presence published again: shared data store reachable');
       this.presenceFailing = false;
     } catch (err) {
+      this.presence.resync();
       if (!this.presenceFailing) this.o.logger.error({ err: (err as Error).message }, 'presence not published: shared data store unreachable (routing is unaffected)');
       this.presenceFailing = true;
     }

@@ -24,6 +24,8 @@ export interface Tunnel {
 export const RECENTLY_LIVE_MS = 60_000;
 /** Rooms remembered as recently live (the oldest forgotten first): a bound, not a cache. */
 const RECENTLY_LIVE_MAX = 10_000;
+/** A watcher's changed rooms beyond the live rooms plus this many: its next report is whole. */
+const DIRTY_SLACK = 1_000;
 
 /** What the Placer needs of the live sockets: counts, the rooms, and closing a moved room. */
 export interface LiveSockets {
@@ -34,6 +36,60 @@ export interface LiveSockets {
   readonly roomCount: number;
   liveRooms(): readonly (LiveRoom & { since: number })[];
   closeRoom(room: string, keepBackend: string | null): number;
+  /** A consumer of the live rooms' changes (absent: the heartbeat reports the whole list each time). */
+  watch?(): LiveWatcher;
+}
+
+/** A room live here on one backend, with when it became live here (presence "since"). */
+export type LiveRoomSince = LiveRoom & { readonly since: number };
+
+/**
+ * What changed in the live rooms since a watcher's last report: either everything (`full`: the
+ * rooms are every live room, replacing the previous report) or only the rooms that changed
+ * (`rooms`: their entries now; `gone`: rooms with no live socket left here).
+ */
+export interface LiveChanges {
+  readonly full: boolean;
+  readonly rooms: readonly LiveRoomSince[];
+  readonly gone: readonly string[];
+}
+
+/**
+ * One consumer of the live rooms (the placement heartbeat, the presence report): what changed
+ * since it last took them. Its cost follows the changes, never the number of live rooms, except
+ * for a full report (the first one, and after resync()).
+ */
+export class LiveWatcher {
+  /** Rooms changed since the last take(); null: the next take() is a full report. */
+  dirty: Set<string> | null = null;
+  /** The registry's version at the last take(). */
+  private seen = -1;
+
+  constructor(private readonly registry: TunnelRegistry) {}
+
+  /**
+   * The changes since the last call, or null when nothing changed (the registry's version is the
+   * one seen last time): an unchanged report. The first call, and the first after resync(), is full.
+   */
+  take(): LiveChanges | null {
+    const version = this.registry.version;
+    if (this.dirty !== null && this.seen === version) return null;
+    this.seen = version;
+    if (this.dirty === null) {
+      this.dirty = new Set();
+      return { full: true, rooms: this.registry.liveRooms(), gone: [] };
+    }
+    const rooms: LiveRoomSince[] = [];
+    const gone: string[] = [];
+    for (const room of this.dirty) if (this.registry.roomEntries(room, rooms) === 0) gone.push(room);
+    this.dirty.clear();
+    return { full: false, rooms, gone };
+  }
+
+  /** The consumer lost what it sent (a failed call, a store that lost its data): the next take() is full. */
+  resync(): void {
+    this.dirty = null;
+  }
 }
 
 export class TunnelRegistry implements LiveSockets {
@@ -48,6 +104,34 @@ export class TunnelRegistry implements LiveSockets {
   private readonly roomSince = new Map<string, number>();
   /** Room -> the backend its last sockets there ended on, and when (oldest first). */
   private readonly ended = new Map<string, { readonly backend: string; readonly at: number }>();
+  private readonly watchers: LiveWatcher[] = [];
+  private liveVersion = 0;
+
+  /**
+   * Bumped on every change of the live rooms (a socket of a room opened or closed): a report
+   * whose version did not move is unchanged and is not sent again.
+   */
+  get version(): number {
+    return this.liveVersion;
+  }
+
+  /** A new consumer of the live rooms' changes (its first take() is a full report). */
+  watch(): LiveWatcher {
+    const w = new LiveWatcher(this);
+    this.watchers.push(w);
+    return w;
+  }
+
+  private changed(room: string): void {
+    this.liveVersion++;
+    for (const w of this.watchers) {
+      if (w.dirty === null) continue;
+      w.dirty.add(room);
+      // More changed rooms than live ones (a consumer that has not reported for long, under churn):
+      // the whole list is the cheaper report, and the set stops growing.
+      if (w.dirty.size > this.byRoom.size + DIRTY_SLACK) w.dirty = null;
+    }
+  }
 
   get size(): number {
     return this.all.size;
@@ -68,6 +152,7 @@ export class TunnelRegistry implements LiveSockets {
       this.roomSince.set(t.room, this.now());
     }
     set.add(t);
+    this.changed(t.room);
   }
 
   remove(t: Tunnel): void {
@@ -81,6 +166,7 @@ export class TunnelRegistry implements LiveSockets {
       this.byRoom.delete(t.room);
       this.roomSince.delete(t.room);
     }
+    this.changed(t.room);
   }
 
   /** Live sockets of a room through this gateway, on one backend or (backend omitted) any. */
@@ -115,15 +201,33 @@ export class TunnelRegistry implements LiveSockets {
   }
 
   /** The rooms this gateway holds live sockets of (for the heartbeats), with when each became live here. */
-  liveRooms(): (LiveRoom & { since: number })[] {
-    const out: (LiveRoom & { since: number })[] = [];
-    for (const [room, set] of this.byRoom) {
-      const since = this.roomSince.get(room) ?? this.now();
-      const per = new Map<string, number>();
-      for (const t of set) per.set(t.backendId, (per.get(t.backendId) ?? 0) + 1);
-      for (const [backend, sockets] of per) out.push({ room, backend, sockets, since });
-    }
+  liveRooms(): LiveRoomSince[] {
+    const out: LiveRoomSince[] = [];
+    for (const room of this.byRoom.keys()) this.roomEntries(room, out);
     return out;
+  }
+
+  /** Appends a room's entries (one per backend it is live on here) to `out`; returns how many. */
+  roomEntries(room: string, out: LiveRoomSince[]): number {
+    const set = this.byRoom.get(room);
+    if (set === undefined || set.size === 0) return 0;
+    const since = this.roomSince.get(room) ?? this.now();
+    let first: string | undefined;
+    let n = 0;
+    for (const t of set) {
+      // The usual room is on one backend: counted without a Map.
+      if (first === undefined || t.backendId === first) {
+        first = t.backendId;
+        n++;
+        continue;
+      }
+      const per = new Map<string, number>();
+      for (const u of set) per.set(u.backendId, (per.get(u.backendId) ?? 0) + 1);
+      for (const [backend, sockets] of per) out.push({ room, backend, sockets, since });
+      return per.size;
+    }
+    out.push({ room, backend: first as string, sockets: n, since });
+    return 1;
   }
 
   /**

@@ -11,6 +11,8 @@ import type {
   Online,
   Ranked,
   RoomMeta,
+  PresenceAnswer,
+  PresenceDelta,
   RoomPresence,
   ScoreMode,
   SharedDataEvent,
@@ -27,6 +29,7 @@ import {
   compareKeys,
   copyMeta,
   diffReports,
+  isPresenceList,
   fail,
   normalizeReport,
   queryLobby,
@@ -119,19 +122,51 @@ export class MemorySharedDataStore implements SharedDataStore {
     checkTtl(STORE, timing.presenceTtlMs);
   }
 
-  async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
+  async publishPresence(rooms: readonly RoomPresence[] | PresenceDelta | null, ttlMs: number): Promise<PresenceAnswer> {
     this.ensureOpen();
     checkTtl(STORE, ttlMs);
-    const next = normalizeReport(STORE, rooms);
     const now = this.now();
-    const changed = new Set<string>(this.sweepGateways(now));
     const prev = this.state.gateways.get(this.gatewayId);
+    if (!isPresenceList(rooms)) {
+      // Unchanged, or changes: the report is kept, changed room by room, and counts ttlMs more
+      // (its rooms keep their metadata: they are live). Its cost is the rooms named.
+      if (!prev || prev.expiresAt <= now) return 'resync';
+      const changed = new Set<string>(this.sweepGateways(now));
+      if (rooms !== null) {
+        for (const room of rooms.gone) {
+          if (!prev.rooms.delete(room)) continue;
+          changed.add(room);
+          const m = this.state.meta.get(room);
+          if (m && !m.pinned) m.expiresAt = Math.max(m.expiresAt, prev.expiresAt);
+        }
+        for (const [room, r] of normalizeReport(STORE, rooms.rooms)) {
+          const p = prev.rooms.get(room);
+          if (!p || p.sockets !== r.sockets || p.backend !== r.backend || p.since !== r.since) changed.add(room);
+          prev.rooms.set(room, r);
+        }
+      }
+      prev.expiresAt = now + ttlMs;
+      if (now >= this.nextMetaSweep) this.sweepMeta(now);
+      if (changed.size > 0) this.state.emit({ type: 'lobby', rooms: [...changed] });
+      return;
+    }
+    const next = normalizeReport(STORE, rooms);
+    const changed = new Set<string>(this.sweepGateways(now));
     if (prev && prev.expiresAt > now) {
-      for (const room of diffReports(prev.rooms, next)) changed.add(room);
+      for (const room of diffReports(prev.rooms, next)) {
+        changed.add(room);
+        // A room that left the report keeps unpinned metadata ttlMs after it was last live.
+        const m = next.has(room) ? undefined : this.state.meta.get(room);
+        if (m && !m.pinned) m.expiresAt = Math.max(m.expiresAt, prev.expiresAt);
+      }
     } else {
       // No report, or an expired one (it stopped counting silently): every room is news, as in the
       // Redis store when it does not know what Redis has.
-      for (const room of prev?.rooms.keys() ?? []) changed.add(room);
+      for (const room of prev?.rooms.keys() ?? []) {
+        changed.add(room);
+        const m = prev && !next.has(room) ? this.state.meta.get(room) : undefined;
+        if (m && prev && !m.pinned) m.expiresAt = Math.max(m.expiresAt, prev.expiresAt);
+      }
       for (const room of next.keys()) changed.add(room);
     }
     const expiresAt = now + ttlMs;
@@ -351,7 +386,11 @@ export class MemorySharedDataStore implements SharedDataStore {
   }
 
   /** Drops unpinned metadata that has expired and whose room is not live. */
+  /** An unchanged report sweeps metadata at most once per presence TTL (reads check expiry anyway). */
+  private nextMetaSweep = 0;
+
   private sweepMeta(now: number): void {
+    this.nextMetaSweep = now + this.timing.presenceTtlMs;
     for (const [room, m] of this.state.meta) {
       if (!m.pinned && m.expiresAt <= now && !this.isLive(room, now)) this.state.meta.delete(room);
     }

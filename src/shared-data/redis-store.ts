@@ -44,15 +44,16 @@
 // Time: the scripts take "now" from Redis (TIME), as the placement store does: one clock for every
 // gateway, the clock of PEXPIRE. Redis >= 6.2 (ZADD GT/LT); Debian's 7.0 is fine.
 //
-// Cost. publishPresence is ONE round trip (one EVALSHA) whatever the number of rooms: the report is
-// written with one HSET per 500 rooms, the metadata expiries with one ZADD per 500 rooms, and the
+// Cost. publishPresence is ONE round trip (one EVALSHA) whatever the number of rooms. A whole report
+// is written with one HSET per 500 rooms, the metadata expiries with one ZADD per 500 rooms, and the
 // change event is one PUBLISH (only when something changed; the gateway diffs against its previous
-// report). Per heartbeat of a gateway reporting R rooms, Redis runs 1 EVALSHA + TIME, DEL,
-// ceil(R/500) HSET, ceil(R/500) ZADD, PEXPIRE, ZADD, 2 ZRANGEBYSCORE and at most 1 PUBLISH:
-// 8 + 2*ceil(R/500) commands (as counted by INFO commandstats; test/lobby/redis-store.test.ts
-// checks it). Steady state, 10,000 sockets in 2,500 rooms, 1 s heartbeat, one gateway:
-// 8 + 2*5 = 18 commands/s in 1 round trip/s, independent of the number of sockets (for G gateways
-// sharing those rooms: at most 18 each, so <= 18*G/s). Only when something expired does a heartbeat
+// report): for R rooms, 1 EVALSHA + TIME, DEL, ceil(R/500) HSET, ceil(R/500) ZADD, PEXPIRE, ZADD,
+// 2 ZRANGEBYSCORE and at most 1 PUBLISH: 8 + 2*ceil(R/500) commands (as counted by INFO
+// commandstats; test/shared-data/redis-store.test.ts checks it). A gateway sends it whole only
+// when Redis may not have its report (the first, after a reconnect, after a failure); every other
+// heartbeat sends its changes (a delta: the changed rooms' HSET/HDEL and metadata ZADD, one ZSCORE
+// for its stamp) or nothing changed, which is TIME, ZSCORE, PEXPIRE, ZADD and 2 ZRANGEBYSCORE
+// whatever the number of rooms. Only when something expired does a heartbeat
 // run more: HKEYS, DEL, ZREM per dead gateway (<= 20 per heartbeat) and, per expired metadata
 // entry (<= 50), one HEXISTS per live gateway and DEL + ZREM (or one ZADD if the room is live).
 // Reads: lobby() and online() share one aggregate snapshot (1 EVALSHA + TIME, ZRANGEBYSCORE, one
@@ -78,6 +79,7 @@ import { createHash } from 'node:crypto';
 import { LuaScript, RedisLink, storeKeyBase, type ConnectOptions, type RedisTarget } from '../redis/link.js';
 import {
   PresenceAggregator,
+  isPresenceList,
   checkLobbyQuery,
   checkRange,
   checkRoom,
@@ -103,6 +105,8 @@ import type {
   Online,
   Ranked,
   RoomMeta,
+  PresenceAnswer,
+  PresenceDelta,
   RoomPresence,
   ScoreMode,
   SharedDataEvent,
@@ -139,15 +143,25 @@ local function ms(x) return string.format('%.0f', x) end
 `;
 
 /**
- * publishPresence(): replace this gateway's report, raise its live rooms' metadata expiry, remove
- * (and announce) expired gateways, collect expired metadata, announce the changes.
+ * publishPresence(): replace this gateway's report (or change the rooms a delta names), raise its
+ * named live rooms' metadata expiry, remove (and announce) expired gateways, collect expired
+ * metadata, announce the changes.
  * KEYS: 1 pres:gws, 2 this gateway's pres:gw hash, 3 meta-exp.
- * ARGV: 1 base, 2 gatewayId, 3 ttlMs, 4 channel, 5 '1' = also announce the rooms of the old report
- *       (the gateway does not know what it is), 6 k, 7..6+k changed rooms, then room, JSON pairs.
+ * ARGV: 1 base, 2 gatewayId, 3 ttlMs, 4 channel, 5 mode: '1' = a whole report, also announcing the
+ *       rooms of the old one (the gateway does not know what it is), '0' = a whole report, 'delta' =
+ *       only the changed rooms are written (those without a pair below left the report; with none,
+ *       nothing changed); 6 k, 7..6+k changed rooms, then room, JSON pairs.
+ * Returns 1, or 'resync' for a delta when this gateway's report no longer counts (its pres:gws
+ * score is missing or past: Redis lost it, or it expired): nothing was written.
+ * A delta costs its rooms, not the report's: the live rooms it does not name keep their entries,
+ * and their metadata is kept by being live (reads and the collection below check that).
  */
 const PUBLISH_PRESENCE = new LuaScript(`${NOW}
 local base, gw, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local k = tonumber(ARGV[6])
+local delta = ARGV[5] == 'delta'
+local prevExp = delta and redis.call('ZSCORE', KEYS[1], gw)
+if delta and (not prevExp or tonumber(prevExp) <= now) then return 'resync' end
 local changed, seen = {}, {}
 local function note(r)
   if not seen[r] then
@@ -159,9 +173,22 @@ for i = 7, 6 + k do note(ARGV[i]) end
 if ARGV[5] == '1' then
   for _, r in ipairs(redis.call('HKEYS', KEYS[2])) do note(r) end
 end
-redis.call('DEL', KEYS[2])
-local exp = ms(now + ttl)
 local first = 7 + k
+if delta then
+  local kept = {}
+  for j = first, #ARGV, 2 do kept[ARGV[j]] = true end
+  for i = 7, 6 + k do
+    local r = ARGV[i]
+    if not kept[r] then
+      -- Left the report: unpinned metadata stays until the report's last expiry while it was live.
+      redis.call('HDEL', KEYS[2], r)
+      redis.call('ZADD', KEYS[3], 'XX', 'GT', prevExp, r)
+    end
+  end
+else
+  redis.call('DEL', KEYS[2])
+end
+local exp = ms(now + ttl)
 local i = first
 while i <= #ARGV do
   local last = math.min(i + 999, #ARGV)
@@ -177,7 +204,7 @@ while i <= #ARGV do
   redis.call('ZADD', KEYS[3], 'XX', 'GT', unpack(z))
   i = last + 1
 end
-if #ARGV >= first then redis.call('PEXPIRE', KEYS[2], ms(ttl + math.max(ttl, 10000))) end
+if #ARGV >= first or delta then redis.call('PEXPIRE', KEYS[2], ms(ttl + math.max(ttl, 10000))) end
 redis.call('ZADD', KEYS[1], exp, gw)
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ms(now), 'LIMIT', 0, 20)) do
   -- A gateway that stopped heartbeating (crash, kill -9): its rooms just lost its sockets.
@@ -385,6 +412,11 @@ function parseJson(s: unknown): unknown {
   }
 }
 
+/** A room's presence as stored in a report hash. */
+function presenceJson(r: RoomPresence): string {
+  return JSON.stringify({ backend: r.backend, sockets: r.sockets, since: r.since });
+}
+
 function parsePresence(room: string, json: unknown): RoomPresence | undefined {
   const v = parseJson(json);
   if (!isRecord(v)) return undefined;
@@ -452,7 +484,7 @@ export class RedisSharedDataStore implements SharedDataStore {
    * undefined when unknown (never sent, a failed call, a reconnect): the next report is then
    * announced whole.
    */
-  private lastReport: { readonly rooms: ReadonlyMap<string, RoomPresence>; readonly at: number; readonly ttlMs: number } | undefined;
+  private lastReport: { readonly rooms: Map<string, RoomPresence>; readonly at: number; readonly ttlMs: number } | undefined;
   /** Bumped by own writes, 'lobby' events and availability changes: a cached snapshot from an older generation is not used. */
   private generation = 0;
   private snapshot: { readonly generation: number; readonly startedAt: number; readonly promise: Promise<Snapshot> } | undefined;
@@ -511,8 +543,9 @@ export class RedisSharedDataStore implements SharedDataStore {
 
   // --- presence ---------------------------------------------------------------------------------
 
-  async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
+  async publishPresence(rooms: readonly RoomPresence[] | PresenceDelta | null, ttlMs: number): Promise<PresenceAnswer> {
     checkTtl(STORE, ttlMs);
+    if (!isPresenceList(rooms)) return this.publishChanges(rooms, ttlMs);
     const next = normalizeReport(STORE, rooms);
     this.link.ensureReady();
     const startedAt = performance.now();
@@ -521,7 +554,7 @@ export class RedisSharedDataStore implements SharedDataStore {
     const prev = last && startedAt - last.at < last.ttlMs ? last.rooms : null;
     const changed = diffReports(prev, next);
     const args = [this.base, this.opts.gatewayId, String(ttlMs), this.channel, prev === null ? '1' : '0', String(changed.length), ...changed];
-    for (const r of next.values()) args.push(r.room, JSON.stringify({ backend: r.backend, sockets: r.sockets, since: r.since }));
+    for (const r of next.values()) args.push(r.room, presenceJson(r));
     this.lastReport = undefined;
     try {
       await this.link.run(PUBLISH_PRESENCE, [this.keys.gateways, this.keys.report, this.keys.metaExp], args);
@@ -530,6 +563,43 @@ export class RedisSharedDataStore implements SharedDataStore {
     } finally {
       this.generation++;
     }
+  }
+
+  /**
+   * Unchanged (null) or changes (a delta) applied to the report Redis has: only the changed rooms
+   * are written, so its cost is theirs, not the report's. Without a report that still counts
+   * (never sent, expired, a reconnect: Redis may have lost it), 'resync': the caller sends the list.
+   */
+  private async publishChanges(delta: PresenceDelta | null, ttlMs: number): Promise<PresenceAnswer> {
+    this.link.ensureReady();
+    const startedAt = performance.now();
+    const last = this.lastReport;
+    if (last === undefined || startedAt - last.at >= last.ttlMs) return 'resync';
+    const changed: string[] = [];
+    const pairs: string[] = [];
+    const next = delta === null ? new Map<string, RoomPresence>() : normalizeReport(STORE, delta.rooms);
+    for (const room of delta?.gone ?? []) if (last.rooms.has(room) && !next.has(room)) changed.push(room);
+    for (const [room, r] of next) {
+      const p = last.rooms.get(room);
+      if (p && p.sockets === r.sockets && p.backend === r.backend && p.since === r.since) continue;
+      changed.push(room);
+      pairs.push(room, presenceJson(r));
+    }
+    this.lastReport = undefined;
+    let reply: unknown;
+    try {
+      reply = await this.link.run(PUBLISH_PRESENCE, [this.keys.gateways, this.keys.report, this.keys.metaExp], [this.base, this.opts.gatewayId, String(ttlMs), this.channel, 'delta', String(changed.length), ...changed, ...pairs]);
+    } finally {
+      if (changed.length > 0) this.generation++;
+    }
+    if (reply === 'resync') return 'resync';
+    const rooms = last.rooms;
+    for (const room of changed) {
+      const r = next.get(room);
+      if (r) rooms.set(room, r);
+      else rooms.delete(room);
+    }
+    this.lastReport = { rooms, at: startedAt, ttlMs };
   }
 
   async withdrawPresence(): Promise<void> {

@@ -39,6 +39,7 @@ import type {
   LobbyRoom,
   Online,
   RoomMeta,
+  PresenceDelta,
   RoomPresence,
   ScoreMode,
 } from './store.js';
@@ -112,6 +113,11 @@ export function normalizeReport(store: string, rooms: readonly RoomPresence[]): 
     }
   }
   return out;
+}
+
+/** A whole presence report (a list), not a delta or null (unchanged). */
+export function isPresenceList(rooms: readonly RoomPresence[] | PresenceDelta | null): rooms is readonly RoomPresence[] {
+  return Array.isArray(rooms);
 }
 
 /** Rooms whose presence differs between two reports of one gateway (null: unknown, all of next). */

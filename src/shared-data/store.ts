@@ -16,6 +16,18 @@ export interface RoomPresence {
   readonly since: number;
 }
 
+/**
+ * The changes of a gateway's presence since its previous report: `rooms` are every entry of the
+ * rooms that changed (replacing those rooms), `gone` the rooms with no live socket left.
+ */
+export interface PresenceDelta {
+  readonly rooms: readonly RoomPresence[];
+  readonly gone: readonly string[];
+}
+
+/** What publishPresence answers: nothing, or 'resync' (send the whole list; see there). */
+export type PresenceAnswer = void | 'resync';
+
 /** App-set metadata of a room (JSON object, size-limited by the API). */
 export type RoomMeta = Readonly<Record<string, unknown>>;
 
@@ -127,8 +139,13 @@ export interface SharedDataStore {
    */
   otherGateways(): Promise<string[]>;
 
-  /** Replaces this gateway's presence; it expires ttlMs after the last call (crash, kill -9). */
-  publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void>;
+  /**
+   * Replaces this gateway's presence (a list), or changes the rooms a delta names; it expires
+   * ttlMs after the last call (crash, kill -9). null: unchanged since the last call (only keeps it
+   * from expiring). Answers 'resync' when the store cannot apply a delta or null to a report it
+   * does not hold (never sent, expired, lost): send the whole list.
+   */
+  publishPresence(rooms: readonly RoomPresence[] | PresenceDelta | null, ttlMs: number): Promise<PresenceAnswer>;
   /** Removes this gateway's presence at once (clean shutdown). */
   withdrawPresence(): Promise<void>;
   online(): Promise<Online>;

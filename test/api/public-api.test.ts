@@ -11,7 +11,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { API_PREFIX } from '../../src/control/api-routes.js';
 import type { ControlPlane } from '../../src/control/control-plane.js';
 import { MemorySharedDataState, MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
-import type { CachePurge, HandoffSignal, LobbyPage, LobbyQuery, LobbyRoom, Online, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
+import type { CachePurge, HandoffSignal, LobbyPage, LobbyQuery, LobbyRoom, Online, PresenceAnswer, PresenceDelta, Ranked, RoomMeta, RoomPresence, ScoreMode, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
 import { makeControl, memoryLogger } from '../support/control.js';
 
 const TOKEN = 'test-token-0123456789abcdef';
@@ -208,7 +208,7 @@ class FlakyStore implements SharedDataStore {
     return this.go('otherGateways', () => this.inner.otherGateways());
   }
 
-  publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
+  publishPresence(rooms: readonly RoomPresence[] | PresenceDelta | null, ttlMs: number): Promise<PresenceAnswer> {
     return this.go('publishPresence', () => this.inner.publishPresence(rooms, ttlMs));
   }
   withdrawPresence(): Promise<void> {
@@ -1052,7 +1052,7 @@ describe('lobby stream (SSE)', () => {
     const c = await openStream(h);
     expect((await c.next(3_000)).event).toBe('snapshot');
     // 40 changes at once (+ one presence change): one event with all of them.
-    const writes: Promise<void>[] = [];
+    const writes: Promise<unknown>[] = [];
     for (let i = 0; i < 40; i++) writes.push(store.inner.setMeta('s1', { n: i }, false));
     writes.push(other.publishPresence([p('s1', 'b1', 6), p('s2', 'b2', 1)], TTL));
     await Promise.all(writes);

@@ -125,10 +125,16 @@ describe('placements shared through the primary', () => {
     const w2 = worker(host, 'w2');
     const placed = await w1.placement.place('r1', 'b1', 0, NOT_FORCED);
     const epoch = placed.ok ? placed.placement.epoch : -1;
-    await w2.placement.heartbeat([{ room: 'r1', backend: 'b1', sockets: 2 }]);
+    // Before a whole report, a change or an unchanged report is answered 'resync' over IPC.
+    expect(await w2.placement.heartbeat(null)).toBe('resync');
+    expect(await w2.placement.heartbeat([{ room: 'r0', backend: 'b1', sockets: 1 }])).toBe('ok');
+    // A change (r0 ended, r1 live) and then nothing (null) go over IPC as they are.
+    expect(await w2.placement.heartbeat({ rooms: [{ room: 'r1', backend: 'b1', sockets: 2 }], gone: ['r0'] })).toBe('ok');
+    expect(await w2.placement.heartbeat(null)).toBe('ok');
     await w1.placement.heartbeat([]);
     // w1 sees b1 down and wants to move the room: w2 still holds sockets there.
     expect(await w1.placement.place('r1', 'b2', epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: { backend: 'b1', epoch } });
+    expect(await w1.placement.roomsPerBackend()).toEqual(new Map([['b1', 2]]));
     // Forced (the backend is gone for everyone) it moves.
     const forced = await w1.placement.place('r1', 'b2', epoch, { force: true });
     expect(forced.ok && forced.placement.backend).toBe('b2');
@@ -185,6 +191,12 @@ describe('presence, lobby and leaderboards shared through the primary', () => {
       ],
       5_000,
     );
+    expect(await w1.sharedData.online()).toEqual({ total: 6, rooms: 2, byBackend: { b1: 5, b2: 1 } });
+    // Unchanged (null) and a change (a delta) go over IPC as they are.
+    expect(await w1.sharedData.publishPresence(null, 5_000)).toBeUndefined();
+    await w1.sharedData.publishPresence({ rooms: [{ room: 'r3', backend: 'b2', sockets: 1, since }], gone: [] }, 5_000);
+    expect(await w1.sharedData.online()).toEqual({ total: 7, rooms: 3, byBackend: { b1: 5, b2: 2 } });
+    await w1.sharedData.publishPresence({ rooms: [], gone: ['r3'] }, 5_000);
     expect(await w1.sharedData.online()).toEqual({ total: 6, rooms: 2, byBackend: { b1: 5, b2: 1 } });
     expect(await w2.sharedData.room('r1')).toEqual({ room: 'r1', backend: 'b1', sockets: 5, since: new Date(since - 1_000).toISOString(), meta: null, pinned: false, listed: false });
     const page = await w1.sharedData.lobby({ sort: 'sockets', order: 'desc', offset: 0, limit: 10 });

@@ -7,7 +7,7 @@ import { RedisPlacementStore, type RedisStoreOptions } from '../../src/placement
 import type { PlacementStore, StoreEvent } from '../../src/placement/store.js';
 import { settleOrder } from '../support/event-order.js';
 import { waitFor } from '../support/processes.js';
-import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
+import { commandCounts, startRedis, stopAllRedis, sumCounts, type RedisServer } from '../support/redis.js';
 
 const TIMING = { idleTtlMs: 5000, gatewayTtlMs: 5000 };
 const COMMAND_TIMEOUT_MS = 300;
@@ -319,6 +319,7 @@ describe('RedisPlacementStore keys', () => {
       'myapp:{rg}:bstate',
       'myapp:{rg}:epoch',
       'myapp:{rg}:gw',
+      'myapp:{rg}:gw-live',
       'myapp:{rg}:gw:gw-1',
       'myapp:{rg}:gw:gw-2',
       'myapp:{rg}:p:__proto__',
@@ -331,9 +332,15 @@ describe('RedisPlacementStore keys', () => {
       expect(k.startsWith('myapp:')).toBe(true);
       expect(hashTag(k)).toBe('rg');
     }
-    // Placements and reports expire by themselves.
+    // Placements of idle rooms expire by themselves; those a live report holds on their backend
+    // (a:b.c, room-1) are kept live without a TTL until the report drops them or its gateway is
+    // reaped. Reports have no TTL: they go with their gateway (close(), or trimmed once silent).
     for (const k of keys.filter((k) => k.includes(':p:') || k.includes(':gw:'))) {
       const ttl = await a.pttl(k);
+      if (k.endsWith(':p:a:b.c') || k.endsWith(':p:room-1') || k.includes(':gw:')) {
+        expect(ttl, k).toBe(-1);
+        continue;
+      }
       expect(ttl, k).toBeGreaterThan(0);
       expect(ttl, k).toBeLessThanOrEqual(60_000);
     }
@@ -394,6 +401,20 @@ describe('RedisPlacementStore keys', () => {
     expect(Object.fromEntries(await s2.roomsPerBackend())).toEqual({ b1: 10_000 });
     expect(await s2.get('room-0')).toEqual({ backend: 'b1', epoch: expect.any(Number) });
     expect(await s2.get('room-9999')).toEqual(placed.placement);
+    // The next heartbeats send what changed: nothing (null), or one room each way; their Redis
+    // commands do not grow with the 10,000 rooms (counted, not timed).
+    const a = admin(server);
+    await a.config('RESETSTAT');
+    expect(await s1.heartbeat(null)).toBe('ok');
+    const idle = await commandCounts(a);
+    expect(idle.evalsha).toBe(1);
+    expect(sumCounts(idle)).toBeLessThanOrEqual(10);
+    await a.config('RESETSTAT');
+    expect(await s1.heartbeat({ rooms: [{ room: 'new', backend: 'b2', sockets: 1 }], gone: ['room-0'] })).toBe('ok');
+    expect(sumCounts(await commandCounts(a))).toBeLessThanOrEqual(30);
+    expect(await s2.get('new')).toEqual({ backend: 'b2', epoch: expect.any(Number) });
+    expect(await admin(server).hlen('big:{rg}:gw:gw-1')).toBe(10_000);
+    expect(Object.fromEntries(await s2.roomsPerBackend())).toEqual({ b1: 10_000, b2: 1 });
   });
 
   it('rejects a key prefix that would change the hash tag', () => {

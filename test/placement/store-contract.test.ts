@@ -368,6 +368,85 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
       placed(await a.place('idle', 'b3', 0, NOT_FORCED), 'b3', recreated.epoch);
     });
 
+    it('an unchanged report (null) keeps every room of the last report live, past idleTtlMs; silent, its rooms expire idleTtlMs after its last heartbeat', async ({ onTestFinished }) => {
+      const { h, a, b } = await setup(onTestFinished);
+      const kept = placed(await a.place('kept', 'b1', 0, NOT_FORCED), 'b1', 0);
+      const idle = placed(await a.place('idle', 'b2', 0, NOT_FORCED), 'b2', kept.epoch);
+      expect(await b.heartbeat([{ room: 'kept', backend: 'b1', sockets: 2 }])).toBe('ok');
+      // 6 x 200 ms = 1.5 x idleTtlMs of unchanged reports.
+      for (let i = 0; i < 6; i++) {
+        await h.advance(200);
+        expect(await b.heartbeat(null)).toBe('ok');
+      }
+      expect(await a.get('kept')).toEqual(kept);
+      expect(await a.get('idle')).toBeNull();
+      expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b1: 1 });
+      // Still busy for another gateway's move: the report stands.
+      expect(await a.place('kept', 'b3', kept.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: kept });
+      // B goes silent: its room expires idleTtlMs after its last heartbeat (A's heartbeats go on).
+      await h.advance(h.timing.idleTtlMs - 250);
+      expect(await a.heartbeat([])).toBe('ok');
+      expect(await a.get('kept')).toEqual(kept);
+      await h.advance(500);
+      expect(await a.heartbeat([])).toBe('ok');
+      expect(await a.get('kept')).toBeNull();
+      expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({});
+      // B back after its report stopped counting: a delta or null cannot be applied, a full report can.
+      expect(await b.heartbeat(null)).toBe('resync');
+      expect(await b.heartbeat({ rooms: [], gone: ['kept'] })).toBe('resync');
+      expect(await b.heartbeat([{ room: 'kept', backend: 'b1', sockets: 2 }])).toBe('ok');
+      stored(await a.get('kept'), 'b1', idle.epoch);
+    });
+
+    it('a changed report (a delta) updates only the rooms it names: the others stay as the last report left them', async ({ onTestFinished }) => {
+      const { h, a, b } = await setup(onTestFinished);
+      const onA = record(a);
+      const p: Record<string, PlacementRecord> = {};
+      let top = 0;
+      for (const r of ['r1', 'r2', 'r3']) top = (p[r] = placed(await a.place(r, 'b1', 0, NOT_FORCED), 'b1', top)).epoch;
+      expect(
+        await b.heartbeat([
+          { room: 'r1', backend: 'b1', sockets: 1 },
+          { room: 'r2', backend: 'b1', sockets: 1 },
+          { room: 'r3', backend: 'b1', sockets: 1 },
+        ]),
+      ).toBe('ok');
+      // A gateway without a report cannot send changes: it is told to send the whole report.
+      const c = await h.open('gw-c');
+      expect(await c.heartbeat({ rooms: [{ room: 'r9', backend: 'b1', sockets: 1 }], gone: [] })).toBe('resync');
+      expect(await c.heartbeat(null)).toBe('resync');
+      expect(await a.get('r9')).toBeNull();
+      // r1 ended, r2's socket count changed, r4 is new (no placement: created where its sockets are).
+      expect(
+        await b.heartbeat({
+          rooms: [
+            { room: 'r2', backend: 'b1', sockets: 3 },
+            { room: 'r4', backend: 'b2', sockets: 1 },
+          ],
+          gone: ['r1'],
+        }),
+      ).toBe('ok');
+      const r4 = stored(await a.get('r4'), 'b2', top);
+      expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b1: 3, b2: 1 });
+      // 1.5 x idleTtlMs of unchanged reports: r2, r3 (unnamed) and r4 stay; r1 left the report and expires.
+      for (let i = 0; i < 6; i++) {
+        await h.advance(200);
+        expect(await b.heartbeat(null)).toBe('ok');
+      }
+      expect(await a.get('r1')).toBeNull();
+      expect(await a.get('r2')).toEqual(p.r2);
+      expect(await a.get('r3')).toEqual(p.r3);
+      expect(await a.get('r4')).toEqual(r4);
+      expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b1: 2, b2: 1 });
+      expect(await a.place('r3', 'b2', p.r3!.epoch, NOT_FORCED)).toEqual({ ok: false, reason: 'busy', current: p.r3 });
+      // A room reported on another backend than its placement (a delta): no longer busy there, and
+      // the placement is no longer kept live by it.
+      expect(await b.heartbeat({ rooms: [{ room: 'r3', backend: 'b3', sockets: 1 }], gone: [] })).toBe('ok');
+      placed(await a.place('r3', 'b2', p.r3!.epoch, NOT_FORCED), 'b2', r4.epoch);
+      await waitFor('the r4 event', 3000, () => placementEvents(onA.events, 'r4').length === 1);
+      expect(placementEvents(onA.events, 'r2')).toEqual([placementEvent('r2', p.r2!)]);
+    });
+
     it('maxIdleRooms: beyond the cap the least recently kept idle placements are evicted, never a room reported live; counted', async ({ onTestFinished }) => {
       let evicted = 0;
       const { h, a, b, age } = await setup(onTestFinished, { ...TIMING, maxIdleRooms: 3, onEvicted: (n) => (evicted += n) });
@@ -659,6 +738,42 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
     });
 
     if (kind === 'redis') {
+      it('after a Redis restart (empty) the full state is re-sent: changes and unchanged reports answer resync until then', async ({ onTestFinished }) => {
+        // Its own redis-server: a restart must not touch the other tests' data.
+        const own = await startRedis();
+        onTestFinished(() => own.kill());
+        const timing: StoreTiming = { idleTtlMs: TIMING.idleTtlMs * REDIS_TIME_SCALE, gatewayTtlMs: TIMING.gatewayTtlMs * REDIS_TIME_SCALE };
+        const a = new RedisPlacementStore({ url: own.url, keyPrefix: 'restart:', gatewayId: 'gw-a', timing, commandTimeoutMs: 1000 });
+        const b = new RedisPlacementStore({ url: own.url, keyPrefix: 'restart:', gatewayId: 'gw-b', timing, commandTimeoutMs: 1000 });
+        onTestFinished(async () => {
+          await Promise.all([a.close(), b.close()]);
+        });
+        await Promise.all([a.connect({ timeoutMs: 5000 }), b.connect({ timeoutMs: 5000 })]);
+        // Before a first full report, changes cannot be applied.
+        expect(await b.heartbeat(null)).toBe('resync');
+        const one = placed(await a.place('live-1', 'b1', 0, NOT_FORCED), 'b1', 0);
+        const live = [
+          { room: 'live-1', backend: 'b1', sockets: 2 },
+          { room: 'live-2', backend: 'b2', sockets: 1 },
+        ];
+        expect(await b.heartbeat(live)).toBe('ok');
+        expect(await b.heartbeat({ rooms: [{ room: 'live-3', backend: 'b1', sockets: 1 }], gone: [] })).toBe('ok');
+        expect(await b.heartbeat(null)).toBe('ok');
+        expect(await a.get('live-1')).toEqual(one);
+        await own.restart();
+        await waitFor('both stores reconnected', 10_000, () => a.available && b.available);
+        expect(await a.get('live-1')).toBeNull();
+        // The store does not trust what Redis has after a reconnect: the whole report, please.
+        expect(await b.heartbeat(null)).toBe('resync');
+        expect(await b.heartbeat({ rooms: [], gone: ['live-3'] })).toBe('resync');
+        expect(await b.heartbeat([...live, { room: 'live-3', backend: 'b1', sockets: 1 }])).toBe('ok');
+        stored(await a.get('live-1'), 'b1', 0);
+        stored(await a.get('live-2'), 'b2', 0);
+        stored(await a.get('live-3'), 'b1', 0);
+        expect(Object.fromEntries(await a.roomsPerBackend())).toEqual({ b1: 2, b2: 1 });
+        expect(await b.heartbeat(null)).toBe('ok');
+      });
+
       // Sequential, after the concurrent tests: FLUSHALL wipes every test's keys, not only its own.
       it('after Redis lost its data (FLUSHALL), the next heartbeat re-creates the live rooms where their sockets are', { concurrent: false }, async ({ onTestFinished }) => {
         const { h, a, b, age } = await setup(onTestFinished);
@@ -682,8 +797,11 @@ function contract(kind: 'memory' | 'redis', makeHarness: (timing?: StoreTiming) 
         }
         for (const r of Object.keys(before)) expect(await a.get(r), r).toBeNull();
         expect(await a.roomsPerBackend()).toEqual(new Map());
-        // B's report is gone too: nothing is busy until B's next heartbeat.
-        await b.heartbeat(live);
+        // B's report is gone too: nothing is busy until B's next heartbeat. Its liveness stamp went
+        // with it, so an unchanged report or a delta is answered 'resync', and B sends it whole.
+        expect(await b.heartbeat(null)).toBe('resync');
+        expect(await b.heartbeat({ rooms: [], gone: [] })).toBe('resync');
+        expect(await b.heartbeat(live)).toBe('ok');
         // (The epoch counter went with the data: these epochs are not compared with the earlier ones.)
         const one = stored(await a.get('live-1'), 'b1', 0);
         const two = stored(await a.get('live-2'), 'b2', 0);

@@ -11,7 +11,8 @@ import type { Decision } from '../../src/placement/decide.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../../src/placement/memory-store.js';
 import type {
   BackendAdminState,
-  LiveRoom,
+  HeartbeatAnswer,
+  LiveReport,
   PlaceOptions,
   PlaceResult,
   PlacementRecord,
@@ -105,7 +106,7 @@ class ProbeStore implements PlacementStore {
     return this.inner.reserveEpoch();
   }
 
-  async heartbeat(live: readonly LiveRoom[]): Promise<void> {
+  async heartbeat(live: LiveReport): Promise<HeartbeatAnswer> {
     this.heartbeats++;
     this.check();
     return this.inner.heartbeat(live);

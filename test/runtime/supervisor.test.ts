@@ -6,13 +6,14 @@ import type { ResolvedBackend } from '../../src/config/load.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { createMetrics } from '../../src/observability/metrics.js';
 import { MemoryPlacementState, MemoryPlacementStore } from '../../src/placement/memory-store.js';
+import type { LiveReport } from '../../src/placement/store.js';
 import { EventLog } from '../../src/runtime/events.js';
 import { setAdminState } from '../../src/runtime/runtime-view.js';
 import { BackendPool } from '../../src/runtime/pool.js';
 import { Supervisor } from '../../src/runtime/supervisor.js';
 import { TunnelRegistry, type Tunnel } from '../../src/runtime/tunnels.js';
 import { MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
-import type { RoomPresence, SharedDataStore } from '../../src/shared-data/store.js';
+import type { PresenceAnswer, PresenceDelta, RoomPresence, SharedDataStore } from '../../src/shared-data/store.js';
 import { testPlacer } from '../support/runtime-parts.js';
 
 const backend = (id: string): ResolvedBackend => ({ id, url: `http://10.0.0.1:${8000 + Number(id.slice(1))}`, host: '10.0.0.1', port: 8000, weight: 1 });
@@ -24,12 +25,16 @@ interface TestTunnel extends Tunnel {
 /** A shared-data store that records presence reports and can fail like an unreachable Redis. */
 class RecordingSharedData extends MemorySharedDataStore {
   failing = false;
+  /** Every report as sent: the whole list, a delta, or null (unchanged). */
+  readonly sent: (readonly RoomPresence[] | PresenceDelta | null)[] = [];
+  /** After each report, this gateway's whole presence as the store has it (a delta or null applied). */
   readonly reports: (readonly RoomPresence[])[] = [];
+  private readonly held = new Map<string, RoomPresence[]>();
   /** While set, each publish waits for it (a store slower than the heartbeat). */
   gate: Promise<void> | null = null;
   inFlight = 0;
   maxInFlight = 0;
-  override async publishPresence(rooms: readonly RoomPresence[], ttlMs: number): Promise<void> {
+  override async publishPresence(rooms: readonly RoomPresence[] | PresenceDelta | null, ttlMs: number): Promise<PresenceAnswer> {
     if (this.failing) throw new Error('shared data store unreachable (test)');
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
@@ -38,8 +43,18 @@ class RecordingSharedData extends MemorySharedDataStore {
     } finally {
       this.inFlight--;
     }
-    this.reports.push(rooms);
-    return super.publishPresence(rooms, ttlMs);
+    const answer = await super.publishPresence(rooms, ttlMs);
+    if (answer === 'resync') return answer;
+    this.sent.push(rooms);
+    if (Array.isArray(rooms)) this.held.clear();
+    const entries: readonly RoomPresence[] = Array.isArray(rooms) ? rooms : rooms === null ? [] : (rooms as PresenceDelta).rooms;
+    if (rooms !== null && !Array.isArray(rooms)) {
+      for (const room of (rooms as PresenceDelta).gone) this.held.delete(room);
+      for (const r of entries) this.held.delete(r.room);
+    }
+    for (const r of entries) this.held.set(r.room, [...(this.held.get(r.room) ?? []), r]);
+    this.reports.push([...this.held.values()].flat());
+    return answer;
   }
 }
 
@@ -187,6 +202,85 @@ describe('Supervisor: health policy', () => {
 });
 
 describe('Supervisor: heartbeat', () => {
+  it('reports follow changes: the whole list first, then null while nothing changes, then only the changed rooms', async () => {
+    const r = rig('keep');
+    const placement: LiveReport[] = [];
+    const heartbeat = r.store.heartbeat.bind(r.store);
+    r.store.heartbeat = (report) => {
+      placement.push(report);
+      return heartbeat(report);
+    };
+    const version = r.tunnels.version;
+    const a = r.open('r1', 'b1');
+    r.open('r2', 'b2');
+    expect(r.tunnels.version).toBe(version + 2);
+    await r.supervisor.tick();
+    expect(placement.at(-1)).toEqual([
+      { room: 'r1', backend: 'b1', sockets: 1, since: r.clock.now() },
+      { room: 'r2', backend: 'b2', sockets: 1, since: r.clock.now() },
+    ]);
+    expect(r.sharedData.sent.at(-1)).toEqual(placement.at(-1));
+    r.clock.advance(1_000);
+    await r.supervisor.tick();
+    expect(placement.at(-1)).toBeNull();
+    expect(r.sharedData.sent.at(-1)).toBeNull();
+    // A socket more in r2, r1 ends, r3 starts: the delta names those rooms only.
+    const since = r.clock.now();
+    r.open('r2', 'b2');
+    r.tunnels.remove(a);
+    r.open('r3', 'b1');
+    r.clock.advance(1_000);
+    await r.supervisor.tick();
+    const delta = { rooms: [{ room: 'r2', backend: 'b2', sockets: 2, since: since - 1_000 }, { room: 'r3', backend: 'b1', sockets: 1, since }], gone: ['r1'] };
+    expect(placement.at(-1)).toEqual(delta);
+    expect(r.sharedData.sent.at(-1)).toEqual(delta);
+    expect(r.sharedData.reports.at(-1)!.map((p) => [p.room, p.sockets]).sort()).toEqual([['r2', 2], ['r3', 1]]);
+    // Far past idleTtlMs on unchanged reports: the placements of the live rooms stay.
+    for (let i = 0; i < 200; i++) {
+      r.clock.advance(1_000);
+      await r.supervisor.tick();
+    }
+    expect(placement.at(-1)).toBeNull();
+    expect(await r.store.get('r2')).toEqual({ backend: 'b2', epoch: expect.any(Number) });
+    expect(await r.store.get('r3')).toEqual({ backend: 'b1', epoch: expect.any(Number) });
+    expect(await r.store.get('r1')).toBeNull();
+    // A failed report: the next one is whole again.
+    r.sharedData.failing = true;
+    await r.supervisor.tick();
+    r.sharedData.failing = false;
+    await r.supervisor.tick();
+    expect(r.sharedData.sent.at(-1)).toHaveLength(2);
+  });
+
+  it('a report whose changes outgrow the live rooms (no heartbeat for long, under churn) is sent whole', async () => {
+    const r = rig('keep');
+    r.open('kept', 'b1');
+    await r.supervisor.tick();
+    for (let i = 0; i < 1_100; i++) r.tunnels.remove(r.open(`brief-${i}`, 'b2'));
+    await r.supervisor.tick();
+    expect(r.sharedData.sent.at(-1)).toEqual([{ room: 'kept', backend: 'b1', sockets: 1, since: r.clock.now() }]);
+    r.tunnels.remove(r.open('one-more', 'b2'));
+    await r.supervisor.tick();
+    expect(r.sharedData.sent.at(-1)).toEqual({ rooms: [], gone: ['one-more'] });
+  });
+
+  it('a store that no longer holds the report (silent past gatewayTtlMs) answers resync, and the same heartbeat sends the whole list', async () => {
+    const r = rig('keep');
+    const placement: LiveReport[] = [];
+    const heartbeat = r.store.heartbeat.bind(r.store);
+    r.store.heartbeat = async (report) => {
+      const answer = await heartbeat(report);
+      placement.push(report, answer as never);
+      return answer;
+    };
+    r.open('r1', 'b1');
+    await r.supervisor.tick();
+    r.clock.advance(6_000); // gatewayTtlMs is 5 s here: the report stopped counting
+    await r.supervisor.tick();
+    expect(placement.slice(2)).toEqual([null, 'resync', [{ room: 'r1', backend: 'b1', sockets: 1, since: expect.any(Number) }], 'ok']);
+    expect(await r.store.get('r1')).toEqual({ backend: 'b1', epoch: expect.any(Number) });
+  });
+
   it('publishes presence every tick; a failure is logged once, and the next good tick recovers', async () => {
     const r = rig('keep');
     r.open('r1', 'b1');
@@ -356,7 +450,10 @@ describe('Supervisor: heartbeat', () => {
       await waitUntil(() => r.sharedData.reports.length === 4);
       r.supervisor.healthChanged('b3', 'down', '3 failed checks');
       await waitUntil(() => r.sharedData.reports.length === 5);
+      // Nothing changed since the last report (null): r2 and r3 are still live in the store.
+      expect(r.sharedData.sent.at(-1)).toBeNull();
       expect(r.sharedData.reports.at(-1)!.map((p) => p.room).sort()).toEqual(['r2', 'r3']);
+      expect((await r.sharedData.online()).rooms).toBe(2);
       expect(stalled.closed).toBe(false);
       // Back up: no extra heartbeat.
       r.supervisor.healthChanged('b3', 'up', 'checks pass');

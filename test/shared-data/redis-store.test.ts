@@ -9,7 +9,7 @@ import { RedisSharedDataStore, type RedisSharedDataStoreOptions } from '../../sr
 import type { LobbyQuery, RoomPresence, SharedDataEvent, SharedDataStore } from '../../src/shared-data/store.js';
 import { settleOrder } from '../support/event-order.js';
 import { waitFor } from '../support/processes.js';
-import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
+import { commandCounts, startRedis, stopAllRedis, sumCounts, type RedisServer } from '../support/redis.js';
 
 /** The command timeout of the tests about a hung Redis. */
 const COMMAND_TIMEOUT_MS = 300;
@@ -104,20 +104,6 @@ async function allKeys(r: Redis): Promise<string[]> {
   } while (cursor !== '0');
   return keys.sort();
 }
-
-/** Calls per command since the last CONFIG RESETSTAT (commands run by scripts included), without the admin's own. */
-async function commandCounts(r: Redis): Promise<Record<string, number>> {
-  const info = (await r.info('commandstats')) as string;
-  const out: Record<string, number> = {};
-  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
-    const [, name, calls] = m;
-    if (!name || !calls || name.startsWith('config') || name === 'info') continue;
-    out[name] = Number(calls);
-  }
-  return out;
-}
-
-const sum = (counts: Record<string, number>): number => Object.values(counts).reduce((x, y) => x + y, 0);
 
 afterEach(async () => {
   await Promise.all([...stores].map((s) => s.close()));
@@ -382,13 +368,24 @@ describe('RedisSharedDataStore keys and cost', () => {
     const counts = await commandCounts(a);
     expect(counts.evalsha).toBe(1); // one round trip
     expect(counts.eval).toBeUndefined();
-    expect(sum(counts)).toBe(8 + 2 * 5);
+    expect(sumCounts(counts)).toBe(8 + 2 * 5);
     expect(counts).toMatchObject({ hset: 5, zadd: 6, publish: 1 });
 
     // Nothing changed: no PUBLISH.
     await a.config('RESETSTAT');
     await s.publishPresence(report, TTL);
-    expect(sum(await commandCounts(a))).toBe(8 + 2 * 5 - 1);
+    expect(sumCounts(await commandCounts(a))).toBe(8 + 2 * 5 - 1);
+
+    // Sent as unchanged (null), whatever the number of rooms: TIME, ZSCORE, PEXPIRE, ZADD,
+    // 2 ZRANGEBYSCORE in one EVALSHA.
+    await a.config('RESETSTAT');
+    expect(await s.publishPresence(null, TTL)).toBeUndefined();
+    expect(await commandCounts(a)).toEqual({ evalsha: 1, time: 1, zscore: 1, pexpire: 1, zadd: 1, zrangebyscore: 2 });
+    // A delta of one room: that room's HSET and metadata ZADD, and the change's PUBLISH, more.
+    await a.config('RESETSTAT');
+    await s.publishPresence({ rooms: [p('room-8', 'b2', 4, T0 + 1)], gone: [] }, TTL);
+    expect(await commandCounts(a)).toEqual({ evalsha: 1, time: 1, zscore: 1, pexpire: 1, zadd: 2, hset: 1, zrangebyscore: 2, publish: 1 });
+    expect((await s.room('room-8'))?.since).toBe(new Date(T0 + 1).toISOString());
 
     // The aggregate read: one EVALSHA (TIME, ZRANGEBYSCORE, 1 HGETALL, 5 MGET).
     await a.config('RESETSTAT');
@@ -397,7 +394,7 @@ describe('RedisSharedDataStore keys and cost', () => {
     expect(await s.online()).toEqual({ total: 10_001, rooms: 2500, byBackend: { b0: 3336, b1: 3333, b2: 3332 } });
     const readCounts = await commandCounts(a);
     expect(readCounts.evalsha).toBe(2); // no cache in this test
-    expect(sum(readCounts)).toBe(2 * 9);
+    expect(sumCounts(readCounts)).toBe(2 * 9);
   });
 
   it('lobby()/online() share one aggregate read, cached up to aggregateCacheMs (1 s here, for a loaded machine); own writes and events drop it', async () => {

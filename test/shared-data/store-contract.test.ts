@@ -178,6 +178,39 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
         expect(await a.lobby(q())).toEqual({ rooms: [], total: 0, nextOffset: null });
       });
 
+      it('an unchanged report (null) keeps the presence past its ttl; a delta changes only the rooms it names; without a report both answer resync', async () => {
+        await setup();
+        const events = record(b);
+        // A ttl with margins for Redis's real clock on a busy machine: steps of a third of it.
+        const ttl = 1_500;
+        expect(await a.publishPresence(null, ttl)).toBe('resync');
+        expect(await a.publishPresence({ rooms: [p('x', 'b1', 1)], gone: [] }, ttl)).toBe('resync');
+        expect(await b.online()).toEqual({ total: 0, rooms: 0, byBackend: {} });
+        await a.publishPresence([p('r1', 'b1', 2), p('r2', 'b2', 1), p('r3', 'b1', 1)], ttl);
+        // Two ttls of unchanged reports: still counted.
+        for (let i = 0; i < 6; i++) {
+          await h.advance(ttl / 3);
+          expect(await a.publishPresence(null, ttl)).toBeUndefined();
+        }
+        expect(await b.online()).toEqual({ total: 4, rooms: 3, byBackend: { b1: 3, b2: 1 } });
+        // r1 gains a socket, r2 ends, r4 starts; r3 is not named and stays as it was.
+        const before = events.length;
+        await a.publishPresence({ rooms: [p('r1', 'b1', 3), p('r4', 'b2', 2, T0 + 7)], gone: ['r2'] }, ttl);
+        expect(await b.online()).toEqual({ total: 6, rooms: 3, byBackend: { b1: 4, b2: 2 } });
+        expect(await b.room('r2')).toBeNull();
+        expect(await b.room('r4')).toMatchObject({ backend: 'b2', sockets: 2, since: iso(T0 + 7) });
+        expect((await b.room('r3'))?.sockets).toBe(1);
+        await waitFor('the delta event', 3000, () => lobbyRooms(events.slice(before)).includes('r4'));
+        expect(lobbyRooms(events.slice(before)).sort()).toEqual(['r1', 'r2', 'r4']);
+        // Silent past its ttl: gone, and then neither null nor a delta can revive it.
+        await h.advance(ttl + 250);
+        expect(await b.online()).toEqual({ total: 0, rooms: 0, byBackend: {} });
+        expect(await a.publishPresence(null, ttl)).toBe('resync');
+        expect(await a.publishPresence({ rooms: [], gone: ['r1'] }, ttl)).toBe('resync');
+        await a.publishPresence([p('r3', 'b1', 1)], ttl);
+        expect(await b.online()).toEqual({ total: 1, rooms: 1, byBackend: { b1: 1 } });
+      });
+
       it('rejects a bad ttl or a non-finite count', async () => {
         await setup();
         await expect(a.publishPresence([], 0)).rejects.toThrow(/ttlMs/);
@@ -370,6 +403,27 @@ function contract(kind: 'memory' | 'redis', makeHarness: () => Harness): void {
         await b.publishPresence([], TTL);
         expect(await b.room('live')).toBeNull();
         expect(await b.room('early')).toBeNull();
+      });
+      it('unpinned metadata of a room reported live by unchanged reports stays; once a delta drops the room it goes after one ttl', async () => {
+        await setup();
+        // A ttl with margins for Redis's real clock on a busy machine: steps of a third of it.
+        const ttl = 1_500;
+        await a.publishPresence([p('live', 'b1', 1), p('other', 'b1', 1)], ttl);
+        await b.setMeta('live', { status: 'open' }, false);
+        for (let i = 0; i < 6; i++) {
+          await h.advance(ttl / 3);
+          await a.publishPresence(null, ttl);
+        }
+        await b.publishPresence([], ttl);
+        expect(await b.room('live')).toMatchObject({ sockets: 1, meta: { status: 'open' } });
+        await a.publishPresence({ rooms: [], gone: ['live'] }, ttl);
+        await h.advance(ttl / 3);
+        await a.publishPresence(null, ttl);
+        expect(await b.room('live')).toMatchObject({ sockets: 0, meta: { status: 'open' } });
+        await h.advance(ttl + 250);
+        await a.publishPresence([p('other', 'b1', 1)], ttl);
+        await b.publishPresence([], ttl);
+        expect(await b.room('live')).toBeNull();
       });
     });
 

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import type { Redis } from 'ioredis';
 import { freePort } from '../../src/demo/redis-server.js';
 
 export interface RedisServer {
@@ -454,3 +455,18 @@ export async function startTlsRedis(files: TlsRedisFiles, o: { authClients?: boo
   );
   return Object.assign(node, { url: `rediss://127.0.0.1:${node.port}` });
 }
+
+/** Calls per command since the last CONFIG RESETSTAT (commands run by scripts included), without the admin's own. */
+export async function commandCounts(r: Redis): Promise<Record<string, number>> {
+  const info = (await r.info('commandstats')) as string;
+  const out: Record<string, number> = {};
+  for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) {
+    const [, name, calls] = m;
+    if (!name || !calls || name.startsWith('config') || name === 'info') continue;
+    out[name] = Number(calls);
+  }
+  return out;
+}
+
+/** All calls of commandCounts(). */
+export const sumCounts = (counts: Record<string, number>): number => Object.values(counts).reduce((x, y) => x + y, 0);
