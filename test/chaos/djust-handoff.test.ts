@@ -50,6 +50,8 @@ const ROOMS = 300;
 const TOKEN = 'djust-chaos-admin-token-0123456789';
 /** A clicking page's pace: about 16 clicks a page in a run, under the 20 moves the demo keeps. */
 const CLICK_EVERY_MS = [750, 1_500] as const;
+/** A handoff's steps as /events times them (src/runtime/handoff-log.ts, HandoffSteps). */
+const STEPS = ['hello', 'hold', 'export', 'import', 'move', 'release', 'resume', 'deliver'] as const;
 /** The demo keeps this many moves of a room with their data (examples/demo-backend/room-moves.ts). */
 const MOVES_KEPT = 20;
 
@@ -74,6 +76,8 @@ interface Window {
   readonly room: string;
   readonly from: number;
   readonly to: number;
+  /** Its steps' durations (ms) as the runner recorded them, when it moved the room. */
+  readonly steps?: Readonly<Record<string, number>>;
 }
 
 // One run's state (the two runs of the file go one after the other).
@@ -181,10 +185,10 @@ function seenAt(c: Click, move: number | undefined): number | null {
 /** Every handoff both gateways finished (the latest 100 each: polled often enough to miss none). */
 async function noteWindows(): Promise<void> {
   for (const gw of [rolling.gwA, rolling.gwB]) {
-    const ev = await adminGet<{ handoffs: { recent: { id: string; room: string; at: string; ms: number | null }[] } }>(gw, '/events');
+    const ev = await adminGet<{ handoffs: { recent: { id: string; room: string; at: string; ms: number | null; result: string; steps?: Record<string, number> }[] } }>(gw, '/events');
     for (const h of ev.handoffs.recent) {
       const from = Date.parse(h.at);
-      if (h.ms !== null) windows.set(h.id, { room: h.room, from, to: from + h.ms });
+      if (h.ms !== null) windows.set(h.id, { room: h.room, from, to: from + h.ms, ...(h.result === 'moved' && h.steps ? { steps: h.steps } : {}) });
     }
   }
 }
@@ -372,6 +376,7 @@ function measure(o: Outcome, drains: readonly DrainFigures[], since: number): Fi
 
 function record(mode: Mode, o: Outcome, f: Figures & { split: number; straddling: number }, drains: readonly DrainFigures[], restarts: readonly number[], handoffMs: readonly number[], rollingMs: number): void {
   const ms = (xs: readonly number[]): string => (xs.length === 0 ? 'none' : `p50 ${Math.round(percentile(xs, 50))} ms, p99 ${Math.round(percentile(xs, 99))} ms`);
+  const stepped = [...windows.values()].flatMap((w) => (w.steps === undefined ? [] : [w.steps]));
   recordChaos({
     id: mode === 'resume' ? 'djust-handoff-rolling-restart-resume' : 'djust-handoff-rolling-restart',
     fault: `rolling restart of 3 backends (protocol version 2${mode === 'resume' ? ' with resume' : ', no resume'}), each drained with handoff, under ${ROOMS} rooms with djust-faithful pages (a clicking page through one gateway, an idle one through the other, 2 gateways sharing Redis)`,
@@ -391,7 +396,7 @@ function record(mode: Mode, o: Outcome, f: Figures & { split: number; straddling
         `reconnect gap (close to mounted again): ${ms(f.gaps)}, max ${f.gaps.length ? Math.max(...f.gaps) : 0} ms over ${f.gaps.length}`,
         `close codes (b1, b3 drained through A, b2 through B): ${f.codes || 'none'}`,
         `drains: ${drains.map((d) => `${d.backend} ${d.moved} rooms in ${(d.ms / 1000).toFixed(1)} s (${d.via}${d.reissued ? `, issued ${d.reissued + 1} times` : ''})`).join('; ')}`,
-        `one handoff (hello to end): ${ms(handoffMs)}; restart to undrained: ${restarts.map((x) => `${x} ms`).join(', ')}; whole rolling restart ${(rollingMs / 1000).toFixed(1)} s`,
+        `one handoff (hello to end): ${ms(handoffMs)}; its steps (the runner's /events, over ${stepped.length} moves): ${STEPS.map((k) => `${k} ${ms(stepped.flatMap((w) => (w[k] === undefined ? [] : [w[k]])))}`).join('; ')}; restart to undrained: ${restarts.map((x) => `${x} ms`).join(', ')}; whole rolling restart ${(rollingMs / 1000).toFixed(1)} s`,
         `machine: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores, load average ${loadavg()[0]?.toFixed(1)} at the end`,
       ],
     },
