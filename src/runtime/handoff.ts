@@ -7,6 +7,7 @@
 // placement untouched. Without a working placement store nothing starts: a handoff is never half
 // done. At most handoff.maxConcurrentPerBackend at once per backend; idempotent by handoff id.
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { PlacementRecord, PlacementStore } from '../placement/store.js';
@@ -58,6 +59,8 @@ export interface HandoffOptions {
   readonly tunnels: { closeRoom(room: string, keep: string | null): number };
   /** One hook call (src/runtime/handoff-calls.ts). */
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
+  /** A connection opened ahead for a later call (its `connection`; HookClient.connect); absent: each call connects itself. */
+  readonly connect?: (backend: Backend) => Socket;
   readonly log: HandoffLog;
   readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'handoffHeldMessages' | 'handoffHeldBytes'>;
   readonly logger: Logger;
@@ -101,6 +104,11 @@ export const HELLOS_AT_START_MS = 2_000;
 
 class Failure extends Error {}
 
+/** A call's `connection` field, when one was opened ahead. */
+function via(connection: Socket | undefined): { connection?: Socket } {
+  return connection === undefined ? {} : { connection };
+}
+
 /** One handoff as it runs: its record, rewritten as it goes. */
 interface Run {
   ev: HandoffEvent;
@@ -116,6 +124,8 @@ interface Run {
   /** The steps' durations so far (the event's `steps`), and when the last one ended. */
   steps: { -readonly [K in keyof HandoffSteps]: number };
   lap: number;
+  /** Connections opened ahead for the next calls: destroyed at the end (the ones no call took). */
+  readonly ahead: Socket[];
 }
 
 export class Handoffs {
@@ -238,7 +248,7 @@ export class Handoffs {
       ms: null,
     };
     const t0 = performance.now();
-    return { ev, t0, hold: null, asked: false, pages: false, resumes: null, steps: {}, lap: t0 };
+    return { ev, t0, hold: null, asked: false, pages: false, resumes: null, steps: {}, lap: t0, ahead: [] };
   }
 
   private async run(r: Run, expectedFrom: string | undefined): Promise<HandoffOutcome> {
@@ -297,13 +307,16 @@ export class Handoffs {
       (n) => n,
       () => null,
     );
+    // Each call's connection is opened while the step before it runs: no connect on the path.
+    const exportVia = this.ahead(r, source);
     // Version 2: nothing more reaches the old owner from any gateway's sockets, nothing is refused.
     if (o.held !== undefined && this.hello.takesMessages(target) && !this.heldRooms.has(room) && o.others?.holding(room) !== true) {
       await this.holdAll(r, o.held, source, target);
       this.lap(r, 'hold');
     }
     this.stage(r, 'export');
-    const exported = await o.call(source, { step: 'export', id, room, epoch: old, body: Buffer.from(JSON.stringify({ leaseMs: o.leaseMs })) });
+    const importVia = this.ahead(r, target);
+    const exported = await o.call(source, { step: 'export', id, room, epoch: old, body: Buffer.from(JSON.stringify({ leaseMs: o.leaseMs })), ...via(exportVia) });
     this.lap(r, 'export');
     if (exported.kind === 'unreachable') return this.exportBroke(r, source, target, placement, exported, reserved);
     const empty = exported.kind === 'answer' && exported.status === 404;
@@ -312,9 +325,10 @@ export class Handoffs {
     const epoch = await reserved;
     if (epoch === null) return this.rollBack(r, source, placement, 'the placement store became unavailable');
     r.ev = { ...r.ev, epoch, bytes: blob?.length ?? 0 };
+    const releaseVia = this.ahead(r, source);
     if (blob !== null) {
       this.stage(r, 'import');
-      const imported = await o.call(target, { step: 'import', id, room, epoch: String(epoch), body: blob });
+      const imported = await o.call(target, { step: 'import', id, room, epoch: String(epoch), body: blob, ...via(importVia) });
       this.lap(r, 'import');
       if (!succeeded(imported)) return this.rollBack(r, source, placement, describeAnswer('import', imported));
     }
@@ -338,7 +352,14 @@ export class Handoffs {
     }
     // The other gateways wait for the old owner's release as this one does, then deliver theirs.
     this.endOthers(r, 'moved', target.id, epoch);
-    return this.release(r, source, target, placement, empty ? 'moved-empty' : 'moved');
+    return this.release(r, source, target, placement, empty ? 'moved-empty' : 'moved', releaseVia);
+  }
+
+  /** A connection to `b` opened now for a later call of this handoff (none without `connect`). */
+  private ahead(r: Run, b: Backend): Socket | undefined {
+    const s = this.o.connect?.(b);
+    if (s !== undefined) r.ahead.push(s);
+    return s;
   }
 
   /** This gateway's sockets of the room held, and every other gateway's (asked over the store's channel). */
@@ -379,7 +400,7 @@ export class Handoffs {
     }
   }
 
-  private async release(r: Run, source: Backend, target: Backend, placement: PlacementRecord, result: HandoffResult): Promise<HandoffOutcome> {
+  private async release(r: Run, source: Backend, target: Backend, placement: PlacementRecord, result: HandoffResult, connection: Socket | undefined): Promise<HandoffOutcome> {
     const { room, id } = r.ev;
     this.stage(r, 'release');
     // Armed before the release: the old owner's close then never reaches those clients.
@@ -388,7 +409,7 @@ export class Handoffs {
     const slow = setTimeout(() => {
       cut += this.o.tunnels.closeRoom(room, target.id);
     }, this.o.releaseGraceMs ?? RELEASE_GRACE_MS);
-    const answer = await this.o.call(source, { step: 'release', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
+    const answer = await this.o.call(source, { step: 'release', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0), ...via(connection) });
     clearTimeout(slow);
     this.lap(r, 'release');
     this.o.placer.unhold(room);
@@ -524,6 +545,7 @@ export class Handoffs {
   /** The end of a handoff: its record, the metrics, one log line (with the reason). */
   private finish(r: Run, result: HandoffResult, why: string, resumed?: HookAnswer): HandoffOutcome {
     const ms = performance.now() - r.t0;
+    for (const s of r.ahead) s.destroy();
     if (r.hold !== null) {
       r.hold.stop();
       this.heldRooms.delete(r.ev.room);

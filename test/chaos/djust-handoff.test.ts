@@ -306,9 +306,10 @@ async function scenario(mode: Mode): Promise<void> {
       // A p99 over a handful would say little: a run has about twenty clicks inside a move.
       expect(figures.added.length).toBeGreaterThanOrEqual(5);
       // The p99 <= 150 ms target is recorded, not asserted: a click sent during a move waits for the
-      // whole handoff (hello to end: the export, the import, the move, the release, the resume), and
-      // on 2 shared cores under load that takes p99 400-450 ms by itself (issue 37's target assumed
-      // the unloaded handoff's tens of milliseconds). Measured: added p99 440 ms in the first run.
+      // whole handoff (hello to end: the hold, the export, the import, the move, the release, the
+      // resume), and on 2 shared cores under load that takes p99 80-1,100 ms by itself (issue 37's
+      // target assumed the unloaded handoff's tens of milliseconds). Measured: added p99 440 ms in the
+      // first run, 170 ms after the path was cut (each step's p50 and p99 recorded: docs/handoff.md).
     }
   }
   record(mode, o, figures, drains, restarts, handoffMs, rollingMs);
@@ -380,7 +381,7 @@ function record(mode: Mode, o: Outcome, f: Figures & { split: number; straddling
   recordChaos({
     id: mode === 'resume' ? 'djust-handoff-rolling-restart-resume' : 'djust-handoff-rolling-restart',
     fault: `rolling restart of 3 backends (protocol version 2${mode === 'resume' ? ' with resume' : ', no resume'}), each drained with handoff, under ${ROOMS} rooms with djust-faithful pages (a clicking page through one gateway, an idle one through the other, 2 gateways sharing Redis)`,
-    promise: `${RECORD_ONLY ? 'recorded, not asserted in this run' : 'asserted'}: no click lost or doubled${mode === 'resume' ? ', no page reloaded; no client socket closed (every socket resumed on the new owner, through either gateway); the added latency of a click sent during its room\'s move recorded against its p99 <= 150 ms target, not asserted (a held click waits for the whole handoff, whose own p99 on these 2 shared cores is several hundred ms)' : '; no page reloaded (each page view keeps its own version, so a click applied through the messages hook skips no page\'s); the reconnect gap as before (p99 <= 2 s)'}`,
+    promise: `${RECORD_ONLY ? 'recorded, not asserted in this run' : 'asserted'}: no click lost or doubled${mode === 'resume' ? ', no page reloaded; no client socket closed (every socket resumed on the new owner, through either gateway); the added latency of a click sent during its room\'s move recorded against its p99 <= 150 ms target, not asserted (a held click waits for the whole handoff, whose own p99 on these 2 shared cores is 80 ms to over a second with the load; its steps are recorded below)' : '; no page reloaded (each page view keeps its own version, so a click applied through the messages hook skips no page\'s); the reconnect gap as before (p99 <= 2 s)'}`,
     figures: {
       recoverMs: f.gaps.length === 0 ? null : Math.max(...f.gaps),
       roomsMoved: f.moved,
