@@ -283,6 +283,8 @@ export class Handoffs {
       if (missing.length > 0) return this.refuse(r, 'no-hooks', `no handoff hooks on ${missing.join(', ')}: the room stays (today's behaviour)`);
       return await this.steps(r, source, target, placement);
     } finally {
+      // The connections opened ahead that no call took (a rollback, a step that threw): closed.
+      for (const s of r.ahead) s.destroy();
       this.take(source.id, -1);
       this.take(target.id, -1);
     }
@@ -545,7 +547,6 @@ export class Handoffs {
   /** The end of a handoff: its record, the metrics, one log line (with the reason). */
   private finish(r: Run, result: HandoffResult, why: string, resumed?: HookAnswer): HandoffOutcome {
     const ms = performance.now() - r.t0;
-    for (const s of r.ahead) s.destroy();
     if (r.hold !== null) {
       r.hold.stop();
       this.heldRooms.delete(r.ev.room);
