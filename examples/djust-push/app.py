@@ -71,10 +71,11 @@ def session_of(scope):
     return None
 
 
-async def click(room, by_session, reply_to=None, ref=None):
+async def click(room, by_session, reply_to=None, ref=None, fresh=False):
     """Applies a click: each mounted socket of the room gets a patch with its view's next version,
     the clicking socket's (`reply_to`) carrying the event's ref; None while a handoff has the room
-    frozen, else (clicks, the clicking session's new version)."""
+    frozen, else (clicks, the clicking session's new version). `fresh`: a session the room has no
+    view of gets a fresh one (version 1; without a session, 1 and nothing kept)."""
     async with ORDER:
         with ROOMS.lock:  # rg: the lock the export takes
             if not ROOMS.live(room):  # rg: frozen by a handoff: never applied, never half applied
@@ -83,7 +84,9 @@ async def click(room, by_session, reply_to=None, ref=None):
             game.clicks += 1
             sockets = [s for s in ROOMS.sockets(room) if s.session in game.views and s.session != by_session]  # rg: ROOMS.sockets
             patches = [(s, {"type": "patch", "version": bump(game, s.session), "clicks": game.clicks}) for s in sockets]
-            mine = bump(game, by_session) if by_session in game.views else None
+            if fresh and by_session is not None and by_session not in game.views:
+                game.views[by_session] = 0  # a fresh view: this click's answer is its version 1
+            mine = bump(game, by_session) if by_session in game.views else (1 if fresh else None)
         if reply_to is not None:
             patches.insert(0, (reply_to, {"type": "patch", "ref": ref, "version": mine, "clicks": game.clicks}))
         for s, patch in patches:
@@ -163,13 +166,11 @@ async def game_page(request, room):
 
 
 async def http_event(request, room):
-    """djust's HTTP fallback: the click, answered with the version that follows the session's view."""
+    """djust's HTTP fallback: the click, answered with the version that follows the session's view.
+    A page the room has no view of (no cookie, or one this room never saw) is not refused, which
+    would lose the click (djust sends it once): it is applied and the page gets a fresh view."""
     session = session_of(request.scope)
-    with ROOMS.lock:
-        known = room in GAMES and session in GAMES[room].views
-    if not known:
-        return JsonResponse({"error": "no view of this page here: reload it"}, status=409)
-    done = await click(room, session)
+    done = await click(room, session, fresh=True)
     if done is None:
         return JsonResponse(MOVING, status=503, headers={"Retry-After": "1"})
     return JsonResponse({"version": done[1], "clicks": done[0]})

@@ -27,7 +27,14 @@ export interface ResumeRequest {
   readonly protocol: string | null;
   /** [name, value, ...]: X-Roomgate-Room, -Epoch, -Socket, -Resume, the proof. */
   readonly fields: readonly string[];
+  /** From when the request is sent (`go`), how long the 101 has. */
   readonly timeoutMs: number;
+  /**
+   * The request is sent once this resolves true (false: never sent, a failed resume); the
+   * connection is opened at once all the same, so the handshake that follows costs no connect.
+   * Absent: sent as soon as connected.
+   */
+  readonly go?: Promise<boolean>;
 }
 
 /** A 101 consumed: the socket (reading paused) and the bytes that came behind the 101. */
@@ -61,20 +68,40 @@ function onResumeError(this: Socket): void {
   this.destroy();
 }
 
-/** Opens the resumed upgrade and reads its answer; resolves once, never rejects. */
+/**
+ * Opens the resumed upgrade and reads its answer; resolves once, never rejects. With `go`, the
+ * connection is opened now and the request sent when `go` says so: the new owner sees nothing of
+ * the resume before (an idle connection).
+ */
 export function openResumed(r: ResumeRequest): Promise<Resumed> {
   return new Promise((resolve) => {
     const key = randomBytes(16).toString('base64');
     const reader = new HandshakeReader(r, key, resolve);
+    let connected = false;
+    let going = r.go === undefined;
+    const send = (): void => {
+      if (connected && going && !reader.settled) socket.write(Buffer.from(requestHead(r, key), 'latin1'));
+    };
     const socket = connectBackend(r.backend, r.tls, Buffer.allocUnsafeSlow(READ_BUFFER_BYTES), onResumeRead, function ready(this: Socket) {
       this.setNoDelay(true);
-      this.write(Buffer.from(requestHead(r, key), 'latin1'));
+      connected = true;
+      send();
     });
     reader.socket = socket;
     attachReader(socket, reader);
     socket.on('error', onResumeError);
     socket.on('close', reader.closed);
-    reader.timer = setTimeout(() => reader.fail(`no 101 within ${r.timeoutMs} ms`), r.timeoutMs);
+    const deadline = (): void => {
+      reader.timer = setTimeout(() => reader.fail(`no 101 within ${r.timeoutMs} ms`), r.timeoutMs);
+    };
+    if (r.go === undefined) return deadline();
+    void r.go.then((ok) => {
+      if (reader.settled) return;
+      if (!ok) return void reader.fail('the resume was called off before its request was sent');
+      going = true;
+      deadline();
+      send();
+    });
   });
 }
 
@@ -96,6 +123,9 @@ class HandshakeReader implements ResumeReader {
   private answer: Buffer | null = null;
   private interims = 0;
   private done = false;
+  get settled(): boolean {
+    return this.done;
+  }
   /** The connection closed before a verdict (removed once there is one: nothing of this reader outlives it). */
   readonly closed = (): void => void this.fail('the connection closed before a 101');
 

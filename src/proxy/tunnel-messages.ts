@@ -49,9 +49,9 @@ export class TunnelMessages implements TunnelHold {
     return this.resume !== null && this.resume.resumable && this.follower.followable && !this.closed && !this.clientClosing;
   }
 
-  openResume(to: Backend, fields: readonly string[], timeoutMs: number): Promise<ResumeStep> {
+  openResume(to: Backend, fields: readonly string[], timeoutMs: number, go?: Promise<boolean>): Promise<ResumeStep> {
     if (this.resume === null || !this.resumable) return Promise.resolve({ ok: false, why: 'not resumable' });
-    return this.resume.open(to, fields, timeoutMs);
+    return this.resume.open(to, fields, timeoutMs, go);
   }
 
   expectResume(to?: Backend): boolean {

@@ -174,13 +174,15 @@ export class TunnelResume {
   /**
    * Starts the resume on `to`: at once (before any await) the socket counts there and the old
    * owner's close will not reach the client; resolves once the 101 came or the open failed (then
-   * complete() ends the socket as version 1 would).
+   * complete() ends the socket as version 1 would). With `go`, the connection to `to` is opened now
+   * and the handshake sent (the socket counting there from then on) once `go` resolves true.
    */
-  async open(to: Backend, fields: readonly string[], timeoutMs: number): Promise<ResumeStep> {
-    if (!this.resumable || !this.host.rehome(to)) return { ok: false, why: 'not resumable' };
+  async open(to: Backend, fields: readonly string[], timeoutMs: number, go?: Promise<boolean>): Promise<ResumeStep> {
+    if (!this.resumable || (go === undefined && !this.host.rehome(to))) return { ok: false, why: 'not resumable' };
     this.started = true;
     this.down.swallowing = true;
-    const out = await openResumed({ backend: to.config, tls: this.host.backendTls, path: this.path, host: this.hostField, extensions: this.extensions, protocol: this.protocol, fields, timeoutMs });
+    const sent = go?.then((ok) => ok && this.host.rehome(to));
+    const out = await openResumed({ backend: to.config, tls: this.host.backendTls, path: this.path, host: this.hostField, extensions: this.extensions, protocol: this.protocol, fields, timeoutMs, ...(sent === undefined ? {} : { go: sent }) });
     if (!out.ok) {
       this.openFailed = out.why;
       return out;

@@ -31,7 +31,8 @@ export interface HoldAskOptions {
 }
 
 interface Waiting {
-  readonly expected: number;
+  /** Infinity until the live gateways are counted. */
+  expected: number;
   /** The gateways that answered, by the id they sign with. */
   readonly answered: Set<string>;
   sockets: number;
@@ -48,30 +49,40 @@ export class HoldAsk {
     });
   }
 
-  /** Asks every other gateway to hold its sockets of `room` on `from`; resolves once all did, or at the bound. */
+  /**
+   * Asks every other gateway to hold its sockets of `room` on `from`; resolves once all did, or at
+   * the bound. The `hold` is published while the live gateways are counted (not after: one store
+   * round trip less on the handoff's path); answers that come before the count are kept.
+   */
   async ask(id: string, room: string, from: string, to: string): Promise<OthersHeld> {
     const { o } = this;
-    let expected: number;
-    try {
-      expected = (await o.store.otherGateways()).length;
-    } catch (err) {
-      // Nobody can be asked nor heard: the other gateways' sockets get version 1's behaviour.
-      o.logger.warn({ handoff: id, room, err: (err as Error).message }, 'handoff hold: the shared-data store cannot say which gateways to ask; only this one holds');
-      return { asked: 0, held: 0, sockets: 0, late: 0 };
-    }
     let done = (): void => undefined;
     const finished = new Promise<void>((resolve) => (done = resolve));
-    const w: Waiting = { expected, answered: new Set(), sockets: 0, done };
+    const w: Waiting = { expected: Infinity, answered: new Set(), sockets: 0, done };
     this.waiting.set(id, w);
     const timer = setTimeout(done, o.timeoutMs);
     try {
       // Published even when no other gateway is live: one that has not reported yet holds too.
-      await this.publish({ kind: 'hold', id, room, from, to, gateway: o.gatewayId });
-      if (expected > 0) await finished;
+      const [others] = await Promise.all([
+        o.store.otherGateways().then(
+          (g) => g.length,
+          (err: Error) => err,
+        ),
+        this.publish({ kind: 'hold', id, room, from, to, gateway: o.gatewayId }),
+      ]);
+      if (others instanceof Error) {
+        // Nobody can be counted: the answers are not waited for, the gateways that heard the hold
+        // settle at the end (or at their own bound), the others' sockets get version 1's behaviour.
+        o.logger.warn({ handoff: id, room, err: others.message }, 'handoff hold: the shared-data store cannot say which gateways to ask; only this one holds');
+        return { asked: 0, held: 0, sockets: 0, late: 0 };
+      }
+      w.expected = others;
+      if (w.answered.size < others) await finished;
     } finally {
       clearTimeout(timer);
       this.waiting.delete(id);
     }
+    const expected = w.expected;
     const late = Math.max(0, expected - w.answered.size);
     if (late > 0) {
       o.logger.warn({ handoff: id, room, late, answered: [...w.answered] }, 'handoff hold: gateways did not answer in time; they cut their sockets of the room');

@@ -5,7 +5,8 @@
 // The answer's body is read (an export's is the room's state) up to a cap; one deadline covers
 // the connect and the whole answer.
 import type { BackendTls } from '../backends/backend-tls.js';
-import { backendPost, maybeSent } from './backend-call.js';
+import type { Socket } from 'node:net';
+import { backendConnect, backendPost, maybeSent } from './backend-call.js';
 import type { CallPurpose } from '../http/call-proof.js';
 import type { BackendCalls } from './backend-calls.js';
 import type { Backend } from './pool.js';
@@ -22,6 +23,8 @@ export interface HookCall {
   readonly body: Buffer;
   /** X-Roomgate-Socket (the messages step: whose messages these are). */
   readonly socket?: string;
+  /** A connection opened ahead for this call (HookClient.connect); absent: one of its own. */
+  readonly connection?: Socket;
 }
 
 export type HookAnswer =
@@ -78,6 +81,11 @@ function resultOf(a: HookAnswer): number | 'timeout' | 'unreachable' | 'too-larg
 export class HookClient {
   constructor(private readonly o: HookClientOptions) {}
 
+  /** A connection to the backend opened now for a call made later (its `connection`); destroyed by the opener if unused. */
+  connect(backend: Backend): Socket {
+    return backendConnect(backend, this.o.backendTls);
+  }
+
   call(backend: Backend, call: HookCall): Promise<HookAnswer> {
     const { o } = this;
     const startedMs = Date.now();
@@ -94,7 +102,7 @@ export class HookClient {
       // One connection per call: an export or import retried is a second call the receiver must
       // recognise as the first (src/runtime/backend-call.ts).
       const type = call.step === 'import' ? 'application/octet-stream' : 'application/json';
-      const req = backendPost(backend, `${o.path}/${call.step}`, type, call.body.length, fields(o, backend, call), o.backendTls);
+      const req = backendPost(backend, `${o.path}/${call.step}`, type, call.body.length, fields(o, backend, call), o.backendTls, call.connection);
       const cancel = (o.deadline ?? timeout)(() => done({ kind: 'timeout' }), o.timeoutMs);
       req.on('response', (res) => {
         const chunks: Buffer[] = [];

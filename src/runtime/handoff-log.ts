@@ -15,6 +15,25 @@ export const HANDOFF_RESULTS: readonly HandoffResult[] = ['moved', 'moved-empty'
 /** How far a handoff got: the step running now, or the last one it reached. */
 export type HandoffStage = 'hello' | 'export' | 'import' | 'move' | 'release' | 'done';
 
+/**
+ * How long each step took (ms, rounded), as the gateway that ran the handoff timed it; a step that
+ * did not run is absent. hello: from the start to the hold (the placement read, the hellos); hold:
+ * until every socket of the room, through every gateway, was held; export, import, move (the
+ * placement's compare-and-set), release: each call until its answer; resume: from the release's
+ * answer until every resumed socket was spliced to the new owner (its held messages written);
+ * deliver: until the held messages of the sockets not resumed were delivered (the `messages` way).
+ */
+export interface HandoffSteps {
+  readonly hello?: number;
+  readonly hold?: number;
+  readonly export?: number;
+  readonly import?: number;
+  readonly move?: number;
+  readonly release?: number;
+  readonly resume?: number;
+  readonly deliver?: number;
+}
+
 export interface HandoffEvent {
   readonly id: string;
   readonly room: string;
@@ -45,6 +64,8 @@ export interface HandoffEvent {
    * how many answered in time with how many sockets, and how many did not (absent: none asked).
    */
   readonly gateways?: { readonly asked: number; readonly held: number; readonly sockets: number; readonly late: number };
+  /** The steps' durations so far (see HandoffSteps). */
+  readonly steps?: HandoffSteps;
   /** ISO 8601. */
   readonly at: string;
   /** Time it took (ms, rounded); null while it runs. */

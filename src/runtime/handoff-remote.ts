@@ -16,7 +16,7 @@ import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import type { HandoffSignal, SharedDataStore } from '../shared-data/store.js';
 import type { HookAnswer, HookCall } from './handoff-calls.js';
 import { CLOSE_WAIT_MS, deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
-import { completeResumes, countSockets, startResumes, type HandoffIds, type ResumesDone } from './handoff-resume.js';
+import { countSockets, resumeSockets, type HandoffIds, type ResumesDone } from './handoff-resume.js';
 import { HANDOFF_STEPS, type HandoffPageWaits } from './handoff-pages.js';
 import type { Backend, BackendPool } from './pool.js';
 import type { RoomHold } from './room-hold.js';
@@ -199,11 +199,11 @@ export class RemoteHolds {
     const none: ResumesDone = { resumed: new Set(), messages: 0, failed: 0 };
     const signer = o.held.resume;
     if (signer === undefined || o.resumes?.(target.id) !== true) return none;
-    await Promise.all(hold.sockets.map((t) => t.oldStreamEnded(o.releaseGraceMs)));
-    const tried = await startResumes(hold, target, ids, signer, o.held.timeoutMs);
-    // Armed but not tried (no longer resumable): the old owner's close reaches the client again.
-    for (const t of hold.sockets) if (!tried.includes(t)) t.cancelResume();
-    return completeResumes(tried, CLOSE_WAIT_MS, ids, o.logger);
+    // The connections to the new owner opened now, each handshake sent once every old stream
+    // ended, then each socket on its own (no socket waits for another's 101). Armed but not tried
+    // (no longer resumable): the old owner's close reaches the client again.
+    const released = Promise.all(hold.sockets.map((t) => t.oldStreamEnded(o.releaseGraceMs))).then(() => true);
+    return resumeSockets(hold.sockets, target, ids, signer, o.held.timeoutMs, o.logger, { go: released, waitMs: CLOSE_WAIT_MS, notTried: (t) => t.cancelResume() });
   }
 
   private letGo(room: string): void {

@@ -1,15 +1,15 @@
 // The resumed sockets of a version-2 handoff, the runtime's side (docs/handoff.md, "Deliver", item
 // 1): for a new owner whose hello said `resume`, each held socket that can be resumed gets a new
-// upstream there, opened as the release is asked for (the resume handshake, signed for
-// `handoff-resume-socket` over the socket id and bound to that backend like every call), and after
-// the release it is spliced to it: the client sees no close. A socket whose resume fails goes the `messages` way
+// upstream there, armed as the release is asked for and opened once it answered (the resume
+// handshake, signed for `handoff-resume-socket` over the socket id and bound to that backend like
+// every call), then spliced to it, each socket on its own: the client sees no close. A socket whose resume fails goes the `messages` way
 // (handoff-held.ts) and closes as in version 1. The sockets themselves are the data plane's
 // (src/proxy/tunnel-resume.ts behind TunnelHold).
 import type { CallClaims } from '../http/call-proof.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Backend } from './pool.js';
-import type { RoomHold, TunnelHold } from './room-hold.js';
+import type { TunnelHold } from './room-hold.js';
 
 /** What signs a resume handshake: this gateway's id and the call proof (src/http/call-proof.ts). */
 export interface ResumeSigner {
@@ -35,17 +35,6 @@ export function resumeFields(s: ResumeSigner, to: Backend, h: HandoffIds, socket
   return [...fields, ...s.sign(claims)];
 }
 
-/**
- * Right before the release: the resume of each held socket that can be resumed is started (from
- * now on the old owner's close does not reach those clients), each 101 awaited within
- * `timeoutMs`, all at once. Resolves with the sockets tried, once each 101 came or failed.
- */
-export async function startResumes(hold: RoomHold, to: Backend, h: HandoffIds, s: ResumeSigner, timeoutMs: number): Promise<TunnelHold[]> {
-  const tried = hold.sockets.filter((t) => t.resumable);
-  await Promise.all(tried.map((t) => t.openResume(to, resumeFields(s, to, h, t.socketId), timeoutMs)));
-  return tried;
-}
-
 export interface ResumesDone {
   /** Spliced to the new owner: their clients saw no close. */
   readonly resumed: ReadonlySet<TunnelHold>;
@@ -54,17 +43,38 @@ export interface ResumesDone {
   readonly failed: number;
 }
 
+/** When the resumes go on (resumeSockets). */
+export interface ResumeOrder {
+  /**
+   * The handshakes are sent once this resolves true (the old owner released the room): the
+   * connections to the new owner are opened before, while the release runs, so no connect is left
+   * on the path. Absent: at once.
+   */
+  readonly go?: Promise<boolean>;
+  /** How long each socket's old stream has to end once its 101 came (known after the release). */
+  readonly waitMs: number | Promise<number>;
+  /** A socket not resumable (not tried). */
+  readonly notTried?: (t: TunnelHold) => void;
+}
+
 /**
- * After the release: each socket tried spliced to its new upstream (the old owner's stream ended
- * within `waitMs`); one whose resume failed is ended (1012) for the `messages` way.
+ * Each held socket that can be resumed, on its own and all at once (no socket waits for another's
+ * 101): its new upstream opened on `to` (the handshake sent at `go`, its 101 within `timeoutMs`),
+ * then, once the old owner's stream ended, its held messages written to it in order and the client
+ * spliced to it, at once. One whose resume failed is ended (1012) for the `messages` way; one not
+ * resumable is left to `notTried`. Resolves once every socket is spliced or failed.
  */
-export async function completeResumes(tried: readonly TunnelHold[], waitMs: number, h: HandoffIds, logger: Logger): Promise<ResumesDone> {
-  const steps = await Promise.all(tried.map((t) => t.completeResume(waitMs)));
+export async function resumeSockets(sockets: readonly TunnelHold[], to: Backend, h: HandoffIds, s: ResumeSigner, timeoutMs: number, logger: Logger, order: ResumeOrder): Promise<ResumesDone> {
   const resumed = new Set<TunnelHold>();
   let messages = 0;
   let failed = 0;
-  steps.forEach((step, i) => {
-    const t = tried[i] as TunnelHold;
+  const one = async (t: TunnelHold): Promise<void> => {
+    if (!t.resumable) return order.notTried?.(t);
+    const opened = await t.openResume(to, resumeFields(s, to, h, t.socketId), timeoutMs, order.go);
+    // A failed open is ended by completeResume (the `messages` way), as any failed step; one that
+    // failed before `go` (its connection refused) not before the old owner released the room.
+    if (!opened.ok && order.go !== undefined) await order.go;
+    const step = await t.completeResume(await order.waitMs);
     if (step.ok) {
       resumed.add(t);
       messages += step.messages;
@@ -72,7 +82,8 @@ export async function completeResumes(tried: readonly TunnelHold[], waitMs: numb
     }
     failed++;
     logger.warn({ handoff: h.id, room: h.room, socket: t.socketId, why: step.why }, 'socket resume failed: its messages go through the messages hook, the client reconnects');
-  });
+  };
+  await Promise.all(sockets.map(one));
   return { resumed, messages, failed };
 }
 

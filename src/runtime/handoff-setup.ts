@@ -1,6 +1,7 @@
 // The room handoff parts of one gateway, built from the configuration: the hook client, the
 // orchestrator, the drains with handoff and their log, rebalancing, and what the RuntimeView shows
 // of them.
+import type { Socket } from 'node:net';
 import type { BackendTls } from '../backends/backend-tls.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../observability/logger.js';
@@ -89,7 +90,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
   const log = new HandoffLog();
   const pages = new HandoffPageWaits(c.timeoutMs);
   const call = (b: Backend, hook: HookCall): Promise<HookAnswer> => client.call(b, hook);
-  const { moves, ask, remote } = buildMoves(c, p, { log, pages, call });
+  const { moves, ask, remote } = buildMoves(c, p, { log, pages, call, connect: (b) => client.connect(b) });
   // Every gateway's live rooms on the backend (presence), and this one's at once (presence lags).
   const liveRoomsOn = async (backend: string): Promise<string[]> => {
     const rooms = new Set(p.tunnels.liveRooms().flatMap((r) => (r.backend === backend ? [r.room] : [])));
@@ -155,7 +156,7 @@ export function createHandoffRuntime(config: Pick<LoadedConfig, 'handoff'>, p: H
 function buildMoves(
   c: LoadedConfig['handoff'],
   p: HandoffParts,
-  d: { readonly log: HandoffLog; readonly pages: HandoffPageWaits; readonly call: (b: Backend, hook: HookCall) => Promise<HookAnswer> },
+  d: { readonly log: HandoffLog; readonly pages: HandoffPageWaits; readonly call: (b: Backend, hook: HookCall) => Promise<HookAnswer>; readonly connect: (b: Backend) => Socket },
 ): { moves: Handoffs; ask: HoldAsk; remote: RemoteHolds } {
   const held = { tunnels: p.tunnels, limits: { perSocketBytes: c.heldBytesPerSocket, perRoomBytes: c.heldBytesPerRoom }, timeoutMs: c.timeoutMs, resume: { sender: p.gatewayId, sign: (claims: Parameters<typeof p.calls.sign>[0]) => p.calls.sign(claims) } };
   const ask = new HoldAsk({ gatewayId: p.gatewayId, store: p.sharedData, timeoutMs: c.timeoutMs, logger: p.logger });
@@ -186,6 +187,7 @@ function buildMoves(
     store: p.store,
     tunnels: p.tunnels,
     call: d.call,
+    connect: d.connect,
     log: d.log,
     metrics: p.metrics,
     logger: p.logger,

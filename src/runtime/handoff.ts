@@ -7,19 +7,20 @@
 // placement untouched. Without a working placement store nothing starts: a handoff is never half
 // done. At most handoff.maxConcurrentPerBackend at once per backend; idempotent by handoff id.
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { PlacementRecord, PlacementStore } from '../placement/store.js';
 import { describe as describeAnswer, succeeded, type HookAnswer, type HookCall, type HookStep } from './handoff-calls.js';
 import type { OthersHeld } from './handoff-ask.js';
 import { CLOSE_WAIT_MS, deliverHeld, flushHeld, holdRoom, type HeldOptions } from './handoff-held.js';
-import { completeResumes, countSockets, startResumes } from './handoff-resume.js';
+import { countSockets, resumeSockets, type ResumesDone } from './handoff-resume.js';
 import { HelloCache, type HookSupport } from './handoff-hello.js';
-import type { HandoffEvent, HandoffLog, HandoffResult, HandoffStage } from './handoff-log.js';
+import type { HandoffEvent, HandoffLog, HandoffResult, HandoffStage, HandoffSteps } from './handoff-log.js';
 import { HANDOFF_STEPS, type HandoffPageWaits } from './handoff-pages.js';
 import type { Placer } from './placer.js';
 import type { Backend, BackendPool } from './pool.js';
-import type { RoomHold } from './room-hold.js';
+import type { RoomHold, TunnelHold } from './room-hold.js';
 
 /** Why a handoff did not start (the admin API's answer). */
 export type HandoffRefusal =
@@ -58,6 +59,8 @@ export interface HandoffOptions {
   readonly tunnels: { closeRoom(room: string, keep: string | null): number };
   /** One hook call (src/runtime/handoff-calls.ts). */
   readonly call: (backend: Backend, call: HookCall) => Promise<HookAnswer>;
+  /** A connection opened ahead for a later call (its `connection`; HookClient.connect); absent: each call connects itself. */
+  readonly connect?: (backend: Backend) => Socket;
   readonly log: HandoffLog;
   readonly metrics: Pick<Metrics, 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'handoffHeldMessages' | 'handoffHeldBytes'>;
   readonly logger: Logger;
@@ -101,6 +104,11 @@ export const HELLOS_AT_START_MS = 2_000;
 
 class Failure extends Error {}
 
+/** A call's `connection` field, when one was opened ahead. */
+function via(connection: Socket | undefined): { connection?: Socket } {
+  return connection === undefined ? {} : { connection };
+}
+
 /** One handoff as it runs: its record, rewritten as it goes. */
 interface Run {
   ev: HandoffEvent;
@@ -111,8 +119,13 @@ interface Run {
   asked: boolean;
   /** Its page requests wait (handoff-pages.ts) until finish. */
   pages: boolean;
-  /** The held sockets are resumed on the new owner after the release (armed before it). */
-  resuming: boolean;
+  /** The held sockets' resumes on the new owner after the release (armed before it): connected as the release is asked for, sent (`go`, with the old stream's wait) once it answered. */
+  resumes: { readonly go: (waitMs: number) => void; readonly done: Promise<ResumesDone> } | null;
+  /** The steps' durations so far (the event's `steps`), and when the last one ended. */
+  steps: { -readonly [K in keyof HandoffSteps]: number };
+  lap: number;
+  /** Connections opened ahead for the next calls: destroyed at the end (the ones no call took). */
+  readonly ahead: Socket[];
 }
 
 export class Handoffs {
@@ -234,7 +247,8 @@ export class Handoffs {
       at: new Date(this.now()).toISOString(),
       ms: null,
     };
-    return { ev, t0: performance.now(), hold: null, asked: false, pages: false, resuming: false };
+    const t0 = performance.now();
+    return { ev, t0, hold: null, asked: false, pages: false, resumes: null, steps: {}, lap: t0, ahead: [] };
   }
 
   private async run(r: Run, expectedFrom: string | undefined): Promise<HandoffOutcome> {
@@ -269,6 +283,8 @@ export class Handoffs {
       if (missing.length > 0) return this.refuse(r, 'no-hooks', `no handoff hooks on ${missing.join(', ')}: the room stays (today's behaviour)`);
       return await this.steps(r, source, target, placement);
     } finally {
+      // The connections opened ahead that no call took (a rollback, a step that threw): closed.
+      for (const s of r.ahead) s.destroy();
       this.take(source.id, -1);
       this.take(target.id, -1);
     }
@@ -285,29 +301,44 @@ export class Handoffs {
     const { o } = this;
     const { room, id } = r.ev;
     const old = String(placement.epoch);
+    this.lap(r, 'hello');
+    // The new epoch is reserved while the hold and the export run, not after them (one store round
+    // trip off the path): any epoch above the room's current one will do, the move's
+    // compare-and-set on the current one is the fence, and one left unused by a rollback is a gap.
+    const reserved = o.store.reserveEpoch().then(
+      (n) => n,
+      () => null,
+    );
+    // Each call's connection is opened while the step before it runs: no connect on the path.
+    const exportVia = this.ahead(r, source);
     // Version 2: nothing more reaches the old owner from any gateway's sockets, nothing is refused.
-    if (o.held !== undefined && this.hello.takesMessages(target) && !this.heldRooms.has(room) && o.others?.holding(room) !== true) await this.holdAll(r, o.held, source, target);
+    if (o.held !== undefined && this.hello.takesMessages(target) && !this.heldRooms.has(room) && o.others?.holding(room) !== true) {
+      await this.holdAll(r, o.held, source, target);
+      this.lap(r, 'hold');
+    }
     this.stage(r, 'export');
-    const exported = await o.call(source, { step: 'export', id, room, epoch: old, body: Buffer.from(JSON.stringify({ leaseMs: o.leaseMs })) });
-    if (exported.kind === 'unreachable') return this.exportBroke(r, source, target, placement, exported);
+    const importVia = this.ahead(r, target);
+    const exported = await o.call(source, { step: 'export', id, room, epoch: old, body: Buffer.from(JSON.stringify({ leaseMs: o.leaseMs })), ...via(exportVia) });
+    this.lap(r, 'export');
+    if (exported.kind === 'unreachable') return this.exportBroke(r, source, target, placement, exported, reserved);
     const empty = exported.kind === 'answer' && exported.status === 404;
     if (!empty && !succeeded(exported)) return this.rollBack(r, source, placement, describeAnswer('export', exported));
     const blob = empty ? null : (exported as { body: Buffer }).body;
-    let epoch: number;
-    try {
-      epoch = await o.store.reserveEpoch();
-    } catch {
-      return this.rollBack(r, source, placement, 'the placement store became unavailable');
-    }
+    const epoch = await reserved;
+    if (epoch === null) return this.rollBack(r, source, placement, 'the placement store became unavailable');
     r.ev = { ...r.ev, epoch, bytes: blob?.length ?? 0 };
+    const releaseVia = this.ahead(r, source);
     if (blob !== null) {
       this.stage(r, 'import');
-      const imported = await o.call(target, { step: 'import', id, room, epoch: String(epoch), body: blob });
+      const imported = await o.call(target, { step: 'import', id, room, epoch: String(epoch), body: blob, ...via(importVia) });
+      this.lap(r, 'import');
       if (!succeeded(imported)) return this.rollBack(r, source, placement, describeAnswer('import', imported));
     }
     this.stage(r, 'move');
     try {
-      if (!(await this.moved(r, source.id, target.id, placement.epoch, epoch))) {
+      const ok = await this.moved(r, source.id, target.id, placement.epoch, epoch);
+      this.lap(r, 'move');
+      if (!ok) {
         return this.rollBack(r, source, placement, "the room's placement changed meanwhile (another gateway moved it)");
       }
     } catch (err) {
@@ -323,7 +354,14 @@ export class Handoffs {
     }
     // The other gateways wait for the old owner's release as this one does, then deliver theirs.
     this.endOthers(r, 'moved', target.id, epoch);
-    return this.release(r, source, target, placement, empty ? 'moved-empty' : 'moved');
+    return this.release(r, source, target, placement, empty ? 'moved-empty' : 'moved', releaseVia);
+  }
+
+  /** A connection to `b` opened now for a later call of this handoff (none without `connect`). */
+  private ahead(r: Run, b: Backend): Socket | undefined {
+    const s = this.o.connect?.(b);
+    if (s !== undefined) r.ahead.push(s);
+    return s;
   }
 
   /** This gateway's sockets of the room held, and every other gateway's (asked over the store's channel). */
@@ -364,7 +402,7 @@ export class Handoffs {
     }
   }
 
-  private async release(r: Run, source: Backend, target: Backend, placement: PlacementRecord, result: HandoffResult): Promise<HandoffOutcome> {
+  private async release(r: Run, source: Backend, target: Backend, placement: PlacementRecord, result: HandoffResult, connection: Socket | undefined): Promise<HandoffOutcome> {
     const { room, id } = r.ev;
     this.stage(r, 'release');
     // Armed before the release: the old owner's close then never reaches those clients.
@@ -373,8 +411,9 @@ export class Handoffs {
     const slow = setTimeout(() => {
       cut += this.o.tunnels.closeRoom(room, target.id);
     }, this.o.releaseGraceMs ?? RELEASE_GRACE_MS);
-    const answer = await this.o.call(source, { step: 'release', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
+    const answer = await this.o.call(source, { step: 'release', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0), ...via(connection) });
     clearTimeout(slow);
+    this.lap(r, 'release');
     this.o.placer.unhold(room);
     if (succeeded(answer)) {
       r.ev = { ...r.ev, release: 'released' };
@@ -395,7 +434,7 @@ export class Handoffs {
    * other (rolled back); if it does not, it died with the room's state: the room is placed on
    * the new owner with nothing to import (what a failover does today), and said so.
    */
-  private async exportBroke(r: Run, source: Backend, target: Backend, placement: PlacementRecord, a: HookAnswer): Promise<HandoffOutcome> {
+  private async exportBroke(r: Run, source: Backend, target: Backend, placement: PlacementRecord, a: HookAnswer, reserved: Promise<number | null>): Promise<HandoffOutcome> {
     const { room, id } = r.ev;
     const resumed = await this.o.call(source, { step: 'resume', id, room, epoch: String(placement.epoch), body: Buffer.alloc(0) });
     if (resumed.kind !== 'unreachable') {
@@ -405,7 +444,7 @@ export class Handoffs {
     }
     const why = `the old owner ${source.id} died during the export (${describeAnswer('export', a)}); its state of the room is lost`;
     try {
-      const epoch = await this.o.store.reserveEpoch();
+      const epoch = (await reserved) ?? (await this.o.store.reserveEpoch());
       r.ev = { ...r.ev, epoch };
       this.stage(r, 'move');
       const ok = await this.moved(r, source.id, target.id, placement.epoch, epoch);
@@ -442,13 +481,20 @@ export class Handoffs {
   /**
    * Version 2 with `resume`, as the release is asked for: each held socket that can be resumed
    * counts on the new owner from now on (a cut of the room's sockets on the old one spares it) and
-   * its old owner's close will not reach the client. Its new upstream is opened after the release
-   * answered (deliver): never while the old owner still has the room.
+   * its old owner's close will not reach the client. Its connection to the new owner is opened now,
+   * while the release runs; its resume handshake is sent once the release answered (deliver):
+   * never while the old owner still has the room.
    */
   private armResumes(r: Run, target: Backend): void {
-    if (r.hold === null || this.o.held?.resume === undefined || !this.hello.resumes(target)) return;
+    const signer = this.o.held?.resume;
+    if (r.hold === null || signer === undefined || !this.hello.resumes(target)) return;
     for (const t of r.hold.sockets) t.expectResume(target);
-    r.resuming = true;
+    let go: (waitMs: number) => void = () => undefined;
+    const waitMs = new Promise<number>((resolve) => (go = resolve));
+    const { id, room, epoch } = r.ev;
+    const ids = { id, room, epoch: String(epoch) };
+    const done = resumeSockets(r.hold.sockets, target, ids, signer, (this.o.held as HeldOptions).timeoutMs, this.o.logger, { go: waitMs.then(() => true), waitMs });
+    r.resumes = { go, done };
   }
 
   /**
@@ -460,10 +506,13 @@ export class Handoffs {
     if (r.hold === null) return;
     const { id, room, epoch } = r.ev;
     const ids = { id, room, epoch: String(epoch) };
-    const signer = this.o.held?.resume;
-    const tried = r.resuming && signer !== undefined ? await startResumes(r.hold, target, ids, signer, (this.o.held as HeldOptions).timeoutMs) : [];
-    const done = await completeResumes(tried, waitMs, ids, this.o.logger);
+    // Each resumed socket on its own: its handshake sent now (connected while the release ran),
+    // its old stream ended, its held messages written, spliced, without waiting for the others.
+    r.resumes?.go(waitMs);
+    const done = r.resumes === null ? { resumed: new Set<TunnelHold>(), messages: 0, failed: 0 } : await r.resumes.done;
+    if (r.resumes !== null) this.lap(r, 'resume');
     const out = await deliverHeld(r.hold, target, ids, this.o.call, this.o.metrics, this.o.logger, done.resumed);
+    if (done.resumed.size < r.hold.sockets.length) this.lap(r, 'deliver');
     const sockets = r.hold.sockets.length;
     countSockets(this.o.metrics, sockets, done);
     r.ev = { ...r.ev, held: { sockets, resumed: done.resumed.size, messages: out.messages + done.messages, lostSockets: out.lostSockets } };
@@ -475,6 +524,14 @@ export class Handoffs {
     hold.stop();
     this.o.metrics.handoffHeld.inc({ result: 'lost' }, hold.sockets.length);
     this.o.logger.error({ handoff: r.ev.id, room: r.ev.room, sockets: hold.sockets.length }, `held messages lost: ${why}`);
+  }
+
+  /** `step` ended now: its duration (since the last one ended) on the event. */
+  private lap(r: Run, step: keyof HandoffSteps): void {
+    const now = performance.now();
+    r.steps[step] = Math.round(now - r.lap);
+    r.lap = now;
+    r.ev = { ...r.ev, steps: { ...r.steps } };
   }
 
   private stage(r: Run, stage: HandoffStage): void {

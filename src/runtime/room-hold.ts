@@ -35,9 +35,11 @@ export interface TunnelHold {
   /**
    * Opens the socket's new upstream on `to` (the resume handshake, with `fields`: ownership, ids,
    * proof) and consumes its 101 within `timeoutMs`. Ok: the socket counts on `to` from now on and
-   * the old owner's close will not reach the client. Not ok: nothing changed.
+   * the old owner's close will not reach the client. Not ok: nothing changed. With `go`: the
+   * connection is opened now, the handshake sent once `go` resolves true (the 101's `timeoutMs`
+   * from then), never if false; the socket counts on `to` from the handshake.
    */
-  openResume(to: Backend, fields: readonly string[], timeoutMs: number): Promise<ResumeStep>;
+  openResume(to: Backend, fields: readonly string[], timeoutMs: number, go?: Promise<boolean>): Promise<ResumeStep>;
   /**
    * For a resume opened after the release (the runner's, handoff.ts, and another gateway's,
    * handoff-remote.ts): from now on the old owner's close does not reach the client; with `to`, the

@@ -50,6 +50,8 @@ const ROOMS = 300;
 const TOKEN = 'djust-chaos-admin-token-0123456789';
 /** A clicking page's pace: about 16 clicks a page in a run, under the 20 moves the demo keeps. */
 const CLICK_EVERY_MS = [750, 1_500] as const;
+/** A handoff's steps as /events times them (src/runtime/handoff-log.ts, HandoffSteps). */
+const STEPS = ['hello', 'hold', 'export', 'import', 'move', 'release', 'resume', 'deliver'] as const;
 /** The demo keeps this many moves of a room with their data (examples/demo-backend/room-moves.ts). */
 const MOVES_KEPT = 20;
 
@@ -74,6 +76,8 @@ interface Window {
   readonly room: string;
   readonly from: number;
   readonly to: number;
+  /** Its steps' durations (ms) as the runner recorded them, when it moved the room. */
+  readonly steps?: Readonly<Record<string, number>>;
 }
 
 // One run's state (the two runs of the file go one after the other).
@@ -181,10 +185,10 @@ function seenAt(c: Click, move: number | undefined): number | null {
 /** Every handoff both gateways finished (the latest 100 each: polled often enough to miss none). */
 async function noteWindows(): Promise<void> {
   for (const gw of [rolling.gwA, rolling.gwB]) {
-    const ev = await adminGet<{ handoffs: { recent: { id: string; room: string; at: string; ms: number | null }[] } }>(gw, '/events');
+    const ev = await adminGet<{ handoffs: { recent: { id: string; room: string; at: string; ms: number | null; result: string; steps?: Record<string, number> }[] } }>(gw, '/events');
     for (const h of ev.handoffs.recent) {
       const from = Date.parse(h.at);
-      if (h.ms !== null) windows.set(h.id, { room: h.room, from, to: from + h.ms });
+      if (h.ms !== null) windows.set(h.id, { room: h.room, from, to: from + h.ms, ...(h.result === 'moved' && h.steps ? { steps: h.steps } : {}) });
     }
   }
 }
@@ -302,9 +306,10 @@ async function scenario(mode: Mode): Promise<void> {
       // A p99 over a handful would say little: a run has about twenty clicks inside a move.
       expect(figures.added.length).toBeGreaterThanOrEqual(5);
       // The p99 <= 150 ms target is recorded, not asserted: a click sent during a move waits for the
-      // whole handoff (hello to end: the export, the import, the move, the release, the resume), and
-      // on 2 shared cores under load that takes p99 400-450 ms by itself (issue 37's target assumed
-      // the unloaded handoff's tens of milliseconds). Measured: added p99 440 ms in the first run.
+      // whole handoff (hello to end: the hold, the export, the import, the move, the release, the
+      // resume), and on 2 shared cores under load that takes p99 80-1,100 ms by itself (issue 37's
+      // target assumed the unloaded handoff's tens of milliseconds). Measured: added p99 440 ms in the
+      // first run, 170 ms after the path was cut (each step's p50 and p99 recorded: docs/handoff.md).
     }
   }
   record(mode, o, figures, drains, restarts, handoffMs, rollingMs);
@@ -372,10 +377,11 @@ function measure(o: Outcome, drains: readonly DrainFigures[], since: number): Fi
 
 function record(mode: Mode, o: Outcome, f: Figures & { split: number; straddling: number }, drains: readonly DrainFigures[], restarts: readonly number[], handoffMs: readonly number[], rollingMs: number): void {
   const ms = (xs: readonly number[]): string => (xs.length === 0 ? 'none' : `p50 ${Math.round(percentile(xs, 50))} ms, p99 ${Math.round(percentile(xs, 99))} ms`);
+  const stepped = [...windows.values()].flatMap((w) => (w.steps === undefined ? [] : [w.steps]));
   recordChaos({
     id: mode === 'resume' ? 'djust-handoff-rolling-restart-resume' : 'djust-handoff-rolling-restart',
     fault: `rolling restart of 3 backends (protocol version 2${mode === 'resume' ? ' with resume' : ', no resume'}), each drained with handoff, under ${ROOMS} rooms with djust-faithful pages (a clicking page through one gateway, an idle one through the other, 2 gateways sharing Redis)`,
-    promise: `${RECORD_ONLY ? 'recorded, not asserted in this run' : 'asserted'}: no click lost or doubled${mode === 'resume' ? ', no page reloaded; no client socket closed (every socket resumed on the new owner, through either gateway); the added latency of a click sent during its room\'s move recorded against its p99 <= 150 ms target, not asserted (a held click waits for the whole handoff, whose own p99 on these 2 shared cores is several hundred ms)' : '; no page reloaded (each page view keeps its own version, so a click applied through the messages hook skips no page\'s); the reconnect gap as before (p99 <= 2 s)'}`,
+    promise: `${RECORD_ONLY ? 'recorded, not asserted in this run' : 'asserted'}: no click lost or doubled${mode === 'resume' ? ', no page reloaded; no client socket closed (every socket resumed on the new owner, through either gateway); the added latency of a click sent during its room\'s move recorded against its p99 <= 150 ms target, not asserted (a held click waits for the whole handoff, whose own p99 on these 2 shared cores is 80 ms to over a second with the load; its steps are recorded below)' : '; no page reloaded (each page view keeps its own version, so a click applied through the messages hook skips no page\'s); the reconnect gap as before (p99 <= 2 s)'}`,
     figures: {
       recoverMs: f.gaps.length === 0 ? null : Math.max(...f.gaps),
       roomsMoved: f.moved,
@@ -391,7 +397,7 @@ function record(mode: Mode, o: Outcome, f: Figures & { split: number; straddling
         `reconnect gap (close to mounted again): ${ms(f.gaps)}, max ${f.gaps.length ? Math.max(...f.gaps) : 0} ms over ${f.gaps.length}`,
         `close codes (b1, b3 drained through A, b2 through B): ${f.codes || 'none'}`,
         `drains: ${drains.map((d) => `${d.backend} ${d.moved} rooms in ${(d.ms / 1000).toFixed(1)} s (${d.via}${d.reissued ? `, issued ${d.reissued + 1} times` : ''})`).join('; ')}`,
-        `one handoff (hello to end): ${ms(handoffMs)}; restart to undrained: ${restarts.map((x) => `${x} ms`).join(', ')}; whole rolling restart ${(rollingMs / 1000).toFixed(1)} s`,
+        `one handoff (hello to end): ${ms(handoffMs)}; its steps (the runner's /events, over ${stepped.length} moves): ${STEPS.map((k) => `${k} ${ms(stepped.flatMap((w) => (w[k] === undefined ? [] : [w[k]])))}`).join('; ')}; restart to undrained: ${restarts.map((x) => `${x} ms`).join(', ')}; whole rolling restart ${(rollingMs / 1000).toFixed(1)} s`,
         `machine: ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores, load average ${loadavg()[0]?.toFixed(1)} at the end`,
       ],
     },

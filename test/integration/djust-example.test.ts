@@ -230,6 +230,32 @@ describe('the djust-shaped example behind roomgate', () => {
     await waitFor('mounted again', 10_000, () => (c.mounts.length === 2 && c.mounted ? true : undefined));
   }, 60_000);
 
+  it("djust's HTTP fallback from a page the room has no view of: the click applied and answered with a fresh view, never refused", async () => {
+    // djust sends an X-Djust-Event POST once: a refusal would be a lost click.
+    const room = 'dj-unseen';
+    expect((await fetch(`${gw.url}/game/${room}/?room=${room}`, { signal: AbortSignal.timeout(5_000) })).status).toBe(200);
+    const post = (cookie?: string): Promise<Response> =>
+      fetch(`${gw.url}/game/${room}/?room=${room}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Djust-Event': 'click', ...(cookie === undefined ? {} : { Cookie: `djust_session=${cookie}` }) },
+        body: '{}',
+        signal: AbortSignal.timeout(5_000),
+      });
+    const unseen = 'UnseenPage0123456789';
+    const first = await post(unseen);
+    expect(first.status).toBe(200);
+    expect(await first.json()).toEqual({ version: 1, clicks: 1 });
+    // The view is kept from then on: the next answer follows it.
+    expect(await (await post(unseen)).json()).toEqual({ version: 2, clicks: 2 });
+    // No cookie at all: applied too, a view of its own at 1 that nothing can name later.
+    const anonymous = await post();
+    expect(anonymous.status).toBe(200);
+    expect(await anonymous.json()).toEqual({ version: 1, clicks: 3 });
+    const at = await holder(room);
+    expect(at.state.clicks).toBe(3);
+    expect(at.state.views).toEqual({ [unseen]: 2 });
+  });
+
   it("a failed resume's fallback: the messages hook applies a socket's held clicks once, skipping what is not a frame", async () => {
     const room = 'dj-move'; // held by the new process since the move above
     const at = await holder(room);

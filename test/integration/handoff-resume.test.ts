@@ -117,6 +117,9 @@ async function moveWhileSending(deflate: boolean): Promise<void> {
   expect(order.indexOf(`${from.id} arrive release`)).toBeLessThan(order.indexOf(`${to.id} arrive resume-socket`));
   expect(moved.held).toMatchObject({ sockets: 1, resumed: 1, lostSockets: 0 });
   expect(to.resumed).toEqual(from.socketIds.get('res-1'));
+  // Its record says where the time went, step by step (durations, not asserted: only that each step is there).
+  expect(Object.keys(moved.steps as object).sort()).toEqual(['export', 'hello', 'hold', 'import', 'move', 'release', 'resume']);
+  for (const ms of Object.values(moved.steps as Record<string, number>)) expect(ms).toBeGreaterThanOrEqual(0);
   // The client goes on sending on the same socket; the new owner acknowledges.
   await waitFor('events acknowledged by the new owner', 5_000, () => (c.acks().filter((a) => a.backend === to.id).length > 50 ? true : undefined));
   c.stop();

@@ -50,7 +50,7 @@ afterAll(async () => {
   await new Promise<void>((r) => server.close(() => r()));
 });
 
-function open(a: Answer, ext: { extensions?: string | null; protocol?: string | null } = {}, timeoutMs = 2_000): Promise<Resumed> {
+function open(a: Answer, ext: { extensions?: string | null; protocol?: string | null } = {}, timeoutMs = 2_000, go?: Promise<boolean>): Promise<Resumed> {
   answer = a;
   return openResumed({
     backend: { host: '127.0.0.1', port },
@@ -61,10 +61,50 @@ function open(a: Answer, ext: { extensions?: string | null; protocol?: string | 
     protocol: ext.protocol ?? null,
     fields: ['X-Roomgate-Resume', 'h-1', 'X-Roomgate-Socket', 'AAAAAAAAAAAAAAAAAAAAAA'],
     timeoutMs,
+    ...(go === undefined ? {} : { go }),
   });
 }
 
+async function waitUntil(ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+  expect(ok()).toBe(true);
+}
+
+/** A gate the test opens (true) or calls off (false). */
+function gate(): { go: Promise<boolean>; open: (ok: boolean) => void } {
+  let open: (ok: boolean) => void = () => undefined;
+  const go = new Promise<boolean>((r) => (open = r));
+  return { go, open };
+}
+
 describe('the resume handshake', () => {
+  it('with a gate: connected at once, the request sent only when the gate opens (the backend sees nothing before)', async () => {
+    const g = gate();
+    const before = requests.length;
+    const connsBefore = conns.size;
+    const out = open({ write: (k) => ok101(k) }, {}, 2_000, g.go);
+    // The connection is there, idle: no request reached the server.
+    await waitUntil(() => conns.size > connsBefore);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(requests.length).toBe(before);
+    g.open(true);
+    const r = await out;
+    expect(r.ok).toBe(true);
+    if (r.ok) r.socket.destroy();
+    expect(requests.length).toBe(before + 1);
+  });
+
+  it('with a gate called off: a failed resume, and no request ever sent', async () => {
+    const g = gate();
+    const before = requests.length;
+    const out = open({ write: (k) => ok101(k) }, {}, 2_000, g.go);
+    g.open(false);
+    const r = await out;
+    expect(r).toMatchObject({ ok: false, why: expect.stringMatching(/called off/) });
+    await new Promise((r2) => setTimeout(r2, 50));
+    expect(requests.length).toBe(before);
+  });
+
   it('a good 101 opens it: the request as built, and the frames behind the 101 kept for the client', async () => {
     const frame = Buffer.from([0x81, 0x02, 0x68, 0x69]);
     const out = await open({ write: (k) => Buffer.concat([Buffer.from(ok101(k, 'Sec-WebSocket-Extensions: permessage-deflate; server_no_context_takeover\r\n'), 'latin1'), frame]) }, { extensions: 'permessage-deflate; server_no_context_takeover; client_no_context_takeover' });

@@ -90,6 +90,8 @@ function rig(store: PlacementStore, backends: readonly HandoffTestBackend[], o: 
     store,
     tunnels,
     call: (b, c) => calls.call(b, c),
+    // As a gateway does: each call's connection opened while the step before runs.
+    connect: (b) => calls.connect(b),
     log,
     metrics,
     logger,

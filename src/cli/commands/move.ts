@@ -7,7 +7,7 @@ import type { Command } from '../command.js';
 import { ADMIN, HANDOFF_ID, JSON_OUT, TO, TOKEN } from '../options.js';
 import { formatFor, print, printJson, renderRows, sayError } from '../output.js';
 
-interface Handoff {
+export interface Handoff {
   readonly id: string;
   readonly room: string;
   readonly from: string | null;
@@ -18,6 +18,14 @@ interface Handoff {
   readonly ms: number | null;
   /** Version 2: this gateway's sockets of the room, how many stayed open, the held messages delivered. */
   readonly held?: { readonly sockets: number; readonly resumed: number; readonly messages: number; readonly lostSockets: number };
+  /** How long each step took (ms), as the gateway timed them. */
+  readonly steps?: Readonly<Record<string, number>>;
+}
+
+/** " (hold 3, export 4, ... ms)": where the time went, or '' when the record has no steps. */
+function stepsText(h: Handoff): string {
+  const s = Object.entries(h.steps ?? {});
+  return s.length === 0 ? '' : ` (${s.map(([k, ms]) => `${k} ${ms}`).join(', ')} ms)`;
 }
 
 /** What became of the room's sockets (version 2), or '' when none were held. */
@@ -28,10 +36,11 @@ function socketsText(h: Handoff): string {
   return `; sockets: ${s.resumed} resumed, ${s.sockets - s.resumed} reconnected; ${s.messages} held message${s.messages === 1 ? '' : 's'} delivered${lost}`;
 }
 
-function sentence(h: Handoff): string {
+/** The line a terminal gets. */
+export function sentence(h: Handoff): string {
   const state = h.result === 'moved' ? `with its state (${h.bytes ?? 0} bytes)` : 'with no state to hand over (the old owner held none)';
   const cut = h.release === 'cut' ? '; the old owner did not release it, its sockets were cut' : '';
-  return `${h.room} moved from ${h.from ?? '-'} to ${h.to ?? '-'} ${state} in ${h.ms ?? 0} ms${cut}${socketsText(h)}`;
+  return `${h.room} moved from ${h.from ?? '-'} to ${h.to ?? '-'} ${state} in ${h.ms ?? 0} ms${stepsText(h)}${cut}${socketsText(h)}`;
 }
 
 async function run(room: string, values: Values): Promise<number> {
