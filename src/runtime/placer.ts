@@ -439,8 +439,7 @@ export class Placer {
    * after a failure or when the store asks for it); `live`: this whole list instead.
    */
   async heartbeat(nowMs: number, live?: readonly LiveRoom[]): Promise<void> {
-    const changes: Pick<LiveChanges, 'full' | 'gone'> & { readonly rooms: readonly LiveRoom[] } | null =
-      live !== undefined ? { full: true, rooms: live, gone: [] } : this.watcher !== null ? this.watcher.take() : { full: true, rooms: this.o.tunnels.liveRooms(), gone: [] };
+    let changes = this.takeChanges(live);
     if (live !== undefined) this.watcher?.resync();
     if (changes !== null) {
       // Live rooms stay cached; rooms that just ended, idleTtlMs from now.
@@ -457,6 +456,11 @@ export class Placer {
       this.watcher?.resync();
       if (this.o.store.available) await this.recover('store available');
       if (this.degraded) return;
+      // recover() sent the whole list, taken after `changes` (it reads the drain states first):
+      // sent after it, `changes` would put an older report over it (a room that opened meanwhile
+      // left out, its placement expiring under live sockets; one that ended kept live for good).
+      // What is left to say is what changed since that list.
+      changes = this.takeChanges(live);
     }
     try {
       const report: LiveReport = changes === null ? null : changes.full ? changes.rooms : { rooms: changes.rooms, gone: changes.gone };
@@ -473,6 +477,12 @@ export class Placer {
       this.watcher?.resync();
       this.setDegraded(true, (err as Error).message);
     }
+  }
+
+  /** What this heartbeat reports: `live` whole, else the watcher's changes (null: none), else the whole list. */
+  private takeChanges(live: readonly LiveRoom[] | undefined): (Pick<LiveChanges, 'full' | 'gone'> & { readonly rooms: readonly LiveRoom[] }) | null {
+    if (live !== undefined) return { full: true, rooms: live, gone: [] };
+    return this.watcher !== null ? this.watcher.take() : { full: true, rooms: this.o.tunnels.liveRooms(), gone: [] };
   }
 
   /**
