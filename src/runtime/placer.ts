@@ -98,6 +98,8 @@ export class Placer {
   private readonly now: () => number;
   /** The live rooms' changes since the last heartbeat's report (null: tunnels that cannot tell). */
   private readonly watcher: LiveWatcher | null;
+  /** When this gateway last reported its whole live list (0: never). */
+  private lastWholeReportAt = 0;
 
   constructor(private readonly o: PlacerOptions) {
     this.now = o.now ?? Date.now;
@@ -439,7 +441,7 @@ export class Placer {
    * after a failure or when the store asks for it); `live`: this whole list instead.
    */
   async heartbeat(nowMs: number, live?: readonly LiveRoom[]): Promise<void> {
-    let changes = this.takeChanges(live);
+    let changes = this.takeChanges(live, nowMs);
     if (live !== undefined) this.watcher?.resync();
     if (changes !== null) {
       // Live rooms stay cached; rooms that just ended, idleTtlMs from now.
@@ -460,7 +462,7 @@ export class Placer {
       // sent after it, `changes` would put an older report over it (a room that opened meanwhile
       // left out, its placement expiring under live sockets; one that ended kept live for good).
       // What is left to say is what changed since that list.
-      changes = this.takeChanges(live);
+      changes = this.takeChanges(live, nowMs);
     }
     try {
       const report: LiveReport = changes === null ? null : changes.full ? changes.rooms : { rooms: changes.rooms, gone: changes.gone };
@@ -480,9 +482,19 @@ export class Placer {
   }
 
   /** What this heartbeat reports: `live` whole, else the watcher's changes (null: none), else the whole list. */
-  private takeChanges(live: readonly LiveRoom[] | undefined): (Pick<LiveChanges, 'full' | 'gone'> & { readonly rooms: readonly LiveRoom[] }) | null {
+  private takeChanges(live: readonly LiveRoom[] | undefined, nowMs = Date.now()): (Pick<LiveChanges, 'full' | 'gone'> & { readonly rooms: readonly LiveRoom[] }) | null {
     if (live !== undefined) return { full: true, rooms: live, gone: [] };
-    return this.watcher !== null ? this.watcher.take() : { full: true, rooms: this.o.tunnels.liveRooms(), gone: [] };
+    if (this.watcher === null) return { full: true, rooms: this.o.tunnels.liveRooms(), gone: [] };
+    // A whole report at least every idleTtlMs / 2, whatever changed: a report of changes rebuilds a
+    // placement only for the rooms it names, so one lost while a live report still held its room
+    // (an older gateway sharing the store let it expire, a write lost in a failover with no
+    // reconnect) would stay lost as long as the room did not change; the whole list puts it back
+    // before anyone could have placed the room elsewhere for long. Its cost: one whole list per
+    // idleTtlMs / 2 (90 s by default), not per heartbeat.
+    if (nowMs - this.lastWholeReportAt >= this.o.idleTtlMs / 2) this.watcher.resync();
+    const changes = this.watcher.take();
+    if (changes?.full) this.lastWholeReportAt = nowMs;
+    return changes;
   }
 
   /**

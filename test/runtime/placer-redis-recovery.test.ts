@@ -1,5 +1,6 @@
 // A Placer over a real Redis placement store, recovering from a failed heartbeat: the report it
-// leaves in Redis must be the live rooms as they are after the recovery, never an older one.
+// leaves in Redis must be the live rooms as they are after the recovery, never an older one. And
+// a placement lost under a live, unchanged room comes back with the periodic whole report.
 // Real redis-server (test/support/redis.ts), real store, registry and pool; no mocks.
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +74,39 @@ describe('Placer over Redis: a heartbeat that recovers from a failed one', () =>
     await placer.heartbeat(Date.now());
     expect(await admin.hget(`${BASE}gw:gw-1`, 'r')).toBe(on);
     expect(await admin.pttl(`${BASE}p:r`)).toBe(-1);
+    tunnels.remove(t);
+  });
+
+  it('puts back, within idleTtlMs / 2, a placement lost while its room stayed live and unchanged', async () => {
+    const admin = new Redis(server.url, { maxRetriesPerRequest: 1 });
+    admin.on('error', () => undefined);
+    closers.push(() => void admin.disconnect());
+    const store = new RedisPlacementStore({ url: server.url, keyPrefix: `${PREFIX}lost:`, gatewayId: 'gw-2', timing: TIMING, commandTimeoutMs: 1_000 });
+    closers.push(() => store.close());
+    await store.connect();
+    const pool = new BackendPool([backend('b1'), backend('b2')], 10_000);
+    const tunnels = new TunnelRegistry(pool);
+    const placer = testPlacer({ store, pool, tunnels, logger: createLogger('error', { write: () => undefined }), idleTtlMs: TIMING.idleTtlMs });
+    closers.push(() => placer.close());
+    const key = `${PREFIX}lost:{rg}:p:q`;
+
+    const t0 = Date.now();
+    await placer.heartbeat(t0);
+    const d = await placer.resolve('q', t0);
+    const on = (d as { route: string }).route;
+    const t: Tunnel = { room: 'q', backendId: on, close: () => undefined };
+    tunnels.add(t);
+    await placer.heartbeat(t0 + 1_000); // the room's change: reported, its placement kept
+    expect(await admin.pttl(key)).toBe(-1);
+
+    // The placement goes (as an older gateway sharing the store lets it expire) while the room
+    // stays live here and nothing about it changes.
+    await admin.del(key);
+    await placer.heartbeat(t0 + 2_000); // unchanged: a report of changes does not name it
+    expect(await admin.exists(key)).toBe(0);
+    await placer.heartbeat(t0 + TIMING.idleTtlMs / 2); // the periodic whole report
+    expect(Object.values(await admin.hgetall(key))).toContain(on);
+    expect(await admin.pttl(key)).toBe(-1);
     tunnels.remove(t);
   });
 });
