@@ -31,8 +31,10 @@
 // sent during its room's move is recorded against its p99 <= 150 ms target, not asserted (see
 // scenario: the handoff itself takes longer than that here).
 // ROOMGATE_DJUST_GUARANTEES=record records the figures without asserting the guarantees;
-// ROOMGATE_DJUST_MODE=lossless|resume runs one of the two.
+// ROOMGATE_DJUST_MODE=lossless|resume runs one of the two; ROOMGATE_DJUST_SAMPLES=FILE appends the
+// run's raw samples (the added latencies, the handoffs) to FILE as a JSON line (bench/handoff-latency.ts).
 import { randomBytes } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos } from '../support/chaos.js';
@@ -376,6 +378,9 @@ function measure(o: Outcome, drains: readonly DrainFigures[], since: number): Fi
 }
 
 function record(mode: Mode, o: Outcome, f: Figures & { split: number; straddling: number }, drains: readonly DrainFigures[], restarts: readonly number[], handoffMs: readonly number[], rollingMs: number): void {
+  // bench/handoff-latency.ts runs this row several times and pools the raw samples.
+  const samples = process.env.ROOMGATE_DJUST_SAMPLES;
+  if (samples) appendFileSync(samples, `${JSON.stringify({ mode, added: f.added, afterEnd: f.afterEnd, handoffMs, lost: o.lost, doubled: o.doubled, reloads: f.reloads, closed: f.closed, load: loadavg()[0] })}\n`);
   const ms = (xs: readonly number[]): string => (xs.length === 0 ? 'none' : `p50 ${Math.round(percentile(xs, 50))} ms, p99 ${Math.round(percentile(xs, 99))} ms`);
   const stepped = [...windows.values()].flatMap((w) => (w.steps === undefined ? [] : [w.steps]));
   recordChaos({
