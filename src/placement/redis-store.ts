@@ -348,9 +348,12 @@ return {'ok', backend, ms(e), evictIdle()}
  * KEYS: 1 gateways ZSET, 2 this gateway's report hash, 3 backends SET.
  * ARGV: 1 base, 2 gatewayId, 3 idleTtlMs, 4 gatewayTtlMs, 5 events channel, 6 mode ('full': the
  *       pairs are the whole report, replacing it; 'delta': only changes; 'same': nothing changed),
- *       7 n, 8..7+n rooms gone from the report, then room, backend pairs (sockets > 0).
- * Returns 'ok', or 'resync' (delta or same without a fresh stamp in gw-live: Redis lost it, or this
- * gateway was reaped): nothing was written, send a full report.
+ *       7 the stamp this gateway's last report wrote ('' with a full one), 8 n, 9..8+n rooms gone
+ *       from the report, then room, backend pairs (sockets > 0).
+ * Returns 'ok <stamp written>', or 'resync' (delta or same without this gateway's own last stamp in
+ * gw-live: Redis lost it or has an older one, as after a failover to a replica that missed the last
+ * write, or this gateway was reaped, or this is a late report overtaken by a newer one): nothing was
+ * written, send a full report.
  * Full: per room HGET + PERSIST; the report and the rooms ZSETs in chunks of 500 fields, the
  * backends SET once per backend, and rooms that left the report released. Delta: per changed room
  * HGET, HSET or HDEL, and the placement's writes. Same: the stamp (ZADD x 2) and the reap checks.
@@ -364,7 +367,7 @@ reap()
 trim()
 if mode ~= 'full' then
   local stamp = redis.call('ZSCORE', liveKey, me)
-  if not stamp or tonumber(stamp) <= now - keepFor then return 'resync' end
+  if not stamp or tonumber(stamp) <= now - keepFor or tonumber(stamp) ~= tonumber(ARGV[7]) then return 'resync' end
 end
 local function flush(key, cmd, args)
   if #args > 0 then redis.call(cmd, key, unpack(args)) end
@@ -384,8 +387,8 @@ local function touch(room, backend)
   redis.call('PERSIST', pk)
   return true
 end
-local gone = tonumber(ARGV[7])
-local first = 8 + gone
+local gone = tonumber(ARGV[8])
+local first = 9 + gone
 local ids = nil
 local function peers()
   if not ids then ids = livePeers() end
@@ -418,7 +421,7 @@ if mode == 'full' then
     if now_[old[j]] ~= old[j + 1] then release(old[j], old[j + 1], now + idle, peers(), me) end
   end
 elseif mode == 'delta' then
-  for i = 8, first - 1 do
+  for i = 9, first - 1 do
     local room = ARGV[i]
     local was = redis.call('HGET', KEYS[2], room)
     if was then
@@ -441,7 +444,7 @@ elseif mode == 'delta' then
 end
 redis.call('ZADD', KEYS[1], ms(now), me)
 redis.call('ZADD', liveKey, ms(now), me)
-return 'ok'
+return 'ok ' .. ms(now)
 `);
 
 /**
@@ -652,15 +655,24 @@ export class RedisPlacementStore implements PlacementStore {
     if (!full && this.needsFull) return 'resync';
     const live = full ? report : (report?.rooms ?? []);
     const gone = full || report === null ? [] : report.gone;
-    const args = [this.base, this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel, full ? 'full' : report === null ? 'same' : 'delta', String(gone.length), ...gone];
+    const args = [this.base, this.opts.gatewayId, String(idleTtlMs), String(gatewayTtlMs), this.channel, full ? 'full' : report === null ? 'same' : 'delta', full ? '' : this.lastStamp, String(gone.length), ...gone];
     for (const r of live) if (r.sockets > 0) args.push(r.room, r.backend);
     this.needsFull = true;
     const reply = await this.link.run(HEARTBEAT, [this.keys.gateways, this.keys.report, this.keys.backends], args);
     if (reply === 'resync') return 'resync';
-    if (reply !== 'ok') throw new Error(`redis placement store: unexpected heartbeat reply ${JSON.stringify(reply)}`);
+    if (typeof reply !== 'string' || !/^ok \d+$/.test(reply)) throw new Error(`redis placement store: unexpected heartbeat reply ${JSON.stringify(reply)}`);
+    this.lastStamp = reply.slice(3);
     this.needsFull = false;
     return 'ok';
   }
+
+  /**
+   * The stamp this gateway's last report wrote in gw-live. A report of changes carries it and Redis
+   * applies it only over that very stamp: a write Redis lost without a reconnect (a failover to a
+   * replica that had not received it, the client's connection kept) or a late report overtaken by a
+   * newer one leaves another stamp there, and the answer is 'resync'.
+   */
+  private lastStamp = '';
 
   /** True until a report was written since the last (re)connect, and after a failed one: the next report must be whole. */
   private needsFull = true;

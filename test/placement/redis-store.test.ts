@@ -380,6 +380,27 @@ describe('RedisPlacementStore keys', () => {
     expect(moved.ok && moved.placement.epoch > next.placement.epoch).toBe(true);
   });
 
+  it('a report of changes over a stamp that is not its own last one (a lost write, a late report) answers resync', async () => {
+    const a = admin(server);
+    const s1 = open(server, { keyPrefix: 'st:', gatewayId: 'gw-1', timing: { idleTtlMs: 60_000, gatewayTtlMs: 60_000 } });
+    await s1.connect();
+    expect(await s1.heartbeat([{ room: 'one', backend: 'b1', sockets: 1 }])).toBe('ok');
+    const first = await a.zscore('st:{rg}:gw-live', 'gw-1');
+    await sleep(5);
+    expect(await s1.heartbeat({ rooms: [{ room: 'two', backend: 'b1', sockets: 1 }], gone: [] })).toBe('ok');
+    // What a promoted replica that missed the last write holds, the connection kept: the stamp
+    // (fresh) and the report of the heartbeat before; the room of the lost delta is not there.
+    await a.zadd('st:{rg}:gw-live', String(first), 'gw-1');
+    await a.hdel('st:{rg}:gw:gw-1', 'two');
+    expect(await s1.heartbeat(null)).toBe('resync');
+    expect(await s1.heartbeat({ rooms: [{ room: 'three', backend: 'b1', sockets: 1 }], gone: [] })).toBe('resync');
+    // The whole list puts it right, and reports of changes go on from its stamp.
+    const whole = [{ room: 'one', backend: 'b1', sockets: 1 }, { room: 'two', backend: 'b1', sockets: 1 }, { room: 'three', backend: 'b1', sockets: 1 }];
+    expect(await s1.heartbeat(whole)).toBe('ok');
+    expect(Object.keys(await a.hgetall('st:{rg}:gw:gw-1')).sort()).toEqual(['one', 'three', 'two']);
+    expect(await s1.heartbeat(null)).toBe('ok');
+  });
+
   it('a heartbeat of 10000 live rooms is one call and reports every room', async () => {
     // This heartbeat also creates the 9999 missing placements (about the cost of refreshing 10000;
     // a few hundred ms on a loaded 2-core machine): latency is not what this test is about.
