@@ -12,6 +12,9 @@ import type { Placer } from './placer.js';
 import type { Backend, BackendPool } from './pool.js';
 import type { LiveWatcher, TunnelRegistry } from './tunnels.js';
 
+/** A whole presence report at least this often (see publishPresence). */
+export const WHOLE_PRESENCE_EVERY_MS = 60_000;
+
 /** What the supervisor asks of the active health checks. */
 export interface HealthControl {
   /** Passive evidence (a refused connection) counts towards the checks' `fall`. */
@@ -47,6 +50,8 @@ export class Supervisor {
   private readonly now: () => number;
   /** The live rooms' changes since the last presence report. */
   private readonly presence: LiveWatcher;
+  /** When the whole live list was last published as presence (0: never). */
+  private lastWholePresenceAt = 0;
 
   /** The heartbeat running now, if any (see tick). */
   private ticking: Promise<void> | null = null;
@@ -140,7 +145,14 @@ export class Supervisor {
    */
   private async publishPresence(): Promise<void> {
     try {
+      // The whole list at least every WHOLE_PRESENCE_EVERY_MS, whatever changed: a report of
+      // changes names only the rooms that changed, so a count the store lost without telling (a
+      // write lost in a failover, the connection kept) would stay wrong, and a push to that room
+      // refused as not live, for as long as the room did not change.
+      const now = this.now();
+      if (now - this.lastWholePresenceAt >= WHOLE_PRESENCE_EVERY_MS) this.presence.resync();
       const changes = this.presence.take();
+      if (changes?.full) this.lastWholePresenceAt = now;
       const rooms = changes === null ? null : changes.full ? changes.rooms : { rooms: changes.rooms, gone: changes.gone };
       if ((await this.o.sharedData.publishPresence(rooms, this.o.presenceTtlMs)) === 'resync') {
         this.presence.resync();

@@ -10,7 +10,7 @@ import type { LiveReport } from '../../src/placement/store.js';
 import { EventLog } from '../../src/runtime/events.js';
 import { setAdminState } from '../../src/runtime/runtime-view.js';
 import { BackendPool } from '../../src/runtime/pool.js';
-import { Supervisor } from '../../src/runtime/supervisor.js';
+import { Supervisor, WHOLE_PRESENCE_EVERY_MS } from '../../src/runtime/supervisor.js';
 import { TunnelRegistry, type Tunnel } from '../../src/runtime/tunnels.js';
 import { MemorySharedDataStore } from '../../src/shared-data/memory-store.js';
 import type { PresenceAnswer, PresenceDelta, RoomPresence, SharedDataStore } from '../../src/shared-data/store.js';
@@ -302,6 +302,23 @@ describe('Supervisor: heartbeat', () => {
       ['error', 'presence not published: shared data store unreachable (routing is unaffected)'],
       ['info', 'presence published again: shared data store reachable'],
     ]);
+  });
+
+  it('publishes the whole presence list at least every WHOLE_PRESENCE_EVERY_MS, nothing in between when nothing changed', async () => {
+    const r = rig('keep');
+    r.open('r1', 'b1');
+    await r.supervisor.tick();
+    expect(Array.isArray(r.sharedData.sent.at(-1))).toBe(true);
+    const kinds: string[] = [];
+    for (let t = 5_000; t <= WHOLE_PRESENCE_EVERY_MS; t += 5_000) {
+      r.clock.advance(5_000);
+      await r.supervisor.tick();
+      const last = r.sharedData.sent.at(-1);
+      kinds.push(last === null ? 'null' : Array.isArray(last) ? 'whole' : 'delta');
+    }
+    // Unchanged: null each tick, and the whole list again once WHOLE_PRESENCE_EVERY_MS has passed.
+    expect(kinds).toEqual([...Array.from({ length: WHOLE_PRESENCE_EVERY_MS / 5_000 - 1 }, () => 'null'), 'whole']);
+    expect(r.sharedData.reports.at(-1)).toEqual([{ room: 'r1', backend: 'b1', sockets: 1, since: expect.any(Number) }]);
   });
 
   it('never runs two heartbeats at once: calls during a slow one fold into one more run after it, with the state of then', async () => {
