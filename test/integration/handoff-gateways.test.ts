@@ -178,7 +178,12 @@ describe('version 2 through two gateways on one Redis', () => {
     let closeCode: number | null = null;
     void sock.closed.then((code) => (closeCode = code));
     // B resumed it on the new owner (A held no socket of the room).
-    await waitFor('events acknowledged by the new owner', 5_000, () => (acks.filter((a) => a.backend === to.id).length > 20 ? true : undefined));
+    // 10 s: a loaded 2-core machine (the whole suite beside it) once took more than 5. On a
+    // timeout, what the socket and the backends saw says which step did not come.
+    await waitFor('events acknowledged by the new owner', 10_000, () => (acks.filter((a) => a.backend === to.id).length > 20 ? true : undefined)).catch((err: Error) => {
+      const seen = { closeCode, acks: acks.length, fromNew: acks.filter((a) => a.backend === to.id).length, resumed: to.resumed, sent: clicks.sent(), order: order.slice(-12) };
+      throw new Error(`${err.message}: ${JSON.stringify(seen)}`);
+    });
     clicks.stop();
     await waitFor('every event acknowledged', 5_000, () => (acks.length === clicks.sent() ? true : undefined));
     expect(closeCode).toBeNull();
