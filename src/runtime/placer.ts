@@ -98,12 +98,13 @@ export class Placer {
   private readonly now: () => number;
   /** The live rooms' changes since the last heartbeat's report (null: tunnels that cannot tell). */
   private readonly watcher: LiveWatcher | null;
-  /** When this gateway last reported its whole live list (0: never). */
-  private lastWholeReportAt = 0;
 
   constructor(private readonly o: PlacerOptions) {
     this.now = o.now ?? Date.now;
-    this.watcher = o.tunnels.watch?.() ?? null;
+    // The whole list at least every idleTtlMs / 2: a report of changes rebuilds a placement only
+    // for the rooms it names, so one lost under a live, unchanged room comes back before anyone
+    // could have placed the room elsewhere for long (one whole list per 90 s by default).
+    this.watcher = o.tunnels.watch?.(o.idleTtlMs / 2) ?? null;
     this.unsubscribe = o.store.subscribe((ev) => this.onStoreEvent(ev));
     this.degraded = !o.store.available;
   }
@@ -355,7 +356,7 @@ export class Placer {
         await this.restoreAdminStates();
         // Whole: the store may have lost everything while it was away.
         this.watcher?.resync();
-        await this.o.store.heartbeat(this.watcher?.take()?.rooms ?? this.o.tunnels.liveRooms());
+        await this.o.store.heartbeat(this.watcher?.take(this.now())?.rooms ?? this.o.tunnels.liveRooms());
         this.ringOnlyUntil = this.now() + this.o.recoveryRingMs;
         this.degraded = false;
         this.o.onDegraded?.(false);
@@ -468,7 +469,7 @@ export class Placer {
       const report: LiveReport = changes === null ? null : changes.full ? changes.rooms : { rooms: changes.rooms, gone: changes.gone };
       if ((await this.o.store.heartbeat(report)) === 'resync') {
         this.watcher?.resync();
-        await this.o.store.heartbeat(this.watcher?.take()?.rooms ?? this.o.tunnels.liveRooms());
+        await this.o.store.heartbeat(this.watcher?.take(nowMs)?.rooms ?? this.o.tunnels.liveRooms());
       }
       const mark = this.o.pool.loadMark();
       const [rooms, states] = await Promise.all([this.o.store.roomsPerBackend(), this.o.store.backendStates()]);
@@ -482,19 +483,9 @@ export class Placer {
   }
 
   /** What this heartbeat reports: `live` whole, else the watcher's changes (null: none), else the whole list. */
-  private takeChanges(live: readonly LiveRoom[] | undefined, nowMs = Date.now()): (Pick<LiveChanges, 'full' | 'gone'> & { readonly rooms: readonly LiveRoom[] }) | null {
+  private takeChanges(live: readonly LiveRoom[] | undefined, nowMs: number): (Pick<LiveChanges, 'full' | 'gone'> & { readonly rooms: readonly LiveRoom[] }) | null {
     if (live !== undefined) return { full: true, rooms: live, gone: [] };
-    if (this.watcher === null) return { full: true, rooms: this.o.tunnels.liveRooms(), gone: [] };
-    // A whole report at least every idleTtlMs / 2, whatever changed: a report of changes rebuilds a
-    // placement only for the rooms it names, so one lost while a live report still held its room
-    // (an older gateway sharing the store let it expire, a write lost in a failover with no
-    // reconnect) would stay lost as long as the room did not change; the whole list puts it back
-    // before anyone could have placed the room elsewhere for long. Its cost: one whole list per
-    // idleTtlMs / 2 (90 s by default), not per heartbeat.
-    if (nowMs - this.lastWholeReportAt >= this.o.idleTtlMs / 2) this.watcher.resync();
-    const changes = this.watcher.take();
-    if (changes?.full) this.lastWholeReportAt = nowMs;
-    return changes;
+    return this.watcher !== null ? this.watcher.take(nowMs) : { full: true, rooms: this.o.tunnels.liveRooms(), gone: [] };
   }
 
   /**

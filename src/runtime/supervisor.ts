@@ -50,8 +50,6 @@ export class Supervisor {
   private readonly now: () => number;
   /** The live rooms' changes since the last presence report. */
   private readonly presence: LiveWatcher;
-  /** When the whole live list was last published as presence (0: never). */
-  private lastWholePresenceAt = 0;
 
   /** The heartbeat running now, if any (see tick). */
   private ticking: Promise<void> | null = null;
@@ -62,7 +60,11 @@ export class Supervisor {
 
   constructor(private readonly o: SupervisorOptions) {
     this.now = o.now ?? Date.now;
-    this.presence = o.tunnels.watch();
+    // The whole list at least every WHOLE_PRESENCE_EVERY_MS: a report of changes names only the
+    // rooms that changed, so a count the store lost without telling (a write lost in a failover,
+    // the connection kept) would stay wrong, and a push to that room refused as not live, for as
+    // long as the room did not change.
+    this.presence = o.tunnels.watch(WHOLE_PRESENCE_EVERY_MS);
   }
 
   /**
@@ -145,18 +147,11 @@ export class Supervisor {
    */
   private async publishPresence(): Promise<void> {
     try {
-      // The whole list at least every WHOLE_PRESENCE_EVERY_MS, whatever changed: a report of
-      // changes names only the rooms that changed, so a count the store lost without telling (a
-      // write lost in a failover, the connection kept) would stay wrong, and a push to that room
-      // refused as not live, for as long as the room did not change.
-      const now = this.now();
-      if (now - this.lastWholePresenceAt >= WHOLE_PRESENCE_EVERY_MS) this.presence.resync();
-      const changes = this.presence.take();
-      if (changes?.full) this.lastWholePresenceAt = now;
+      const changes = this.presence.take(this.now());
       const rooms = changes === null ? null : changes.full ? changes.rooms : { rooms: changes.rooms, gone: changes.gone };
       if ((await this.o.sharedData.publishPresence(rooms, this.o.presenceTtlMs)) === 'resync') {
         this.presence.resync();
-        await this.o.sharedData.publishPresence(this.presence.take()?.rooms ?? [], this.o.presenceTtlMs);
+        await this.o.sharedData.publishPresence(this.presence.take(this.now())?.rooms ?? [], this.o.presenceTtlMs);
       }
       if (this.presenceFailing) this.o.logger.info('presence published again: shared data store reachable');
       this.presenceFailing = false;

@@ -37,7 +37,7 @@ export interface LiveSockets {
   liveRooms(): readonly (LiveRoom & { since: number })[];
   closeRoom(room: string, keepBackend: string | null): number;
   /** A consumer of the live rooms' changes (absent: the heartbeat reports the whole list each time). */
-  watch?(): LiveWatcher;
+  watch?(wholeEveryMs?: number): LiveWatcher;
 }
 
 /** A room live here on one backend, with when it became live here (presence "since"). */
@@ -57,26 +57,40 @@ export interface LiveChanges {
 /**
  * One consumer of the live rooms (the placement heartbeat, the presence report): what changed
  * since it last took them. Its cost follows the changes, never the number of live rooms, except
- * for a full report (the first one, and after resync()).
+ * for a full report (the first one, after resync(), and at least every `wholeEveryMs`).
  */
 export class LiveWatcher {
   /** Rooms changed since the last take(); null: the next take() is a full report. */
   dirty: Set<string> | null = null;
   /** The registry's version at the last take(). */
   private seen = -1;
+  /** When the last full report was taken. */
+  private wholeAt = 0;
 
-  constructor(private readonly registry: TunnelRegistry) {}
+  /**
+   * `wholeEveryMs`: a full report at least this often, whatever changed. A report of changes
+   * names only the rooms that changed, so what the store lost without telling (a write lost in a
+   * failover, the connection kept; a placement an older gateway let expire) would stay lost as
+   * long as its room did not change: the whole list puts it back.
+   */
+  constructor(
+    private readonly registry: TunnelRegistry,
+    private readonly wholeEveryMs = Infinity,
+  ) {}
 
   /**
    * The changes since the last call, or null when nothing changed (the registry's version is the
-   * one seen last time): an unchanged report. The first call, and the first after resync(), is full.
+   * one seen last time): an unchanged report. The first call, the first after resync(), and the
+   * first `wholeEveryMs` after the last full one are full.
    */
-  take(): LiveChanges | null {
+  take(nowMs: number): LiveChanges | null {
+    if (this.dirty !== null && nowMs - this.wholeAt >= this.wholeEveryMs) this.dirty = null;
     const version = this.registry.version;
     if (this.dirty !== null && this.seen === version) return null;
     this.seen = version;
     if (this.dirty === null) {
       this.dirty = new Set();
+      this.wholeAt = nowMs;
       return { full: true, rooms: this.registry.liveRooms(), gone: [] };
     }
     const rooms: LiveRoomSince[] = [];
@@ -115,9 +129,9 @@ export class TunnelRegistry implements LiveSockets {
     return this.liveVersion;
   }
 
-  /** A new consumer of the live rooms' changes (its first take() is a full report). */
-  watch(): LiveWatcher {
-    const w = new LiveWatcher(this);
+  /** A new consumer of the live rooms' changes (its first take() is a full report; one at least every `wholeEveryMs`). */
+  watch(wholeEveryMs?: number): LiveWatcher {
+    const w = new LiveWatcher(this, wholeEveryMs);
     this.watchers.push(w);
     return w;
   }
