@@ -90,6 +90,8 @@ export class Gateway {
       this.stopKeyRotation = startTicketKeyRotation(this.config.tls.ticketKeyRotationS * 1000, (keys) => this.rotateTicketKeys(keys), this.opts.logger);
     }
     this.ready = true;
+    const { relay } = this.parts.data;
+    if (relay.configured === 'auto' && relay.relay === 'javascript') logger.warn({ why: relay.why }, 'the JavaScript relay runs: the native relay is not available');
     logger.info(
       {
         port: this.port,
@@ -100,6 +102,7 @@ export class Gateway {
         maxConnections: fronts.connectionLimits.maxConnections,
         descriptors: fronts.connectionLimits.descriptors,
         store: stores.store.kind,
+        relay: this.parts.data.relay.relay,
         backends: this.pool.backends.map((b) => `${b.id}=${b.config.url}`),
       },
       'listening',

@@ -3,6 +3,7 @@
 // status page's history of figures.
 import type { BackendTls } from '../backends/backend-tls.js';
 import type { PageCache } from '../cache/page-cache.js';
+import type { RelayChoice } from '../proxy/native-relay.js';
 import type { LoadedConfig } from '../config/load.js';
 import { ControlPlane } from '../control/control-plane.js';
 import { counterTotals } from '../observability/history-reading.js';
@@ -27,6 +28,8 @@ export interface ControlDeps {
   readonly runtime: Runtime;
   /** The page cache, made later with the data plane (null when off). */
   readonly cache: () => PageCache | null;
+  /** Which relay carries open tunnels, made later with the data plane. */
+  readonly relay: () => RelayChoice | null;
   /** Sections the last reload changed that only a restart applies (the status page says so). */
   readonly restartNeeded: () => readonly string[];
   readonly isReady: () => boolean;
@@ -65,6 +68,7 @@ export function buildControlSide(config: LoadedConfig, deps: ControlDeps): Contr
     handoff,
     push: buildPushDelivery(config, deps),
     cache: deps.cache,
+    relay: deps.relay,
     restartNeeded: deps.restartNeeded,
     announcePurge: (purge) => stores.sharedData.publishCachePurge(purge),
     gatewayId: deps.gatewayId,

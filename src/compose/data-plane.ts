@@ -20,6 +20,7 @@ import { PageCookies, type RoomCookieSettings } from '../proxy/page-cookie.js';
 import { readErrorPages, Refuser } from '../proxy/refuser.js';
 import { Router } from '../proxy/router.js';
 import { UpgradeProxy } from '../proxy/upgrade-proxy.js';
+import { chooseRelay, NativeRelay, type RelayChoice } from '../proxy/native-relay.js';
 import { createKeyExtractor } from '../room/extract.js';
 import { createPinSigner, signerFor, type RoomSigner } from '../room/signing.js';
 import { createRoomValidator } from '../room/validate.js';
@@ -41,6 +42,8 @@ export interface DataPlane {
   readonly methods: MethodPolicy;
   readonly httpProxy: HttpProxy;
   readonly upgradeProxy: UpgradeProxy;
+  /** Which relay carries open tunnels (proxy.relay), and why. */
+  readonly relay: RelayChoice;
   /** Static mounts, served here and never proxied; null without mounts. */
   readonly statics: StaticFiles | null;
   /** The byte-level page path, or null when proxy.leanPages is off. */
@@ -103,13 +106,16 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
     body: { bufferBytes: config.proxy.bufferBodyBytes, maxBytes: config.proxy.maxBodyBytes },
     bodyIdleTimeoutMs: config.proxy.bodyIdleTimeoutMs,
   });
-  const upgradeProxy = buildUpgradeProxy(config, deps, { forwarder, refuser, forwarding });
+  const relay = chooseRelay(config.proxy.relay);
+  metrics.relayInfo.set({ relay: relay.relay, configured: relay.configured }, 1);
+  const upgradeProxy = buildUpgradeProxy(config, deps, { forwarder, refuser, forwarding }, relay.addon);
   const leanPages = config.proxy.leanPages
     ? new LeanPages({ ...pagePaths, keepAliveTimeoutMs: config.listen.keepAliveTimeoutMs, hsts: hstsValue(config) })
     : null;
   const { pageWait } = deps;
   const handoffWait = pageWait ? { wait: pageWait } : undefined;
-  return { router, forwarder, cookies, cache, methods, httpProxy, upgradeProxy, statics: buildStatics(config, deps), leanPages, ...(handoffWait ? { handoffWait } : {}) };
+  const choice: RelayChoice = { configured: relay.configured, relay: relay.relay, why: relay.why };
+  return { router, forwarder, cookies, cache, methods, httpProxy, upgradeProxy, relay: choice, statics: buildStatics(config, deps), leanPages, ...(handoffWait ? { handoffWait } : {}) };
 }
 
 /**
@@ -192,6 +198,7 @@ function buildUpgradeProxy(
   config: LoadedConfig,
   deps: DataPlaneDeps,
   shared: { readonly forwarder: Forwarder; readonly refuser: Refuser; readonly forwarding: Forwarding },
+  addon: ReturnType<typeof chooseRelay>['addon'],
 ): UpgradeProxy {
   const { runtime } = deps;
   const admission = new Admission({
@@ -217,6 +224,7 @@ function buildUpgradeProxy(
     logger: deps.logger,
     ...(deps.followsSockets ? { followsMessages: deps.followsSockets } : {}),
     ...(deps.resumesOn ? { resumesOn: deps.resumesOn } : {}),
+    nativeRelay: addon === null ? null : new NativeRelay(addon, NativeRelay.tickFor(config.proxy.websocketIdleTimeoutMs, config.proxy.websocketClientSilenceMs, config.proxy.clientWriteTimeoutMs)),
   });
 }
 

@@ -93,6 +93,7 @@ export function composeGateway(config: LoadedConfig, opts: GatewayOptions, state
     stores,
     runtime,
     cache,
+    relay: () => data?.relay ?? null,
     restartNeeded: state.restartNeeded,
     isReady: state.isReady,
     adminPeerKey: opts.adminPeerKey,

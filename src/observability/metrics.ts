@@ -27,6 +27,10 @@ export interface Metrics {
   readonly authThrottled: Counter<'surface'>;
   readonly pushSeconds: Histogram<'result'>;
   readonly admissionRefusals: Counter<'backend'>;
+  /** Tunnels opened on each relay (proxy.relay: native or javascript). */
+  readonly relayTunnels: Counter<'relay'>;
+  /** 1 for the relay this gateway runs (set once the data plane is built). */
+  readonly relayInfo: Gauge<'relay' | 'configured'>;
   readonly handoffs: Counter<'result'>;
   readonly handoffSeconds: Histogram<'result'>;
   readonly handoffHeld: Counter<'result'>;
@@ -160,7 +164,7 @@ function trafficMetrics(registry: Registry, liveSocketsByBackend: () => Iterable
 
 type ServiceMetrics = Pick<
   Metrics,
-  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
+  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'relayTunnels' | 'relayInfo' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
 >;
 
 /** What roomgate does besides relaying: placements, static files, pushes, the limits it enforces, the placement store's health. */
@@ -226,6 +230,18 @@ function serviceMetrics(registry: Registry): ServiceMetrics {
       name: 'roomgate_backend_calls_total',
       help: "Signed calls roomgate made to a backend's own endpoints (pushes and the handoff hooks), by backend, call (push, push-fanout, handoff-hello, -export, -import, -release, -resume) and result (the answer's status class 2xx/4xx/5xx, timeout, unreachable, too-large): a call a backend did not expect shows here and in /events",
       labelNames: ['backend', 'call', 'result'],
+      registers: [registry],
+    }),
+    relayTunnels: new Counter({
+      name: 'roomgate_relay_tunnels_total',
+      help: "WebSocket tunnels opened, by the relay that carries their bytes: native (proxy.relay's addon: plain tunnels no handoff can hold) or javascript",
+      labelNames: ['relay'],
+      registers: [registry],
+    }),
+    relayInfo: new Gauge({
+      name: 'roomgate_relay_info',
+      help: 'The relay this gateway runs (1), and proxy.relay as configured: with auto, javascript means the native relay is not built (the start log says why)',
+      labelNames: ['relay', 'configured'],
       registers: [registry],
     }),
     admissionRefusals: new Counter({

@@ -44,6 +44,8 @@ import { TunnelMessages, withoutClientContext } from './tunnel-messages.js';
 import { TunnelResume, type ResumeHost } from './tunnel-resume.js';
 import { attachReader, resumeReady, serverCloseFrame } from './resume-handshake.js';
 import { Deadlines, type Expiring } from './deadlines.js';
+import type { NativeEnd, NativeHost, NativeRelay } from './native-relay.js';
+import { Socket as NetSocket } from 'node:net';
 
 export interface UpgradeProxyOptions {
   /** The forwarding core every attempt goes through (placement, passive health, retries). */
@@ -82,6 +84,11 @@ export interface UpgradeProxyOptions {
    * `resume`, as known now): its deflate offer keeps no context, its backend's frames are followed.
    */
   readonly resumesOn?: (backendId: string) => boolean;
+  /**
+   * The native relay (proxy.relay), or null: an open plain tunnel that no handoff can hold is
+   * handed to it after the 101 (src/proxy/native-relay.ts); the rest stay on this relay.
+   */
+  readonly nativeRelay?: NativeRelay | null;
 }
 
 // After one side has closed, how long the other may take to flush before it is destroyed.
@@ -94,6 +101,9 @@ const RELAY_BUFFER_BYTES = 1_024;
 const HOLD_CLOSE_WAIT_MS = 1_000;
 // 1xx interim answers (100, 102, 103) before the final one, skipped; more is a broken backend.
 const MAX_INTERIM_ANSWERS = 8;
+/** A handed-over tunnel's backend socket, once given up: one destroyed socket for all of them. */
+const GIVEN_UP = new NetSocket();
+GIVEN_UP.destroy();
 
 /** Where an attempt is. Every transition goes through UpgradeTunnel's methods. */
 export type TunnelState =
@@ -111,8 +121,12 @@ export class UpgradeProxy {
   /** Placement, passive health and retries of every attempt (src/forward/forwarder.ts). */
   readonly forwarder: Forwarder;
 
+  /** The native relay plain tunnels move to, or null (proxy.relay). */
+  readonly native: NativeRelay | null;
+
   constructor(readonly o: UpgradeProxyOptions) {
     this.forwarder = o.forwarder;
+    this.native = o.nativeRelay ?? null;
     this.silence = new SilenceSweep(o.clientSilenceMs);
     this.stalls = o.clientWriteTimeoutMs > 0 ? new Deadlines(Deadlines.tickFor(o.clientWriteTimeoutMs)) : null;
   }
@@ -121,6 +135,7 @@ export class UpgradeProxy {
   close(): void {
     this.silence.close();
     this.stalls?.close();
+    this.native?.stop();
   }
 
   /** The client socket becomes this path's; false when it is already gone. */
@@ -266,7 +281,7 @@ const kTunnel = Symbol('roomgate.tunnel');
 type TunnelSocket = Socket & { [kTunnel]?: UpgradeTunnel };
 
 /** One attempt to join a client to a backend, and then the tunnel between them. */
-class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
+class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHost {
   state: TunnelState = 'connecting';
   /** The client sent something since the silence sweep last looked (SilenceSweep). */
   heard = false;
@@ -296,6 +311,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
   messageHold: TunnelMessages | null = null;
   /** The hold ends the socket once the backend's message in flight is over (endForHold). */
   private holdClosing: NodeJS.Timeout | null = null;
+  /** The native relay's id for this tunnel once it carries it; 0: this relay carries it. */
+  private nativeId = 0;
 
   get backendId(): string {
     return this.backend.id;
@@ -488,6 +505,12 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
     this.state = 'open';
     const answer = this.answer as Buffer;
     this.answer = null;
+    // A client that vanished without a FIN is found by TCP keep-alive; a dead backend is found
+    // by the health checks, so the backend side skips the syscalls. (A socket option: it stays
+    // with the connection on either relay.)
+    this.client.setKeepAlive(true, 30_000);
+    if (this.handOver(switchingHead(head, this.messageHold), answer.subarray(head.end))) return false;
+    o.metrics.relayTunnels.inc({ relay: 'javascript' });
     // The 101 head as roomgate writes it, then whatever frames came behind it; copies, so no
     // back-pressure wait is needed.
     this.client.write(switchingHead(head, this.messageHold));
@@ -500,10 +523,69 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
     this.client.resume();
     if (o.idleTimeoutMs > 0) this.client.setTimeout(o.idleTimeoutMs, onClientIdle);
     this.proxy.silence.add(this);
-    // A client that vanished without a FIN is found by TCP keep-alive; a dead backend is found
-    // by the health checks, so the backend side skips the syscalls.
-    this.client.setKeepAlive(true, 30_000);
     return true;
+  }
+
+  /**
+   * The native relay takes the open tunnel when it can (plain on both sides, and no handoff can
+   * hold it: a followed tunnel's messages are this relay's to follow). It writes the 101 and the
+   * early bytes itself; the backend socket is given up, the client's reads nothing more here.
+   */
+  private handOver(head: Buffer, early: Buffer): boolean {
+    const native = this.proxy.native;
+    if (native === null || this.messageHold !== null || this.a.h2 || !native.takes(this.client, this.upstream)) return false;
+    const { o, a } = this;
+    this.nativeId = native.adopt(this, {
+      client: this.client,
+      backend: this.upstream,
+      toBackend: a.pending,
+      toClient: early.length > 0 ? Buffer.concat([head, early]) : head,
+      silenceMs: o.clientSilenceMs,
+      idleMs: o.idleTimeoutMs,
+      writeTimeoutMs: o.clientWriteTimeoutMs,
+      lingerMs: HALF_CLOSE_LINGER_MS,
+    });
+    a.opened();
+    o.metrics.relayTunnels.inc({ relay: 'native' });
+    const given = this.upstream;
+    delete (given as TunnelSocket)[kTunnel];
+    this.upstream = GIVEN_UP;
+    // Not inside its own read callback (this runs in it): the relay has its own descriptor.
+    setImmediate(destroySocket, given);
+    return true;
+  }
+
+  /**
+   * The native relay let go of this tunnel: it ended by itself (a side's FIN once both ended, an
+   * error, a limit), or it was closed here. The client's descriptor is closed only now.
+   */
+  nativeEnded(reason: NativeEnd, _up: number, _down: number): void {
+    this.nativeId = 0;
+    const { o } = this;
+    if (this.state !== 'closed') {
+      this.state = 'closed';
+      this.forget();
+      switch (reason) {
+        case 'silent':
+          o.metrics.clientErrors.inc({ code: 'websocket-silent' });
+          o.logger.info({ room: this.room, backend: this.backend.id, ms: o.clientSilenceMs }, 'client silent: socket closed');
+          break;
+        case 'write-timeout':
+          o.metrics.clientErrors.inc({ code: 'write-timeout' });
+          o.logger.info({ room: this.room, backend: this.backend.id, ms: o.clientWriteTimeoutMs }, 'client did not read: socket closed');
+          resetConnection(this.client);
+          return;
+        case 'idle':
+          this.idle();
+          break;
+        case 'backend-error':
+          this.proxy.forwarder.lost(this.a, this.backend, Object.assign(new Error('backend connection failed'), { code: 'ECONNRESET' }));
+          break;
+        default:
+          break;
+      }
+    }
+    this.client.destroy();
   }
 
   /** Any final answer but 101: relayed as one response, then both connections close. */
@@ -730,6 +812,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost {
     this.forget();
     this.answer = null;
     this.bodyEnd = null;
+    // On the native relay: it closes both sides; the client's descriptor is closed once it let go.
+    if (this.nativeId !== 0) return this.proxy.native?.close(this.nativeId);
     switch (how) {
       case 'gone':
         this.upstream.destroy();

@@ -12,7 +12,7 @@ import type { PushDelivery } from './push.js';
 import type { HandoffRuntime } from './handoff-setup.js';
 import type { BackendPool } from './pool.js';
 import type { TunnelRegistry } from './tunnels.js';
-import type { BackendSnapshot, CacheSnapshot, HealthCheckResult, RuntimeView } from './views.js';
+import type { BackendSnapshot, CacheSnapshot, GatewaySnapshot, HealthCheckResult, RuntimeView } from './views.js';
 
 /** What the view reads of the page cache (src/cache/page-cache.ts). */
 export interface CacheView {
@@ -39,6 +39,8 @@ export interface RuntimeViewParts {
   readonly push: PushDelivery;
   /** The sections the last reload left for a restart (Gateway.reload); absent: none. */
   readonly restartNeeded?: () => readonly string[];
+  /** Which relay carries open tunnels (absent or null: not built yet). */
+  readonly relay?: () => GatewaySnapshot['relay'] | null;
   readonly history: () => HistorySnapshot;
   readonly handoff: HandoffRuntime;
 }
@@ -47,6 +49,11 @@ export interface RuntimeViewParts {
 export async function setAdminState(store: PlacementStore, pool: BackendPool, id: string, state: BackendAdminState | null): Promise<void> {
   await store.setBackendState(id, state);
   pool.setAdmin(id, state);
+}
+
+/** The relay line of /status: which one runs, as configured, and why. */
+function relayOf(r: GatewaySnapshot['relay'] | null | undefined): { relay?: GatewaySnapshot['relay'] } {
+  return r == null ? {} : { relay: { relay: r.relay, configured: r.configured, why: r.why } };
 }
 
 export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
@@ -78,6 +85,7 @@ export function createRuntimeView(p: RuntimeViewParts): RuntimeView {
       sockets: p.tunnels.size,
       rooms: p.tunnels.roomCount,
       restartNeeded: p.restartNeeded?.() ?? [],
+      ...relayOf(p.relay?.() ?? null),
     }),
     backends: (now) => p.pool.backends.map((b) => snapshot(b.id, now) as BackendSnapshot),
     backend: snapshot,

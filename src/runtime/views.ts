@@ -62,6 +62,8 @@ export interface GatewaySnapshot {
   readonly rooms: number;
   /** Configuration sections a reload (SIGHUP) changed that only a restart applies ("cache", "listen"); absent: none. */
   readonly restartNeeded?: readonly string[];
+  /** Which relay carries open tunnels (proxy.relay): native or javascript, as configured, and why. */
+  readonly relay?: { readonly relay: 'native' | 'javascript'; readonly configured: 'auto' | 'native' | 'javascript'; readonly why: string };
 }
 
 /** The page cache's figures (per process). */

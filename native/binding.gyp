@@ -1,0 +1,23 @@
+# The native relay (relay.cc), built by node-gyp against the headers of the Node that runs the
+# build (scripts/build-native.mjs passes --nodedir: nothing is downloaded). Node-API only, so one
+# build serves every Node version from 18 on. ROOMGATE_NATIVE_SANITIZE=1 builds it under
+# AddressSanitizer and UBSan (test builds: scripts/build-native.mjs --sanitize).
+{
+  'variables': { 'sanitize%': '0' },
+  'targets': [
+    {
+      'target_name': 'roomgate_relay',
+      'sources': ['relay.cc'],
+      'defines': ['NAPI_VERSION=8'],
+      'cflags_cc': ['-std=c++17', '-O2', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Wno-missing-field-initializers', '-fvisibility=hidden'],
+      'cflags_cc!': ['-fno-exceptions', '-std=gnu++17', '-std=gnu++20'],
+      'ldflags': ['-pthread'],
+      'conditions': [
+        ['sanitize=="1"', {
+          'cflags_cc': ['-fsanitize=address,undefined', '-fno-omit-frame-pointer', '-fno-sanitize-recover=undefined', '-g'],
+          'ldflags': ['-fsanitize=address,undefined'],
+        }],
+      ],
+    },
+  ],
+}

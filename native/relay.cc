@@ -1,0 +1,622 @@
+// roomgate's native relay: moves the bytes of open plain-TCP WebSocket tunnels in one thread of
+// its own (src/proxy/relay/native-relay.ts is its JavaScript side; docs/architecture.md, "The
+// native relay").
+//
+// One thread owns an epoll set and relays between the two descriptors of each tunnel through a
+// fixed 64 KB buffer: read, then write to the other side; only what a write does not take is kept
+// for that tunnel, and reading its source stops until it is written (the back-pressure a pipe
+// gives). JavaScript keeps control: it adds a tunnel, closes one, reads its byte counts, and is
+// told, through a thread-safe function, when and why one ended. The relay keeps the tunnel
+// contract of the JavaScript relay (src/proxy/upgrade-proxy.ts): a side that ends (FIN) has its
+// bytes delivered, then the other side is ended too and gets a linger to finish; the client's
+// silence, a tunnel's idleness and a client that takes no write each close it after their limits.
+//
+// Descriptors: the client's is borrowed (JavaScript's socket keeps it open, so the listener's
+// connection count and limits still see the connection, and closes it only after this relay said
+// `closed`: a descriptor number closed early could be reused by a new connection while the relay
+// still uses it); the backend's is a duplicate the relay owns (JavaScript destroys its socket at
+// once). Two descriptors per tunnel, as on the JavaScript relay.
+//
+// Why not splice(2): it moves bytes through a pipe, 2 more descriptors per direction, and for
+// frames of a few hundred bytes it costs the same 2 system calls per chunk as read + write.
+#include <node_api.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <ctime>
+#include <fcntl.h>
+#include <mutex>
+#include <pthread.h>
+#include <string>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <thread>
+#include <unistd.h>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+constexpr size_t kBufSize = 64 * 1024;
+constexpr int kMaxEvents = 256;
+
+int64_t NowMs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct Tunnel;
+
+// One descriptor of a tunnel; epoll's data.ptr points here.
+struct Side {
+  Tunnel* t = nullptr;
+  int fd = -1;
+  bool client = false;
+  bool owned = false;    // the relay closes it (the backend's duplicate); the client's is borrowed
+  bool reading = true;   // EPOLLIN wanted (false while the other side has bytes waiting, or after eof)
+  bool eof = false;      // read() returned 0: this peer sent its FIN
+  bool shut = false;     // this side's writing was shut (its peer got a FIN from the relay)
+  uint32_t mask = 0;     // what epoll has now
+  std::string out;       // bytes for this descriptor that a write did not take
+};
+
+struct Limits {
+  uint32_t silenceMs;       // no client byte for this long: closed ("silent"); 0 = never
+  uint32_t idleMs;          // no byte either way for this long: closed ("idle"); 0 = never
+  uint32_t writeTimeoutMs;  // bytes for the client not taken for this long: closed ("write-timeout"); 0 = never
+  uint32_t lingerMs;        // after one side ended, the other's time to finish
+};
+
+struct Tunnel {
+  uint32_t id = 0;
+  Side c, b;
+  Limits lim{};
+  // Written by the relay thread only, read by JavaScript (counts()).
+  std::atomic<uint64_t> up{0}, down{0};
+  int64_t lastClientMs = 0;  // the client's last byte
+  int64_t lastActiveMs = 0;  // the last byte either way
+  int64_t stallSinceMs = 0;  // bytes wait for the client since (0: none wait), reset by progress
+  int64_t halfSinceMs = 0;   // one side ended at (0: neither)
+  const char* endedBy = nullptr;  // "client-eof" or "backend-eof": who ended first
+  bool registered = false;  // in the epoll set (the sweep leaves a tunnel still queued alone)
+  bool dead = false;
+};
+
+struct Event {
+  uint32_t id;
+  const char* reason;
+  uint64_t up, down;
+};
+
+struct Relay {
+  int ep = -1;
+  int wake = -1;
+  int tickMs = 1000;
+  std::thread thread;
+  napi_threadsafe_function tsfn = nullptr;
+  std::mutex mu;  // guards tunnels, addQueue, closeQueue, stopping, nextId
+  std::unordered_map<uint32_t, Tunnel*> tunnels;
+  std::vector<Tunnel*> addQueue;  // added, registered with epoll by the relay thread
+  std::vector<uint32_t> closeQueue;
+  bool stopping = false;
+  bool joined = false;
+  uint32_t nextId = 1;
+  char buf[kBufSize];
+};
+
+const char* SideName(const Side& s, const char* ifClient, const char* ifBackend) { return s.client ? ifClient : ifBackend; }
+
+void Tell(Relay* r, Tunnel* t, const char* reason) {
+  auto* e = new Event{t->id, reason, t->up.load(std::memory_order_relaxed), t->down.load(std::memory_order_relaxed)};
+  if (napi_call_threadsafe_function(r->tsfn, e, napi_tsfn_nonblocking) != napi_ok) delete e;
+}
+
+void SetMask(Relay* r, Side& s) {
+  uint32_t want = (s.reading ? uint32_t(EPOLLIN) : 0u) | (s.out.empty() ? 0u : uint32_t(EPOLLOUT));
+  if (want == s.mask) return;
+  epoll_event ev{};
+  ev.events = want;
+  ev.data.ptr = &s;
+  epoll_ctl(r->ep, EPOLL_CTL_MOD, s.fd, &ev);
+  s.mask = want;
+}
+
+// Ends a tunnel: both descriptors leave the epoll set, the owned one is closed (the borrowed
+// client descriptor is JavaScript's to close, once told); the memory is freed after the batch.
+void Kill(Relay* r, Tunnel* t, const char* reason, bool tell, std::vector<Tunnel*>& graveyard) {
+  if (t->dead) return;
+  t->dead = true;
+  for (Side* s : {&t->c, &t->b}) {
+    epoll_ctl(r->ep, EPOLL_CTL_DEL, s->fd, nullptr);
+    if (s->owned) close(s->fd);
+  }
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    r->tunnels.erase(t->id);
+  }
+  if (tell) Tell(r, t, reason);
+  graveyard.push_back(t);
+}
+
+// Writes as much of `data` as `to` takes; keeps the rest in to.out. False on a write error.
+bool Send(Side& to, const char* data, size_t n, size_t* wrote) {
+  *wrote = 0;
+  if (!to.out.empty()) {
+    to.out.append(data, n);
+    return true;
+  }
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = send(to.fd, data + done, n - done, MSG_NOSIGNAL);
+    if (w > 0) {
+      done += size_t(w);
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      break;
+    } else {
+      return false;
+    }
+  }
+  *wrote = done;
+  if (done < n) to.out.assign(data + done, n - done);
+  return true;
+}
+
+// The client's queue changed: a stall is timed from the last write that made no way into it.
+void NoteClientQueue(Tunnel* t, Side& to, bool progressed, int64_t now) {
+  if (!to.client) return;
+  if (to.out.empty()) {
+    t->stallSinceMs = 0;
+  } else if (progressed || t->stallSinceMs == 0) {
+    t->stallSinceMs = now;
+  }
+}
+
+// Both peers ended and every byte was delivered: the tunnel is over.
+bool Done(Relay* r, Tunnel* t, std::vector<Tunnel*>& g) {
+  if (!(t->c.eof && t->b.eof && t->c.out.empty() && t->b.out.empty())) return false;
+  Kill(r, t, t->endedBy ? t->endedBy : "client-eof", true, g);
+  return true;
+}
+
+// `to`'s peer gets a FIN once what was queued for it is written (its source ended).
+void ShutWrite(Tunnel* t, Side& to) {
+  if (to.shut) return;
+  to.shut = true;
+  shutdown(to.fd, SHUT_WR);
+  if (t->halfSinceMs == 0) t->halfSinceMs = NowMs();
+}
+
+void OnReadable(Relay* r, Side& from, Side& to, std::vector<Tunnel*>& g) {
+  Tunnel* t = from.t;
+  ssize_t n = read(from.fd, r->buf, kBufSize);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
+    return Kill(r, t, SideName(from, "client-error", "backend-error"), true, g);
+  }
+  int64_t now = NowMs();
+  if (n == 0) {
+    from.eof = true;
+    from.reading = false;
+    if (t->endedBy == nullptr) t->endedBy = SideName(from, "client-eof", "backend-eof");
+    if (t->halfSinceMs == 0) t->halfSinceMs = now;
+    SetMask(r, from);
+    // What this side sent before its FIN still goes out, then the other side gets one.
+    if (to.out.empty()) ShutWrite(t, to);
+    Done(r, t, g);
+    return;
+  }
+  t->lastActiveMs = now;
+  if (from.client) {
+    t->up.store(t->up.load(std::memory_order_relaxed) + uint64_t(n), std::memory_order_relaxed);
+    t->lastClientMs = now;
+  } else {
+    t->down.store(t->down.load(std::memory_order_relaxed) + uint64_t(n), std::memory_order_relaxed);
+  }
+  size_t wrote;
+  if (!Send(to, r->buf, size_t(n), &wrote)) return Kill(r, t, SideName(to, "client-error", "backend-error"), true, g);
+  if (!to.out.empty()) {
+    NoteClientQueue(t, to, false, now);
+    from.reading = false;  // back-pressure: read again once `to` has taken its bytes
+    SetMask(r, from);
+    SetMask(r, to);
+  }
+}
+
+void OnWritable(Relay* r, Side& to, Side& from, std::vector<Tunnel*>& g) {
+  Tunnel* t = to.t;
+  std::string pending;
+  pending.swap(to.out);
+  size_t wrote;
+  if (!Send(to, pending.data(), pending.size(), &wrote)) return Kill(r, t, SideName(to, "client-error", "backend-error"), true, g);
+  int64_t now = NowMs();
+  if (wrote > 0) t->lastActiveMs = now;
+  NoteClientQueue(t, to, wrote > 0, now);
+  if (!to.out.empty()) return;
+  if (from.eof) {
+    ShutWrite(t, to);
+    SetMask(r, to);
+    Done(r, t, g);
+    return;
+  }
+  from.reading = true;
+  SetMask(r, to);
+  SetMask(r, from);
+}
+
+void OnEvent(Relay* r, Side& s, uint32_t events, std::vector<Tunnel*>& g) {
+  Tunnel* t = s.t;
+  Side& other = s.client ? t->b : t->c;
+  if (t->dead) return;
+  if ((events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) && !s.out.empty()) OnWritable(r, s, other, g);
+  if (t->dead) return;
+  if ((events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && s.reading) {
+    OnReadable(r, s, other, g);
+  } else if (events & (EPOLLHUP | EPOLLERR)) {
+    // Not read now (its peer is full, or it ended) and gone: HUP is reported whatever the mask,
+    // so the tunnel ends here, cleanly when everything was delivered.
+    if (!Done(r, t, g)) Kill(r, t, SideName(s, "client-error", "backend-error"), true, g);
+  }
+}
+
+// Hands a new tunnel's two descriptors to epoll; a descriptor epoll refuses ends the tunnel.
+void Register(Relay* r, Tunnel* t, std::vector<Tunnel*>& g) {
+  if (t->dead) return;
+  for (Side* s : {&t->c, &t->b}) {
+    epoll_event ev{};
+    s->mask = (s->reading ? uint32_t(EPOLLIN) : 0u) | (s->out.empty() ? 0u : uint32_t(EPOLLOUT));
+    ev.events = s->mask;
+    ev.data.ptr = s;
+    if (epoll_ctl(r->ep, EPOLL_CTL_ADD, s->fd, &ev) != 0) {
+      // The one registered already leaves the set again (Kill deletes both; a failed delete is harmless).
+      return Kill(r, t, SideName(*s, "client-error", "backend-error"), true, g);
+    }
+  }
+  t->registered = true;
+}
+
+// The limits, looked at every tick (their precision). Run on the relay thread only.
+void Sweep(Relay* r, std::vector<Tunnel*>& g) {
+  int64_t now = NowMs();
+  std::vector<std::pair<Tunnel*, const char*>> ends;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    for (auto& [id, t] : r->tunnels) {
+      if (!t->registered) continue;
+      const Limits& l = t->lim;
+      if (t->halfSinceMs != 0 && now - t->halfSinceMs >= int64_t(l.lingerMs)) {
+        ends.emplace_back(t, t->endedBy ? t->endedBy : "client-eof");
+      } else if (l.writeTimeoutMs != 0 && t->stallSinceMs != 0 && now - t->stallSinceMs >= int64_t(l.writeTimeoutMs)) {
+        ends.emplace_back(t, "write-timeout");
+      } else if (l.idleMs != 0 && now - t->lastActiveMs >= int64_t(l.idleMs)) {
+        ends.emplace_back(t, "idle");
+      } else if (l.silenceMs != 0 && t->halfSinceMs == 0) {
+        // A client not read because its backend has not taken what it sent is not silent: it is
+        // looked at again after another limit (as on the JavaScript relay).
+        if (!t->c.reading) {
+          if (now - t->lastClientMs >= int64_t(l.silenceMs)) t->lastClientMs = now;
+        } else if (now - t->lastClientMs >= int64_t(l.silenceMs)) {
+          ends.emplace_back(t, "silent");
+        }
+      }
+    }
+  }
+  for (auto& [t, reason] : ends) Kill(r, t, reason, true, g);
+}
+
+void Loop(Relay* r) {
+  epoll_event events[kMaxEvents];
+  std::vector<Tunnel*> graveyard;
+  int64_t nextSweep = NowMs() + r->tickMs;
+  for (;;) {
+    int n = epoll_wait(r->ep, events, kMaxEvents, r->tickMs);
+    for (int i = 0; i < n; i++) {
+      if (events[i].data.ptr == nullptr) {  // the wake-up eventfd: adds, closes, or stop
+        uint64_t v;
+        (void)!read(r->wake, &v, sizeof v);
+        std::vector<uint32_t> ids;
+        std::vector<Tunnel*> added;
+        bool stop;
+        {
+          std::lock_guard<std::mutex> lock(r->mu);
+          ids.swap(r->closeQueue);
+          added.swap(r->addQueue);
+          stop = r->stopping;
+          if (stop)
+            for (auto& [id, t] : r->tunnels) ids.push_back(id);
+        }
+        // Registered here, not by add(): only this thread may free a tunnel, and an event on one
+        // side could end it before another thread had registered the other side.
+        if (!stop)
+          for (Tunnel* t : added) Register(r, t, graveyard);
+        for (uint32_t id : ids) {
+          Tunnel* t = nullptr;
+          {
+            std::lock_guard<std::mutex> lock(r->mu);
+            auto it = r->tunnels.find(id);
+            if (it != r->tunnels.end()) t = it->second;
+          }
+          if (t) Kill(r, t, "closed", !stop, graveyard);
+        }
+        if (stop) {
+          for (Tunnel* t : graveyard) delete t;
+          return;
+        }
+        continue;
+      }
+      Side* s = static_cast<Side*>(events[i].data.ptr);
+      OnEvent(r, *s, events[i].events, graveyard);
+    }
+    int64_t now = NowMs();
+    if (now >= nextSweep) {
+      Sweep(r, graveyard);
+      nextSweep = now + r->tickMs;
+    }
+    for (Tunnel* t : graveyard) delete t;
+    graveyard.clear();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// JavaScript side
+
+void CallJs(napi_env env, napi_value cb, void*, void* data) {
+  auto* e = static_cast<Event*>(data);
+  if (env != nullptr && cb != nullptr) {
+    napi_value argv[4], undef;
+    napi_create_uint32(env, e->id, &argv[0]);
+    napi_create_string_utf8(env, e->reason, NAPI_AUTO_LENGTH, &argv[1]);
+    napi_create_double(env, double(e->up), &argv[2]);
+    napi_create_double(env, double(e->down), &argv[3]);
+    napi_get_undefined(env, &undef);
+    napi_call_function(env, undef, cb, 4, argv, nullptr);
+  }
+  delete e;
+}
+
+void StopThread(Relay* r) {
+  if (r->joined) return;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    r->stopping = true;
+  }
+  uint64_t one = 1;
+  (void)!write(r->wake, &one, sizeof one);
+  r->thread.join();
+  r->joined = true;
+  close(r->ep);
+  close(r->wake);
+}
+
+void Cleanup(void* arg) { StopThread(static_cast<Relay*>(arg)); }
+
+napi_value Throw(napi_env env, const char* msg) {
+  napi_throw_error(env, nullptr, msg);
+  return nullptr;
+}
+
+Relay* Unwrap(napi_env env, napi_value v) {
+  void* p = nullptr;
+  if (napi_get_value_external(env, v, &p) != napi_ok || p == nullptr) return nullptr;
+  return static_cast<Relay*>(p);
+}
+
+void Finalize(napi_env env, void* data, void*) {
+  auto* r = static_cast<Relay*>(data);
+  if (!r->joined) {
+    napi_remove_env_cleanup_hook(env, Cleanup, r);
+    StopThread(r);
+  }
+  delete r;
+}
+
+// create(tickMs, onEvent(id, reason, up, down)) -> handle
+napi_value Create(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  int32_t tick = 0;
+  napi_valuetype cbType = napi_undefined;
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &tick) != napi_ok || tick < 10 || tick > 60000) return Throw(env, "create(tickMs 10..60000, onEvent)");
+  if (napi_typeof(env, argv[1], &cbType) != napi_ok || cbType != napi_function) return Throw(env, "onEvent must be a function");
+  auto* r = new Relay();
+  r->tickMs = tick;
+  r->ep = epoll_create1(EPOLL_CLOEXEC);
+  r->wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.ptr = nullptr;
+  if (r->ep < 0 || r->wake < 0 || epoll_ctl(r->ep, EPOLL_CTL_ADD, r->wake, &ev) != 0) {
+    if (r->ep >= 0) close(r->ep);
+    if (r->wake >= 0) close(r->wake);
+    delete r;
+    return Throw(env, "epoll/eventfd failed");
+  }
+  napi_value name;
+  napi_create_string_utf8(env, "roomgate-relay", NAPI_AUTO_LENGTH, &name);
+  if (napi_create_threadsafe_function(env, argv[1], nullptr, name, 0, 1, nullptr, nullptr, nullptr, CallJs, &r->tsfn) != napi_ok) {
+    close(r->ep);
+    close(r->wake);
+    delete r;
+    return Throw(env, "cannot make the event callback");
+  }
+  // The relay does not keep the process alive by itself (the sockets' listener does).
+  napi_unref_threadsafe_function(env, r->tsfn);
+  r->thread = std::thread(Loop, r);
+  pthread_setname_np(r->thread.native_handle(), "roomgate-relay");
+  napi_add_env_cleanup_hook(env, Cleanup, r);
+  napi_value out;
+  napi_create_external(env, r, Finalize, nullptr, &out);
+  return out;
+}
+
+bool BufferArg(napi_env env, napi_value v, std::string& into) {
+  bool is = false;
+  if (napi_is_buffer(env, v, &is) != napi_ok || !is) return false;
+  void* data;
+  size_t len;
+  napi_get_buffer_info(env, v, &data, &len);
+  into.assign(static_cast<const char*>(data), len);
+  return true;
+}
+
+bool U32Arg(napi_env env, napi_value v, uint32_t* out) { return napi_get_value_uint32(env, v, out) == napi_ok; }
+
+// add(handle, clientFd, backendFd, silenceMs, idleMs, writeTimeoutMs, lingerMs, toBackend, toClient) -> id
+// clientFd is borrowed: the caller keeps it open until this tunnel's `closed` event. backendFd is
+// duplicated: the caller closes its own at once.
+napi_value Add(napi_env env, napi_callback_info info) {
+  size_t argc = 9;
+  napi_value argv[9];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  Relay* r = argc == 9 ? Unwrap(env, argv[0]) : nullptr;
+  int32_t cfd = -1, bfd = -1;
+  Limits lim{};
+  std::string toB, toC;
+  if (!r || napi_get_value_int32(env, argv[1], &cfd) != napi_ok || napi_get_value_int32(env, argv[2], &bfd) != napi_ok || cfd < 0 || bfd < 0 ||
+      !U32Arg(env, argv[3], &lim.silenceMs) || !U32Arg(env, argv[4], &lim.idleMs) || !U32Arg(env, argv[5], &lim.writeTimeoutMs) ||
+      !U32Arg(env, argv[6], &lim.lingerMs) || !BufferArg(env, argv[7], toB) || !BufferArg(env, argv[8], toC))
+    return Throw(env, "add(handle, clientFd, backendFd, silenceMs, idleMs, writeTimeoutMs, lingerMs, toBackend, toClient)");
+  if (r->joined) return Throw(env, "relay stopped");
+  int b = fcntl(bfd, F_DUPFD_CLOEXEC, 0);
+  if (b < 0) return Throw(env, "cannot duplicate the backend descriptor");
+  // Node's sockets are non-blocking already (the client's flag is shared with it); made sure anyway.
+  for (int fd : {cfd, b}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  auto* t = new Tunnel();
+  t->c.t = t;
+  t->c.fd = cfd;
+  t->c.client = true;
+  t->c.out = std::move(toC);
+  t->b.t = t;
+  t->b.fd = b;
+  t->b.owned = true;
+  t->b.out = std::move(toB);
+  // A side is read only once the bytes handed over for the other side have been written.
+  t->c.reading = t->b.out.empty();
+  t->b.reading = t->c.out.empty();
+  t->lim = lim;
+  t->lastClientMs = t->lastActiveMs = NowMs();
+  if (!t->c.out.empty()) t->stallSinceMs = t->lastActiveMs;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    t->id = r->nextId++;
+    if (r->nextId == 0) r->nextId = 1;
+    r->tunnels[t->id] = t;
+    r->addQueue.push_back(t);
+  }
+  uint64_t one = 1;
+  (void)!write(r->wake, &one, sizeof one);
+  napi_value out;
+  napi_create_uint32(env, t->id, &out);
+  return out;
+}
+
+// close(handle, id) -> whether the tunnel was open; its `closed` event (reason "closed") follows,
+// after which the client descriptor may be closed.
+napi_value CloseTunnel(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  Relay* r = argc == 2 ? Unwrap(env, argv[0]) : nullptr;
+  uint32_t id;
+  if (!r || !U32Arg(env, argv[1], &id)) return Throw(env, "close(handle, id)");
+  bool found = false;
+  if (!r->joined) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    found = r->tunnels.count(id) > 0;
+    if (found) r->closeQueue.push_back(id);
+  }
+  if (found) {
+    uint64_t one = 1;
+    (void)!write(r->wake, &one, sizeof one);
+  }
+  napi_value out;
+  napi_get_boolean(env, found, &out);
+  return out;
+}
+
+// counts(handle, id) -> [up, down] (client to backend, backend to client) or undefined once closed
+napi_value Counts(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  Relay* r = argc == 2 ? Unwrap(env, argv[0]) : nullptr;
+  uint32_t id;
+  if (!r || !U32Arg(env, argv[1], &id)) return Throw(env, "counts(handle, id)");
+  double up = -1, down = -1;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    auto it = r->tunnels.find(id);
+    if (it != r->tunnels.end()) {
+      up = double(it->second->up.load(std::memory_order_relaxed));
+      down = double(it->second->down.load(std::memory_order_relaxed));
+    }
+  }
+  napi_value out;
+  if (up < 0) {
+    napi_get_undefined(env, &out);
+    return out;
+  }
+  napi_value u, d;
+  napi_create_array_with_length(env, 2, &out);
+  napi_create_double(env, up, &u);
+  napi_create_double(env, down, &d);
+  napi_set_element(env, out, 0, u);
+  napi_set_element(env, out, 1, d);
+  return out;
+}
+
+// size(handle) -> open tunnels
+napi_value Size(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  Relay* r = argc == 1 ? Unwrap(env, argv[0]) : nullptr;
+  if (!r) return Throw(env, "size(handle)");
+  size_t n;
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    n = r->tunnels.size();
+  }
+  napi_value out;
+  napi_create_uint32(env, uint32_t(n), &out);
+  return out;
+}
+
+// stop(handle): ends every tunnel (no events), joins the thread and releases the callback. Once
+// it returns, the caller may close every client descriptor it lent.
+napi_value Stop(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  Relay* r = argc == 1 ? Unwrap(env, argv[0]) : nullptr;
+  if (!r) return Throw(env, "stop(handle)");
+  if (!r->joined) {
+    napi_remove_env_cleanup_hook(env, Cleanup, r);
+    StopThread(r);
+    napi_release_threadsafe_function(r->tsfn, napi_tsfn_abort);
+  }
+  return nullptr;
+}
+
+napi_value Init(napi_env env, napi_value exports) {
+  napi_property_descriptor props[] = {
+      {"create", nullptr, Create, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"add", nullptr, Add, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"close", nullptr, CloseTunnel, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"counts", nullptr, Counts, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"size", nullptr, Size, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"stop", nullptr, Stop, nullptr, nullptr, nullptr, napi_default, nullptr},
+  };
+  napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  return exports;
+}
+
+}  // namespace
+
+NAPI_MODULE(NODE_GYP_MODULE_NAME, Init)
