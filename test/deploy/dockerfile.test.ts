@@ -46,6 +46,12 @@ function dockerfileProblems(text: string): string[] {
   for (const c of final.instructions.filter((i) => i.cmd === 'COPY')) {
     if (/node_modules/.test(c.args)) problems.push(`runtime stage copies node_modules (${c.args}): dev dependencies would come along`);
   }
+  // The native relay: built (strictly: a failed build fails the image) in a stage of its own, the
+  // addon copied into the runtime stage, where no compiler is installed.
+  const buildsRelay = stages.slice(0, -1).some((st) => runs(st).some((r) => /build-native\.mjs\b[^&;]*--strict/.test(r)));
+  if (!buildsRelay) problems.push('no stage building the native relay (node scripts/build-native.mjs --strict)');
+  if (!final.instructions.some((i) => i.cmd === 'COPY' && /--from=\S+/.test(i.args) && /roomgate_relay\.node/.test(i.args))) problems.push('runtime stage: the native relay (roomgate_relay.node) is not copied in');
+  if (finalRuns.some((r) => /\b(g\+\+|gcc|build-essential|make)\b/.test(r) && /apt-get install/.test(r))) problems.push('runtime stage installs a compiler');
 
   // Non-root.
   const user = final.instructions.filter((i) => i.cmd === 'USER').at(-1)?.args;
@@ -151,7 +157,9 @@ describe('Dockerfile', () => {
     ['no HEALTHCHECK', (s) => s.replace(/^HEALTHCHECK[\s\S]*?\n(?=ENTRYPOINT)/m, ''), /no HEALTHCHECK/],
     ['no NODE_OPTIONS', (s) => s.replace(/^ {4}NODE_OPTIONS=.*\n/m, ''), /NODE_OPTIONS lacks --max-semi-space-size/],
     ['dev dependencies at run time', (s) => s.replace('npm ci --omit=dev', 'npm ci'), /--omit=dev/],
-    ['a single stage', (s) => s.replace(/^FROM node:24-bookworm-slim AS runtime$/m, '').replace(/^COPY --from=build.*$/gm, ''), /multi-stage|build stage/],
+    ['a single stage', (s) => s.replace(/^FROM node:24-bookworm-slim AS (?:runtime|native)$/gm, '').replace(/^COPY --from=.*$/gm, ''), /multi-stage|build stage/],
+    ['no native relay in the image', (s) => s.replace(/^COPY --from=native.*$/m, ''), /native relay/],
+    ['a native relay build that may fail', (s) => s.replace('build-native.mjs --strict', 'build-native.mjs'), /native relay/],
   ];
   it.each(broken)('fails on a Dockerfile with %s', (_name, breakIt, problem) => {
     const text = breakIt(DOCKERFILE);

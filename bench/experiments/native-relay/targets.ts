@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { freePort, startProc, stopProc, waitLine } from '../../suite/procs.js';
 import { startTarget, type BackendAddr } from '../../suite/proxies.js';
 
-export const RELAYS = ['nginx', 'js', 'native', 'roomgate'] as const;
+/** roomgate runs its native relay when built (proxy.relay: auto); roomgate-js is the same build with proxy.relay: javascript. */
+export const RELAYS = ['nginx', 'js', 'native', 'roomgate', 'roomgate-js'] as const;
 export type Relay = (typeof RELAYS)[number];
 
 export interface RunningRelay {
@@ -32,10 +33,11 @@ export interface RelayContext {
 }
 
 export async function startRelay(name: Relay, ctx: RelayContext): Promise<RunningRelay> {
-  if (name === 'nginx' || name === 'roomgate') {
+  if (name === 'nginx' || name === 'roomgate' || name === 'roomgate-js') {
     // roomgate: the plain cookie the others hash; the secret only satisfies the start (no signed cookie is read).
-    const roomgateConfig = { cookie: { name: 'room', signed: false } };
-    const run = await startTarget(name, { backends: ctx.backends, cpu: ctx.cpu, secret: name === 'roomgate' ? 'bench-native-relay-secret-0123456789' : '', nofile: ctx.nofile, roomgateConfig });
+    const roomgateConfig = { cookie: { name: 'room', signed: false }, ...(name === 'roomgate-js' ? { proxy: { relay: 'javascript' } } : {}) };
+    const target = name === 'nginx' ? 'nginx' : 'roomgate';
+    const run = await startTarget(target, { backends: ctx.backends, cpu: ctx.cpu, secret: target === 'roomgate' ? 'bench-native-relay-secret-0123456789' : '', nofile: ctx.nofile, roomgateConfig });
     return { name, port: run.port!, pid: run.pid!, logTail: (n) => run.logTail(n), stop: () => run.stop() };
   }
   const port = await freePort();
