@@ -45,24 +45,28 @@ export function addonPath(env: NodeJS.ProcessEnv = process.env): string {
   return env.ROOMGATE_RELAY_ADDON || join(packageRoot(), 'native', 'build', 'Release', 'roomgate_relay.node');
 }
 
-let loaded: { readonly addon: Addon } | { readonly problem: string } | undefined;
+type Loaded = { readonly addon: Addon } | { readonly problem: string };
+/** By path: a process loads an addon once (Node keeps it loaded anyway). */
+const loaded = new Map<string, Loaded>();
 
 /** Loads the addon once; the problem says why it cannot run (not built, and the build's own reason). */
-function loadAddon(): { readonly addon: Addon } | { readonly problem: string } {
-  if (loaded !== undefined) return loaded;
+function loadAddon(): Loaded {
   const path = addonPath();
+  let l = loaded.get(path);
+  if (l !== undefined) return l;
   if (!existsSync(path)) {
     const reasonFile = join(packageRoot(), 'native', 'build', 'NOT-BUILT');
-    const reason = existsSync(reasonFile) ? readFileSync(reasonFile, 'utf8').split('\n')[0] : 'no build was attempted';
-    loaded = { problem: `the native relay is not built (${reason}); build it with \`node scripts/build-native.mjs --strict\` (needs make, g++ and python3)` };
-    return loaded;
+    const reason = existsSync(reasonFile) ? readFileSync(reasonFile, 'utf8').split('\n')[0] : `nothing at ${path}`;
+    l = { problem: `the native relay is not built (${reason}); build it with \`node scripts/build-native.mjs --strict\` (needs make, g++ and python3)` };
+  } else {
+    try {
+      l = { addon: createRequire(import.meta.url)(path) as Addon };
+    } catch (err) {
+      l = { problem: `the native relay at ${path} does not load: ${(err as Error).message}` };
+    }
   }
-  try {
-    loaded = { addon: createRequire(import.meta.url)(path) as Addon };
-  } catch (err) {
-    loaded = { problem: `the native relay at ${path} does not load: ${(err as Error).message}` };
-  }
-  return loaded;
+  loaded.set(path, l);
+  return l;
 }
 
 /** proxy.relay as it can run here. `native` without the addon throws (the gateway does not start). */
