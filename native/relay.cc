@@ -21,6 +21,7 @@
 // frames of a few hundred bytes it costs the same 2 system calls per chunk as read + write.
 #include <node_api.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -51,6 +52,82 @@ int64_t NowMs() {
 
 struct Tunnel;
 
+// Where one WebSocket message ends and the next begins in one direction (RFC 6455 5.2), followed
+// from the first frame on by reading each frame's header and skipping its payload: the same
+// follower as src/proxy/message-boundaries.ts, so a tunnel a handoff may hold can be handed back
+// to JavaScript between two messages. What it does not check (reserved bits, opcodes) is the
+// endpoints' to refuse; a length no peer may send (2^53 or more) gives up (`broken`).
+struct Follow {
+  uint8_t h[14];
+  uint8_t headerSeen = 0;
+  uint64_t payloadLeft = 0;
+  bool inMessage = false;
+  bool endsMessage = false;
+  bool broken = false;
+  bool closeSeen = false;
+
+  bool AtBoundary() const { return headerSeen == 0 && payloadLeft == 0 && !inMessage; }
+  static size_t HeaderLen(uint8_t b1) {
+    size_t len = b1 & 0x7f;
+    return 2 + (len == 126 ? 2 : len == 127 ? 8 : 0) + ((b1 & 0x80) ? 4 : 0);
+  }
+  void FrameDone() {
+    if (endsMessage) inMessage = false;
+    endsMessage = false;
+  }
+  void Start(const uint8_t* p) {
+    bool fin = (p[0] & 0x80) != 0;
+    int op = p[0] & 0x0f;
+    uint64_t len = p[1] & 0x7f;
+    if (len == 126) {
+      len = (uint64_t(p[2]) << 8) | p[3];
+    } else if (len == 127) {
+      len = 0;
+      for (int i = 2; i < 10; i++) len = (len << 8) | p[i];
+      if (len >= (uint64_t(1) << 53)) {
+        broken = true;
+        return;
+      }
+    }
+    if (op < 8) {
+      inMessage = true;
+      endsMessage = fin;
+    } else {
+      endsMessage = false;
+      if (op == 8) closeSeen = true;
+    }
+    payloadLeft = len;
+    if (len == 0) FrameDone();
+  }
+  // Follows buf[from, to). With `stop`: the offset of the first boundary reached after consuming at
+  // least one byte (what follows is not consumed), else -1 having consumed it all.
+  long Run(const uint8_t* buf, size_t from, size_t to, bool stop) {
+    if (broken) return -1;
+    size_t i = from;
+    while (i < to) {
+      if (payloadLeft > 0) {
+        uint64_t skip = std::min<uint64_t>(payloadLeft, to - i);
+        payloadLeft -= skip;
+        i += size_t(skip);
+        if (payloadLeft == 0) FrameDone();
+      } else if (headerSeen == 0 && to - i >= 2 && to - i >= HeaderLen(buf[i + 1])) {
+        size_t len = HeaderLen(buf[i + 1]);
+        Start(buf + i);
+        i += len;
+      } else {
+        while (i < to && (headerSeen < 2 || headerSeen < HeaderLen(h[1]))) h[headerSeen++] = buf[i++];
+        if (headerSeen >= 2 && headerSeen == HeaderLen(h[1])) {
+          Start(h);
+          headerSeen = 0;
+        }
+      }
+      if (broken) return -1;
+      if (stop && AtBoundary()) return long(i);
+    }
+    return -1;
+  }
+};
+
 // One descriptor of a tunnel; epoll's data.ptr points here.
 struct Side {
   Tunnel* t = nullptr;
@@ -60,6 +137,9 @@ struct Side {
   bool reading = true;   // EPOLLIN wanted (false while the other side has bytes waiting, or after eof)
   bool eof = false;      // read() returned 0: this peer sent its FIN
   bool shut = false;     // this side's writing was shut (its peer got a FIN from the relay)
+  bool stopped = false;  // released: this side is read no more (its stream stopped at a message boundary)
+  Follow f;              // the messages of the stream this side sends (followed tunnels only)
+  std::string past;      // released: bytes this side sent past the boundary, not relayed
   uint32_t mask = 0;     // what epoll has now
   std::string out;       // bytes for this descriptor that a write did not take
 };
@@ -83,13 +163,18 @@ struct Tunnel {
   int64_t halfSinceMs = 0;   // one side ended at (0: neither)
   const char* endedBy = nullptr;  // "client-eof" or "backend-eof": who ended first
   bool registered = false;  // in the epoll set (the sweep leaves a tunnel still queued alone)
+  bool follow = false;      // its messages are followed both ways (a handoff may hold it)
+  bool releasing = false;   // JavaScript asked for it back: each direction stops at its next boundary
   bool dead = false;
 };
 
 struct Event {
   uint32_t id;
-  const char* reason;
+  const char* reason;  // why it ended, or "released"
   uint64_t up, down;
+  // "released" only: what JavaScript takes over with the two descriptors.
+  std::string owedBackend, owedClient, pastClient, pastBackend;
+  uint32_t flags = 0;  // 1: client stream broken, 2: client sent a close, 4: backend stream broken, 8: backend sent a close
 };
 
 struct Relay {
@@ -102,6 +187,7 @@ struct Relay {
   std::unordered_map<uint32_t, Tunnel*> tunnels;
   std::vector<Tunnel*> addQueue;  // added, registered with epoll by the relay thread
   std::vector<uint32_t> closeQueue;
+  std::vector<uint32_t> releaseQueue;
   bool stopping = false;
   bool joined = false;
   uint32_t nextId = 1;
@@ -110,9 +196,13 @@ struct Relay {
 
 const char* SideName(const Side& s, const char* ifClient, const char* ifBackend) { return s.client ? ifClient : ifBackend; }
 
+void Post(Relay* r, Event* e) {
+  if (napi_call_threadsafe_function(r->tsfn, e, napi_tsfn_nonblocking) != napi_ok) delete e;
+}
+
 void Tell(Relay* r, Tunnel* t, const char* reason) {
   auto* e = new Event{t->id, reason, t->up.load(std::memory_order_relaxed), t->down.load(std::memory_order_relaxed)};
-  if (napi_call_threadsafe_function(r->tsfn, e, napi_tsfn_nonblocking) != napi_ok) delete e;
+  Post(r, e);
 }
 
 void SetMask(Relay* r, Side& s) {
@@ -140,6 +230,60 @@ void Kill(Relay* r, Tunnel* t, const char* reason, bool tell, std::vector<Tunnel
   }
   if (tell) Tell(r, t, reason);
   graveyard.push_back(t);
+}
+
+// Both directions stopped at a boundary: the tunnel goes back to JavaScript with both descriptors
+// (lent: nothing is closed), what each side is still owed and what each sent past its boundary.
+void Release(Relay* r, Tunnel* t, std::vector<Tunnel*>& graveyard) {
+  t->dead = true;
+  for (Side* s : {&t->c, &t->b}) epoll_ctl(r->ep, EPOLL_CTL_DEL, s->fd, nullptr);
+  {
+    std::lock_guard<std::mutex> lock(r->mu);
+    r->tunnels.erase(t->id);
+  }
+  auto* e = new Event{t->id, "released", t->up.load(std::memory_order_relaxed), t->down.load(std::memory_order_relaxed)};
+  e->owedBackend.swap(t->b.out);
+  e->owedClient.swap(t->c.out);
+  e->pastClient.swap(t->c.past);
+  e->pastBackend.swap(t->b.past);
+  e->flags = (t->c.f.broken ? 1u : 0u) | (t->c.f.closeSeen ? 2u : 0u) | (t->b.f.broken ? 4u : 0u) | (t->b.f.closeSeen ? 8u : 0u);
+  Post(r, e);
+  graveyard.push_back(t);
+}
+
+void SetMask(Relay* r, Side& s);
+
+// A releasing tunnel's side whose stream is between two messages (or cannot be followed) is read no
+// more; once both are, the tunnel is released. A tunnel with a side ended is not: it is ending.
+void TryRelease(Relay* r, Tunnel* t, std::vector<Tunnel*>& g) {
+  if (!t->releasing || t->dead || t->halfSinceMs != 0) return;
+  for (Side* s : {&t->c, &t->b}) {
+    if (s->stopped || !(s->f.AtBoundary() || s->f.broken)) continue;
+    s->stopped = true;
+    s->reading = false;
+    SetMask(r, *s);
+  }
+  if (t->c.stopped && t->b.stopped) Release(r, t, g);
+}
+
+bool Send(Side& to, const char* data, size_t n, size_t* wrote);
+
+// A side ended while its tunnel waited to be released: the tunnel is ending, not going back. The
+// stopped sides read again, and what they sent past their boundary is relayed first.
+void AbandonRelease(Relay* r, Tunnel* t) {
+  if (!t->releasing) return;
+  t->releasing = false;
+  for (Side* s : {&t->c, &t->b}) {
+    if (!s->stopped) continue;
+    Side& to = s->client ? t->b : t->c;
+    s->stopped = false;
+    size_t wrote;
+    if (!s->past.empty()) (void)Send(to, s->past.data(), s->past.size(), &wrote);  // a failed write shows as the next event's error
+    s->past.clear();
+    s->reading = !s->eof && to.out.empty();
+    SetMask(r, *s);
+    SetMask(r, to);
+  }
 }
 
 // Writes as much of `data` as `to` takes; keeps the rest in to.out. False on a write error.
@@ -201,6 +345,7 @@ void OnReadable(Relay* r, Side& from, Side& to, std::vector<Tunnel*>& g) {
   }
   int64_t now = NowMs();
   if (n == 0) {
+    AbandonRelease(r, t);
     from.eof = true;
     from.reading = false;
     if (t->endedBy == nullptr) t->endedBy = SideName(from, "client-eof", "backend-eof");
@@ -218,8 +363,21 @@ void OnReadable(Relay* r, Side& from, Side& to, std::vector<Tunnel*>& g) {
   } else {
     t->down.store(t->down.load(std::memory_order_relaxed) + uint64_t(n), std::memory_order_relaxed);
   }
+  size_t relay = size_t(n);
+  if (t->follow) {
+    long at = from.f.Run(reinterpret_cast<const uint8_t*>(r->buf), 0, size_t(n), t->releasing);
+    if (at >= 0) {
+      // Released at this boundary: the rest is JavaScript's to relay (or to hold).
+      relay = size_t(at);
+      from.past.assign(r->buf + at, size_t(n) - size_t(at));
+    }
+  }
   size_t wrote;
-  if (!Send(to, r->buf, size_t(n), &wrote)) return Kill(r, t, SideName(to, "client-error", "backend-error"), true, g);
+  if (relay > 0 && !Send(to, r->buf, relay, &wrote)) return Kill(r, t, SideName(to, "client-error", "backend-error"), true, g);
+  if (t->releasing) {
+    TryRelease(r, t, g);
+    if (t->dead) return;
+  }
   if (!to.out.empty()) {
     NoteClientQueue(t, to, false, now);
     from.reading = false;  // back-pressure: read again once `to` has taken its bytes
@@ -244,7 +402,7 @@ void OnWritable(Relay* r, Side& to, Side& from, std::vector<Tunnel*>& g) {
     Done(r, t, g);
     return;
   }
-  from.reading = true;
+  from.reading = !from.stopped;
   SetMask(r, to);
   SetMask(r, from);
 }
@@ -321,11 +479,13 @@ void Loop(Relay* r) {
         (void)!read(r->wake, &v, sizeof v);
         std::vector<uint32_t> ids;
         std::vector<Tunnel*> added;
+        std::vector<uint32_t> releases;
         bool stop;
         {
           std::lock_guard<std::mutex> lock(r->mu);
           ids.swap(r->closeQueue);
           added.swap(r->addQueue);
+          releases.swap(r->releaseQueue);
           stop = r->stopping;
           if (stop)
             for (auto& [id, t] : r->tunnels) ids.push_back(id);
@@ -342,6 +502,17 @@ void Loop(Relay* r) {
             if (it != r->tunnels.end()) t = it->second;
           }
           if (t) Kill(r, t, "closed", !stop, graveyard);
+        }
+        for (uint32_t id : releases) {
+          Tunnel* t = nullptr;
+          {
+            std::lock_guard<std::mutex> lock(r->mu);
+            auto it = r->tunnels.find(id);
+            if (it != r->tunnels.end()) t = it->second;
+          }
+          if (t == nullptr || !t->follow || stop) continue;
+          t->releasing = true;
+          TryRelease(r, t, graveyard);
         }
         if (stop) {
           for (Tunnel* t : graveyard) delete t;
@@ -368,13 +539,23 @@ void Loop(Relay* r) {
 void CallJs(napi_env env, napi_value cb, void*, void* data) {
   auto* e = static_cast<Event*>(data);
   if (env != nullptr && cb != nullptr) {
-    napi_value argv[4], undef;
+    napi_value argv[9], undef;
+    napi_get_undefined(env, &undef);
     napi_create_uint32(env, e->id, &argv[0]);
     napi_create_string_utf8(env, e->reason, NAPI_AUTO_LENGTH, &argv[1]);
     napi_create_double(env, double(e->up), &argv[2]);
     napi_create_double(env, double(e->down), &argv[3]);
-    napi_get_undefined(env, &undef);
-    napi_call_function(env, undef, cb, 4, argv, nullptr);
+    const std::string* bufs[4] = {&e->owedBackend, &e->owedClient, &e->pastClient, &e->pastBackend};
+    for (int i = 0; i < 4; i++) {
+      if (bufs[i]->empty()) {
+        argv[4 + i] = undef;
+      } else {
+        void* copy;
+        napi_create_buffer_copy(env, bufs[i]->size(), bufs[i]->data(), &copy, &argv[4 + i]);
+      }
+    }
+    napi_create_uint32(env, e->flags, &argv[8]);
+    napi_call_function(env, undef, cb, 9, argv, nullptr);
   }
   delete e;
 }
@@ -415,7 +596,7 @@ void Finalize(napi_env env, void* data, void*) {
   delete r;
 }
 
-// create(tickMs, onEvent(id, reason, up, down)) -> handle
+// create(tickMs, onEvent(id, reason, up, down, owedBackend, owedClient, pastClient, pastBackend, flags)) -> handle
 napi_value Create(napi_env env, napi_callback_info info) {
   size_t argc = 2;
   napi_value argv[2];
@@ -467,23 +648,26 @@ bool BufferArg(napi_env env, napi_value v, std::string& into) {
 
 bool U32Arg(napi_env env, napi_value v, uint32_t* out) { return napi_get_value_uint32(env, v, out) == napi_ok; }
 
-// add(handle, clientFd, backendFd, silenceMs, idleMs, writeTimeoutMs, lingerMs, toBackend, toClient) -> id
-// clientFd is borrowed: the caller keeps it open until this tunnel's `closed` event. backendFd is
-// duplicated: the caller closes its own at once.
+// add(handle, clientFd, backendFd, silenceMs, idleMs, writeTimeoutMs, lingerMs, toBackend, toClient, follow) -> id
+// clientFd is borrowed: the caller keeps it open until this tunnel's `closed` (or `released`)
+// event. backendFd is duplicated (the caller closes its own at once), except with `follow`: then
+// it is borrowed too, the tunnel's messages are followed both ways, and release() hands it back.
 napi_value Add(napi_env env, napi_callback_info info) {
-  size_t argc = 9;
-  napi_value argv[9];
+  size_t argc = 10;
+  napi_value argv[10];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  Relay* r = argc == 9 ? Unwrap(env, argv[0]) : nullptr;
+  Relay* r = argc == 10 ? Unwrap(env, argv[0]) : nullptr;
+  bool follow = false;
   int32_t cfd = -1, bfd = -1;
   Limits lim{};
   std::string toB, toC;
   if (!r || napi_get_value_int32(env, argv[1], &cfd) != napi_ok || napi_get_value_int32(env, argv[2], &bfd) != napi_ok || cfd < 0 || bfd < 0 ||
       !U32Arg(env, argv[3], &lim.silenceMs) || !U32Arg(env, argv[4], &lim.idleMs) || !U32Arg(env, argv[5], &lim.writeTimeoutMs) ||
-      !U32Arg(env, argv[6], &lim.lingerMs) || !BufferArg(env, argv[7], toB) || !BufferArg(env, argv[8], toC))
-    return Throw(env, "add(handle, clientFd, backendFd, silenceMs, idleMs, writeTimeoutMs, lingerMs, toBackend, toClient)");
+      !U32Arg(env, argv[6], &lim.lingerMs) || !BufferArg(env, argv[7], toB) || !BufferArg(env, argv[8], toC) ||
+      napi_get_value_bool(env, argv[9], &follow) != napi_ok)
+    return Throw(env, "add(handle, clientFd, backendFd, silenceMs, idleMs, writeTimeoutMs, lingerMs, toBackend, toClient, follow)");
   if (r->joined) return Throw(env, "relay stopped");
-  int b = fcntl(bfd, F_DUPFD_CLOEXEC, 0);
+  int b = follow ? bfd : fcntl(bfd, F_DUPFD_CLOEXEC, 0);
   if (b < 0) return Throw(env, "cannot duplicate the backend descriptor");
   // Node's sockets are non-blocking already (the client's flag is shared with it); made sure anyway.
   for (int fd : {cfd, b}) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
@@ -494,7 +678,8 @@ napi_value Add(napi_env env, napi_callback_info info) {
   t->c.out = std::move(toC);
   t->b.t = t;
   t->b.fd = b;
-  t->b.owned = true;
+  t->b.owned = !follow;
+  t->follow = follow;
   t->b.out = std::move(toB);
   // A side is read only once the bytes handed over for the other side have been written.
   t->c.reading = t->b.out.empty();
@@ -530,6 +715,31 @@ napi_value CloseTunnel(napi_env env, napi_callback_info info) {
     std::lock_guard<std::mutex> lock(r->mu);
     found = r->tunnels.count(id) > 0;
     if (found) r->closeQueue.push_back(id);
+  }
+  if (found) {
+    uint64_t one = 1;
+    (void)!write(r->wake, &one, sizeof one);
+  }
+  napi_value out;
+  napi_get_boolean(env, found, &out);
+  return out;
+}
+
+// release(handle, id) -> whether the tunnel is open and followed; its `released` event follows once
+// both directions reached a message boundary (or it ends first: then `closed`).
+napi_value ReleaseTunnel(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2];
+  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
+  Relay* r = argc == 2 ? Unwrap(env, argv[0]) : nullptr;
+  uint32_t id;
+  if (!r || !U32Arg(env, argv[1], &id)) return Throw(env, "release(handle, id)");
+  bool found = false;
+  if (!r->joined) {
+    std::lock_guard<std::mutex> lock(r->mu);
+    auto it = r->tunnels.find(id);
+    found = it != r->tunnels.end() && it->second->follow;
+    if (found) r->releaseQueue.push_back(id);
   }
   if (found) {
     uint64_t one = 1;
@@ -609,6 +819,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"create", nullptr, Create, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"add", nullptr, Add, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"close", nullptr, CloseTunnel, nullptr, nullptr, nullptr, napi_default, nullptr},
+      {"release", nullptr, ReleaseTunnel, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"counts", nullptr, Counts, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"size", nullptr, Size, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"stop", nullptr, Stop, nullptr, nullptr, nullptr, napi_default, nullptr},

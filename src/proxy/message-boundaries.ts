@@ -32,6 +32,19 @@ export class MessageBoundaries {
   /** A close frame has begun on this stream: nothing more may follow it (RFC 6455 5.5.1). */
   closeSeen = false;
 
+  /**
+   * Starts again between two messages, as another follower (the native relay's) left the stream:
+   * nothing open, and what it knew of the stream (unfollowable, a close seen).
+   */
+  seed(state: { readonly broken: boolean; readonly closeSeen: boolean }): void {
+    this.headerSeen = 0;
+    this.payloadLeft = 0;
+    this.inMessage = false;
+    this.framesEndsMessage = false;
+    this.broken = state.broken;
+    this.closeSeen = state.closeSeen;
+  }
+
   /** Between two messages: no frame and no data message is open. */
   get atBoundary(): boolean {
     return this.headerSeen === 0 && this.payloadLeft === 0 && !this.inMessage;

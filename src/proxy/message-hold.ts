@@ -26,6 +26,11 @@ export class MessageHold {
   /** `forward`: where a control frame sent while held goes (the backend). */
   constructor(private readonly forward: (frame: Buffer) => void = () => undefined) {}
 
+  /** The stream is between two messages, as another follower (the native relay's) saw it. */
+  seed(state: { readonly broken: boolean; readonly closeSeen: boolean }): void {
+    this.boundaries.seed(state);
+  }
+
   /** Whether the bytes of this stream can still be followed (a length no peer may send gives up). */
   get followable(): boolean {
     return !this.boundaries.broken;

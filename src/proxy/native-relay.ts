@@ -13,10 +13,13 @@ export type RelaySetting = 'auto' | 'native' | 'javascript';
 /** Why a native tunnel ended: a side's FIN (then both ended), a side's error, a limit, or JavaScript's close. */
 export type NativeEnd = 'client-eof' | 'backend-eof' | 'client-error' | 'backend-error' | 'silent' | 'idle' | 'write-timeout' | 'closed';
 
+type OnEvent = (id: number, reason: string, up: number, down: number, owedBackend?: Buffer, owedClient?: Buffer, pastClient?: Buffer, pastBackend?: Buffer, flags?: number) => void;
+
 interface Addon {
-  create(tickMs: number, onEvent: (id: number, reason: string, up: number, down: number) => void): object;
-  add(h: object, clientFd: number, backendFd: number, silenceMs: number, idleMs: number, writeTimeoutMs: number, lingerMs: number, toBackend: Buffer, toClient: Buffer): number;
+  create(tickMs: number, onEvent: OnEvent): object;
+  add(h: object, clientFd: number, backendFd: number, silenceMs: number, idleMs: number, writeTimeoutMs: number, lingerMs: number, toBackend: Buffer, toClient: Buffer, follow: boolean): number;
   close(h: object, id: number): boolean;
+  release(h: object, id: number): boolean;
   counts(h: object, id: number): [number, number] | undefined;
   size(h: object): number;
   stop(h: object): void;
@@ -78,9 +81,26 @@ export function chooseRelay(configured: RelaySetting): RelayChoice & { readonly 
   return { configured, relay: 'javascript', why: l.problem, addon: null };
 }
 
-/** A tunnel the native relay carries: told once, on the JavaScript thread, when it ended. */
+/**
+ * A followed tunnel handed back (release()): both directions stopped between two messages. The
+ * descriptors are JavaScript's again; `owed*` are bytes the relay had not written yet (before the
+ * boundary: they go out first), `past*` what each side sent after its boundary (for JavaScript to
+ * relay, or to hold). The flags say what the relay's followers knew: a stream that cannot be
+ * followed (`broken`) or that carried a close frame.
+ */
+export interface Released {
+  readonly owedBackend: Buffer | null;
+  readonly owedClient: Buffer | null;
+  readonly pastClient: Buffer | null;
+  readonly pastBackend: Buffer | null;
+  readonly client: { readonly broken: boolean; readonly closeSeen: boolean };
+  readonly backend: { readonly broken: boolean; readonly closeSeen: boolean };
+}
+
+/** A tunnel the native relay carries: told once, on the JavaScript thread, when it ended or came back. */
 export interface NativeHost {
   nativeEnded(reason: NativeEnd, up: number, down: number): void;
+  nativeReleased(r: Released): void;
 }
 
 /** What a tunnel hands over: its two sockets, the bytes each side is owed, its limits. */
@@ -91,6 +111,11 @@ export interface Handover {
   readonly toBackend: Buffer | null;
   /** Bytes the client is owed first (the 101 head, frames that came behind it). */
   readonly toClient: Buffer;
+  /**
+   * A tunnel a handoff may hold: its messages are followed both ways, the backend socket is lent
+   * (kept, read-stopped) rather than given up, and release() hands the tunnel back.
+   */
+  readonly follow: boolean;
   readonly silenceMs: number;
   readonly idleMs: number;
   readonly writeTimeoutMs: number;
@@ -98,6 +123,18 @@ export interface Handover {
 }
 
 type HandleSocket = Socket & { _handle?: { fd?: number; reading?: boolean; readStop?: () => number } | null; encrypted?: boolean };
+
+/**
+ * A socket the relay handed back reads again: its handle restarts as Node's own flow control
+ * restarts it (the stream may still count a read as pending, so resume() alone would not).
+ */
+export function readAgain(socket: Socket): void {
+  const h = (socket as HandleSocket)._handle as { reading?: boolean; readStart?: () => number } | null | undefined;
+  if (h && h.reading !== true && typeof h.readStart === 'function') {
+    h.reading = true;
+    h.readStart();
+  }
+}
 
 /** One native thread relaying any number of tunnels for one gateway. */
 export class NativeRelay {
@@ -110,7 +147,20 @@ export class NativeRelay {
     private readonly addon: Addon,
     tickMs: number,
   ) {
-    this.h = addon.create(tickMs, (id, reason, up, down) => this.ended(id, reason as NativeEnd, up, down));
+    this.h = addon.create(tickMs, (id, reason, up, down, owedBackend, owedClient, pastClient, pastBackend, flags = 0) => {
+      if (reason !== 'released') return this.ended(id, reason as NativeEnd, up, down);
+      const host = this.hosts.get(id);
+      if (host === undefined) return;
+      this.hosts.delete(id);
+      host.nativeReleased({
+        owedBackend: owedBackend ?? null,
+        owedClient: owedClient ?? null,
+        pastClient: pastClient ?? null,
+        pastBackend: pastBackend ?? null,
+        client: { broken: (flags & 1) !== 0, closeSeen: (flags & 2) !== 0 },
+        backend: { broken: (flags & 4) !== 0, closeSeen: (flags & 8) !== 0 },
+      });
+    });
   }
 
   /** The sweep period for these limits: a quarter of the shortest, between 10 ms and 1 s. */
@@ -137,18 +187,26 @@ export class NativeRelay {
    * Hands the pair over. The client socket stays open in JavaScript but reads nothing more (its
    * descriptor is the relay's to use until nativeEnded; the listener still counts the
    * connection); whatever it had read and nobody consumed goes to the backend after `toBackend`.
-   * The backend socket is given up: the relay works on a duplicate of its descriptor; the caller
-   * destroys it. Returns the tunnel's id.
+   * The backend socket is given up (the relay works on a duplicate of its descriptor; the caller
+   * destroys it), or with `follow` lent like the client's (the caller keeps it, read-stopped by
+   * returning false from its read callback). Returns the tunnel's id.
    */
   adopt(host: NativeHost, o: Handover): number {
     const c = o.client as HandleSocket;
     const handle = c._handle as { fd: number; reading?: boolean; readStop: () => number };
     const early: Buffer[] = o.toBackend !== null && o.toBackend.length > 0 ? [o.toBackend] : [];
     for (let chunk = o.client.read() as Buffer | null; chunk !== null; chunk = o.client.read() as Buffer | null) early.push(chunk);
-    // As Node's own pause of a socket at its high-water mark: the handle stops reading for good.
+    // As Node's own pause of a socket at its high-water mark: the handle stops reading until
+    // JavaScript reads it again (a release), or for good.
     handle.reading = false;
     handle.readStop();
-    const id = this.addon.add(this.h, handle.fd, (o.backend as HandleSocket)._handle?.fd as number, o.silenceMs, o.idleMs, o.writeTimeoutMs, o.lingerMs, early.length === 1 ? (early[0] as Buffer) : Buffer.concat(early), o.toClient);
+    const bh = (o.backend as HandleSocket)._handle as { fd: number; reading?: boolean; readStop: () => number };
+    if (o.follow) {
+      // Lent too: it must not read what the relay is to relay.
+      bh.reading = false;
+      bh.readStop();
+    }
+    const id = this.addon.add(this.h, handle.fd, bh.fd, o.silenceMs, o.idleMs, o.writeTimeoutMs, o.lingerMs, early.length === 1 ? (early[0] as Buffer) : Buffer.concat(early), o.toClient, o.follow);
     this.hosts.set(id, host);
     return id;
   }
@@ -156,6 +214,14 @@ export class NativeRelay {
   /** Ends a tunnel; its host hears `closed` once the relay let go of the client's descriptor. */
   close(id: number): void {
     if (!this.stopped && !this.addon.close(this.h, id)) this.ended(id, 'closed', 0, 0);
+  }
+
+  /**
+   * Asks for a followed tunnel back: its host hears nativeReleased once both directions reached a
+   * message boundary (or nativeEnded, when it ends first). False: not on the relay, or not followed.
+   */
+  release(id: number): boolean {
+    return !this.stopped && this.addon.release(this.h, id);
   }
 
   counts(id: number): { up: number; down: number } | undefined {

@@ -17,6 +17,11 @@ export interface HoldHost {
   writeUpstream(bytes: Buffer): void;
   /** Ends the socket for the hold: the backend side cut, the client ended; its late bytes still kept. */
   endForHold(): void;
+  /**
+   * Whether the tunnel's bytes are relayed in JavaScript now (true); if not (the native relay
+   * carries it), it is asked back and `run` runs once it is here, between two messages (false).
+   */
+  reclaim?(run: () => void): boolean;
 }
 
 /** A held message inflated alone may not grow past this (the per-socket hold limit is far below). */
@@ -36,6 +41,8 @@ export class TunnelMessages implements TunnelHold {
   /** The client sent a close while held: it is leaving, not to be resumed. */
   private clientClosing = false;
   private readonly closers: (() => void)[] = [];
+  /** A hold asked while the native relay carried the tunnel: begun once it is back. */
+  private pendingHold: (() => void) | null = null;
 
   constructor(private readonly host: HoldHost) {
     // Control frames pass while held: a ping gets its pong, a close completes its handshake.
@@ -85,10 +92,22 @@ export class TunnelMessages implements TunnelHold {
   }
 
   hold(onHeld: () => void, onKept: () => void): boolean {
-    return this.follower.hold(onHeld, onKept);
+    const here = this.host.reclaim?.(() => {
+      const begin = this.pendingHold;
+      this.pendingHold = null;
+      begin?.();
+    });
+    if (here !== false) return this.follower.hold(onHeld, onKept);
+    // Back at a boundary of both streams: the hold begins at once.
+    this.pendingHold = () => {
+      if (this.follower.hold(onHeld, onKept)) onHeld();
+    };
+    return false;
   }
 
   flush(): void {
+    // A rollback before the tunnel came back: no hold is wanted any more.
+    this.pendingHold = null;
     const bytes = this.follower.flush();
     if (bytes !== null && !this.closed) this.host.writeUpstream(bytes);
   }

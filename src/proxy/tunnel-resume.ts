@@ -48,6 +48,11 @@ export class OldStreamEnd {
   private endedAtBoundary = false;
   private waiter: ((atBoundary: boolean) => void) | null = null;
 
+  /** The stream is between two messages, as another follower (the native relay's) saw it. */
+  seed(state: { readonly broken: boolean; readonly closeSeen: boolean }): void {
+    this.boundaries.seed(state);
+  }
+
   /** Follows buf[from, to) of the backend's stream; returns where relaying stops (`to`: all of it). */
   follow(buf: Buffer, from: number, to: number): number {
     if (this.ended) return from;

@@ -44,7 +44,7 @@ import { TunnelMessages, withoutClientContext } from './tunnel-messages.js';
 import { TunnelResume, type ResumeHost } from './tunnel-resume.js';
 import { attachReader, resumeReady, serverCloseFrame } from './resume-handshake.js';
 import { Deadlines, type Expiring } from './deadlines.js';
-import type { NativeEnd, NativeHost, NativeRelay } from './native-relay.js';
+import { readAgain, type NativeEnd, type NativeHost, type NativeRelay, type Released } from './native-relay.js';
 import { Socket as NetSocket } from 'node:net';
 
 export interface UpgradeProxyOptions {
@@ -313,6 +313,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
   private holdClosing: NodeJS.Timeout | null = null;
   /** The native relay's id for this tunnel once it carries it; 0: this relay carries it. */
   private nativeId = 0;
+  /** What waits for the native relay to hand a followed tunnel back (reclaim()). */
+  private reclaimers: (() => void)[] = [];
 
   get backendId(): string {
     return this.backend.id;
@@ -365,7 +367,11 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
     for (let i = 0; i + 1 < owner.length; i += 2) text += `${owner[i] as string}: ${owner[i + 1] as string}\r\n`;
     // An h2 client's stream (RFC 8441) carries the same frames: followed the same way.
     if (this.room !== null && o.followsMessages?.(this.backend.id) === true) {
-      this.messageHold = new TunnelMessages({ writeUpstream: (b) => void (this.upstream.destroyed || this.upstream.write(b)), endForHold: () => this.endForHold() });
+      this.messageHold = new TunnelMessages({
+        writeUpstream: (b) => void (this.upstream.destroyed || this.upstream.write(b)),
+        endForHold: () => this.endForHold(),
+        reclaim: (run) => this.reclaim(run),
+      });
       text += `X-Roomgate-Socket: ${this.messageHold.socketId}\r\n`;
       if (o.resumesOn?.(this.backend.id) === true) {
         const ready = resumeReady(text);
@@ -533,8 +539,11 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
    */
   private handOver(head: Buffer, early: Buffer): boolean {
     const native = this.proxy.native;
-    if (native === null || this.messageHold !== null || this.a.h2 || !native.takes(this.client, this.upstream)) return false;
+    if (native === null || this.a.h2 || !native.takes(this.client, this.upstream)) return false;
     const { o, a } = this;
+    // A tunnel a handoff may hold is followed message by message there too, and handed back
+    // between two messages when its hold is asked (reclaim()); its backend socket is only lent.
+    const follow = this.messageHold !== null;
     this.nativeId = native.adopt(this, {
       client: this.client,
       backend: this.upstream,
@@ -544,9 +553,12 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
       idleMs: o.idleTimeoutMs,
       writeTimeoutMs: o.clientWriteTimeoutMs,
       lingerMs: HALF_CLOSE_LINGER_MS,
+      follow,
     });
     a.opened();
     o.metrics.relayTunnels.inc({ relay: 'native' });
+    // Lent: this read callback returning false stops its reading until the tunnel comes back.
+    if (follow) return true;
     const given = this.upstream;
     delete (given as TunnelSocket)[kTunnel];
     this.upstream = GIVEN_UP;
@@ -561,7 +573,10 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
    */
   nativeEnded(reason: NativeEnd, _up: number, _down: number): void {
     this.nativeId = 0;
+    this.reclaimers = [];
     const { o } = this;
+    // A lent backend socket (a followed tunnel) is closed with the client's; a given-up one is gone already.
+    this.upstream.destroy();
     if (this.state !== 'closed') {
       this.state = 'closed';
       this.forget();
@@ -586,6 +601,52 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
       }
     }
     this.client.destroy();
+  }
+
+  /**
+   * The tunnel's bytes are relayed here: runs nothing and says true; or, on the native relay, asks
+   * for the tunnel back, runs `run` once it is here (between two messages both ways), and says false.
+   */
+  reclaim(run: () => void): boolean {
+    if (this.nativeId === 0) return true;
+    this.reclaimers.push(run);
+    if (this.reclaimers.length === 1) this.proxy.native?.release(this.nativeId);
+    return false;
+  }
+
+  /**
+   * The native relay handed the followed tunnel back: both streams are between two messages. The
+   * followers start from there; the bytes the relay still owed each side go out first; then the
+   * waiting hold begins, and only then are the bytes sent past the boundaries taken: the client's
+   * through the hold (kept), the backend's relayed. From here this relay carries it as one it
+   * opened itself.
+   */
+  nativeReleased(r: Released): void {
+    this.nativeId = 0;
+    const runs = this.reclaimers;
+    this.reclaimers = [];
+    const hold = this.messageHold;
+    if (this.state !== 'open' || hold === null) {
+      this.upstream.destroy();
+      this.client.destroy();
+      return;
+    }
+    hold.follower.seed(r.client);
+    hold.down.seed(r.backend);
+    if (r.owedBackend !== null) this.upstream.write(r.owedBackend);
+    if (r.owedClient !== null) this.client.write(r.owedClient);
+    this.client.on('data', onClientData);
+    this.upstream.on('drain', onUpstreamDrain);
+    this.upstream.on('end', onUpstreamEnd);
+    if (this.o.idleTimeoutMs > 0) this.client.setTimeout(this.o.idleTimeoutMs, onClientIdle);
+    this.proxy.silence.add(this);
+    for (const run of runs) run();
+    if (this.state !== 'open') return;
+    // Reading starts again after this turn: the bytes past the boundaries come first.
+    this.client.resume();
+    readAgain(this.client);
+    if (r.pastClient !== null) onClientData.call(this.client, r.pastClient);
+    if (r.pastBackend === null || this.relayOpen(r.pastBackend, r.pastBackend.length)) readAgain(this.upstream);
   }
 
   /** Any final answer but 101: relayed as one response, then both connections close. */
@@ -732,6 +793,16 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
    */
   endForHold(): void {
     if (this.state === 'closed' || this.holdClosing !== null) return;
+    if (this.nativeId !== 0) {
+      // Back from the native relay first (between two messages), within the same wait.
+      this.holdClosing = setTimeout(onHoldCloseTimeout, HOLD_CLOSE_WAIT_MS, this);
+      this.reclaim(() => {
+        if (this.holdClosing !== null) clearTimeout(this.holdClosing);
+        this.holdClosing = null;
+        this.endForHold();
+      });
+      return;
+    }
     const down = this.messageHold?.down;
     // The backend's own close already went out (its release): the client has its code.
     if (this.state !== 'open' || down === undefined || down.broken || down.ended || down.closeSeen) return this.cutForHold();
@@ -752,6 +823,8 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
    */
   cutForHold(): void {
     if (this.state === 'closed') return;
+    // Still on the native relay (no boundary came in time): both sides cut there.
+    if (this.nativeId !== 0) return this.finish('destroy');
     this.state = 'closed';
     this.clearTimer();
     this.releaseAdmission();

@@ -1,0 +1,175 @@
+// The native relay hands a followed tunnel back between two messages (NativeRelay.release): what a
+// seamless handoff needs of a tunnel it holds. Real sockets, the addon itself, no gateway: the
+// client's and the backend's streams are written frame by frame, split where the case needs, and
+// what each peer received, what the relay handed back, and when, is checked to the byte.
+import { once } from 'node:events';
+import net, { type AddressInfo, type Socket } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chooseRelay, NativeRelay, type NativeEnd, type Released } from '../../src/proxy/native-relay.js';
+
+const WAIT_MS = 5_000;
+
+/** A masked client frame (RFC 6455 5.2): text unless `opcode`; `fin` false for a fragment. */
+function clientFrame(payload: string, o: { opcode?: number; fin?: boolean } = {}): Buffer {
+  const body = Buffer.from(payload);
+  const mask = Buffer.from([1, 2, 3, 4]);
+  const head = body.length < 126 ? Buffer.from([(o.fin === false ? 0 : 0x80) | (o.opcode ?? 1), 0x80 | body.length]) : Buffer.from([(o.fin === false ? 0 : 0x80) | (o.opcode ?? 1), 0x80 | 126, body.length >> 8, body.length & 0xff]);
+  return Buffer.concat([head, mask, Buffer.from(body.map((b, i) => b ^ (mask[i % 4] as number)))]);
+}
+/** An unmasked server frame. */
+function serverFrame(payload: string): Buffer {
+  const body = Buffer.from(payload);
+  return Buffer.concat([Buffer.from([0x81, body.length]), body]);
+}
+
+async function within<T>(p: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${WAIT_MS} ms`)), WAIT_MS)));
+  try {
+    return await Promise.race([p, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Two connected TCP pairs: the client peer and the relay's client side, the relay's backend side and the backend peer. */
+async function pair(server: net.Server): Promise<[Socket, Socket]> {
+  const accepted = once(server, 'connection') as Promise<[Socket]>;
+  const a = net.connect((server.address() as AddressInfo).port, '127.0.0.1');
+  await once(a, 'connect');
+  const [b] = await accepted;
+  return [a, b];
+}
+
+/** Bytes a socket received, and a wait for a length. */
+function received(s: Socket): { bytes: () => Buffer; atLeast: (n: number, what: string) => Promise<void> } {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  const waiters: { n: number; go: () => void }[] = [];
+  s.on('data', (c: Buffer) => {
+    chunks.push(c);
+    total += c.length;
+    for (const w of waiters.filter((x) => total >= x.n)) w.go();
+  });
+  return {
+    bytes: () => Buffer.concat(chunks),
+    atLeast: (n, what) => (total >= n ? Promise.resolve() : within(new Promise<void>((go) => waiters.push({ n, go })), what)),
+  };
+}
+
+const server = net.createServer();
+const open: Socket[] = [];
+let relay: NativeRelay;
+beforeAll(async () => {
+  const choice = chooseRelay('native');
+  relay = new NativeRelay(choice.addon as NonNullable<typeof choice.addon>, 20);
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+});
+afterAll(async () => {
+  relay.stop();
+  for (const s of open) s.destroy();
+  await new Promise<void>((r) => server.close(() => r()));
+});
+
+/** A followed tunnel on the relay: the peers, the relay's sockets (lent), and what the host hears. */
+async function tunnel(): Promise<{ client: Socket; backend: Socket; atBackend: ReturnType<typeof received>; atClient: ReturnType<typeof received>; released: Promise<Released>; ended: Promise<NativeEnd>; id: number }> {
+  const [client, relayClient] = await pair(server);
+  const [relayBackend, backend] = await pair(server);
+  open.push(client, relayClient, relayBackend, backend);
+  for (const s of [client, relayClient, relayBackend, backend]) s.on('error', () => undefined);
+  // The relay's two sockets are lent: read-stopped here (as a tunnel does), kept open until the relay let go.
+  relayClient.pause();
+  relayBackend.pause();
+  let onReleased!: (r: Released) => void;
+  let onEnded!: (e: NativeEnd) => void;
+  const released = new Promise<Released>((r) => (onReleased = r));
+  const ended = new Promise<NativeEnd>((r) => (onEnded = r));
+  const id = relay.adopt(
+    { nativeReleased: onReleased, nativeEnded: (e) => onEnded(e) },
+    { client: relayClient, backend: relayBackend, toBackend: null, toClient: Buffer.alloc(0), silenceMs: 0, idleMs: 0, writeTimeoutMs: 0, lingerMs: 5_000, follow: true },
+  );
+  return { client, backend, atBackend: received(backend), atClient: received(client), released, ended, id };
+}
+
+describe('NativeRelay.release: a followed tunnel handed back between two messages', () => {
+  it('a client message in flight goes through whole; what comes after it is handed back, not relayed', async () => {
+    const t = await tunnel();
+    const a = clientFrame('first message');
+    const b = clientFrame('second message, sent in two parts');
+    const c = clientFrame('after the boundary');
+    t.client.write(Buffer.concat([a, b.subarray(0, 5)]));
+    await t.atBackend.atLeast(a.length + 5, 'the first message and a part of the second relayed');
+    expect(relay.release(t.id)).toBe(true);
+    // The second message ends inside this write; the third follows it in the same chunk.
+    t.client.write(Buffer.concat([b.subarray(5), c]));
+    const r = await within(t.released, 'the release');
+    expect(t.atBackend.bytes()).toEqual(Buffer.concat([a, b]));
+    expect(r.pastClient).toEqual(c);
+    expect(r.pastBackend).toBeNull();
+    expect(r.client).toEqual({ broken: false, closeSeen: false });
+    // Released: the relay reads neither side any more.
+    t.client.write(clientFrame('later'));
+    t.backend.write(serverFrame('later too'));
+    await new Promise((res) => setTimeout(res, 100));
+    expect(t.atBackend.bytes()).toEqual(Buffer.concat([a, b]));
+    expect(t.atClient.bytes().length).toBe(0);
+  });
+
+  it('a fragmented message with a ping between its fragments is at a boundary only after its last fragment', async () => {
+    const t = await tunnel();
+    const part1 = clientFrame('frag-1 ', { fin: false });
+    const ping = clientFrame('', { opcode: 9 });
+    const part2 = clientFrame('frag-2', { opcode: 0, fin: true });
+    const next = clientFrame('next');
+    t.client.write(Buffer.concat([part1, ping]));
+    await t.atBackend.atLeast(part1.length + ping.length, 'the first fragment and the ping');
+    expect(relay.release(t.id)).toBe(true);
+    t.client.write(Buffer.concat([part2, next]));
+    const r = await within(t.released, 'the release');
+    expect(t.atBackend.bytes()).toEqual(Buffer.concat([part1, ping, part2]));
+    expect(r.pastClient).toEqual(next);
+  });
+
+  it("the backend's direction too: its message in flight reaches the client whole, the rest is handed back", async () => {
+    const t = await tunnel();
+    const m = serverFrame('state update one');
+    const n = serverFrame('state update two');
+    t.backend.write(m.subarray(0, 4));
+    await t.atClient.atLeast(4, 'a part of the backend message');
+    expect(relay.release(t.id)).toBe(true);
+    t.backend.write(Buffer.concat([m.subarray(4), n]));
+    const r = await within(t.released, 'the release');
+    expect(t.atClient.bytes()).toEqual(m);
+    expect(r.pastBackend).toEqual(n);
+    expect(r.pastClient).toBeNull();
+  });
+
+  it('a close frame the client sent is remembered; a length no peer may send leaves the stream unfollowable, released at once', async () => {
+    const t = await tunnel();
+    const close = clientFrame('\x03\xe8', { opcode: 8 });
+    // 127: a 64-bit length with its top bit set (RFC 6455 5.2 forbids it).
+    const bad = Buffer.from([0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4]);
+    t.backend.write(serverFrame('x'));
+    t.client.write(close);
+    await t.atBackend.atLeast(close.length, 'the close frame');
+    await t.atClient.atLeast(3, 'the backend frame');
+    t.backend.write(bad);
+    await t.atClient.atLeast(3 + bad.length, 'the bad header relayed');
+    expect(relay.release(t.id)).toBe(true);
+    const r = await within(t.released, 'the release');
+    expect(r.client).toEqual({ broken: false, closeSeen: true });
+    expect(r.backend).toEqual({ broken: true, closeSeen: false });
+  });
+
+  it('a tunnel that ends while its release waits for a boundary is told closed, and a tunnel not followed cannot be released', async () => {
+    const t = await tunnel();
+    t.client.write(clientFrame('never finished').subarray(0, 6));
+    await t.atBackend.atLeast(6, 'a part of a message');
+    expect(relay.release(t.id)).toBe(true);
+    // The client leaves mid-message: the release is abandoned, its FIN passed on, the tunnel ends.
+    t.backend.write(serverFrame('kept'));
+    t.client.destroy();
+    expect(await within(t.ended, 'the end')).toMatch(/^client-(eof|error)$/);
+    expect(relay.release(t.id)).toBe(false);
+  });
+});
