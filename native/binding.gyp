@@ -3,7 +3,8 @@
 # build serves every Node version from 18 on. ROOMGATE_NATIVE_SANITIZE=1 builds it under
 # AddressSanitizer and UBSan (test builds: scripts/build-native.mjs --sanitize).
 {
-  'variables': { 'sanitize%': '0' },
+  # A number: gyp reads -Dsanitize=1 as one (a string '1' would never equal it).
+  'variables': { 'sanitize%': 0 },
   'targets': [
     {
       'target_name': 'roomgate_relay',
@@ -13,7 +14,7 @@
       'cflags_cc!': ['-fno-exceptions', '-std=gnu++17', '-std=gnu++20'],
       'ldflags': ['-pthread'],
       'conditions': [
-        ['sanitize=="1"', {
+        ['sanitize==1', {
           'cflags_cc': ['-fsanitize=address,undefined', '-fno-omit-frame-pointer', '-fno-sanitize-recover=undefined', '-g'],
           'ldflags': ['-fsanitize=address,undefined'],
         }],

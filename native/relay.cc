@@ -322,8 +322,12 @@ void NoteClientQueue(Tunnel* t, Side& to, bool progressed, int64_t now) {
 }
 
 // Both peers ended and every byte was delivered: the tunnel is over.
+// So is one whose backend ended first, once the client has every byte and its FIN: as on the
+// JavaScript relay, the backend's end ends the tunnel, and the client's linger is JavaScript's.
 bool Done(Relay* r, Tunnel* t, std::vector<Tunnel*>& g) {
-  if (!(t->c.eof && t->b.eof && t->c.out.empty() && t->b.out.empty())) return false;
+  bool both = t->c.eof && t->b.eof && t->c.out.empty() && t->b.out.empty();
+  bool backendLeft = t->b.eof && t->c.out.empty() && t->c.shut && t->endedBy != nullptr && std::strcmp(t->endedBy, "backend-eof") == 0;
+  if (!both && !backendLeft) return false;
   Kill(r, t, t->endedBy ? t->endedBy : "client-eof", true, g);
   return true;
 }
@@ -687,17 +691,20 @@ napi_value Add(napi_env env, napi_callback_info info) {
   t->lim = lim;
   t->lastClientMs = t->lastActiveMs = NowMs();
   if (!t->c.out.empty()) t->stallSinceMs = t->lastActiveMs;
+  uint32_t id;
   {
     std::lock_guard<std::mutex> lock(r->mu);
-    t->id = r->nextId++;
+    id = t->id = r->nextId++;
     if (r->nextId == 0) r->nextId = 1;
-    r->tunnels[t->id] = t;
+    r->tunnels[id] = t;
     r->addQueue.push_back(t);
   }
+  // From the wake-up on, the relay thread may end and free the tunnel (a client already gone):
+  // only the id taken under the lock is read after it.
   uint64_t one = 1;
   (void)!write(r->wake, &one, sizeof one);
   napi_value out;
-  napi_create_uint32(env, t->id, &out);
+  napi_create_uint32(env, id, &out);
   return out;
 }
 

@@ -596,6 +596,14 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
         case 'backend-error':
           this.proxy.forwarder.lost(this.a, this.backend, Object.assign(new Error('backend connection failed'), { code: 'ECONNRESET' }));
           break;
+        case 'backend-eof':
+          // The backend ended first: the client has its bytes and a FIN, and HALF_CLOSE_LINGER_MS
+          // to close; its FIN ends it sooner (clientEnded), what it sends meanwhile goes nowhere.
+          this.client.on('data', discard);
+          this.client.resume();
+          readAgain(this.client);
+          setTimeout(destroySocket, HALF_CLOSE_LINGER_MS, this.client).unref();
+          return;
         default:
           break;
       }
@@ -996,6 +1004,8 @@ function onTunnelTimeout(t: UpgradeTunnel): void {
 function onHoldCloseTimeout(t: UpgradeTunnel): void {
   t.cutForHold();
 }
+
+function discard(): void {}
 
 function destroySelf(this: Socket): void {
   this.destroy();
