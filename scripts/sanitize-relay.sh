@@ -19,9 +19,9 @@ fi
 
 addon="$PWD/native/build-sanitize/build/Release/roomgate_relay.node"
 cxx="${CXX:-g++}"
-# The sanitizer flags also through the environment (gyp's make output adds CXXFLAGS and LDFLAGS):
-# native/binding.gyp's condition sanitize=="1" never holds, as gyp turns -Dsanitize=1 into the
-# number 1, so `build-native.mjs --sanitize` alone builds an addon without any sanitizer.
+# The sanitizer flags also through the environment (gyp's make output adds CXXFLAGS and LDFLAGS), so
+# the build is sanitized even should native/binding.gyp's condition not hold (it once compared the
+# number gyp makes of -Dsanitize=1 with a string, and never held).
 san_flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g"
 sanitized() { [ -f "$addon" ] && [[ "$(ldd "$addon")" == *libasan* ]]; }
 CXXFLAGS="$san_flags ${CXXFLAGS:-}" LDFLAGS="-fsanitize=address,undefined ${LDFLAGS:-}" node scripts/build-native.mjs --sanitize --quiet

@@ -1,13 +1,11 @@
 // A divergence the differential fuzz (relay-differential.test.ts) found between the two relays,
-// kept out of the fuzz (which then only ends the client after a backend's FIN) and pinned here:
-// after the backend's FIN (a half-close), what the client still sends
-//   - on the native relay reaches the backend (relay.cc shuts only the client's writing and
-//     keeps relaying client -> backend for the 5 s linger: a true half-close),
-//   - on the JavaScript relay never does: the gateway's backend socket is not allowHalfOpen
-//     (src/proxy/raw-backend-pool.ts connects without it), so Node ends its writing side on the
-//     backend's FIN, and the client's next bytes are written after that end: the backend reads 0.
-// The two relays must agree (one contract, src/proxy/upgrade-proxy.ts); this test fails until
-// they do, whichever of the two is changed.
+// pinned here: after the backend's FIN, what the client still sends. The contract is the
+// JavaScript relay's: the backend's end ends the tunnel (its socket is not allowHalfOpen, so Node
+// ends the gateway's writing side on the backend's FIN); the client gets every byte and a FIN, and
+// a linger to close, and what it sends meanwhile reaches no one. A WebSocket server closes its
+// connection after the close handshake, so nothing the client could still send is for it. The
+// native relay kept relaying client -> backend (a true half-close) until it was made to agree:
+// it now ends the tunnel once the client has its bytes and FIN (native/relay.cc, Done()).
 import { mkdtempSync, rmSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -95,10 +93,10 @@ async function afterBackendFin(relay: 'javascript' | 'native'): Promise<{ backen
 }
 
 describe("after the backend's FIN", () => {
-  it('the client bytes still sent reach the backend on both relays alike', async () => {
+  it('the client bytes still sent reach no one, on both relays alike; the client is told by a FIN', async () => {
     const native = await afterBackendFin('native');
     const js = await afterBackendFin('javascript');
-    expect(native.backendRead).toBe(AFTER_FIN);
+    expect(native).toEqual({ backendRead: 0, clientEnd: 'fin' });
     expect({ javascript: js }, `native: ${JSON.stringify(native)}`).toEqual({ javascript: native });
   });
 });

@@ -1,0 +1,37 @@
+// The native relay under AddressSanitizer and UBSan, in CI (npm run chaos): scripts/sanitize-relay.sh
+// builds the sanitized addon and runs the tunnel contract suite on both relays
+// (test/proxy/tunnel-contract.test.ts), the hand-back between two messages
+// (test/proxy/native-release.test.ts), the add() race and the differential fuzz
+// (test/proxy/relay-differential.test.ts, every scenario) with it and the sanitizer runtimes
+// preloaded; a test that fails, a sanitizer report or a build without the sanitizers make it exit
+// non-zero. A child process: the runtimes must be preloaded into the Node that loads the addon.
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ROOT } from '../support/processes.js';
+
+const LIMIT_MS = 170_000;
+
+describe('the native relay under AddressSanitizer + UBSan', () => {
+  it('the contract suite, the hand-back, the add() race and the differential fuzz pass with no sanitizer report', async () => {
+    // Its own process group: a timeout ends the script and the vitest it started.
+    const files = ['test/proxy/tunnel-contract.test.ts', 'test/proxy/native-release.test.ts', 'test/proxy/relay-add-race.test.ts', 'test/proxy/relay-differential.test.ts'];
+    const child = spawn('bash', [join(ROOT, 'scripts/sanitize-relay.sh'), ...files], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: { ...process.env },
+    });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const timer = setTimeout(() => {
+      if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+    }, LIMIT_MS);
+    const code = await new Promise<number | null>((resolve) => child.once('exit', (c) => resolve(c))).finally(() => clearTimeout(timer));
+    expect(code, `sanitize-relay.sh exited ${code} (null: killed after ${LIMIT_MS} ms):\n${out.slice(-8_000)}`).toBe(0);
+    // vitest colours its summary: read it without the escapes.
+    expect(out.replace(/\x1b\[[0-9;]*m/g, '')).toMatch(new RegExp(`Test Files\\s+${files.length} passed`));
+    expect(out).not.toMatch(/AddressSanitizer|runtime error:/);
+  }, LIMIT_MS + 5_000);
+});
