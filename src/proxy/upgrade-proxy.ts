@@ -2,8 +2,9 @@
 // its UpgradePath, structurally): the handshake rules, admission per backend (asked by the
 // forwarding core once the placement named one), then the handshake replayed on a fresh TCP
 // connection, reads the backend's answer head itself (strict, bounded), and only a complete 101
-// with `Upgrade: websocket` opens a tunnel that from then on only moves bytes (no frame is
-// parsed). Any other answer is relayed as one HTTP response and both connections are closed, so a
+// with `Upgrade: websocket` opens a tunnel that from then on only moves bytes (frames are only
+// followed, header by header, on a tunnel a handoff may hold), here or, for a plain tunnel, on the
+// native relay (native-relay.ts; handed over after the 101, taken back for a hold). Any other answer is relayed as one HTTP response and both connections are closed, so a
 // backend that keeps its connection after a 200 or 404 never receives what the client sends next.
 // Every answer, the 101 included, keeps the rules of every answer a backend gives (src/http/
 // response-rules.ts: header lines, head bytes, what HTTP/2 cannot carry) or is a 502 before any
@@ -85,8 +86,9 @@ export interface UpgradeProxyOptions {
    */
   readonly resumesOn?: (backendId: string) => boolean;
   /**
-   * The native relay (proxy.relay), or null: an open plain tunnel that no handoff can hold is
-   * handed to it after the 101 (src/proxy/native-relay.ts); the rest stay on this relay.
+   * The native relay (proxy.relay), or null: an open plain tunnel is handed to it after the 101
+   * (src/proxy/native-relay.ts), and a followed one taken back when a handoff holds it; TLS and
+   * h2 tunnels stay on this relay.
    */
   readonly nativeRelay?: NativeRelay | null;
 }
@@ -533,9 +535,9 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
   }
 
   /**
-   * The native relay takes the open tunnel when it can (plain on both sides, and no handoff can
-   * hold it: a followed tunnel's messages are this relay's to follow). It writes the 101 and the
-   * early bytes itself; the backend socket is given up, the client's reads nothing more here.
+   * The native relay takes the open tunnel when it can (plain on both sides). It writes the 101
+   * and the early bytes itself; the client's socket reads nothing more here, the backend's is
+   * given up (or, on a followed tunnel, lent: see reclaim()).
    */
   private handOver(head: Buffer, early: Buffer): boolean {
     const native = this.proxy.native;
