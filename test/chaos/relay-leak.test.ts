@@ -5,7 +5,7 @@
 // 100,000 the target names: the process's RSS after GC climbs early on either relay (malloc's
 // arenas filling: on the native relay +15, +13, +6, +3 MB per 50,000 here, on the JavaScript one
 // +42 MB by 50,000, flat after), so the second half of a shorter run still shows the climb. A child process: its
-// descriptor and RSS counts are its own. The small run (3,000) is in npm test (test/bench/relay-leak.test.ts).
+// descriptor and RSS counts are its own.
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';

@@ -2,7 +2,7 @@
 // builds the sanitized addon and runs the tunnel contract suite on both relays
 // (test/proxy/tunnel-contract.test.ts), the hand-back between two messages
 // (test/proxy/native-release.test.ts), the add() race and the differential fuzz
-// (test/proxy/relay-differential.test.ts, every scenario) with it and the sanitizer runtimes
+// (test/proxy/relay-differential.test.ts, 80 seeded scenarios) with it and the sanitizer runtimes
 // preloaded; a test that fails, a sanitizer report or a build without the sanitizers make it exit
 // non-zero. A child process: the runtimes must be preloaded into the Node that loads the addon.
 import { spawn } from 'node:child_process';
@@ -21,7 +21,7 @@ describe('the native relay under AddressSanitizer + UBSan', () => {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
-      env: { ...process.env },
+      env: { ...process.env, ROOMGATE_DIFF_SCENARIOS: '80' },
     });
     let out = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
