@@ -53,6 +53,8 @@ export interface ProxyContext {
   readonly roomgateConfig?: Record<string, unknown>;
   /** The same for the target roomgate-b (--roomgate-config-b). */
   readonly roomgateConfigB?: Record<string, unknown>;
+  /** Another build's dist/src/main.js for this roomgate (a before/after in one run); default ROOMGATE_MAIN. */
+  readonly roomgateMain?: string;
   /** --tls: every proxy terminates TLS with this certificate (pem: certificate and key, for HAProxy). */
   readonly tls?: { readonly cert: string; readonly key: string; readonly pem: string } | undefined;
   /** With tls: nginx and HAProxy offer h2 by ALPN too (roomgate does by default). */
@@ -216,7 +218,7 @@ function startRoomgate(dir: string, port: number, ctx: ProxyContext): Proc {
   const nodeArgs = roomgateNodeArgs();
   // BENCH_ROOMGATE_START_ARGS="--workers 2 --balance primary": more arguments for `roomgate start`.
   const startArgs = (process.env.BENCH_ROOMGATE_START_ARGS ?? '').split(' ').filter(Boolean);
-  return startProc('roomgate', process.execPath, [...nodeArgs, ROOMGATE_MAIN, 'start', '--config', file, ...startArgs], {
+  return startProc('roomgate', process.execPath, [...nodeArgs, ctx.roomgateMain ?? ROOMGATE_MAIN, 'start', '--config', file, ...startArgs], {
     cpu: ctx.cpu,
     cwd: dir,
     // A clean environment: no ROOMGATE_* or REDIS_* of the caller's leaks in.

@@ -48,7 +48,7 @@ function args(): Options & { rounds: number; out: string; proxyCpu: string; load
       'idle-duration': { type: 'string', default: '30' },
       warmup: { type: 'string', default: '2' },
       'idle-settle': { type: 'string', default: '1' },
-      relays: { type: 'string', default: RELAYS.join(',') },
+      relays: { type: 'string', default: RELAYS.filter((r) => r !== 'roomgate-before').join(',') },
       'ping-ms': { type: 'string', default: '30000' },
       'proxy-cpu': { type: 'string', default: '0' },
       'load-cpu': { type: 'string', default: '1' },

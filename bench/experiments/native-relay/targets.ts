@@ -9,8 +9,12 @@ import { join } from 'node:path';
 import { freePort, startProc, stopProc, waitLine } from '../../suite/procs.js';
 import { startTarget, type BackendAddr } from '../../suite/proxies.js';
 
-/** roomgate runs its native relay when built (proxy.relay: auto); roomgate-js is the same build with proxy.relay: javascript. */
-export const RELAYS = ['nginx', 'js', 'native', 'roomgate', 'roomgate-js'] as const;
+/**
+ * roomgate runs its native relay when built (proxy.relay: auto); roomgate-js is the same build with
+ * proxy.relay: javascript; roomgate-before is another build (BENCH_ROOMGATE_MAIN_B=its
+ * dist/src/main.js, its own native/ beside it), for a before/after in one run.
+ */
+export const RELAYS = ['nginx', 'js', 'native', 'roomgate', 'roomgate-js', 'roomgate-before'] as const;
 export type Relay = (typeof RELAYS)[number];
 
 export interface RunningRelay {
@@ -33,11 +37,13 @@ export interface RelayContext {
 }
 
 export async function startRelay(name: Relay, ctx: RelayContext): Promise<RunningRelay> {
-  if (name === 'nginx' || name === 'roomgate' || name === 'roomgate-js') {
+  if (name === 'nginx' || name === 'roomgate' || name === 'roomgate-js' || name === 'roomgate-before') {
     // roomgate: the plain cookie the others hash; the secret only satisfies the start (no signed cookie is read).
     const roomgateConfig = { cookie: { name: 'room', signed: false }, ...(name === 'roomgate-js' ? { proxy: { relay: 'javascript' } } : {}) };
     const target = name === 'nginx' ? 'nginx' : 'roomgate';
-    const run = await startTarget(target, { backends: ctx.backends, cpu: ctx.cpu, secret: target === 'roomgate' ? 'bench-native-relay-secret-0123456789' : '', nofile: ctx.nofile, roomgateConfig });
+    const before = name === 'roomgate-before' ? process.env.BENCH_ROOMGATE_MAIN_B : undefined;
+    if (name === 'roomgate-before' && !before) throw new Error('roomgate-before: set BENCH_ROOMGATE_MAIN_B to the other build\'s dist/src/main.js');
+    const run = await startTarget(target, { backends: ctx.backends, cpu: ctx.cpu, secret: target === 'roomgate' ? 'bench-native-relay-secret-0123456789' : '', nofile: ctx.nofile, roomgateConfig, ...(before ? { roomgateMain: before } : {}) });
     return { name, port: run.port!, pid: run.pid!, logTail: (n) => run.logTail(n), stop: () => run.stop() };
   }
   const port = await freePort();
