@@ -66,7 +66,7 @@ class LongFilesFirst extends BaseSequencer {
 // counts the whole process's descriptors (the native relay prototype's: a descriptor another
 // file's leftover closes or opens meanwhile, or the worker's connection to the run's Chromium,
 // moved its count in a CI run).
-export const ISOLATED = ['test/cache/page-cache-clock.test.ts', 'test/runtime/rebalance.test.ts', 'test/control/drain-token.test.ts', 'test/bench/native-relay.test.ts', 'test/chaos/*.test.ts'];
+export const ISOLATED = ['test/cache/page-cache-clock.test.ts', 'test/runtime/rebalance.test.ts', 'test/control/drain-token.test.ts', 'test/chaos/*.test.ts'];
 
 const excluded = process.env.ROOMGATE_CHAOS === '1' ? configDefaults.exclude : [...configDefaults.exclude, ...CHAOS_ONLY];
 

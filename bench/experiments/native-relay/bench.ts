@@ -21,7 +21,7 @@ import { loadAvg1 } from '../../suite/cpu.js';
 import { LoadGen } from '../../suite/driver.js';
 import { cleanupAll, startProc, waitLine } from '../../suite/procs.js';
 import { ROOT, ensureTools, versions, type BackendAddr } from '../../suite/proxies.js';
-import { buildAddon } from './binding.js';
+import { chooseRelay } from '../../../src/proxy/native-relay.js';
 import { measure, type Measured, type Options } from './measure.js';
 import { report } from './report.js';
 import { RELAYS, startRelay, type Relay } from './targets.js';
@@ -102,7 +102,8 @@ async function startBackends(cpu: string): Promise<(BackendAddr & { pid: number 
 async function main(): Promise<void> {
   const a = args();
   ensureTools(['taskset', 'nginx'], log);
-  buildAddon();
+  // The relay `npm ci` built (native/relay.cc): refuses to run, saying why, when it is not there.
+  chooseRelay('native');
   // Sized as the suite sizes its idle run: the open-files limit minus roomgate's reserve, halved
   // (each relayed socket holds a client and a backend descriptor in the relay).
   const nofile = openFilesLimit();

@@ -2,7 +2,8 @@
  * The two relays the native-relay bench compares with nginx. One process, one core, the same front
  * for both (read the upgrade request head, pick the backend from the `room` cookie as nginx's
  * hash does, connect), then the tunnel: `--mode js` pipes the two sockets both ways in JavaScript,
- * `--mode native` hands them to the native relay (binding.ts), head included.
+ * `--mode native` hands them to roomgate's native relay (src/proxy/native-relay.ts, native/relay.cc:
+ * the addon `npm ci` builds), head included, with nothing of roomgate around it: the floor.
  *
  *   node dist/bench/experiments/native-relay/relay-server.js --mode js|native --backends 4001,4002,4003
  *        [--port 0] [--silence-ms 0]
@@ -12,7 +13,7 @@
  */
 import net, { type Socket } from 'node:net';
 import { parseArgs } from 'node:util';
-import { NativeRelay } from './binding.js';
+import { chooseRelay, NativeRelay } from '../../../src/proxy/native-relay.js';
 
 const { values } = parseArgs({
   options: {
@@ -29,8 +30,8 @@ if (ports.length === 0 || ports.some((p) => !Number.isInteger(p))) throw new Err
 const silenceMs = Number(values['silence-ms']);
 const MAX_HEAD = 16 * 1024;
 
-// A silent tunnel is closed, as roomgate's silence timeout would.
-const relay = mode === 'native' ? new NativeRelay((e) => void (e.kind === 'silent' && relay?.close(e.id))) : null;
+// The relay closes a silent tunnel itself (silenceMs), as roomgate's does.
+const relay = mode === 'native' ? new NativeRelay(chooseRelay('native').addon!, 1_000) : null;
 
 /** FNV-1a of the room: any fixed mapping keeps a room's sockets on one backend. */
 function backendFor(head: string): number {
@@ -46,7 +47,9 @@ function tunnel(client: Socket, first: Buffer): void {
   backend.once('connect', () => {
     if (client.destroyed) return void backend.destroy();
     if (relay) {
-      relay.adopt(client, backend, { toBackend: first, silenceMs });
+      // The client's descriptor is lent until the relay ends the tunnel; the backend's is given up.
+      relay.adopt({ nativeEnded: () => client.destroy(), nativeReleased: () => client.destroy() }, { client, backend, toBackend: first, toClient: Buffer.alloc(0), silenceMs, idleMs: 0, writeTimeoutMs: 0, lingerMs: 5_000, follow: false });
+      backend.destroy();
       return;
     }
     backend.write(first);

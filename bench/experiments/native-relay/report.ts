@@ -77,7 +77,7 @@ export function report(rs: readonly Result[], meta: ReportMeta): string {
     '',
     `- runs: ${rs.length}, failed: ${rs.filter((r) => !r.ok).length}; sockets that failed to open: ${fmt(sum('failed'))}; closed in a window: ${fmt(sum('closed'))}; rooms split: ${fmt(sum('splits'))}`,
     `- load average at each run's start: median ${fmt(median(all.map((m) => m.load1)))}; load core busy: median ${fmt(100 * median(all.map((m) => m.loadCoreBusy)))} %`,
-    `- native relay: silence time 75 s (swept once a second), fixed 64 KB buffer, one thread; JavaScript relay: socket.pipe both ways; both read the request head and hash the room cookie in JavaScript; roomgate: as bench/suite starts it (its node flags, admission off), routing on the same plain cookie (cookie.signed false)`,
+    `- native relay: roomgate's (native/relay.cc) in a bare server, silence time 75 s (swept once a second), fixed 64 KB buffer, one thread; JavaScript relay: socket.pipe both ways; both read the request head and hash the room cookie in JavaScript; roomgate: as bench/suite starts it (its node flags, admission off), routing on the same plain cookie (cookie.signed false)`,
     `- ${Object.entries(meta.versions).map(([k, v]) => `${k} ${v}`).join('; ')}`,
     ...rs.filter((r) => !r.ok).map((r) => `- FAILED round ${r.round} ${r.workload} ${r.relay}: ${r.error}`),
   ];
