@@ -57,7 +57,7 @@ export function report(rs: readonly Result[], meta: ReportMeta): string {
   const all = rs.filter((r) => r.ok).map((r) => r.m!);
   const sum = (f: Field): number => all.reduce((s, m) => s + m[f], 0);
   const out = [
-    `# Native relay prototype: nginx, a JavaScript relay, the native relay and roomgate (${meta.startedAt} to ${meta.finishedAt})`,
+    `# Native relay: nginx, a JavaScript relay, the native relay and roomgate (${meta.startedAt} to ${meta.finishedAt})`,
     '',
     `${o.rounds} rounds; in each, every relay started fresh per workload (order rotated per round), pinned alone to CPU ${o.proxyCpu}; ` +
       `3 bench backends, the load generator and this process on CPU ${o.loadCpu}. Cells: median over rounds (min–max). ` +
