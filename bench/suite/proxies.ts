@@ -215,7 +215,8 @@ function startRoomgate(dir: string, port: number, ctx: ProxyContext): Proc {
   };
   const file = join(dir, 'roomgate.yaml');
   writeFileSync(file, JSON.stringify(merge(config, ctx.roomgateConfig ?? {}), null, 2));
-  const nodeArgs = roomgateNodeArgs();
+  // BENCH_ROOMGATE_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof": more node flags (a profile of a run).
+  const nodeArgs = [...roomgateNodeArgs(), ...(process.env.BENCH_ROOMGATE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   // BENCH_ROOMGATE_START_ARGS="--workers 2 --balance primary": more arguments for `roomgate start`.
   const startArgs = (process.env.BENCH_ROOMGATE_START_ARGS ?? '').split(' ').filter(Boolean);
   return startProc('roomgate', process.execPath, [...nodeArgs, ctx.roomgateMain ?? ROOMGATE_MAIN, 'start', '--config', file, ...startArgs], {
