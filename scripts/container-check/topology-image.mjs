@@ -35,9 +35,10 @@ export async function imageAlone(ctx) {
       info(`log:\n${(await logs(name)).replace(/^/gm, '       | ')}`);
       return;
     }
-    // The native stage's relay is in the image and the gateway runs it (the start log says which).
-    const started = await logs(name);
-    check('image: the gateway runs the native relay', started.includes('"relay":"native"'), undefined, `no "relay":"native" in the start log:\n${started.split('\n').slice(-8).join('\n')}`);
+    // The native stage's relay is in the image and the gateway runs it: /status says which (asked
+    // inside the container, on the admin port's loopback address).
+    const relay = await podman(['exec', name, 'node', '-e', "fetch('http://127.0.0.1:9090/status').then((r) => r.json()).then((s) => console.log(JSON.stringify(s.relay ?? null)), (e) => console.log(String(e)))"], { timeoutMs: 15_000 });
+    check('image: the gateway runs the native relay', relay.stdout.includes('"relay":"native"'), undefined, `/status relay: ${relay.stdout} ${relay.stderr}`);
     const page = await roomPage(`http://127.0.0.1:${port}`, 'lobby');
     check('image: a room page is answered by a demo backend inside', page.status === 200 && !!page.backend, `backend ${page.backend}`, JSON.stringify(page));
     const uid = await podman(['exec', name, 'id', '-u'], { timeoutMs: 15_000 });
