@@ -4,7 +4,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 // The long fault scenarios (sticky placements through kills, cuts and a Redis restart, a process
 // killed under load, a reconnect storm of 3,000 sockets, djust-faithful pages through a rolling restart, per-tab rooms in Chromium through a kill, a move and a drain, Redis failover, network faults, hostile clients, the one-minute soak, the native relay under ASan/UBSan and through 100,000 tunnels) are `npm run chaos`'s: it sets ROOMGATE_CHAOS=1 and runs them, and
 // .ci/run runs them after `npm test`, which keeps the unit and integration suite within its time.
-export const CHAOS_ONLY = ['test/chaos/placement.test.ts', 'test/chaos/soak.test.ts', 'test/chaos/redis-ha.test.ts', 'test/chaos/hostile-clients.test.ts', 'test/chaos/network-faults.test.ts', 'test/chaos/gateway-death.test.ts', 'test/chaos/handoff-rolling-restart.test.ts', 'test/chaos/handoff-failures.test.ts', 'test/chaos/reconnect-storm.test.ts', 'test/chaos/handoff-races.test.ts', 'test/chaos/djust-handoff.test.ts', 'test/chaos/per-tab-rooms.test.ts', 'test/chaos/relay-sanitized.test.ts', 'test/chaos/relay-leak.test.ts'];
+export const CHAOS_ONLY = ['test/chaos/placement.test.ts', 'test/chaos/soak.test.ts', 'test/chaos/redis-ha.test.ts', 'test/chaos/hostile-clients.test.ts', 'test/chaos/network-faults.test.ts', 'test/chaos/gateway-death.test.ts', 'test/chaos/handoff-rolling-restart.test.ts', 'test/chaos/handoff-failures.test.ts', 'test/chaos/reconnect-storm.test.ts', 'test/chaos/handoff-races.test.ts', 'test/chaos/djust-handoff.test.ts', 'test/chaos/per-tab-rooms.test.ts', 'test/chaos/relay-sanitized.test.ts', 'test/chaos/relay-leak.test.ts',
+  // Runs under the sanitizers in the chaos run (relay-sanitized): it keeps both cores busy on purpose.
+  'test/proxy/relay-add-race.test.ts'];
 
 // The files that take longest (about 15 s and more each on this 2-core machine), longest first.
 // Started first, they overlap the many short files; started last (vitest's order from a clean
