@@ -200,6 +200,19 @@ void Post(Relay* r, Event* e) {
   if (napi_call_threadsafe_function(r->tsfn, e, napi_tsfn_nonblocking) != napi_ok) delete e;
 }
 
+// Wakes the relay thread: something was queued for it (a tunnel, a close, a release) or it is to stop.
+void Wake(Relay* r) {
+  uint64_t one = 1;
+  (void)!write(r->wake, &one, sizeof one);
+}
+
+// The open tunnel with this id, or null. Relay thread: the pointer stays valid until it frees it.
+Tunnel* Find(Relay* r, uint32_t id) {
+  std::lock_guard<std::mutex> lock(r->mu);
+  auto it = r->tunnels.find(id);
+  return it == r->tunnels.end() ? nullptr : it->second;
+}
+
 void Tell(Relay* r, Tunnel* t, const char* reason) {
   auto* e = new Event{t->id, reason, t->up.load(std::memory_order_relaxed), t->down.load(std::memory_order_relaxed)};
   Post(r, e);
@@ -499,21 +512,11 @@ void Loop(Relay* r) {
         if (!stop)
           for (Tunnel* t : added) Register(r, t, graveyard);
         for (uint32_t id : ids) {
-          Tunnel* t = nullptr;
-          {
-            std::lock_guard<std::mutex> lock(r->mu);
-            auto it = r->tunnels.find(id);
-            if (it != r->tunnels.end()) t = it->second;
-          }
+          Tunnel* t = Find(r, id);
           if (t) Kill(r, t, "closed", !stop, graveyard);
         }
         for (uint32_t id : releases) {
-          Tunnel* t = nullptr;
-          {
-            std::lock_guard<std::mutex> lock(r->mu);
-            auto it = r->tunnels.find(id);
-            if (it != r->tunnels.end()) t = it->second;
-          }
+          Tunnel* t = Find(r, id);
           if (t == nullptr || !t->follow || stop) continue;
           t->releasing = true;
           TryRelease(r, t, graveyard);
@@ -570,8 +573,7 @@ void StopThread(Relay* r) {
     std::lock_guard<std::mutex> lock(r->mu);
     r->stopping = true;
   }
-  uint64_t one = 1;
-  (void)!write(r->wake, &one, sizeof one);
+  Wake(r);
   r->thread.join();
   r->joined = true;
   close(r->ep);
@@ -701,61 +703,41 @@ napi_value Add(napi_env env, napi_callback_info info) {
   }
   // From the wake-up on, the relay thread may end and free the tunnel (a client already gone):
   // only the id taken under the lock is read after it.
-  uint64_t one = 1;
-  (void)!write(r->wake, &one, sizeof one);
+  Wake(r);
   napi_value out;
   napi_create_uint32(env, id, &out);
   return out;
 }
 
-// close(handle, id) -> whether the tunnel was open; its `closed` event (reason "closed") follows,
-// after which the client descriptor may be closed.
-napi_value CloseTunnel(napi_env env, napi_callback_info info) {
+// Queues `id` on one of the relay thread's queues (closes, releases) when it is an open tunnel
+// (and, with `followedOnly`, a followed one), and wakes the thread. Whether it was queued.
+napi_value QueueOp(napi_env env, napi_callback_info info, const char* usage, std::vector<uint32_t> Relay::*queue, bool followedOnly) {
   size_t argc = 2;
   napi_value argv[2];
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
   Relay* r = argc == 2 ? Unwrap(env, argv[0]) : nullptr;
   uint32_t id;
-  if (!r || !U32Arg(env, argv[1], &id)) return Throw(env, "close(handle, id)");
+  if (!r || !U32Arg(env, argv[1], &id)) return Throw(env, usage);
   bool found = false;
   if (!r->joined) {
     std::lock_guard<std::mutex> lock(r->mu);
-    found = r->tunnels.count(id) > 0;
-    if (found) r->closeQueue.push_back(id);
+    auto it = r->tunnels.find(id);
+    found = it != r->tunnels.end() && (!followedOnly || it->second->follow);
+    if (found) (r->*queue).push_back(id);
   }
-  if (found) {
-    uint64_t one = 1;
-    (void)!write(r->wake, &one, sizeof one);
-  }
+  if (found) Wake(r);
   napi_value out;
   napi_get_boolean(env, found, &out);
   return out;
 }
 
+// close(handle, id) -> whether the tunnel was open; its `closed` event (reason "closed") follows,
+// after which the client descriptor may be closed.
+napi_value CloseTunnel(napi_env env, napi_callback_info info) { return QueueOp(env, info, "close(handle, id)", &Relay::closeQueue, false); }
+
 // release(handle, id) -> whether the tunnel is open and followed; its `released` event follows once
 // both directions reached a message boundary (or it ends first: then `closed`).
-napi_value ReleaseTunnel(napi_env env, napi_callback_info info) {
-  size_t argc = 2;
-  napi_value argv[2];
-  napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
-  Relay* r = argc == 2 ? Unwrap(env, argv[0]) : nullptr;
-  uint32_t id;
-  if (!r || !U32Arg(env, argv[1], &id)) return Throw(env, "release(handle, id)");
-  bool found = false;
-  if (!r->joined) {
-    std::lock_guard<std::mutex> lock(r->mu);
-    auto it = r->tunnels.find(id);
-    found = it != r->tunnels.end() && it->second->follow;
-    if (found) r->releaseQueue.push_back(id);
-  }
-  if (found) {
-    uint64_t one = 1;
-    (void)!write(r->wake, &one, sizeof one);
-  }
-  napi_value out;
-  napi_get_boolean(env, found, &out);
-  return out;
-}
+napi_value ReleaseTunnel(napi_env env, napi_callback_info info) { return QueueOp(env, info, "release(handle, id)", &Relay::releaseQueue, true); }
 
 // counts(handle, id) -> [up, down] (client to backend, backend to client) or undefined once closed
 napi_value Counts(napi_env env, napi_callback_info info) {

@@ -23,7 +23,7 @@ import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
-import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { bounded, startInProcessGateway } from '../support/in-process-gateway.js';
 
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 const handshake = (n: number): string =>
@@ -57,12 +57,6 @@ beforeAll(async () => {
   const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
   gw = await startInProcessGateway(dir, url, { health: { path: null }, proxy: { relay: 'native', websocketPaths: ['/ws/'] }, admission: { maxInflightUpgrades: 0, upgradesPerSecond: 0 } });
 });
-
-/** `p`, or a warning after `ms` (the stop of a gateway whose relay lost its tunnels may not end). */
-async function bounded(p: Promise<unknown>, ms: number, what: string): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(() => (console.warn(`${what}: not within ${ms} ms`), resolve()), ms)))]).finally(() => clearTimeout(timer));
-}
 
 afterAll(async () => {
   for (const c of clients) c.destroy();

@@ -6,13 +6,9 @@
 // connection after the close handshake, so nothing the client could still send is for it. The
 // native relay kept relaying client -> backend (a true half-close) until it was made to agree:
 // it now ends the tunnel once the client has its bytes and FIN (native/relay.cc, Done()).
-import { mkdtempSync, rmSync } from 'node:fs';
-import net, { type AddressInfo, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Gateway } from '../../src/gateway.js';
-import { startInProcessGateway } from '../support/in-process-gateway.js';
+import net, { type Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { bothRelaysFor } from '../support/in-process-gateway.js';
 
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 const handshake = (path: string): string =>
@@ -36,24 +32,8 @@ const backend = net.createServer({ allowHalfOpen: true }, (socket) => {
   };
   socket.on('data', onData);
 });
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-relay-fin-'));
-const gw = {} as Record<'javascript' | 'native', Gateway>;
 const clients = new Set<Socket>();
-
-beforeAll(async () => {
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
-  const start = (relay: 'javascript' | 'native'): Promise<Gateway> => startInProcessGateway(dir, url, { health: { path: null }, proxy: { relay, websocketPaths: ['/ws/'] } });
-  [gw.javascript, gw.native] = await Promise.all([start('javascript'), start('native')]);
-});
-
-afterAll(async () => {
-  for (const c of clients) c.destroy();
-  for (const s of backendSockets) s.destroy();
-  await Promise.all(Object.values(gw).map((g) => g?.stop()));
-  await new Promise<void>((resolve) => backend.close(() => resolve()));
-  rmSync(dir, { recursive: true, force: true });
-});
+const gw = bothRelaysFor(backend, backendSockets, clients);
 
 function within<T>(p: Promise<T>, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

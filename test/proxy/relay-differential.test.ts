@@ -15,13 +15,10 @@
 // loaded machine, found the use-after-free in add() that test/proxy/relay-add-race.test.ts pins:
 // a tunnel left open on the native gateway after the scenario.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import net, { type AddressInfo, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import net, { type Socket } from 'node:net';
+import { describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
-import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { bothRelaysFor } from '../support/in-process-gateway.js';
 
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 const handshake = (path: string): string =>
@@ -218,30 +215,9 @@ const backend = net.createServer({ allowHalfOpen: true }, (socket) => {
   socket.on('data', onData);
 });
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-relay-diff-'));
-const gw = {} as Record<'javascript' | 'native', Gateway>;
 const clients = new Set<Socket>();
+const gw = bothRelaysFor(backend, backendSockets, clients);
 
-beforeAll(async () => {
-  await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
-  const start = (relay: 'javascript' | 'native'): Promise<Gateway> => startInProcessGateway(dir, url, { health: { path: null }, proxy: { relay, websocketPaths: ['/ws/'] } });
-  [gw.javascript, gw.native] = await Promise.all([start('javascript'), start('native')]);
-});
-
-/** `p`, or a warning after `ms`: a gateway whose native relay lost a tunnel does not finish stopping (relay-add-race.test.ts). */
-async function bounded(p: Promise<unknown>, ms: number, what: string): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(() => (console.warn(`${what}: not within ${ms} ms`), resolve()), ms)))]).finally(() => clearTimeout(timer));
-}
-
-afterAll(async () => {
-  for (const c of clients) c.destroy();
-  for (const s of backendSockets) s.destroy();
-  await bounded(Promise.all(Object.values(gw).map((g) => g?.stop())), 8_000, 'the gateways stopping');
-  await bounded(new Promise<void>((resolve) => backend.close(() => resolve())), 4_000, 'the backend closing');
-  rmSync(dir, { recursive: true, force: true });
-}, 15_000);
 
 /** Writes `sizes` of fresh seeded bytes on `p`, a few at a time between event-loop turns. */
 async function send(p: Peer, r: ReturnType<typeof prng>, sizes: Writes): Promise<void> {

@@ -127,6 +127,18 @@ function client(gw: Gateway, path: string, behind: Buffer | string = ''): Socket
   return c;
 }
 
+/** An open tunnel through `gw`: the client and the backend's connection, each read whole, the 101 read. */
+async function opened(gw: Gateway): Promise<{ c: Socket; got: ReturnType<typeof collect>; b: Socket; atBackend: ReturnType<typeof collect> }> {
+  const { path, upstream } = route();
+  const c = client(gw, path);
+  const got = collect(c);
+  const { socket: b } = await within(upstream, 'the handshake');
+  const atBackend = collect(b);
+  b.resume();
+  await got.until(ANSWER_101.length, 'the 101');
+  return { c, got, b, atBackend };
+}
+
 async function live(gw: Gateway): Promise<number> {
   return (await gw.metrics.liveSockets.get()).values.reduce((n, v) => n + v.value, 0);
 }
@@ -199,13 +211,7 @@ describe.each(RELAYS)('on the %s relay', (relay) => {
 
   it("a client's FIN reaches the backend after its bytes; the backend may still answer; its FIN then ends the tunnel", async () => {
     const gw = await gateway(relay);
-    const { path, upstream } = route();
-    const c = client(gw, path);
-    const got = collect(c);
-    const { socket: b } = await within(upstream, 'the handshake');
-    const atBackend = collect(b);
-    b.resume();
-    await got.until(ANSWER_101.length, 'the 101');
+    const { c, got, b, atBackend } = await opened(gw);
     c.end('last words');
     await within(atBackend.ended, "the client's FIN at the backend");
     expect(atBackend.bytes().toString()).toBe('last words');
@@ -218,13 +224,7 @@ describe.each(RELAYS)('on the %s relay', (relay) => {
 
   it("a backend's FIN reaches the client after its bytes; the client's FIN then ends the tunnel", async () => {
     const gw = await gateway(relay);
-    const { path, upstream } = route();
-    const c = client(gw, path);
-    const got = collect(c);
-    const { socket: b } = await within(upstream, 'the handshake');
-    const atBackend = collect(b);
-    b.resume();
-    await got.until(ANSWER_101.length, 'the 101');
+    const { c, got, b, atBackend } = await opened(gw);
     b.end('bye');
     await within(got.ended, "the backend's FIN at the client");
     expect(got.bytes().toString('latin1').endsWith('bye')).toBe(true);
@@ -236,13 +236,7 @@ describe.each(RELAYS)('on the %s relay', (relay) => {
 
   it('a half-closed tunnel whose other side never ends is cut after the linger (5 s)', async () => {
     const gw = await gateway(relay);
-    const { path, upstream } = route();
-    const c = client(gw, path);
-    const got = collect(c);
-    const { socket: b } = await within(upstream, 'the handshake');
-    const atBackend = collect(b);
-    b.resume();
-    await got.until(ANSWER_101.length, 'the 101');
+    const { c, got, b, atBackend } = await opened(gw);
     c.end();
     await within(atBackend.ended, "the client's FIN at the backend");
     b.write('still here');
@@ -253,13 +247,7 @@ describe.each(RELAYS)('on the %s relay', (relay) => {
   it("a backend's reset closes the client; a client's reset closes the backend", async () => {
     const gw = await gateway(relay);
     for (const who of ['backend', 'client'] as const) {
-      const { path, upstream } = route();
-      const c = client(gw, path);
-      const got = collect(c);
-      const { socket: b } = await within(upstream, 'the handshake');
-      const atBackend = collect(b);
-      b.resume();
-      await got.until(ANSWER_101.length, 'the 101');
+      const { c, got, b, atBackend } = await opened(gw);
       if (who === 'backend') b.resetAndDestroy();
       else c.resetAndDestroy();
       await within(who === 'backend' ? got.closed : atBackend.closed, `the other side closed after the ${who}'s reset`);
@@ -295,13 +283,7 @@ describe.each(RELAYS)('on the %s relay', (relay) => {
 
   it('a tunnel with no byte either way for websocketIdleTimeoutMs is closed', async () => {
     const gw = await gateway(relay, { websocketIdleTimeoutMs: 400, websocketClientSilenceMs: 0 });
-    const { path, upstream } = route();
-    const c = client(gw, path);
-    const got = collect(c);
-    const { socket: b } = await within(upstream, 'the handshake');
-    const atBackend = collect(b);
-    b.resume();
-    await got.until(ANSWER_101.length, 'the 101');
+    const { got, atBackend } = await opened(gw);
     const t0 = Date.now();
     await within(got.closed, 'the idle tunnel closed');
     await within(atBackend.closed, 'its backend connection closed');
@@ -312,13 +294,7 @@ describe.each(RELAYS)('on the %s relay', (relay) => {
   it('a client that takes no byte for clientWriteTimeoutMs is cut (and its backend), counted write-timeout', async () => {
     const gw = await gateway(relay, { clientWriteTimeoutMs: 400, websocketClientSilenceMs: 0 });
     const before = await clientErrors(gw, 'write-timeout');
-    const { path, upstream } = route();
-    const c = client(gw, path);
-    const got = collect(c);
-    const { socket: b } = await within(upstream, 'the handshake');
-    const atBackend = collect(b);
-    b.resume();
-    await got.until(ANSWER_101.length, 'the 101');
+    const { c, got, b, atBackend } = await opened(gw);
     c.pause();
     // More than the socket buffers on both sides hold: the gateway's writes stall.
     const chunk = Buffer.alloc(1 << 20, 0x41);
@@ -339,13 +315,7 @@ describe.each(RELAYS)('on the %s relay', (relay) => {
 
   it("a room's tunnels closed by the gateway (its backend removed, shutdown) close both sides", async () => {
     const gw = await gateway(relay, {}, { shutdown: { graceMs: 0 }, admin: { enabled: false } });
-    const { path, upstream } = route();
-    const c = client(gw, path);
-    const got = collect(c);
-    const { socket: b } = await within(upstream, 'the handshake');
-    const atBackend = collect(b);
-    b.resume();
-    await got.until(ANSWER_101.length, 'the 101');
+    const { got, atBackend } = await opened(gw);
     expect(await live(gw)).toBe(1);
     await gw.stop();
     await within(got.closed, 'the client closed by the shutdown');

@@ -58,3 +58,37 @@ export function bothFrontsFor(backend: Server, backendSockets: Iterable<Socket>)
   });
   return fronts;
 }
+
+/** One gateway per relay (proxy.relay): the JavaScript relay and the native one. */
+export type BothRelays = Record<'javascript' | 'native', Gateway>;
+
+/** `p`, or a warning after `ms`: a gateway whose native relay lost a tunnel would not finish stopping. */
+export async function bounded(p: Promise<unknown>, ms: number, what: string): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p, new Promise<void>((resolve) => (timer = setTimeout(() => (console.warn(`${what}: not within ${ms} ms`), resolve()), ms)))]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Both relays in front of one backend, for a test file that compares them: health checks off,
+ * WebSockets on /ws/. As bothFrontsFor: before the file's tests `backend` listens and both start;
+ * after them `clients` and `backendSockets` are destroyed, both stop (bounded), the backend closes
+ * and the temp directory goes.
+ */
+export function bothRelaysFor(backend: Server, backendSockets: Iterable<Socket>, clients: Iterable<Socket>): BothRelays {
+  const dir = mkdtempSync(join(tmpdir(), 'roomgate-both-relays-'));
+  const relays = {} as BothRelays;
+  beforeAll(async () => {
+    await new Promise<void>((resolve) => backend.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(backend.address() as AddressInfo).port}`;
+    const start = (relay: 'javascript' | 'native'): Promise<Gateway> => startInProcessGateway(dir, url, { health: { path: null }, proxy: { relay, websocketPaths: ['/ws/'] } });
+    [relays.javascript, relays.native] = await Promise.all([start('javascript'), start('native')]);
+  });
+  afterAll(async () => {
+    for (const c of clients) c.destroy();
+    for (const s of backendSockets) s.destroy();
+    await bounded(Promise.all(Object.values(relays).map((g) => g?.stop())), 8_000, 'the gateways stopping');
+    await bounded(new Promise<void>((resolve) => backend.close(() => resolve())), 4_000, 'the backend closing');
+    rmSync(dir, { recursive: true, force: true });
+  }, 15_000);
+  return relays;
+}
