@@ -36,6 +36,11 @@ export class MessageHold {
     return !this.boundaries.broken;
   }
 
+  /** Whether a hold was asked (begun or not) and not flushed since. */
+  get isAsked(): boolean {
+    return this.holding;
+  }
+
   /** Whether the hold has begun (the stream was at a boundary when it was asked, or reached one since). */
   get isHeld(): boolean {
     return this.started;

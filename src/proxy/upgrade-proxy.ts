@@ -541,7 +541,9 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
    */
   private handOver(head: Buffer, early: Buffer): boolean {
     const native = this.proxy.native;
-    if (native === null || this.a.h2 || !native.takes(this.client, this.upstream)) return false;
+    // A tunnel is counted (and so held) from its handshake on: one whose room's hold began while
+    // its 101 was on its way stays here, where the hold keeps what its client sends.
+    if (native === null || this.a.h2 || this.messageHold?.follower.isAsked === true || !native.takes(this.client, this.upstream)) return false;
     const { o, a } = this;
     // A tunnel a handoff may hold is followed message by message there too, and handed back
     // between two messages when its hold is asked (reclaim()); its backend socket is only lent.
