@@ -74,6 +74,38 @@ export function treeCpuMs(root: number): number {
   return (ticks * 1000) / clockTicks();
 }
 
+/**
+ * CPU time (user + system) so far of the tree's threads, in ms, by what each thread is: `main`
+ * (a process's first thread: Node's JavaScript thread, nginx's worker), `relay` (roomgate's native
+ * relay thread), `v8` (V8's workers: the GC and the compiler) and `other` (libuv's pool, the
+ * rest). A thread that ends in between is not counted, so keep to windows threads live through.
+ */
+export function treeThreadCpuMs(root: number): Record<'main' | 'relay' | 'v8' | 'other', number> {
+  const out = { main: 0, relay: 0, v8: 0, other: 0 };
+  for (const pid of treePids(root)) {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${pid}/task`);
+    } catch {
+      continue; // gone
+    }
+    for (const tid of tids) {
+      let text: string;
+      try {
+        text = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'latin1');
+      } catch {
+        continue;
+      }
+      const comm = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      const ms = ((Number(f[11]) + Number(f[12])) * 1000) / clockTicks();
+      const kind = tid === String(pid) ? 'main' : comm === 'roomgate-relay' ? 'relay' : comm.startsWith('V8') ? 'v8' : 'other';
+      out[kind] += ms;
+    }
+  }
+  return out;
+}
+
 /** Resident memory of the tree under `root`, in KiB (sum of VmRSS). */
 export function treeRssKb(root: number): number {
   let kb = 0;

@@ -3,9 +3,10 @@
 // client's and the backend's streams are written frame by frame, split where the case needs, and
 // what each peer received, what the relay handed back, and when, is checked to the byte.
 import { once } from 'node:events';
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chooseRelay, NativeRelay, type NativeEnd, type Released } from '../../src/proxy/native-relay.js';
+import { chooseRelay, NativeRelay, readAgain, type NativeEnd, type Released } from '../../src/proxy/native-relay.js';
 
 const WAIT_MS = 5_000;
 
@@ -57,6 +58,31 @@ function received(s: Socket): { bytes: () => Buffer; atLeast: (n: number, what: 
   };
 }
 
+
+/** How many of this process's epoll sets hold each descriptor (from /proc/self/fdinfo). */
+function pollSetsHolding(): Map<number, number> {
+  const held = new Map<number, number>();
+  for (const name of readdirSync('/proc/self/fd')) {
+    let target = '';
+    try {
+      target = readlinkSync(`/proc/self/fd/${name}`);
+    } catch {
+      continue; // closed meanwhile
+    }
+    if (target !== 'anon_inode:[eventpoll]') continue;
+    let info = '';
+    try {
+      info = readFileSync(`/proc/self/fdinfo/${name}`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const m of info.matchAll(/^tfd:\s+(\d+)/gm)) held.set(Number(m[1]), (held.get(Number(m[1])) ?? 0) + 1);
+  }
+  return held;
+}
+
+const fdOf = (s: Socket): number => (s as unknown as { _handle: { fd: number } })._handle.fd;
+
 const server = net.createServer();
 const open: Socket[] = [];
 let relay: NativeRelay;
@@ -72,7 +98,7 @@ afterAll(async () => {
 });
 
 /** A followed tunnel on the relay: the peers, the relay's sockets (lent), and what the host hears. */
-async function tunnel(): Promise<{ client: Socket; backend: Socket; atBackend: ReturnType<typeof received>; atClient: ReturnType<typeof received>; released: Promise<Released>; ended: Promise<NativeEnd>; id: number }> {
+async function tunnel(): Promise<{ client: Socket; backend: Socket; relayClient: Socket; relayBackend: Socket; atBackend: ReturnType<typeof received>; atClient: ReturnType<typeof received>; released: Promise<Released>; ended: Promise<NativeEnd>; id: number }> {
   const [client, relayClient] = await pair(server);
   const [relayBackend, backend] = await pair(server);
   open.push(client, relayClient, relayBackend, backend);
@@ -88,7 +114,7 @@ async function tunnel(): Promise<{ client: Socket; backend: Socket; atBackend: R
     { nativeReleased: onReleased, nativeEnded: (e) => onEnded(e) },
     { client: relayClient, backend: relayBackend, toBackend: null, toClient: Buffer.alloc(0), silenceMs: 0, idleMs: 0, writeTimeoutMs: 0, lingerMs: 5_000, follow: true },
   );
-  return { client, backend, atBackend: received(backend), atClient: received(client), released, ended, id };
+  return { client, backend, relayClient, relayBackend, atBackend: received(backend), atClient: received(client), released, ended, id };
 }
 
 describe('NativeRelay.release: a followed tunnel handed back between two messages', () => {
@@ -159,6 +185,25 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     const r = await within(t.released, 'the release');
     expect(r.client).toEqual({ broken: false, closeSeen: true });
     expect(r.backend).toEqual({ broken: true, closeSeen: false });
+  });
+
+  it("a lent descriptor is in the relay's poll set only, and Node's loop watches it again once handed back", async () => {
+    const t = await tunnel();
+    const lent = [fdOf(t.relayClient), fdOf(t.relayBackend)];
+    // Left in Node's epoll set too, each tunnel's first byte would wake the JavaScript thread for nothing.
+    const held = pollSetsHolding();
+    expect(lent.map((fd) => held.get(fd) ?? 0)).toEqual([1, 1]);
+    t.client.write(clientFrame('through the relay'));
+    await t.atBackend.atLeast(clientFrame('through the relay').length, 'a message relayed');
+    expect(relay.release(t.id)).toBe(true);
+    await within(t.released, 'the release');
+    // Handed back: Node's loop registers the descriptor anew when it reads again.
+    const back = received(t.relayClient);
+    readAgain(t.relayClient);
+    t.relayClient.resume(); // paused by tunnel() (as a stream), not only read-stopped
+    t.client.write(clientFrame('read by Node again'));
+    await back.atLeast(clientFrame('read by Node again').length, "the client's next message read by Node");
+    expect(pollSetsHolding().get(lent[0] as number)).toBe(1);
   });
 
   it('a tunnel that ends while its release waits for a boundary is told closed, and a tunnel not followed cannot be released', async () => {

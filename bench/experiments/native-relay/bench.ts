@@ -140,7 +140,7 @@ async function main(): Promise<void> {
 
 function summary(m: Measured): string {
   const f = (x: number, d: number): string => (Number.isFinite(x) ? x.toFixed(d) : '—');
-  return `${m.sockets} sockets, ${f(m.cpuUsPerFrame, 2)} µs/frame, ${f(m.cpuMsPerS, 1)} ms CPU/s, ${f(m.kbPerSocket, 1)} KB/socket, splits ${m.splits}, proxy core ${f(100 * m.proxyCoreBusy, 0)} % busy`;
+  return `${m.sockets} sockets, ${f(m.cpuUsPerFrame, 2)} µs/frame, ${f(m.cpuMsPerS, 1)} ms CPU/s, ${f(m.kbPerSocket, 1)} KB/socket, splits ${m.splits}, proxy core ${f(100 * m.proxyCoreBusy, 0)} % busy; ms/s main ${f(m.threads.main, 1)}, relay ${f(m.threads.relay, 1)}, v8 ${f(m.threads.v8, 1)}, other ${f(m.threads.other, 1)}`;
 }
 
 async function runOne(x: Parameters<typeof measure>[0] & { relay: Relay; workload: 'game' | 'idle'; round: number; nofile: number; proxyCpu: string }): Promise<Result> {

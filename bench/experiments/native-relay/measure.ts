@@ -3,7 +3,7 @@
  * window with the relay's CPU (utime + stime of its process tree, threads included) and RSS read
  * at both ends, as bench/suite/workloads.ts measures its game and scale workloads.
  */
-import { between, loadAvg1, sample, treeRssKb } from '../../suite/cpu.js';
+import { between, loadAvg1, sample, treeRssKb, treeThreadCpuMs } from '../../suite/cpu.js';
 import type { LoadGen } from '../../suite/driver.js';
 import type { ClientSpec } from '../../suite/loadgen.js';
 import { WS_PATH, cookieHeader } from '../../suite/protocol.js';
@@ -42,6 +42,8 @@ export interface Measured {
   proxyCoreBusy: number;
   loadCoreBusy: number;
   load1: number;
+  /** CPU ms per second of the window by thread kind (treeThreadCpuMs): where the relay's CPU goes. */
+  threads: Record<'main' | 'relay' | 'v8' | 'other', number>;
 }
 
 export interface MeasureContext {
@@ -83,10 +85,12 @@ export async function measure(ctx: MeasureContext, run: RunningRelay, workload: 
   if (opened.opened === 0) throw new Error(`no socket opened: ${opened.errors.join('; ')}`);
   await sleep((workload === 'game' ? ctx.o.warmupS : ctx.o.idleSettleS) * 1000);
   const a = sample(run.pid, ctx.loadPids);
+  const threads0 = treeThreadCpuMs(run.pid);
   await ctx.loadgen.windowStart();
   await sleep((workload === 'game' ? ctx.o.durationS : ctx.o.idleDurationS) * 1000);
   const win = await ctx.loadgen.windowEnd();
   const b = sample(run.pid, ctx.loadPids);
+  const threads1 = treeThreadCpuMs(run.pid);
   const rss1 = treeRssKb(run.pid);
   const w = between(a, b);
   const cpuMs = b.proxyCpuMs - a.proxyCpuMs;
@@ -106,5 +110,11 @@ export async function measure(ctx: MeasureContext, run: RunningRelay, workload: 
     proxyCoreBusy: w.busyShare[Number(ctx.proxyCpu)] ?? Number.NaN,
     loadCoreBusy: w.busyShare[Number(ctx.loadCpu)] ?? Number.NaN,
     load1,
+    threads: {
+      main: (threads1.main - threads0.main) / w.seconds,
+      relay: (threads1.relay - threads0.relay) / w.seconds,
+      v8: (threads1.v8 - threads0.v8) / w.seconds,
+      other: (threads1.other - threads0.other) / w.seconds,
+    },
   };
 }

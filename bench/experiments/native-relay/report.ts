@@ -19,7 +19,20 @@ export interface ReportMeta {
   readonly versions: Record<string, string>;
 }
 
-type Field = keyof Measured;
+type Field = { [K in keyof Measured]: Measured[K] extends number ? K : never }[keyof Measured];
+type ThreadKind = keyof Measured['threads'];
+
+/** Per relay, the median CPU ms/s of each kind of thread (the first thread of each process is `main`). */
+function threadTable(rs: readonly Result[], workload: Result['workload']): string[] {
+  const kinds: ThreadKind[] = ['main', 'relay', 'v8', 'other'];
+  const lines = ['| relay | main thread (JavaScript; nginx: its processes) | native relay thread | V8 workers | other threads |', '|---|---|---|---|---|'];
+  for (const relay of RELAYS.filter((r) => rs.some((x) => x.relay === r))) {
+    const ms = rs.filter((r) => r.ok && r.workload === workload && r.relay === relay && r.m!.threads !== undefined).map((r) => r.m!.threads);
+    if (ms.length === 0) continue;
+    lines.push(`| ${relay} | ${kinds.map((k) => cell(ms.map((t) => t[k]))).join(' | ')} |`);
+  }
+  return lines;
+}
 
 function values(rs: readonly Result[], workload: Result['workload'], relay: Relay, f: Field): number[] {
   return rs.filter((r) => r.ok && r.workload === workload && r.relay === relay).map((r) => r.m![f]);
@@ -72,6 +85,10 @@ export function report(rs: readonly Result[], meta: ReportMeta): string {
     `Sized to the open-files limit (${meta.nofile.toLocaleString('en')}) minus roomgate's descriptor reserve, halved (2 descriptors per relayed socket).`,
     '',
     ...table(rs, 'idle', 'cpuMsPerS', 'CPU ms per second'),
+    '',
+    'Where it goes: CPU ms per second of the idle window by thread, median (min–max) (/proc/<pid>/task; a process\'s first thread is its main thread).',
+    '',
+    ...threadTable(rs, 'idle'),
     '',
     '## Conditions',
     '',
