@@ -2,15 +2,19 @@
 // TCP connect), and its state flips only after `rise` passes or `fall` failures in a row, so one
 // lost packet does not move rooms. The proxy can add passive evidence (a refused connection)
 // to reach `fall` sooner. Owns its timers and probe sockets; knows nothing of the pool or ring.
-// An https:// backend is checked over TLS as the proxy speaks to it: the HTTP check is an https
-// GET, and the connect check completes a verified TLS handshake (a listening port whose
-// certificate roomgate refuses is not healthy; the failure reads e.g. "tls: CERT_HAS_EXPIRED ...").
-import http from 'node:http';
-import https from 'node:https';
-import net from 'node:net';
-import tls from 'node:tls';
+// The HTTP check is one GET on a raw socket, its answer read with the strict response-head reader
+// (src/backends/health-http-probe.ts; no node:http, whose client was an idle gateway's largest
+// JavaScript cost). An https:// backend is checked over TLS as the proxy speaks to it: the HTTP
+// check is that GET over TLS, and the connect check completes a verified TLS handshake (a
+// listening port whose certificate roomgate refuses is not healthy; the failure reads e.g.
+// "tls: CERT_HAS_EXPIRED ..."). Each check is on a fresh connection: it must prove that *new*
+// connections work, which is what the proxy needs; a pooled one could stay healthy after the
+// listener died.
+import type net from 'node:net';
+import type tls from 'node:tls';
 import { defaultBackendTls, tlsFailure, tlsOptions, type BackendTls } from './backend-tls.js';
-import { backendHosts } from './host-addresses.js';
+import { isHostValue, targetFlaw } from '../http/syntax.js';
+import { httpProbe, probeConnect } from './health-http-probe.js';
 
 export interface HealthTarget {
   readonly id: string;
@@ -21,7 +25,7 @@ export interface HealthTarget {
 }
 
 export interface HealthOptions {
-  /** HTTP path to GET (2xx/3xx = pass), or null for a plain TCP connect check. */
+  /** HTTP path to GET (2xx/3xx and then the whole body = pass; request-target characters only), or null for a plain TCP connect check. */
   path: string | null;
   /** Time between checks of one backend (jittered ±10% so checks of many backends spread out). */
   intervalMs: number;
@@ -91,6 +95,11 @@ export class HealthChecker {
     for (const k of ['rise', 'fall'] as const) {
       if (!Number.isInteger(opts[k]) || opts[k] < 1) throw new RangeError(`health ${k} must be an integer >= 1, got ${opts[k]}`);
     }
+    // Both are written into the request as they are: a space, CR or LF would split or add lines.
+    if (opts.path !== null && (!opts.path.startsWith('/') || targetFlaw(opts.path) !== -1)) {
+      throw new RangeError(`health path must be "/" and request-target characters, got ${JSON.stringify(opts.path)}`);
+    }
+    if (opts.hostHeader !== undefined && !isHostValue(opts.hostHeader)) throw new RangeError(`health hostHeader must be a Host value, got ${JSON.stringify(opts.hostHeader)}`);
   }
 
   /**
@@ -231,47 +240,11 @@ function probe(target: HealthTarget, opts: HealthOptions, signal: AbortSignal): 
  * that its TLS handshake completes and its certificate verifies.
  */
 function tcpProbe(target: HealthTarget, secure: tls.ConnectionOptions | null, finish: (error?: string) => void, fail: (err: Error) => void): net.Socket {
-  const address = { host: target.host, port: target.port, lookup: backendHosts.lookup };
-  const socket = secure ? tls.connect({ ...address, ...secure }) : net.connect(address);
+  const socket = probeConnect(target, secure);
   socket.on('error', fail);
   socket.once(secure ? 'secureConnect' : 'connect', () => {
     socket.end();
     finish();
   });
   return socket;
-}
-
-function httpProbe(
-  target: HealthTarget,
-  secure: tls.ConnectionOptions | null,
-  path: string,
-  hostHeader: string | undefined,
-  finish: (error?: string) => void,
-  fail: (err: Error) => void,
-): http.ClientRequest {
-  const host = hostHeader ?? `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
-  const req = (secure ? https : http).request({
-    host: target.host,
-    port: target.port,
-    path,
-    method: 'GET',
-    lookup: backendHosts.lookup,
-    // A fresh connection every time: the check must prove that *new* connections work, which is
-    // what the proxy needs; a pooled socket could stay healthy after the listener died.
-    agent: false,
-    headers: { Host: host, Connection: 'close', 'User-Agent': 'roomgate-health' },
-    ...secure,
-  });
-  req.on('error', fail);
-  req.once('response', (res) => {
-    res.on('error', fail);
-    const status = res.statusCode ?? 0;
-    if (status < 200 || status > 399) return finish(`HTTP ${status}`);
-    // Pass only once the body is drained: a backend that stalls mid-body is not healthy.
-    res.once('end', () => finish());
-    res.once('close', () => finish('connection closed mid-response'));
-    res.resume();
-  });
-  req.end();
-  return req;
 }

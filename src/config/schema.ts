@@ -5,6 +5,7 @@
 // writes both files from here; a test fails when they are out of date.
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { targetFlaw } from '../http/syntax.js';
 
 /** What the reference, the example file and the error messages know about a key or a value type. */
 export interface KeyDoc {
@@ -124,6 +125,24 @@ const cachePath = doc(z.string().superRefine((s, ctx) => {
   } else if (!s.startsWith('/')) ctx.addIssue({ code: 'custom', message: 'a path prefix starting with "/", or "~" and a regular expression' });
 }), { allowed: 'a path prefix starting with "/" (e.g. "/blog/"), or "~" and a regular expression on the path (e.g. "~^/game/[0-9]+$")' });
 const cookieName = matching(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a cookie name (a token; "*" at the end matches a prefix), e.g. "sessionid" or "_ga*"');
+
+// The health check writes its path into the request line as it is: a space, CR or LF there would
+// split the line or add header lines, so only request-target characters (src/http/syntax.ts).
+const HEALTH_PATH = `a path starting with "/" of the characters a request target allows (letters, digits and -._~!$&'()*+,;=:@/?%, each "%" starting an escape such as %20), e.g. "/healthz"`;
+function healthPathRule(s: string, ctx: z.RefinementCtx): void {
+  if (!s.startsWith('/')) return void ctx.addIssue({ code: 'custom', message: 'a path starting with "/", e.g. "/healthz"' });
+  const at = targetFlaw(s);
+  if (at === -1) return;
+  const ch = String.fromCodePoint(s.codePointAt(at) as number);
+  const c = ch.charCodeAt(0);
+  const fix =
+    ch === '%'
+      ? `the "%" at offset ${at} starts no escape of two hex digits: write a "%" itself as %25`
+      : c < 0x20 || c === 0x7f
+        ? `remove the control character ${JSON.stringify(ch)} at offset ${at} (a line break or tab in the value?)`
+        : `percent-encode ${JSON.stringify(ch)} as ${[...Buffer.from(ch, 'utf8')].map((b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('')}`;
+  ctx.addIssue({ code: 'custom', message: `${HEALTH_PATH}; ${fix}` });
+}
 
 const BACKEND_URL = 'an http:// or https:// URL with host and port and no path, e.g. "http://10.0.0.5:8000" or "https://app-1.internal:8443"';
 const backend = z.strictObject({
@@ -337,7 +356,8 @@ export const configSchema = z.strictObject({
     }),
   }),
   health: section('Health checks of each backend.', {
-    path: doc(z.string().startsWith('/', 'a path starting with "/", e.g. "/healthz"').nullable().default(null), {
+    path: doc(z.string().superRefine(healthPathRule).nullable().default(null), {
+      allowed: HEALTH_PATH,
       text: "A path to GET on each backend (2xx/3xx passes), for apps that have a health route. null: a TCP connect check, which a backend passes while it listens (like HAProxy's plain `check`): many apps (Django, djust) have no health route, and a default path they answer 404 would take every backend out.",
       null: 'a TCP connect check',
     }),

@@ -14,7 +14,7 @@
 // spaces) holding `upgrade`, and exactly one non-empty Sec-WebSocket-Key and Sec-WebSocket-Version.
 // These are heads node:http's parser (llhttp) surely takes as an upgrade too, so both paths read
 // the same bytes as the same handshake; any other head with an Upgrade line goes to node:http.
-import { isHostValue, TCHAR } from './syntax.js';
+import { isHostValue, TARGET_CHAR, TCHAR } from './syntax.js';
 
 export interface LeanHead {
   readonly method: 'GET' | 'HEAD';
@@ -66,12 +66,11 @@ const HTAB = 0x09;
 const COLON = 0x3a;
 
 /**
- * Target characters taken here: RFC 3986's unreserved, sub-delims, ':', '@', '/', '?' and '%'.
- * A fragment ('#'), quotes, '<', '>', '\', '^', '`', '{', '|', '}' and anything non-ASCII go to
- * node:http, which has its own (documented) leniencies for them.
+ * Target characters taken here (TARGET_CHAR of src/http/syntax.ts): RFC 3986's unreserved,
+ * sub-delims, ':', '@', '/', '?' and '%'. A fragment ('#'), quotes, '<', '>', '\', '^', '`', '{',
+ * '|', '}' and anything non-ASCII go to node:http, which has its own (documented) leniencies for them.
  */
-const TARGET = new Uint8Array(256);
-for (const ch of "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/?%") TARGET[ch.charCodeAt(0)] = 1;
+const TARGET = TARGET_CHAR;
 
 /** Header value bytes taken here: visible ASCII, space and tab (obs-text goes to node:http). */
 const VALUE = new Uint8Array(256);

@@ -20,6 +20,31 @@ export const FIELD_CHAR = table((c) => c === 0x09 || (c >= 0x20 && c !== 0x7f));
 /** reason-phrase (RFC 9112 4): HTAB / SP / VCHAR / obs-text. */
 export const REASON_CHAR = FIELD_CHAR;
 
+/**
+ * The characters of an origin-form request target ("/path?query") that roomgate takes or writes as
+ * they are: RFC 3986's unreserved, sub-delims, ':', '@', '/', '?' and '%'. A fragment ('#'),
+ * quotes, '<', '>', '\', '^', '`', '{', '|', '}', space, controls and non-ASCII are not among them.
+ */
+export const TARGET_CHAR = table((c) => "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=:@/?%".includes(String.fromCharCode(c)));
+
+/**
+ * Where s stops being a target roomgate may write in a request line as it is: the index of the
+ * first character outside TARGET_CHAR or of a '%' that starts no escape of two hex digits; -1 when
+ * there is none. The leading '/' is the caller's to check.
+ */
+export function targetFlaw(s: string): number {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c > 0xff || TARGET_CHAR[c] !== 1) return i;
+    if (c === 0x25 && !(isHexDigit(s.charCodeAt(i + 1)) && isHexDigit(s.charCodeAt(i + 2)))) return i;
+  }
+  return -1;
+}
+
+function isHexDigit(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+}
+
 export function isToken(s: string): boolean {
   if (s.length === 0) return false;
   for (let i = 0; i < s.length; i++) {

@@ -108,6 +108,13 @@ describe('configuration', () => {
     for (const bad of ['app example', 'http://app.example', 'app.example/x', '']) {
       expect(problems(() => loadConfig({ env: {}, file: writeConfig({ health: { path: '/healthz', host: bad } }) }))[0], bad).toMatch(/^health\.host: got .*; expected a Host header value/);
     }
+    // health.path goes into the check's request line as it is: a space or a line break is refused at load.
+    for (const [bad, fix] of [['/a b', 'percent-encode " " as %20'], ['/h\r\nX-Evil: 1', 'remove the control character "\\r"'], ['/h\n', 'remove the control character "\\n"']]) {
+      const [problem, ...more] = problems(() => loadConfig({ env: {}, file: writeConfig({ health: { path: bad } }) }));
+      expect(problem, bad).toMatch(/^health\.path: got .*; expected a path starting with "\/" of the characters a request target allows/);
+      expect(problem, bad).toContain(fix);
+      expect(more).toEqual([]);
+    }
   });
 
   it('admin.allowedHosts: none by default; host names only, a port or URL is named as the problem', () => {

@@ -348,7 +348,19 @@ describe('messages', () => {
     ]);
     expect(problemsOf({ admin: { enabled: 'yes' } })).toEqual(['admin.enabled: got "yes"; expected true or false; write true or false without quotes']);
     expect(problemsOf({ health: { path: 'healthz' } })).toEqual(['health.path: got "healthz"; expected a path starting with "/", e.g. "/healthz"']);
-    expect(problemsOf({ health: { path: 5 } })).toEqual(['health.path: got 5; expected a path starting with "/", e.g. "/healthz", or null (a TCP connect check)']);
+    const healthPath = `a path starting with "/" of the characters a request target allows (letters, digits and -._~!$&'()*+,;=:@/?%, each "%" starting an escape such as %20), e.g. "/healthz"`;
+    expect(problemsOf({ health: { path: 5 } })).toEqual([`health.path: got 5; expected ${healthPath}, or null (a TCP connect check)`]);
+    // The path goes into the check's request line as it is: a space or a line break would split it or add header lines.
+    expect(problemsOf({ health: { path: '/a b' } })).toEqual([`health.path: got "/a b"; expected ${healthPath}; percent-encode " " as %20`]);
+    expect(problemsOf({ health: { path: '/h\r\nX-Evil: 1' } })).toEqual([
+      `health.path: got "/h\\r\\nX-Evil: 1"; expected ${healthPath}; remove the control character "\\r" at offset 2 (a line break or tab in the value?)`,
+    ]);
+    expect(problemsOf({ health: { path: '/ready#x' } })).toEqual([`health.path: got "/ready#x"; expected ${healthPath}; percent-encode "#" as %23`]);
+    expect(problemsOf({ health: { path: '/caf\u00e9' } })).toEqual([`health.path: got "/caf\u00e9"; expected ${healthPath}; percent-encode "\u00e9" as %C3%A9`]);
+    expect(problemsOf({ health: { path: '/100%' } })).toEqual([
+      `health.path: got "/100%"; expected ${healthPath}; the "%" at offset 4 starts no escape of two hex digits: write a "%" itself as %25`,
+    ]);
+    expect(problemsOf({ health: { path: "/health?deep=1&name=a%20b;v=(1)~'x'" } })).toEqual([]);
     expect(problemsOf({ discovery: { dns: { type: 'A' } } })).toEqual(['discovery.dns.name: missing; expected a DNS name, e.g. "_http._tcp.app-headless.default.svc.cluster.local"']);
     expect(problemsOf({ listen: null })).toEqual([
       'listen: got null; expected a mapping with the keys host, port, maxHeaderBytes, maxHeaders, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, maxConnections, descriptorReserve and maxConnectionsPerAddress; a key with nothing under it is null: write "listen: {}" for all defaults, or remove the line',
