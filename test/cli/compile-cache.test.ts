@@ -13,7 +13,7 @@ const temp = mkdtempSync(join(tmpdir(), 'roomgate-compile-cache-'));
 afterAll(() => rmSync(temp, { recursive: true, force: true }));
 
 function help(cacheDir: string): { status: number | null; out: string } {
-  const env = { ...process.env, ROOMGATE_COMPILE_CACHE: cacheDir };
+  const env: NodeJS.ProcessEnv = { ...process.env, ROOMGATE_COMPILE_CACHE: cacheDir };
   delete env.NODE_COMPILE_CACHE;
   delete env.NODE_DISABLE_COMPILE_CACHE;
   const r = spawnSync(process.execPath, [MAIN, 'help'], { encoding: 'utf8', timeout: 20_000, env });

@@ -59,26 +59,37 @@ function received(s: Socket): { bytes: () => Buffer; atLeast: (n: number, what: 
 }
 
 
-/** How many of this process's epoll sets hold each descriptor (from /proc/self/fdinfo). */
-function pollSetsHolding(): Map<number, number> {
-  const held = new Map<number, number>();
+/** This process's epoll sets: each one's descriptor and the descriptors it holds (from /proc/self/fdinfo). */
+function pollSets(): Map<number, Set<number>> {
+  const sets = new Map<number, Set<number>>();
   for (const name of readdirSync('/proc/self/fd')) {
-    let target = '';
+    let info = '';
     try {
-      target = readlinkSync(`/proc/self/fd/${name}`);
+      if (readlinkSync(`/proc/self/fd/${name}`) !== 'anon_inode:[eventpoll]') continue;
+      info = readFileSync(`/proc/self/fdinfo/${name}`, 'utf8');
     } catch {
       continue; // closed meanwhile
     }
-    if (target !== 'anon_inode:[eventpoll]') continue;
-    let info = '';
-    try {
-      info = readFileSync(`/proc/self/fdinfo/${name}`, 'utf8');
-    } catch {
-      continue;
-    }
-    for (const m of info.matchAll(/^tfd:\s+(\d+)/gm)) held.set(Number(m[1]), (held.get(Number(m[1])) ?? 0) + 1);
+    sets.set(Number(name), new Set([...info.matchAll(/^tfd:\s+(\d+)/gm)].map((m) => Number(m[1]))));
   }
-  return held;
+  return sets;
+}
+
+/** Node's own epoll set: the one that holds this file's listening socket. */
+function loopSet(): Set<number> {
+  const listening = fdOf(server as unknown as Socket);
+  const found = [...pollSets().values()].find((fds) => fds.has(listening));
+  if (found === undefined) throw new Error("no epoll set holds the listening socket: cannot tell Node's loop's");
+  return found;
+}
+
+/** Resolves once check() holds (polled every 10 ms), or rejects after WAIT_MS. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const end = Date.now() + WAIT_MS;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${WAIT_MS} ms`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 const fdOf = (s: Socket): number => (s as unknown as { _handle: { fd: number } })._handle.fd;
@@ -190,9 +201,15 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
   it("a lent descriptor is in the relay's poll set only, and Node's loop watches it again once handed back", async () => {
     const t = await tunnel();
     const lent = [fdOf(t.relayClient), fdOf(t.relayBackend)];
+    // The relay thread registers them once woken: wait for an epoll set other than Node's to hold both.
+    const elsewhere = (fd: number): boolean => {
+      const loop = loopSet();
+      return [...pollSets().values()].some((fds) => fds !== loop && fds.has(fd));
+    };
+    await until(() => lent.every(elsewhere), 'the relay holding both descriptors');
     // Left in Node's epoll set too, each tunnel's first byte would wake the JavaScript thread for nothing.
-    const held = pollSetsHolding();
-    expect(lent.map((fd) => held.get(fd) ?? 0)).toEqual([1, 1]);
+    const loop = loopSet();
+    expect(lent.filter((fd) => loop.has(fd))).toEqual([]);
     t.client.write(clientFrame('through the relay'));
     await t.atBackend.atLeast(clientFrame('through the relay').length, 'a message relayed');
     expect(relay.release(t.id)).toBe(true);
@@ -203,7 +220,7 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     t.relayClient.resume(); // paused by tunnel() (as a stream), not only read-stopped
     t.client.write(clientFrame('read by Node again'));
     await back.atLeast(clientFrame('read by Node again').length, "the client's next message read by Node");
-    expect(pollSetsHolding().get(lent[0] as number)).toBe(1);
+    expect(loopSet().has(lent[0] as number)).toBe(true);
   });
 
   it('a tunnel that ends while its release waits for a boundary is told closed, and a tunnel not followed cannot be released', async () => {
