@@ -81,10 +81,12 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
-    // 2 cores, 3 workers: most files spend their time waiting on sockets, processes and timers, so a
-    // third file overlaps that waiting (measured: 335 s with 2, 228 s with 3 on a quiet machine);
-    // more would thrash the machine and make timing-sensitive tests flaky.
-    maxWorkers: 3,
+    // 2 cores, 4 workers: most files spend their time waiting on sockets, processes and timers, so
+    // more files than cores overlap that waiting (measured: 335 s with 2, 228 s with 3 on a quiet
+    // machine; later, with the suite grown, 255 s with 3 and 225-227 s with 4 in two runs each,
+    // 2026-12-07, the suite's CPU about half of the two cores' time with 3). More would thrash the
+    // machine and make timing-sensitive tests flaky.
+    maxWorkers: 4,
     sequence: { sequencer: LongFilesFirst },
     reporters: ['default'],
     projects: [

@@ -39,7 +39,9 @@ function main(): number {
   rmSync(CHAOS_DIR, { recursive: true, force: true });
   console.error(`chaos: running ${files.join(', ')}`);
   // ROOMGATE_CHAOS=1: the long scenarios that `npm test` leaves out (vitest.config.ts) run here.
-  const vitest = spawnSync(join(ROOT, 'node_modules', '.bin', 'vitest'), ['run', ...files], { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ROOMGATE_CHAOS: '1' } });
+  // Three scenarios at a time, not npm test's four workers: each keeps the cores busy for minutes
+  // (storms of thousands of sockets, the soak, the sanitizers), where npm test's files mostly wait.
+  const vitest = spawnSync(join(ROOT, 'node_modules', '.bin', 'vitest'), ['run', '--maxWorkers=3', ...files], { cwd: ROOT, stdio: 'inherit', env: { ...process.env, ROOMGATE_CHAOS: '1' } });
   const rows = readRows(CHAOS_DIR);
   const table = formatTable(rows);
   console.log(`\n${table}\n`);
