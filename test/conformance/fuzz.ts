@@ -161,11 +161,19 @@ const MUTATORS: readonly Mutator[] = [
     return [`${s.slice(0, a)}${line}\r\n${s.slice(a)}`, `inject${JSON.stringify(line)}@${a}`];
   },
   (s, r) => {
-    // Change the case of a run of letters.
+    // Change the case of a run of letters. Letter by letter, keeping a letter whose other case is
+    // not one latin1 byte ('ÿ' upper is U+0178, 'µ' upper U+039C): the client writes latin1, where
+    // such a letter would go out as another byte than the referee reads from the case.
     const i = r.int(s.length);
     const n = 1 + r.int(16);
     const part = s.slice(i, i + n);
-    const changed = r.chance(0.5) ? part.toUpperCase() : part.toLowerCase();
+    const up = r.chance(0.5);
+    const changed = [...part]
+      .map((ch) => {
+        const other = up ? ch.toUpperCase() : ch.toLowerCase();
+        return other.length === 1 && other.charCodeAt(0) <= 0xff ? other : ch;
+      })
+      .join('');
     return [s.slice(0, i) + changed + s.slice(i + n), `case${n}@${i}`];
   },
   (s, r) => {
