@@ -239,11 +239,11 @@ void SetMask(Relay* r, Side& s) {
   s.mask = want;
 }
 
-// Ends a tunnel: both descriptors leave the epoll set, the owned one is closed (the borrowed
-// client descriptor is JavaScript's to close, once told); the memory is freed after the batch.
 void Unschedule(Relay* r, Tunnel* t);
 void Reschedule(Relay* r, Tunnel* t, int64_t now);
 
+// Ends a tunnel: both descriptors leave the epoll set, the owned one is closed (the borrowed
+// client descriptor is JavaScript's to close, once told); the memory is freed after the batch.
 void Kill(Relay* r, Tunnel* t, const char* reason, bool tell, std::vector<Tunnel*>& graveyard) {
   if (t->dead) return;
   t->dead = true;
@@ -717,10 +717,6 @@ bool BufferArg(napi_env env, napi_value v, std::string& into) {
 
 bool U32Arg(napi_env env, napi_value v, uint32_t* out) { return napi_get_value_uint32(env, v, out) == napi_ok; }
 
-// add(handle, clientFd, backendFd, silenceMs, idleMs, writeTimeoutMs, lingerMs, toBackend, toClient, follow) -> id
-// clientFd is borrowed: the caller keeps it open until this tunnel's `closed` (or `released`)
-// event. backendFd is duplicated (the caller closes its own at once), except with `follow`: then
-// it is borrowed too, the tunnel's messages are followed both ways, and release() hands it back.
 // Takes a lent descriptor out of libuv's own epoll set. Stopping a read does not: libuv leaves a
 // descriptor it no longer watches registered and takes it out only when an event comes for it, so
 // every tunnel's first byte after the hand-over would wake the JavaScript thread once for nothing
@@ -736,6 +732,10 @@ void LeaveLoopPoll(napi_env env, int fd) {
   (void)epoll_ctl(uv_backend_fd(loop), EPOLL_CTL_DEL, fd, &ev);
 }
 
+// add(handle, clientFd, backendFd, silenceMs, idleMs, writeTimeoutMs, lingerMs, toBackend, toClient, follow) -> id
+// clientFd is borrowed: the caller keeps it open until this tunnel's `closed` (or `released`)
+// event. backendFd is duplicated (the caller closes its own at once), except with `follow`: then
+// it is borrowed too, the tunnel's messages are followed both ways, and release() hands it back.
 napi_value Add(napi_env env, napi_callback_info info) {
   size_t argc = 10;
   napi_value argv[10];
