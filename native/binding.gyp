@@ -1,7 +1,9 @@
 # The native relay (relay.cc), built by node-gyp against the headers of the Node that runs the
-# build (scripts/build-native.mjs passes --nodedir: nothing is downloaded). Node-API only, so one
-# build serves every Node version from 18 on. ROOMGATE_NATIVE_SANITIZE=1 builds it under
-# AddressSanitizer and UBSan (test builds: scripts/build-native.mjs --sanitize).
+# build (scripts/build-native.mjs passes --nodedir: nothing is downloaded). Node-API, and libuv's
+# loop (uv.h: relay.cc takes a lent descriptor out of Node's epoll set), whose ABI libuv keeps
+# within its major version: one build serves every Node version roomgate runs on.
+# ROOMGATE_NATIVE_SANITIZE=1 builds it under AddressSanitizer and UBSan (test builds:
+# scripts/build-native.mjs --sanitize).
 {
   # A number: gyp reads -Dsanitize=1 as one (a string '1' would never equal it).
   'variables': { 'sanitize%': 0 },

@@ -4,8 +4,9 @@
 // connection, reads the backend's answer head itself (strict, bounded), and only a complete 101
 // with `Upgrade: websocket` opens a tunnel that from then on only moves bytes (frames are only
 // followed, header by header, on a tunnel a handoff may hold), here or, for a plain tunnel, on the
-// native relay (native-relay.ts; handed over after the 101, taken back for a hold). Any other answer is relayed as one HTTP response and both connections are closed, so a
-// backend that keeps its connection after a 200 or 404 never receives what the client sends next.
+// native relay (native-relay.ts; handed over after the 101, taken back for a hold). Any other
+// answer is relayed as one HTTP response and both connections are closed, so a backend that keeps
+// its connection after a 200 or 404 never receives what the client sends next.
 // Every answer, the 101 included, keeps the rules of every answer a backend gives (src/http/
 // response-rules.ts: header lines, head bytes, what HTTP/2 cannot carry) or is a 502 before any
 // byte of it is relayed, and passes on end-to-end fields only (src/http/hop-by-hop.ts).
@@ -606,7 +607,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
           this.client.on('data', discard);
           this.client.resume();
           readAgain(this.client);
-          setTimeout(destroySocket, HALF_CLOSE_LINGER_MS, this.client).unref();
+          destroyAfterLinger(this.client);
           return;
         default:
           break;
@@ -914,7 +915,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
       case 'linger':
         if (!this.upstream.destroyed) {
           this.upstream.end();
-          setTimeout(destroySocket, HALF_CLOSE_LINGER_MS, this.upstream).unref();
+          destroyAfterLinger(this.upstream);
         }
         break;
     }
@@ -929,7 +930,7 @@ class UpgradeTunnel implements Tunnel, Listened, Expiring, ResumeHost, NativeHos
     this.forget();
     if (!this.client.destroyed) {
       this.client.end();
-      setTimeout(destroySocket, HALF_CLOSE_LINGER_MS, this.client).unref();
+      destroyAfterLinger(this.client);
     }
   }
 
@@ -1013,6 +1014,11 @@ function discard(): void {}
 
 function destroySelf(this: Socket): void {
   this.destroy();
+}
+
+/** A half-closed side's time to flush and end by itself, then it is destroyed. */
+function destroyAfterLinger(s: Socket): void {
+  setTimeout(destroySocket, HALF_CLOSE_LINGER_MS, s).unref();
 }
 
 function destroySocket(s: Socket): void {
