@@ -28,7 +28,7 @@ RUN npx tsc -p tsconfig.json \
  && mkdir /out \
  && tar -xzf /tmp/roomgate-*.tgz -C /out --strip-components=1
 
-# ---- native: the native relay (native/relay.cc), built with node-gyp against this Node's headers ---
+# ---- native: the addon (native/: the relay, the health check's connection), built with node-gyp --
 # Its own stage: the compiler stays out of the runtime image. --strict: the image must run the
 # native relay (proxy.relay: auto picks it up); a failed build fails the image build here.
 FROM node:24-bookworm-slim AS native
@@ -36,7 +36,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends python3 make g++ \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY native/relay.cc native/binding.gyp ./native/
+COPY native/relay.cc native/probe.cc native/probe.h native/binding.gyp ./native/
 COPY scripts/build-native.mjs ./scripts/
 COPY package.json ./
 RUN node scripts/build-native.mjs --strict --force

@@ -1,4 +1,4 @@
-# The native relay (relay.cc), built by node-gyp against the headers of the Node that runs the
+# The native relay (relay.cc) and the health check's connection (probe.cc), built by node-gyp against the headers of the Node that runs the
 # build (scripts/build-native.mjs passes --nodedir: nothing is downloaded). Node-API, and libuv's
 # loop (uv.h: relay.cc takes a lent descriptor out of Node's epoll set), whose ABI libuv keeps
 # within its major version: one build serves every Node version roomgate runs on.
@@ -10,7 +10,7 @@
   'targets': [
     {
       'target_name': 'roomgate_relay',
-      'sources': ['relay.cc'],
+      'sources': ['relay.cc', 'probe.cc'],
       'defines': ['NAPI_VERSION=8'],
       'cflags_cc': ['-std=c++17', '-O2', '-Wall', '-Wextra', '-Wno-unused-parameter', '-Wno-missing-field-initializers', '-fvisibility=hidden'],
       'cflags_cc!': ['-fno-exceptions', '-std=gnu++17', '-std=gnu++20'],

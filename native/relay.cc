@@ -22,6 +22,8 @@
 #include <node_api.h>
 #include <uv.h>
 
+#include "probe.h"
+
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -894,6 +896,7 @@ napi_value Init(napi_env env, napi_value exports) {
       {"stop", nullptr, Stop, nullptr, nullptr, nullptr, napi_default, nullptr},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
+  roomgate::DefineProbe(env, exports);
   return exports;
 }
 

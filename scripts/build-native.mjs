@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// Builds roomgate's native relay (native/relay.cc, native/binding.gyp) with node-gyp against the
+// Builds roomgate's addon (the native relay native/relay.cc, the health check's connection
+// native/probe.cc, native/binding.gyp) with node-gyp against the
 // headers of the Node that runs this script (--nodedir: nothing is downloaded). Run by `npm ci` /
 // `npm install` (package.json's install script) and by the test setup; it never fails an install:
 // without a C++ compiler, make, python3 or node-gyp it says why in one line, writes the reason to
 // native/build/NOT-BUILT (the gateway repeats it once at start) and exits 0, and roomgate runs the
 // JavaScript relay.
-//   node scripts/build-native.mjs             build when relay.cc or binding.gyp is newer than the addon
+//   node scripts/build-native.mjs             build when a source or binding.gyp is newer than the addon
 //   node scripts/build-native.mjs --force     build again
 //   node scripts/build-native.mjs --strict    exit 1 when it cannot be built (tests, the Dockerfile)
 //   node scripts/build-native.mjs --sanitize  an AddressSanitizer + UBSan build into native/build-sanitize/
@@ -23,6 +24,8 @@ const src = join(root, 'native');
 const dir = sanitize ? join(root, 'native', 'build-sanitize') : src;
 const addon = join(dir, 'build', 'Release', 'roomgate_relay.node');
 const notBuilt = join(src, 'build', 'NOT-BUILT');
+/** What the addon is built from (the sanitized build copies them into its own folder). */
+const SOURCES = ['relay.cc', 'probe.cc', 'probe.h', 'binding.gyp'];
 
 /** A program's path on PATH, or null. */
 function onPath(name) {
@@ -55,7 +58,7 @@ function nodeDir() {
 function upToDate() {
   if (!existsSync(addon)) return false;
   const built = statSync(addon).mtimeMs;
-  return ['relay.cc', 'binding.gyp'].every((f) => statSync(join(src, f)).mtimeMs <= built);
+  return SOURCES.every((f) => statSync(join(src, f)).mtimeMs <= built);
 }
 
 function build() {
@@ -68,7 +71,7 @@ function build() {
   if (headers === null) return `no Node headers beside ${process.execPath} (include/node/node_api.h); Debian's nodejs needs libnode-dev`;
   if (sanitize) {
     mkdirSync(dir, { recursive: true });
-    for (const f of ['relay.cc', 'binding.gyp']) cpSync(join(src, f), join(dir, f));
+    for (const f of SOURCES) cpSync(join(src, f), join(dir, f));
   }
   const gypArgs = [gyp, 'rebuild', '--directory', dir, `--nodedir=${headers}`, '--loglevel=error'];
   if (sanitize) gypArgs.push('--', '-Dsanitize=1');

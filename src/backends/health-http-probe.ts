@@ -1,4 +1,4 @@
-// The connection of a health check, and its HTTP check on that raw socket: one fixed GET written
+// The HTTP health check on its bare connection (src/backends/probe-link.ts): one fixed GET written
 // as bytes, the answer's head read with the strict reader (src/http/response-head.ts), the body
 // walked to its end (src/http/body-end.ts) without copying or decoding it. No node:http: a check
 // runs once per backend every couple of seconds, so its code stays interpreted, and node:http's
@@ -7,16 +7,14 @@
 //
 // Every byte from the backend is hostile: the head is bounded (HEAD_BYTES: a longer one fails the
 // check, the buffer never grows past it), the body too (BODY_BYTES), nothing thrown leaves a data
-// handler, and the whole check is bounded by the caller's timeout, which destroys the socket.
+// handler, and the whole check is bounded by the caller's timeout, which closes the connection.
 // What passes: a status from 200 to 399 and then the whole body. Interim 1xx heads (100 Continue,
 // 102, 103 Early Hints) are skipped as node:http's client skips them, at most INTERIM of them; a
 // 101 fails (no upgrade was asked for).
-import net from 'node:net';
-import tls from 'node:tls';
 import { BodyEnd } from '../http/body-end.js';
 import { parseResponseHead } from '../http/response-head.js';
 import { isHostValue } from '../http/syntax.js';
-import { backendHosts } from './host-addresses.js';
+import type { ProbeAddress, ProbeEvents } from './probe-link.js';
 
 /** The longest answer head a check reads; a longer one fails it. */
 export const HEAD_BYTES = 16 * 1024;
@@ -24,22 +22,6 @@ export const HEAD_BYTES = 16 * 1024;
 export const BODY_BYTES = 1024 * 1024;
 /** Interim (1xx) heads skipped before the final one; one more fails the check. */
 const INTERIM = 8;
-
-/** Where a check connects (a HealthTarget is one). */
-export interface ProbeAddress {
-  readonly host: string;
-  readonly port: number;
-}
-
-/**
- * A fresh connection to the backend, as the proxy makes one: net.connect, or tls.connect with the
- * backend's TLS options; the host name looked up in the kept answers. Emits 'connect' (plain) or
- * 'secureConnect' (TLS) once it is usable.
- */
-export function probeConnect(address: ProbeAddress, secure: tls.ConnectionOptions | null): net.Socket {
-  const options = { host: address.host, port: address.port, lookup: backendHosts.lookup };
-  return secure ? tls.connect({ ...options, ...secure }) : net.connect(options);
-}
 
 /**
  * The request of a check: GET path with Host, Connection: close and the User-Agent; null when the
@@ -52,41 +34,27 @@ export function probeRequest(address: ProbeAddress, path: string, hostHeader: st
 }
 
 /**
- * The HTTP check: connect, write the request, and finish() once the answer is judged: undefined
- * on a pass, a short reason on a failure. Socket errors go to fail(). The caller bounds the check
- * in time and destroys the returned socket when it ends.
+ * The HTTP check's side of its connection (whichever way it is open: src/backends/probe-link.ts):
+ * finish() once the answer is judged, undefined on a pass, a short reason on a failure. The
+ * caller bounds the check in time and closes the connection when it ends.
  */
-export function httpProbe(
-  address: ProbeAddress,
-  secure: tls.ConnectionOptions | null,
-  path: string,
-  hostHeader: string | undefined,
-  finish: (error?: string) => void,
-  fail: (err: Error) => void,
-): net.Socket {
-  const socket = probeConnect(address, secure);
+export function httpAnswer(finish: (error?: string) => void): ProbeEvents {
   const answer = new AnswerReader();
-  socket.on('error', fail);
-  socket.once(secure ? 'secureConnect' : 'connect', () => {
-    const request = probeRequest(address, path, hostHeader);
-    if (request === null) finish(`no valid Host header for ${JSON.stringify(address.host)}`);
-    else socket.write(request, 'latin1');
-  });
-  socket.on('data', (chunk: Buffer) => {
-    if (socket.destroyed) return; // judged already
-    let verdict: Verdict;
-    try {
-      verdict = answer.feed(chunk);
-    } catch (err) {
-      verdict = `bad answer: ${(err as Error).message}`; // nothing from a backend may throw out of here
-    }
-    if (verdict !== MORE) finish(verdict);
-  });
-  // The backend's end of the connection: the end of a close-delimited body, else too early. 'close'
-  // covers a connection that goes without an 'end' (finish() is idempotent; an error came first).
-  socket.once('end', () => finish(answer.atEof()));
-  socket.once('close', () => finish(answer.atEof()));
-  return socket;
+  return {
+    connected: () => undefined, // not told: the check writes a request
+    data(chunk: Buffer): void {
+      let verdict: Verdict;
+      try {
+        verdict = answer.feed(chunk);
+      } catch (err) {
+        verdict = `bad answer: ${(err as Error).message}`; // nothing from a backend may throw out of here
+      }
+      if (verdict !== MORE) finish(verdict);
+    },
+    // The backend's end of the connection: the end of a close-delimited body, else too early.
+    end: () => finish(answer.atEof()),
+    error: (reason) => finish(reason),
+  };
 }
 
 /** More bytes are needed (a pass is undefined, a failure its reason). */

@@ -1,20 +1,20 @@
 // Active health checks: each backend is probed on its own jittered timer (an HTTP GET, or a bare
 // TCP connect), and its state flips only after `rise` passes or `fall` failures in a row, so one
 // lost packet does not move rooms. The proxy can add passive evidence (a refused connection)
-// to reach `fall` sooner. Owns its timers and probe sockets; knows nothing of the pool or ring.
-// The HTTP check is one GET on a raw socket, its answer read with the strict response-head reader
-// (src/backends/health-http-probe.ts; no node:http, whose client was an idle gateway's largest
-// JavaScript cost). An https:// backend is checked over TLS as the proxy speaks to it: the HTTP
-// check is that GET over TLS, and the connect check completes a verified TLS handshake (a
-// listening port whose certificate roomgate refuses is not healthy; the failure reads e.g.
-// "tls: CERT_HAS_EXPIRED ..."). Each check is on a fresh connection: it must prove that *new*
-// connections work, which is what the proxy needs; a pooled one could stay healthy after the
-// listener died.
-import type net from 'node:net';
-import type tls from 'node:tls';
-import { defaultBackendTls, tlsFailure, tlsOptions, type BackendTls } from './backend-tls.js';
+// to reach `fall` sooner. Owns its timers and probes' connections; knows nothing of the pool or
+// ring. The HTTP check is one GET on a bare connection, its answer read with the strict
+// response-head reader (src/backends/health-http-probe.ts; no node:http, whose client was an idle
+// gateway's largest JavaScript cost); the connection is a Node socket, or the addon's native
+// probe for a plain check of an address (src/backends/probe-link.ts). An https:// backend is
+// checked over TLS as the proxy speaks to it: the HTTP check is that GET over TLS, and the connect
+// check completes a verified TLS handshake (a listening port whose certificate roomgate refuses
+// is not healthy; the failure reads e.g. "tls: CERT_HAS_EXPIRED ..."). Each check is on a fresh
+// connection: it must prove that *new* connections work, which is what the proxy needs; a pooled
+// one could stay healthy after the listener died.
+import { defaultBackendTls, tlsOptions, type BackendTls } from './backend-tls.js';
 import { isHostValue, targetFlaw } from '../http/syntax.js';
-import { httpProbe, probeConnect } from './health-http-probe.js';
+import { httpAnswer, probeRequest } from './health-http-probe.js';
+import { socketProbe, type OpenProbe, type ProbeEvents, type ProbeLink } from './probe-link.js';
 
 export interface HealthTarget {
   readonly id: string;
@@ -39,6 +39,8 @@ export interface HealthOptions {
   hostHeader?: string;
   /** TLS for targets with `tls` (backendTls); default: Node's trust store, verified. */
   tls?: BackendTls;
+  /** How a check's connection is opened (src/backends/probe-link.ts); default: a Node socket. */
+  open?: OpenProbe;
 }
 
 export type HealthState = 'up' | 'down';
@@ -208,43 +210,37 @@ export class HealthChecker {
 /**
  * One check. Resolves with undefined on a pass or a short error text on a failure; never
  * rejects. The whole check (connect, response head, body) is bounded by timeoutMs, and the
- * socket is destroyed when the check ends, whatever the outcome.
+ * connection is closed when the check ends, whatever the outcome.
  */
 function probe(target: HealthTarget, opts: HealthOptions, signal: AbortSignal): Promise<string | undefined> {
   return new Promise((resolve) => {
+    const request = opts.path === null ? null : probeRequest(target, opts.path, opts.hostHeader);
+    if (opts.path !== null && request === null) return resolve(`no valid Host header for ${JSON.stringify(target.host)}`);
     let settled = false;
     let timer: NodeJS.Timeout | undefined;
+    let link: ProbeLink | undefined;
     const finish = (error?: string): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
-      conn.destroy();
+      link?.close();
       resolve(error);
     };
     const onAbort = (): void => finish('aborted');
-    // Error listeners stay attached after finish(): destroy() may still emit 'error', and an
-    // unhandled one would crash the process.
-    const fail = (err: Error): void => finish(tlsFailure(err) ?? (err as NodeJS.ErrnoException).code ?? err.message);
     const secure = target.tls ? tlsOptions(opts.tls ?? (fallbackTls ??= defaultBackendTls()), target.host) : null;
-
-    const conn = opts.path === null ? tcpProbe(target, secure, finish, fail) : httpProbe(target, secure, opts.path, opts.hostHeader, finish, fail);
+    // Events come after open() returns (a connection's are asynchronous), so `link` is set by then.
+    link = (opts.open ?? socketProbe)(target, secure, request, request === null ? connectCheck(finish) : httpAnswer(finish));
     timer = setTimeout(() => finish(`timeout after ${opts.timeoutMs} ms`), opts.timeoutMs);
-    timer.unref(); // the probe socket is what keeps the process alive, and only until stop()
+    timer.unref(); // the probe's connection is what keeps the process alive, and only until stop()
     signal.addEventListener('abort', onAbort);
   });
 }
 
 /**
- * Connect, then end at once: a listening port is all this check proves; for an https backend also
- * that its TLS handshake completes and its certificate verifies.
+ * The connect check: a listening port is all it proves; for an https backend also that its TLS
+ * handshake completes and its certificate verifies. Closed at once.
  */
-function tcpProbe(target: HealthTarget, secure: tls.ConnectionOptions | null, finish: (error?: string) => void, fail: (err: Error) => void): net.Socket {
-  const socket = probeConnect(target, secure);
-  socket.on('error', fail);
-  socket.once(secure ? 'secureConnect' : 'connect', () => {
-    socket.end();
-    finish();
-  });
-  return socket;
+function connectCheck(finish: (error?: string) => void): ProbeEvents {
+  return { connected: () => finish(), data: () => undefined, end: () => finish('connection closed'), error: (reason) => finish(reason) };
 }

@@ -20,7 +20,7 @@ import { PageCookies, type RoomCookieSettings } from '../proxy/page-cookie.js';
 import { readErrorPages, Refuser } from '../proxy/refuser.js';
 import { Router } from '../proxy/router.js';
 import { UpgradeProxy } from '../proxy/upgrade-proxy.js';
-import { chooseRelay, NativeRelay, type RelayChoice } from '../proxy/native-relay.js';
+import { NativeRelay, type ChosenRelay, type RelayChoice } from '../proxy/native-relay.js';
 import { createKeyExtractor } from '../room/extract.js';
 import { createPinSigner, signerFor, type RoomSigner } from '../room/signing.js';
 import { createRoomValidator } from '../room/validate.js';
@@ -65,6 +65,8 @@ export interface DataPlaneDeps {
   readonly pageWait?: (room: string | null) => Promise<boolean> | null;
   /** Whether a new followed tunnel to the backend is made ready for a resume (src/proxy/tunnel-resume.ts). */
   readonly resumesOn?: (backendId: string) => boolean;
+  /** The relay proxy.relay chose (chooseRelay), with the addon when it is the native one. */
+  readonly relay: ChosenRelay;
 }
 
 export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataPlane {
@@ -106,7 +108,7 @@ export function buildDataPlane(config: LoadedConfig, deps: DataPlaneDeps): DataP
     body: { bufferBytes: config.proxy.bufferBodyBytes, maxBytes: config.proxy.maxBodyBytes },
     bodyIdleTimeoutMs: config.proxy.bodyIdleTimeoutMs,
   });
-  const relay = chooseRelay(config.proxy.relay);
+  const { relay } = deps;
   metrics.relayInfo.set({ relay: relay.relay, configured: relay.configured }, 1);
   const upgradeProxy = buildUpgradeProxy(config, deps, { forwarder, refuser, forwarding }, relay.addon);
   const leanPages = config.proxy.leanPages
@@ -198,7 +200,7 @@ function buildUpgradeProxy(
   config: LoadedConfig,
   deps: DataPlaneDeps,
   shared: { readonly forwarder: Forwarder; readonly refuser: Refuser; readonly forwarding: Forwarding },
-  addon: ReturnType<typeof chooseRelay>['addon'],
+  addon: ChosenRelay['addon'],
 ): UpgradeProxy {
   const { runtime } = deps;
   const admission = new Admission({

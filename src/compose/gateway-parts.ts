@@ -16,6 +16,7 @@ import { buildDataPlane, type DataPlane } from './data-plane.js';
 import { buildFronts, type Fronts } from './fronts.js';
 import { backendGaugeReadings, backendSockets, buildDiscovery, buildRuntime, type Runtime } from './runtime.js';
 import { chooseStores, type Stores } from './stores.js';
+import { chooseRelay } from '../proxy/native-relay.js';
 
 export interface GatewayOptions {
   readonly logger: Logger;
@@ -78,7 +79,10 @@ export function composeGateway(config: LoadedConfig, opts: GatewayOptions, state
   const backendTls = loadBackendTls(config.backendTls);
   if (!backendTls.verify) logger.warn(BACKEND_TLS_UNVERIFIED);
   const stores = chooseStores(config, { gatewayId, logger, metrics, store: opts.store, sharedData: opts.sharedData });
-  runtime = buildRuntime(config, { logger, metrics, backendTls, stores });
+  // Chosen once, here: the relay carries tunnels, and its addon also opens the health checks'
+  // connections (proxy.relay: javascript loads no addon at all).
+  const relay = chooseRelay(config.proxy.relay);
+  runtime = buildRuntime(config, { logger, metrics, backendTls, stores, probeAddon: relay.addon });
   let data: DataPlane | undefined;
   const cache = () => data?.cache ?? null;
   // A purge made through any gateway's admin API (this one's included: purging twice is harmless).
@@ -100,7 +104,7 @@ export function composeGateway(config: LoadedConfig, opts: GatewayOptions, state
   });
   // The pool's list is applied only now that every listener of its changes exists.
   runtime.pool.setBackends(config.backends);
-  data = buildDataPlane(config, { logger, metrics, backendTls, runtime, cacheClock: opts.cacheClock, followsSockets: (id) => handoff.followsSockets(id), pageWait: (room) => handoff.pageWait(room), resumesOn: (id) => handoff.resumesOn(id) });
+  data = buildDataPlane(config, { logger, metrics, backendTls, runtime, relay, cacheClock: opts.cacheClock, followsSockets: (id) => handoff.followsSockets(id), pageWait: (room) => handoff.pageWait(room), resumesOn: (id) => handoff.resumesOn(id) });
   const fronts = buildFronts(config, { logger, metrics, control, data, isReady: state.isReady, port: state.port, ticketKeys: state.ticketKeys });
   const discovery = buildDiscovery(config, runtime.pool, logger);
   return { metrics, history, stores, runtime, control, handoff, data, fronts, discovery };

@@ -4,6 +4,7 @@
 // is made last and reached through late-bound callbacks, as the runtime's own tests wire it.
 import { DnsDiscovery } from '../backends/discovery.js';
 import { HealthChecker } from '../backends/health.js';
+import { nativeProbe, socketProbe, type ProbeAddon } from '../backends/probe-link.js';
 import type { BackendTls } from '../backends/backend-tls.js';
 import type { LoadedConfig } from '../config/load.js';
 import type { Logger } from '../observability/logger.js';
@@ -35,6 +36,8 @@ export interface RuntimeDeps {
   /** Health checks of https backends use it as pages and sockets do. */
   readonly backendTls: BackendTls;
   readonly stores: Stores;
+  /** The addon when the native relay runs: plain checks of an address then use its probe. */
+  readonly probeAddon: ProbeAddon | null;
 }
 
 export function buildRuntime(config: LoadedConfig, deps: RuntimeDeps): Runtime {
@@ -50,6 +53,7 @@ export function buildRuntime(config: LoadedConfig, deps: RuntimeDeps): Runtime {
       fall: config.health.fall,
       hostHeader: config.health.host ?? undefined,
       tls: deps.backendTls,
+      open: deps.probeAddon ? nativeProbe(deps.probeAddon) : socketProbe,
     },
     (ev) => supervisor.healthChanged(ev.id, ev.state, ev.reason),
   );

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Socket } from 'node:net';
+import type { ProbeAddon } from '../backends/probe-link.js';
 import { dirname, join } from 'node:path';
 
 export type RelaySetting = 'auto' | 'native' | 'javascript';
@@ -15,7 +16,8 @@ export type NativeEnd = 'client-eof' | 'backend-eof' | 'client-error' | 'backend
 
 type OnEvent = (id: number, reason: string, up: number, down: number, owedBackend?: Buffer, owedClient?: Buffer, pastClient?: Buffer, pastBackend?: Buffer, flags?: number) => void;
 
-interface Addon {
+/** The addon: the relay, and the health check's connection (src/backends/probe-link.ts). */
+interface Addon extends ProbeAddon {
   create(tickMs: number, onEvent: OnEvent): object;
   add(h: object, clientFd: number, backendFd: number, silenceMs: number, idleMs: number, writeTimeoutMs: number, lingerMs: number, toBackend: Buffer, toClient: Buffer, follow: boolean): number;
   close(h: object, id: number): boolean;
@@ -72,8 +74,14 @@ function loadAddon(): Loaded {
   return l;
 }
 
-/** proxy.relay as it can run here. `native` without the addon throws (the gateway does not start). */
-export function chooseRelay(configured: RelaySetting): RelayChoice & { readonly addon: Addon | null } {
+/** A relay chosen, with the addon when it is the native one. */
+export type ChosenRelay = RelayChoice & { readonly addon: Addon | null };
+
+/**
+ * proxy.relay as it can run here. `native` without the addon throws (the gateway does not start).
+ * With the native relay, the health checks use the addon's probe too (src/compose/runtime.ts).
+ */
+export function chooseRelay(configured: RelaySetting): ChosenRelay {
   if (configured === 'javascript') return { configured, relay: 'javascript', why: 'proxy.relay is javascript', addon: null };
   const l = loadAddon();
   if ('addon' in l) return { configured, relay: 'native', why: configured === 'auto' ? 'proxy.relay is auto and the native relay is built' : 'proxy.relay is native', addon: l.addon };

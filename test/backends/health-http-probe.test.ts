@@ -8,9 +8,11 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import tls from 'node:tls';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AnswerReader, BODY_BYTES, HEAD_BYTES, probeRequest } from '../../src/backends/health-http-probe.js';
 import { HealthChecker, type HealthOptions, type HealthResult } from '../../src/backends/health.js';
+import { nativeProbe, socketProbe, type OpenProbe } from '../../src/backends/probe-link.js';
+import { chooseRelay } from '../../src/proxy/native-relay.js';
 import { makeCa, signedServer } from '../support/certs.js';
 import { waitFor } from '../support/processes.js';
 
@@ -20,6 +22,18 @@ afterEach(async () => {
 });
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The two ways a check's connection is opened (src/backends/probe-link.ts): every check below runs
+ * on both, so the verdicts cannot differ. The native probe takes these plain checks of 127.0.0.1;
+ * an https backend's check goes through a Node socket either way.
+ */
+const CONNECTIONS: [string, OpenProbe][] = [
+  ['a Node socket', socketProbe],
+  ['the native probe', nativeProbe(chooseRelay('native').addon as NonNullable<ReturnType<typeof chooseRelay>['addon']>)],
+];
+/** The connection the checks of the running describe use (each sets it before its tests). */
+let connectWith: OpenProbe = socketProbe;
 
 interface RawBackend {
   port: number;
@@ -87,7 +101,7 @@ interface Check {
 
 /** One HTTP check of a backend on this port (a long interval: no second check comes). */
 function startCheck(port: number, opts: Partial<HealthOptions> = {}, tlsTarget = false): Check {
-  const checker = new HealthChecker({ path: '/h', intervalMs: 600_000, timeoutMs: 10_000, rise: 1, fall: 1, ...opts }, () => undefined);
+  const checker = new HealthChecker({ path: '/h', intervalMs: 600_000, timeoutMs: 10_000, rise: 1, fall: 1, open: connectWith, ...opts }, () => undefined);
   cleanups.push(() => checker.stop());
   checker.setTargets([{ id: 'b', host: '127.0.0.1', port, ...(tlsTarget ? { tls: true } : {}) }]);
   const result = (): HealthResult | undefined => checker.history('b')[0];
@@ -99,7 +113,8 @@ const check = (port: number, opts: Partial<HealthOptions> = {}): Promise<HealthR
 /** A head and a body, as one answer. */
 const answer = (head: string, body = ''): string => `${head}\r\n\r\n${body}`;
 
-describe('the HTTP check on a raw socket', () => {
+describe.each(CONNECTIONS)('the HTTP check on a raw socket, on %s', (_name, opener) => {
+  beforeAll(() => void (connectWith = opener));
   it('writes exactly one fixed request: GET path, Host, Connection: close, User-Agent', async () => {
     const b = await rawBackend((s) => send(s, answer('HTTP/1.1 200 OK\r\nContent-Length: 2', 'ok')));
     expect(await check(b.port, { path: '/health?deep=1' })).toMatchObject({ ok: true });
@@ -299,7 +314,8 @@ function randomAnswer(next: () => number): Buffer {
 const KNOWN_FAILURE =
   /^(?:HTTP \d{3}|bad answer: (?:response head over|bare (?:LF|CR)|obs-fold|malformed status line|status code|control character|header line without a name|invalid (?:header name|Content-Length|chunk)|more than one Content-Length|Transfer-Encoding|Content-Length with|chunk size|LF expected|CRLF expected|more than 8 interim)|connection closed (?:without an answer|mid-answer head|mid-response)|timeout after \d+ ms|answer body over \d+ bytes|ECONNRESET)/;
 
-describe('hostile answers', () => {
+describe.each(CONNECTIONS)('hostile answers, on %s', (_name, opener) => {
+  beforeAll(() => void (connectWith = opener));
   it('seeded random answers over real sockets: every check settles to a pass or a known failure within its timeout', async () => {
     const next = random(0x5eed);
     const answers = Array.from({ length: 40 }, () => ({ bytes: randomAnswer(next), close: next() < 0.5, split: next() < 0.5 }));
@@ -369,7 +385,8 @@ describe('hostile answers', () => {
 
 // --- https backends ------------------------------------------------------------------------
 
-describe('the HTTP check of an https backend', () => {
+describe.each(CONNECTIONS)('the HTTP check of an https backend, on %s', (_name, opener) => {
+  beforeAll(() => void (connectWith = opener));
   const dir = mkdtempSync(join(tmpdir(), 'roomgate-health-tls-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const files = signedServer(dir, ['127.0.0.1']);

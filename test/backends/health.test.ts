@@ -8,8 +8,10 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { HealthChecker, type HealthEvent, type HealthOptions, type HealthTarget } from '../../src/backends/health.js';
+import { nativeProbe, socketProbe, type OpenProbe } from '../../src/backends/probe-link.js';
+import { chooseRelay } from '../../src/proxy/native-relay.js';
 import { BACKEND, ROOT, startBackend, stop, stopAll, waitFor, type Proc } from '../support/processes.js';
 
 // --- helpers -------------------------------------------------------------------------------
@@ -26,6 +28,17 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 // 2 loaded cores); the tests of a timeout set their own short one.
 const FAST: HealthOptions = { path: '/healthz', intervalMs: 80, timeoutMs: 10_000, rise: 2, fall: 3 };
 
+/**
+ * The two ways a check's connection is opened (src/backends/probe-link.ts): the checks against
+ * in-test servers run on both.
+ */
+const CONNECTIONS: [string, OpenProbe][] = [
+  ['a Node socket', socketProbe],
+  ['the native probe', nativeProbe(chooseRelay('native').addon as NonNullable<ReturnType<typeof chooseRelay>['addon']>)],
+];
+/** The connection checker() uses (a describe over CONNECTIONS sets it before its tests). */
+let connectWith: OpenProbe = socketProbe;
+
 interface Harness {
   checker: HealthChecker;
   events: HealthEvent[];
@@ -36,7 +49,7 @@ interface Harness {
 function checker(opts: Partial<HealthOptions> = {}): Harness {
   const events: HealthEvent[] = [];
   const historyAtEvent: Harness['historyAtEvent'] = [];
-  const c: HealthChecker = new HealthChecker({ ...FAST, ...opts }, (ev) => {
+  const c: HealthChecker = new HealthChecker({ ...FAST, open: connectWith, ...opts }, (ev) => {
     events.push(ev);
     historyAtEvent.push([...c.history(ev.id)]);
   });
@@ -160,7 +173,8 @@ describe('HealthChecker against the demo backend (real process)', () => {
   });
 });
 
-describe('HealthChecker HTTP checks (in-test servers)', () => {
+describe.each(CONNECTIONS)('HealthChecker HTTP checks (in-test servers), on %s', (_name, opener) => {
+  beforeAll(() => void (connectWith = opener));
   it('fails on 500, passes on 3xx', async () => {
     const bad = await httpServer((_req, res) => res.writeHead(500).end('boom'));
     const redirect = await httpServer((_req, res) => res.writeHead(302, { Location: '/elsewhere' }).end());
@@ -231,7 +245,8 @@ describe('HealthChecker HTTP checks (in-test servers)', () => {
   });
 });
 
-describe('HealthChecker TCP checks (path null)', () => {
+describe.each(CONNECTIONS)('HealthChecker TCP checks (path null), on %s', (_name, opener) => {
+  beforeAll(() => void (connectWith = opener));
   it('passes on a listening port without sending a byte, fails on a closed one', async () => {
     let connections = 0;
     let bytes = 0;
@@ -329,23 +344,29 @@ describe('HealthChecker targets, passive failures and stop()', () => {
     expect(silent.connections).toBe(1);
   });
 
-  it('a process exits by itself after stop(), even with a check in flight', async () => {
+  it.each(['a Node socket', 'the native probe'])('a process exits by itself after stop(), even with a check in flight (%s)', async (connection) => {
     const silent = await httpServer(() => undefined);
-    const health = pathToFileURL(join(ROOT, 'dist/src/backends/health.js')).href;
+    const dist = (file: string): string => JSON.stringify(pathToFileURL(join(ROOT, 'dist/src', file)).href);
+    const native = connection === 'the native probe';
     const script = (callStop: boolean): string => `
-      import { HealthChecker } from ${JSON.stringify(health)};
-      const c = new HealthChecker({ path: '/', intervalMs: 50, timeoutMs: 30000, rise: 1, fall: 1 }, () => {});
+      import { HealthChecker } from ${dist('backends/health.js')};
+      import { nativeProbe } from ${dist('backends/probe-link.js')};
+      import { chooseRelay } from ${dist('proxy/native-relay.js')};
+      const open = ${native ? "nativeProbe(chooseRelay('native').addon)" : 'undefined'};
+      const c = new HealthChecker({ path: '/', intervalMs: 50, timeoutMs: 30000, rise: 1, fall: 1, open }, () => {});
       c.setTargets([{ id: 's', host: '127.0.0.1', port: ${silent.port} }]);
-      setTimeout(() => { ${callStop ? 'c.stop();' : ''} console.log('done'); }, 300);`;
+      setTimeout(() => { ${callStop ? 'c.stop();' : ''} console.log('done', silent()); }, 300);
+      function silent() { return c.history('s').length; }`;
     const stopped = spawnNode(['--input-type=module', '-e', script(true)]);
-    // Control: the same without stop() stays alive (its check socket is open for 30 s), so
+    // Control: the same without stop() stays alive (its check's connection is open for 30 s), so
     // this test can tell a leak from a clean exit.
     const control = spawnNode(['--input-type=module', '-e', script(false)]);
 
     const code = await Promise.race([stopped.exited, sleep(10_000).then(() => 'still running after 10 s')]);
     expect(code, stopped.lines.join('\n')).toBe(0);
-    expect(stopped.lines).toContain('done');
-    await waitFor('control ran', 5_000, () => control.lines.includes('done'));
+    // The check was in flight (no result yet) when stop() came.
+    expect(stopped.lines).toContain('done 0');
+    await waitFor('control ran', 5_000, () => control.lines.includes('done 0'));
     await sleep(1_000);
     expect(control.child.exitCode).toBeNull();
     await stop(control, 'SIGKILL');

@@ -2,7 +2,9 @@
 // builds the sanitized addon and runs the tunnel contract suite on both relays
 // (test/proxy/tunnel-contract.test.ts), the hand-back between two messages
 // (test/proxy/native-release.test.ts), the add() race and the differential fuzz
-// (test/proxy/relay-differential.test.ts, 80 seeded scenarios) with it and the sanitizer runtimes
+// (test/proxy/relay-differential.test.ts, 80 seeded scenarios), and the addon's health-check
+// connection (test/backends/native-probe.test.ts, and the HTTP check's hostile answers through it:
+// test/backends/health-http-probe.test.ts) with it and the sanitizer runtimes
 // preloaded; a test that fails, a sanitizer report or a build without the sanitizers make it exit
 // non-zero. A child process: the runtimes must be preloaded into the Node that loads the addon.
 import { spawn } from 'node:child_process';
@@ -14,9 +16,9 @@ import { ROOT } from '../support/processes.js';
 const LIMIT_MS = 170_000;
 
 describe('the native relay under AddressSanitizer + UBSan', () => {
-  it('the contract suite, the hand-back, the add() race and the differential fuzz pass with no sanitizer report', async () => {
+  it('the contract suite, the hand-back, the add() race, the differential fuzz and the health probe pass with no sanitizer report', async () => {
     // Its own process group: a timeout ends the script and the vitest it started.
-    const files = ['test/proxy/tunnel-contract.test.ts', 'test/proxy/native-release.test.ts', 'test/proxy/relay-add-race.test.ts', 'test/proxy/relay-differential.test.ts'];
+    const files = ['test/proxy/tunnel-contract.test.ts', 'test/proxy/native-release.test.ts', 'test/proxy/relay-add-race.test.ts', 'test/proxy/relay-differential.test.ts', 'test/backends/native-probe.test.ts', 'test/backends/health-http-probe.test.ts'];
     const child = spawn('bash', [join(ROOT, 'scripts/sanitize-relay.sh'), ...files], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -37,8 +39,8 @@ describe('the native relay under AddressSanitizer + UBSan', () => {
     const tests = /Tests\s+(\d+) passed/.exec(out.replace(/\x1b\[[0-9;]*m/g, ''))?.[1] ?? '?';
     recordChaos({
       id: 'native-relay-sanitized',
-      fault: 'the native relay built under AddressSanitizer and UBSan: the tunnel contract, the hand-back between two messages, the add() race and the differential fuzz (random segmentation, back-pressure, half-closes, resets from either side)',
-      promise: 'no memory error and no undefined behaviour in the relay (a report fails the run), and the same bytes and ends as the JavaScript relay',
+      fault: 'the native relay built under AddressSanitizer and UBSan: the tunnel contract, the hand-back between two messages, the add() race, the differential fuzz (random segmentation, back-pressure, half-closes, resets from either side) and the native probe of the health checks (hostile answers, closes at every moment, collected handles)',
+      promise: 'no memory error and no undefined behaviour in the addon (a report fails the run), and the same bytes and ends as the JavaScript relay',
       figures: { recoverMs: null, other: [`${tests} tests passed under the sanitizers, no report`] },
       file: import.meta.url,
       test: 'the native relay under AddressSanitizer + UBSan',

@@ -29,6 +29,7 @@ import { MemoryPlacementStore } from '../../src/placement/memory-store.js';
 import { BackendPool } from '../../src/runtime/pool.js';
 import { TunnelRegistry } from '../../src/runtime/tunnels.js';
 import { testPlacer } from '../support/runtime-parts.js';
+import { chooseRelay } from '../../src/proxy/native-relay.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
 
 /** Every wait on a socket: far above what a step takes on loopback, far below the test's budget. */
@@ -176,7 +177,7 @@ async function gateway(backends: readonly ResolvedBackend[], settings: { room?: 
   const placer = testPlacer({ store, pool, tunnels, logger, noRoom: loaded.room.noRoom });
   // Of the runtime, the data plane reads the pool, the tunnels and the placer (src/compose/data-plane.ts).
   const runtime = { pool, tunnels, placer } as Partial<Runtime> as Runtime;
-  const data = buildDataPlane(loaded, { logger, metrics, backendTls, runtime });
+  const data = buildDataPlane(loaded, { logger, metrics, backendTls, runtime, relay: chooseRelay('javascript') });
   // The parts wired as the gateway wires them (src/compose/fronts.ts).
   const pipeline = pipelineOf(data, OWNS_NOTHING, () => true);
   const roomHeader = loaded.room.header.toLowerCase();

@@ -57,7 +57,7 @@ describe('scripts/build-native.mjs', () => {
     mkdirSync(join(root, 'scripts'));
     mkdirSync(join(root, 'native'));
     cpSync(join(ROOT, 'scripts/build-native.mjs'), join(root, 'scripts/build-native.mjs'));
-    for (const f of ['relay.cc', 'binding.gyp']) cpSync(join(ROOT, 'native', f), join(root, 'native', f));
+    for (const f of ['relay.cc', 'probe.cc', 'probe.h', 'binding.gyp']) cpSync(join(ROOT, 'native', f), join(root, 'native', f));
     return root;
   }
   const run = (root: string, args: string[], env: Record<string, string> = {}) =>
