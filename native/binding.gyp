@@ -1,7 +1,8 @@
-# The native relay (relay.cc) and the health check's connection (probe.cc), built by node-gyp against the headers of the Node that runs the
-# build (scripts/build-native.mjs passes --nodedir: nothing is downloaded). Node-API, and libuv's
-# loop (uv.h: relay.cc takes a lent descriptor out of Node's epoll set), whose ABI libuv keeps
-# within its major version: one build serves every Node version roomgate runs on.
+# The native relay (relay.cc) and the health check's connection (probe.cc), built by node-gyp
+# against the headers of the Node that runs the build (scripts/build-native.mjs passes --nodedir:
+# nothing is downloaded). Node-API, and libuv (uv.h: relay.cc takes a lent descriptor out of
+# Node's epoll set; probe.cc runs libuv TCP handles on Node's loop), whose ABI libuv keeps within
+# its major version: one build serves every Node version roomgate runs on.
 # ROOMGATE_NATIVE_SANITIZE=1 builds it under AddressSanitizer and UBSan (test builds:
 # scripts/build-native.mjs --sanitize).
 {

@@ -34,6 +34,10 @@ struct Probe {
   uv_write_t write;
   napi_env env = nullptr;
   napi_ref onEvent = nullptr;
+  // Registered while the handle is open: an environment that ends (a worker thread terminated)
+  // waits for the handle's close before its addon is unloaded, so OnClosed never runs in code no
+  // longer mapped.
+  napi_async_cleanup_hook_handle cleanup = nullptr;
   std::string request;
   // Freed once both are true: libuv is done with the handle, and JavaScript's handle (an external)
   // was collected.
@@ -54,6 +58,9 @@ void FreeIfDone(Probe* p) {
 void OnClosed(uv_handle_t* h) {
   auto* p = static_cast<Probe*>(h->data);
   p->closed = true;
+  // Takes the handle only (no environment): the environment's end, if it waits, may go on now.
+  if (p->cleanup != nullptr) napi_remove_async_cleanup_hook(p->cleanup);
+  p->cleanup = nullptr;
   FreeIfDone(p);
 }
 
@@ -133,6 +140,10 @@ void OnConnected(uv_connect_t* c, int status) {
   if (r < 0) Fail(p, r);
 }
 
+// The environment ends with the probe open (a worker terminated): closed now; the environment
+// waits for OnClosed.
+void OnEnvEnds(napi_async_cleanup_hook_handle, void* arg) { StartClose(static_cast<Probe*>(arg)); }
+
 // JavaScript's handle was collected: an open probe is closed (the caller forgot it), and freed
 // once libuv is done with it.
 void OnCollected(napi_env, void* data, void*) {
@@ -155,7 +166,7 @@ napi_value Open(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, nullptr, nullptr);
   const char* usage = "probeOpen(ip, port 1..65535, request: Buffer, onEvent)";
   if (argc != 4) return Throw(env, usage);
-  char ip[64];
+  char ip[128];  // an IPv6 address with a scope id fits; longer is refused
   size_t ipLen = 0;
   uint32_t port = 0;
   bool isBuffer = false;
@@ -189,6 +200,7 @@ napi_value Open(napi_env env, napi_callback_info info) {
   napi_value handle;
   napi_create_reference(env, argv[3], 1, &p->onEvent);
   napi_create_external(env, p, OnCollected, nullptr, &handle);
+  napi_add_async_cleanup_hook(env, OnEnvEnds, p, &p->cleanup);
   r = uv_tcp_connect(&p->connect, &p->tcp, reinterpret_cast<const sockaddr*>(&addr), OnConnected);
   if (r < 0) {
     StartClose(p);  // freed once closed and collected

@@ -228,9 +228,14 @@ function probe(target: HealthTarget, opts: HealthOptions, signal: AbortSignal): 
       resolve(error);
     };
     const onAbort = (): void => finish('aborted');
-    const secure = target.tls ? tlsOptions(opts.tls ?? (fallbackTls ??= defaultBackendTls()), target.host) : null;
     // Events come after open() returns (a connection's are asynchronous), so `link` is set by then.
-    link = (opts.open ?? socketProbe)(target, secure, request, request === null ? connectCheck(finish) : httpAnswer(finish));
+    try {
+      const secure = target.tls ? tlsOptions(opts.tls ?? (fallbackTls ??= defaultBackendTls()), target.host) : null;
+      link = (opts.open ?? socketProbe)(target, secure, request, request === null ? connectCheck(finish) : httpAnswer(finish));
+    } catch (err) {
+      // Never out of here: a rejected check would be an unhandled rejection (run() does not catch).
+      return finish(`cannot connect: ${(err as Error).message}`);
+    }
     timer = setTimeout(() => finish(`timeout after ${opts.timeoutMs} ms`), opts.timeoutMs);
     timer.unref(); // the probe's connection is what keeps the process alive, and only until stop()
     signal.addEventListener('abort', onAbort);

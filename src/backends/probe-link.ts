@@ -110,12 +110,19 @@ export function nativeProbe(addon: ProbeAddon): OpenProbe {
   return (address, secure, request, on) => {
     if (secure !== null || net.isIP(address.host) === 0) return socketProbe(address, secure, request, on);
     const bytes = request === null ? NO_REQUEST : Buffer.from(request, 'latin1');
-    const handle = addon.probeOpen(address.host, address.port, bytes, (kind, arg) => {
-      if (kind === DATA) on.data(arg as Buffer);
-      else if (kind === CONNECTED) on.connected();
-      else if (kind === END) on.end();
-      else on.error(arg as string);
-    });
+    let handle: object | string;
+    try {
+      handle = addon.probeOpen(address.host, address.port, bytes, (kind, arg) => {
+        if (kind === DATA) on.data(arg as Buffer);
+        else if (kind === CONNECTED) on.connected();
+        else if (kind === END) on.end();
+        else on.error(arg as string);
+      });
+    } catch {
+      // An address the addon does not take (e.g. an IPv6 scope id longer than any interface name,
+      // from a discovered record): Node's socket says what it makes of it.
+      return socketProbe(address, secure, request, on);
+    }
     if (typeof handle === 'string') {
       // As a socket tells it: after the caller has its link.
       let open = true;

@@ -311,6 +311,38 @@ describe('native probe: in a child process', () => {
     expect(c.out()).toBe('collected\n');
   });
 
+  it('a worker thread terminated with probes open (connected and idle, reading a flood) takes nothing down', async () => {
+    // Only the workers load the addon here, so it is unloaded when a worker's environment ends: a
+    // probe's close callback must have run by then (the environment waits for it), or the process
+    // faults in code no longer mapped. (The helper above loads it in the main thread: not used.)
+    const b = await backend();
+    const script = `
+      const net = require('node:net');
+      const { Worker } = require('node:worker_threads');
+      const flood = net.createServer((s) => { s.on('error', () => {}); const big = Buffer.alloc(65536, 120); const pump = () => { while (s.write(big)); }; s.on('drain', pump); pump(); });
+      flood.listen(0, '127.0.0.1', async () => {
+        const code = "const { parentPort, workerData: d } = require('node:worker_threads'); const addon = require(d.addon);" +
+          "const open = (port, request) => addon.probeOpen('127.0.0.1', port, Buffer.from(request), () => {});" +
+          "globalThis.kept = [open(d.idle, ''), open(d.idle, 'x'), open(d.flood, 'GET / HTTP/1.1' + String.fromCharCode(13, 10, 13, 10))];" +
+          "setTimeout(() => parentPort.postMessage('open'), 50);";
+        for (let i = 0; i < 5; i++) {
+          const w = new Worker(code, { eval: true, workerData: { addon: ${JSON.stringify(addonPath())}, idle: ${b.port}, flood: flood.address().port } });
+          await new Promise((r, j) => { w.once('message', r); w.once('error', j); });
+          await w.terminate();
+        }
+        flood.close();
+        console.log('survived');
+      });`;
+    const proc = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    children.push(proc);
+    let out = '';
+    proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    proc.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const exit = await within(new Promise<string>((r) => proc.once('exit', (code, signal) => r(`${code} ${signal}`))), 'the child exiting');
+    expect(exit, out).toBe('0 null');
+    expect(out).toBe('survived\n');
+  });
+
   it("an exception thrown by onEvent is the process's uncaught exception", async () => {
     const b = await backend();
     const c = child(

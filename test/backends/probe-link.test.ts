@@ -89,6 +89,40 @@ describe('nativeProbe', () => {
   });
 });
 
+describe('a check whose connection cannot even start', () => {
+  it('an address the addon refuses (a long IPv6 scope id, as a discovered record may hold) goes to a Node socket: a failed check, nothing thrown', async () => {
+    const c = counted();
+    const odd = `fe80::1%${'a'.repeat(60)}.${'b'.repeat(60)}.${'c'.repeat(60)}`;
+    expect(net.isIP(odd)).toBe(6);
+    expect(() => addon.probeOpen(odd, 80, Buffer.alloc(0), () => undefined)).toThrow(/IP address|probeOpen/);
+    const checker = new HealthChecker({ path: null, intervalMs: 600_000, timeoutMs: 300, rise: 1, fall: 1, open: nativeProbe(c.addon) }, () => undefined);
+    cleanups.push(() => checker.stop());
+    checker.setTargets([{ id: 'odd', host: odd, port: 80 }]);
+    const result = await waitFor('the check', 10_000, () => checker.history('odd')[0]);
+    expect(result.ok).toBe(false);
+    expect(c.opened()).toBe(1); // asked, refused, and the socket took it
+  });
+
+  it('an opener that throws fails the check with its reason instead of rejecting it', async () => {
+    const checker = new HealthChecker(
+      {
+        path: '/h',
+        intervalMs: 600_000,
+        timeoutMs: 1_000,
+        rise: 1,
+        fall: 1,
+        open: () => {
+          throw new Error('no descriptors left');
+        },
+      },
+      () => undefined,
+    );
+    cleanups.push(() => checker.stop());
+    checker.setTargets([{ id: 'b', host: '127.0.0.1', port: 9 }]);
+    expect(await waitFor('the check', 10_000, () => checker.history('b')[0])).toMatchObject({ ok: false, error: 'cannot connect: no descriptors left' });
+  });
+});
+
 describe('the gateway', () => {
   // Node's sockets connect through net.Socket.prototype.connect; the native probe does not. Counted
   // on the way through (the connection is made as before), per destination port.
