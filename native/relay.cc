@@ -7,7 +7,7 @@
 // for that tunnel, and reading its source stops until it is written (the back-pressure a pipe
 // gives). JavaScript keeps control: it adds a tunnel, closes one, reads its byte counts, and is
 // told, through a thread-safe function, when and why one ended. The relay keeps the tunnel
-// contract of the JavaScript relay (src/proxy/upgrade-proxy.ts): a side that ends (FIN) has its
+// contract of the JavaScript relay (src/proxy/upgrade-tunnel.ts): a side that ends (FIN) has its
 // bytes delivered, then the other side is ended too and gets a linger to finish; the client's
 // silence, a tunnel's idleness and a client that takes no write each close it after their limits.
 //

@@ -65,7 +65,7 @@ export interface PageTransport<T> {
   exchange(r: ClientRequest, t: T, key: KeyResult, body: BodyPlan, cacheStatus: string | null): Exchange;
 }
 
-/** The WebSocket path (src/proxy/upgrade-proxy.ts): the handshake rules and the tunnel. */
+/** The WebSocket path (src/proxy/upgrade-proxy.ts; each tunnel: upgrade-tunnel.ts): the handshake rules and the tunnel. */
 export interface UpgradePath {
   /** The client socket becomes the path's (held, its end heard); false when it is already gone. */
   take(client: Socket): boolean;

@@ -48,7 +48,7 @@ export interface ResumeReader {
 const GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
 // 1xx interim answers (100, 102, 103) before the 101; more is a broken backend.
 const MAX_INTERIM_ANSWERS = 8;
-// The same read buffer size as a tunnel's (upgrade-proxy.ts).
+// The same read buffer size as a tunnel's (upgrade-tunnel.ts).
 const READ_BUFFER_BYTES = 1_024;
 
 const kReader = Symbol('roomgate.resumeReader');

@@ -3,7 +3,7 @@
 // that is proxied (not a health path, roomgate's own paths or a static mount), is answered by
 // LeanPages without node:http's per-request objects; keep-alive and pipelined requests follow
 // one after the other, in order. A WebSocket handshake of the subset goes to the upgrade path
-// the same way (src/proxy/upgrade-proxy.ts), and the socket leaves this front for good: it
+// the same way (src/proxy/upgrade-proxy.ts, upgrade-tunnel.ts), and the socket leaves this front for good: it
 // becomes a tunnel. At the first request that is anything else (a body, an upgrade outside the
 // subset, an unusual byte, a head split past the header timeout...), the connection is handed to
 // node:http for the rest of its life, the unread bytes put back first: node:http then parses
