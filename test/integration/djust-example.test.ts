@@ -197,6 +197,9 @@ describe('the djust-shaped example behind roomgate', () => {
 
     // The sockets never closed, nothing was re-mounted, no page reload, no resync, nothing doubled.
     const clicks = c.events.length + other.events.length;
+    // A tab's own clicks are answered above; the patch of the other tab's last click may still be
+    // on its way to it (a lost one never comes: the wait fails).
+    await waitFor('every patch of either tab at both', 10_000, () => (c.version === 1 + clicks && other.version === 1 + clicks ? true : undefined), 20);
     for (const tab of [c, other]) {
       expect(tab.closes).toEqual([]);
       expect(tab.mounts).toHaveLength(1);

@@ -164,7 +164,10 @@ describe('the status page agrees with the placements after a backend is killed',
   it('two gateways sharing Redis: the one that held the sockets and the one they came back through both count the live rooms', async () => {
     const redis = await startRedis();
     const { list: backends, victim: c2 } = await threeBackends(['c1', 'c2', 'c3']);
-    const config = { redis: { url: redis.url }, health: { intervalMs: 300, timeoutMs: 250, fall: 2 } };
+    // b counts a room as live when its checks mark c2 down while a's report still holds the room:
+    // checks every 300 ms (down in ~0.6 s) against a heartbeat of 2.5 s, so a loaded machine's
+    // delays cannot reorder them (with 1 s they once did, in a full suite run).
+    const config = { redis: { url: redis.url }, health: { intervalMs: 300, timeoutMs: 250, fall: 2 }, placement: { heartbeatMs: 2_500 } };
     const [a, b] = await Promise.all([startGateway({ backends, config }), startGateway({ backends, config })]);
     const candidates = Array.from({ length: 9 }, (_, i) => `fo2-${i}`);
     const clients = candidates.map((r) => new Client(`${a.wsUrl}/ws/live/?room=${r}`));

@@ -397,10 +397,11 @@ describe('RedisSharedDataStore keys and cost', () => {
     expect(sumCounts(readCounts)).toBe(2 * 9);
   });
 
-  it('lobby()/online() share one aggregate read, cached up to aggregateCacheMs (1 s here, for a loaded machine); own writes and events drop it', async () => {
+  it('lobby()/online() share one aggregate read, cached up to aggregateCacheMs (3 s here, for a loaded machine); own writes and events drop it', async () => {
     const fresh = await startRedis();
     const a = admin(fresh);
-    const reader = open(fresh, { keyPrefix: 'cache:', gatewayId: 'gw-r', aggregateCacheMs: 1000, commandTimeoutMs: 5000 });
+    // 3 s: the cached read below must come within it; 1 s was once exceeded on 2 loaded cores.
+    const reader = open(fresh, { keyPrefix: 'cache:', gatewayId: 'gw-r', aggregateCacheMs: 3000, commandTimeoutMs: 5000 });
     const writer = open(fresh, { keyPrefix: 'cache:', gatewayId: 'gw-w', commandTimeoutMs: 5000 });
     await Promise.all([reader.connect(), writer.connect()]);
     const events = record(reader);
@@ -424,7 +425,7 @@ describe('RedisSharedDataStore keys and cost', () => {
     // Without any event, a change made behind its back (admin) shows after the cache time.
     await a.hset('cache:{rg}:pres:gw:gw-w', 'r', JSON.stringify({ backend: 'b1', sockets: 9, since: T0 }));
     expect((await reader.online()).total).toBe(7);
-    await new Promise((r) => setTimeout(r, 1100));
+    await new Promise((r) => setTimeout(r, 3100));
     expect((await reader.online()).total).toBe(11);
   });
 
