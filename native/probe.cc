@@ -1,5 +1,6 @@
 // The connection of one health check, on Node's own event loop but driven from C++
-// (src/backends/probe-link.ts is its JavaScript side; docs/architecture.md, "Health checks").
+// (src/backends/probe-link.ts is its JavaScript side; docs/architecture.md, "The native relay",
+// "The health checks use the addon too").
 //
 // Why: a check runs once per backend every couple of seconds, so its JavaScript never leaves V8's
 // first tiers, and a net.Socket's construction, connect, stream and destroy machinery cost about

@@ -8,8 +8,8 @@
 // never leaves V8's first tiers, and a net.Socket's construction, connect, stream and destroy
 // machinery cost about half a millisecond of CPU per check, most of what an idle gateway's
 // JavaScript thread still did once the relay moved the tunnels' bytes to its own thread
-// (docs/performance.md, "Idle"). The native probe makes one JavaScript call per event that
-// matters (a chunk of the answer, the end, an error) instead.
+// (docs/performance.md, "The health checks' connections"). The native probe makes one JavaScript
+// call per event that matters (a chunk of the answer, the end, an error) instead.
 import net from 'node:net';
 import tls from 'node:tls';
 import { tlsFailure } from './backend-tls.js';
