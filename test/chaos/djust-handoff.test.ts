@@ -147,12 +147,14 @@ interface Outcome {
   moveOf: Map<SentEvent, number>;
   /** Per room: its clicks applied through the messages hook (held, the socket closed meanwhile). */
   hooked: Map<string, number>;
+  /** What is known of each click counted lost (the first 10): for the failure's message. */
+  lostClicks: string[];
 }
 
 /** Every click against its room's final owner's record. */
 async function tally(owners: Map<string, string>): Promise<Outcome> {
   const url = new Map(rolling.backends.map((b: BackendProc) => [b.id, b.url]));
-  const out: Outcome = { sent: 0, applied: 0, lost: 0, doubled: 0, inexact: 0, moveOf: new Map(), hooked: new Map() };
+  const out: Outcome = { sent: 0, applied: 0, lost: 0, doubled: 0, inexact: 0, moveOf: new Map(), hooked: new Map(), lostClicks: [] };
   for (const [room, owner] of owners) {
     const res = await fetch(`${url.get(owner) as string}/_backend/moves/${room}`, { signal: AbortSignal.timeout(5_000) });
     const held = (await res.json()) as Held;
@@ -168,13 +170,23 @@ async function tally(owners: Map<string, string>): Promise<Outcome> {
     }
     for (const c of mine) {
       const at = held.last.filter((m) => m.data?.c === c.page.client.id && m.data?.k === c.ev.ref);
-      if (at.length === 0) out.lost++;
-      else out.applied++;
+      if (at.length === 0) {
+        out.lost++;
+        if (out.lostClicks.length < 10) out.lostClicks.push(describeLost(c, room, owner, held));
+      } else out.applied++;
       out.doubled += Math.max(0, at.length - 1);
       if (at[0] !== undefined) out.moveOf.set(c.ev, at[0].n);
     }
   }
   return out;
+}
+
+/** A click counted lost, with what the page and the room's final owner knew of it. */
+function describeLost(c: Click, room: string, owner: string, held: Held): string {
+  const ev = c.ev;
+  const closes = c.page.client.closes.map((x) => `${x.code}@${x.at - ev.sentAt}ms`).join(',');
+  const moves = held.last.map((m) => `${m.n}:${m.from}`).join(',');
+  return `room ${room} (final owner ${owner}, page's backend when clicked ${c.backend}): ref ${ev.ref} via ${ev.via}, acked ${ev.ackedAt === null ? 'never' : `${ev.ackedAt - ev.sentAt}ms after via ${ev.ackedVia}`}, applied ${JSON.stringify(ev.applied)}, http ${ev.httpStatus} ${ev.failed ?? ''}; page closes (relative to the click) [${closes}]; owner's moves ${held.moves} [${moves}]`;
 }
 
 /** When the page saw its click applied: its answer, or the first later mount whose count of moves includes it. */
@@ -297,7 +309,7 @@ async function scenario(mode: Mode): Promise<void> {
   expect(pages.filter((p) => p.client.gaveUp).length).toBe(0);
   expect(o.sent).toBeGreaterThan(ROOMS);
   if (!RECORD_ONLY) {
-    expect({ lost: o.lost, doubled: o.doubled }).toEqual({ lost: 0, doubled: 0 });
+    expect({ lost: o.lost, doubled: o.doubled }, o.lostClicks.join('\n')).toEqual({ lost: 0, doubled: 0 });
     // No page reloads, in either mode: the demo keeps each page view's version (its session
     // cookie's), so a click held and applied through the messages hook, which sends no page a
     // frame, skips no page's version, and an HTTP fallback answer follows the page's last one.
