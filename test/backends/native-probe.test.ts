@@ -10,6 +10,7 @@ import net, { type AddressInfo, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ProbeAddon } from '../../src/backends/probe-link.js';
 import { addonPath, chooseRelay } from '../../src/proxy/native-relay.js';
+import { withinOf } from '../support/within.js';
 
 const WAIT_MS = 5_000;
 /** A child process whose worker threads start and end (slow under the sanitizers on busy cores). */
@@ -19,15 +20,7 @@ const NONE = Buffer.alloc(0);
 const [CONNECTED, DATA, END, ERROR] = [0, 1, 2, 3];
 type Event = [number] | [number, Buffer | string];
 
-async function within<T>(p: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = withinOf(WAIT_MS);
 
 /** Resolves once check() holds (polled each turn, then every 5 ms), or rejects after WAIT_MS. */
 async function until(check: () => boolean, what: string): Promise<void> {

@@ -7,6 +7,7 @@ import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chooseRelay, NativeRelay, readAgain, type NativeEnd, type Released } from '../../src/proxy/native-relay.js';
+import { withinOf } from '../support/within.js';
 
 const WAIT_MS = 5_000;
 
@@ -23,15 +24,7 @@ function serverFrame(payload: string): Buffer {
   return Buffer.concat([Buffer.from([0x81, body.length]), body]);
 }
 
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${WAIT_MS} ms`)), WAIT_MS)));
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = withinOf(WAIT_MS);
 
 /** Two connected TCP pairs: the client peer and the relay's client side, the relay's backend side and the backend peer. */
 async function pair(server: net.Server): Promise<[Socket, Socket]> {

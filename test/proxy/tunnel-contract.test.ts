@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { chooseRelay } from '../../src/proxy/native-relay.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { withinOf } from '../support/within.js';
 
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 const handshake = (path: string): string =>
@@ -40,15 +41,7 @@ const backend = net.createServer({ allowHalfOpen: true }, (socket) => {
   socket.on('data', onData);
 });
 
-async function within<T>(p: Promise<T>, what: string, ms = WAIT_MS): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)));
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = withinOf(WAIT_MS);
 
 const dir = mkdtempSync(join(tmpdir(), 'roomgate-tunnel-contract-'));
 let backendUrl = '';

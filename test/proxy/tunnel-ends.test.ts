@@ -14,6 +14,7 @@ import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { bothFrontsFor } from '../support/in-process-gateway.js';
+import { withinOf } from '../support/within.js';
 
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 // The demo backend's first frame ({"type":"connect"}), here in the same write as the 101.
@@ -46,16 +47,7 @@ const backend = net.createServer({ allowHalfOpen: true }, (socket) => {
   socket.on('data', onData);
 });
 
-/** Resolves with `p`, or rejects after WAIT_MS naming what did not happen. */
-async function within<T>(p: Promise<T>, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${WAIT_MS} ms`)), WAIT_MS)));
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+const within = withinOf(WAIT_MS);
 
 /** The backend's connection for `path`, once it has read the handshake; `then` answers it. */
 function backendFor(path: string, then: (s: Socket) => void = () => undefined): Promise<Socket> {
