@@ -71,6 +71,8 @@ interface Click {
   readonly ev: SentEvent;
   /** The backend of the page's last mount when it clicked. */
   readonly backend: string | null;
+  /** Whether the page's view was mounted on an open socket when it clicked. */
+  readonly mounted: boolean;
 }
 
 /** A room's handoff as the gateway that ran it recorded it: from its hello to its end. */
@@ -109,7 +111,7 @@ function openPage(room: string, gw: GatewayProc, via: 'A' | 'B', clicks: boolean
 function clickOn(p: Page): void {
   if (quiet) return;
   const backend = lastBackend(p.client);
-  clicks.push({ page: p, ev: p.client.sendEvent('click'), backend });
+  clicks.push({ page: p, backend, mounted: p.client.mounted, ev: p.client.sendEvent('click') });
   const [lo, hi] = CLICK_EVERY_MS;
   p.timer = setTimeout(() => clickOn(p), lo + Math.random() * (hi - lo));
 }
@@ -186,7 +188,8 @@ function describeLost(c: Click, room: string, owner: string, held: Held): string
   const ev = c.ev;
   const closes = c.page.client.closes.map((x) => `${x.code}@${x.at - ev.sentAt}ms`).join(',');
   const moves = held.last.map((m) => `${m.n}:${m.from}`).join(',');
-  return `room ${room} (final owner ${owner}, page's backend when clicked ${c.backend}): ref ${ev.ref} via ${ev.via}, acked ${ev.ackedAt === null ? 'never' : `${ev.ackedAt - ev.sentAt}ms after via ${ev.ackedVia}`}, applied ${JSON.stringify(ev.applied)}, http ${ev.httpStatus} ${ev.failed ?? ''}; page closes (relative to the click) [${closes}]; owner's moves ${held.moves} [${moves}]`;
+  const errors = c.page.client.errors.map((x) => `${String(x.error)}@${x.at - ev.sentAt}ms`).join(',');
+  return `room ${room} (final owner ${owner}, page's backend when clicked ${c.backend}${c.mounted ? '' : ', its view not mounted'}): ref ${ev.ref} via ${ev.via}, acked ${ev.ackedAt === null ? 'never' : `${ev.ackedAt - ev.sentAt}ms after via ${ev.ackedVia}`}, applied ${JSON.stringify(ev.applied)}, http ${ev.httpStatus} ${ev.failed ?? ''}; page closes (relative to the click) [${closes}]; error frames [${errors}]; owner's moves ${held.moves} [${moves}]`;
 }
 
 /** When the page saw its click applied: its answer, or the first later mount whose count of moves includes it. */

@@ -17,7 +17,9 @@
 //   overlay; here: every later event goes over HTTP). Release '3186' stops at 4401/4403;
 // - `error` frames are recorded; `retry` is ignored and nothing is re-sent; pending events are
 //   cleared on every close (an event whose answer never came is gone for the page);
-// - while no socket is open, an event is a POST to the page URL with `X-Djust-Event`; every answer
+// - while no socket is open, or one is open but its view not mounted yet (djust's sendEvent: "View
+//   not mounted. Event ignored", and handleEvent falls back to HTTP), an event is a POST to the
+//   page URL with `X-Djust-Event`; every answer
 //   with a `version` must follow the last one (previous + 1), else: with a socket open the client
 //   asks `request_html`, without one it reloads the page (here: counted, and re-mounted as a reload
 //   would, from a fresh page);
@@ -292,13 +294,15 @@ export class DjustClient {
   }
 
   /**
-   * A user's event (a click): over the socket when one is open, else a POST to the page URL.
-   * Returns its record; the HTTP path's answer fills it in later.
+   * A user's event (a click): over the socket when one is open and its view mounted, else a POST
+   * to the page URL (djust's sendEvent refuses an open socket whose view is not mounted yet, and its
+   * handleEvent then takes the HTTP fallback). Returns its record; the HTTP path's answer fills it
+   * in later.
    */
   sendEvent(name, params = {}) {
     const ev = { ref: this.nextRef++, name, params, sentAt: this.now(), via: 'ws', ackedAt: null, ackedVia: null, answers: 0, applied: [], httpStatus: null, failed: null };
     this.events.push(ev);
-    if (this.ws !== null && this.ws.readyState === OPEN) {
+    if (this.ws !== null && this.ws.readyState === OPEN && this.viewMounted) {
       this.pending.set(ev.ref, ev);
       this.ws.send(JSON.stringify(this.frames.event(this, ev)));
       return ev;
