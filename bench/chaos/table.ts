@@ -109,3 +109,37 @@ export function replaceTable(doc: string, table: string): string {
   if (i === -1 || j < i) throw new Error(`the document has no chaos table markers (${TABLE_START} ... ${TABLE_END})`);
   return `${doc.slice(0, i + TABLE_START.length)}\n\n${table}\n\n${doc.slice(j)}`;
 }
+
+/** The part of vitest's JSON report (`--reporter=json`) the failure summary reads. */
+interface VitestReport {
+  readonly testResults?: readonly {
+    readonly name?: string;
+    readonly message?: string;
+    readonly assertionResults?: readonly { readonly fullName?: string; readonly status?: string; readonly failureMessages?: readonly string[] }[];
+  }[];
+}
+
+/**
+ * The failed tests of a vitest JSON report, each with the start of its message, as the last lines
+ * `npm run chaos` prints: a CI log often keeps only its end, and the table above a failure would
+ * otherwise push the failure's words out of it (a failed test records no row).
+ */
+export function failureSummary(report: string, root: string, maxChars = 4_000): string {
+  let parsed: VitestReport;
+  try {
+    parsed = JSON.parse(report) as VitestReport;
+  } catch {
+    return 'chaos: vitest wrote no readable report: its own output above says what failed';
+  }
+  const out: string[] = [];
+  for (const file of parsed.testResults ?? []) {
+    const name = file.name ? relative(root, file.name) : 'a test file';
+    const failed = (file.assertionResults ?? []).filter((a) => a.status === 'failed');
+    for (const a of failed) out.push(`FAILED ${name}: ${a.fullName ?? '?'}\n${clip((a.failureMessages ?? []).join('\n'), maxChars)}`);
+    // A file that failed outside its tests (a hook, an import) has a message and no failed test.
+    if (failed.length === 0 && file.message) out.push(`FAILED ${name} (outside its tests)\n${clip(file.message, maxChars)}`);
+  }
+  return out.length === 0 ? '' : `${out.length} failed:\n${out.join('\n\n')}`;
+}
+
+const clip = (s: string, n: number): string => (s.length <= n ? s : `${s.slice(0, n)} [... ${s.length - n} more characters]`);

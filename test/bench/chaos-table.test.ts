@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { chaosTestFiles, formatTable, readRows, type ChaosRowFile } from '../../bench/chaos/table.js';
+import { chaosTestFiles, failureSummary, formatTable, readRows, type ChaosRowFile } from '../../bench/chaos/table.js';
 import { ROOT } from '../support/processes.js';
 
 const row = (id: string, over: Partial<ChaosRowFile> = {}): ChaosRowFile => ({
@@ -42,5 +42,36 @@ describe('chaos table', () => {
     const files = chaosTestFiles(ROOT);
     expect(files.length).toBeGreaterThanOrEqual(4);
     for (const f of files) expect(tableLines.some((l) => l.includes(`| ${f}: `)), `a row of ${f} in docs/reliability.md`).toBe(true);
+  });
+
+  it('after the table, a failed run names each failed test with the start of its message (from vitest\'s JSON report)', () => {
+    // The shape vitest 5's json reporter writes (trimmed from a real report of a failing file).
+    const report = {
+      success: false,
+      testResults: [
+        {
+          name: join(ROOT, 'test/chaos/x.test.ts'),
+          status: 'failed',
+          message: '',
+          assertionResults: [
+            { fullName: 'outer fails', status: 'failed', failureMessages: [`AssertionError: room djust-3 lost ref 7: ${'x'.repeat(100)}`] },
+            { fullName: 'outer passes', status: 'passed', failureMessages: [] },
+          ],
+        },
+        { name: join(ROOT, 'test/chaos/y.test.ts'), status: 'failed', message: 'Hook timed out in 60000ms', assertionResults: [{ fullName: 'y skipped', status: 'skipped', failureMessages: [] }] },
+        { name: join(ROOT, 'test/chaos/z.test.ts'), status: 'passed', message: '', assertionResults: [{ fullName: 'z', status: 'passed', failureMessages: [] }] },
+      ],
+    };
+    const text = failureSummary(JSON.stringify(report), ROOT, 60);
+    expect(text.split('\n')).toEqual([
+      '2 failed:',
+      'FAILED test/chaos/x.test.ts: outer fails',
+      `AssertionError: room djust-3 lost ref 7: ${'x'.repeat(19)} [... 81 more characters]`,
+      '',
+      'FAILED test/chaos/y.test.ts (outside its tests)',
+      'Hook timed out in 60000ms',
+    ]);
+    expect(failureSummary(JSON.stringify({ success: true, testResults: [report.testResults[2]] }), ROOT)).toBe('');
+    expect(failureSummary('{"cut', ROOT)).toMatch(/no readable report/);
   });
 });
