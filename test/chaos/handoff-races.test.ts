@@ -11,6 +11,7 @@
 // acknowledged still there after it, unless the handoff said the room was placed empty
 // (`owner-lost`), and no room frozen past its lease (handoff.leaseMs).
 import { readFileSync } from 'node:fs';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordChaos } from '../support/chaos.js';
@@ -471,8 +472,13 @@ describe(GATEWAY_DEATH, () => {
       );
       gate.holds.delete(g.step);
       expect(killedAt, `the gate saw the ${g.step}`).toBeGreaterThan(0);
+      // Watched from now, beside the restart of the killed gateway: the freeze's end is the old
+      // owner's own (its lease), and a gateway start on a loaded machine (seconds) must not be
+      // counted in it.
+      const unfrozen = unfrozenAfter(p.game.room, t0);
+      unfrozen.catch(() => undefined); // awaited below; not unhandled if the restart throws first
       gwA = await connectedGateway();
-      const unfrozenMs = await unfrozenAfter(p.game.room, t0);
+      const unfrozenMs = await unfrozen;
       const o = await outcome(p, t0);
       expect(o.owner).toBe(g.ends === 'old' ? p.from.id : to.id);
       expect(o.lost).toEqual([]);
@@ -605,9 +611,15 @@ describe(STORM, () => {
           await sleep(100);
         }
       })();
+      // This process's own lateness (1,000 clients on 2 shared cores): a handshake's time is
+      // measured here, so a timer or a read run late here adds to it without the gateway being late.
+      const lag = monitorEventLoopDelay({ resolution: 10 });
+      lag.enable();
       const t0 = Date.now();
       const answers = await Promise.all(Array.from({ length: HANDSHAKES }, (_, i) => sleep(i % 100).then(() => handshake(gw, `storm-${i}`))));
       const allMs = Date.now() - t0;
+      lag.disable();
+      const ownLagMs = Math.round(lag.max / 1e6);
       probing = false;
       await prober;
       stuck.child.kill('SIGCONT');
@@ -617,8 +629,10 @@ describe(STORM, () => {
       expect(undefinedAnswers.length, JSON.stringify([...statuses])).toBe(0);
       expect(answers.every((a) => [502, 503, 504].includes(a.status as number)), JSON.stringify([...statuses])).toBe(true);
       const slowest = Math.max(...answers.map((a) => a.ms));
-      // The answer's bound: the connect and the response deadlines, with a second of scheduling.
-      expect(slowest).toBeLessThanOrEqual(CONNECT_MS + RESPONSE_MS + 1_000);
+      // The answer's bound: the connect and the response deadlines, with a second of scheduling,
+      // plus the longest this test's own event loop ran late (up to a second more: beyond that the
+      // machine, not the gateway, is measured, and the test says so by failing).
+      expect(slowest, `slowest answer; this process's event loop ran up to ${ownLagMs} ms late`).toBeLessThanOrEqual(CONNECT_MS + RESPONSE_MS + 1_000 + Math.min(ownLagMs, 1_000));
       const grew = peak - before;
       expect(grew, 'gateway RSS growth under the storm').toBeLessThan(100 * 1024 * 1024);
       // Once it answers again, it is used again.
@@ -633,7 +647,7 @@ describe(STORM, () => {
           socketsDropped: 0,
           requestsFailed: answers.length,
           other: [
-            `answers: ${[...statuses].sort().map(([s, n]) => `${s} x${n}`).join(', ')}; all in ${allMs} ms, slowest ${slowest} ms`,
+            `answers: ${[...statuses].sort().map(([s, n]) => `${s} x${n}`).join(', ')}; all in ${allMs} ms, slowest ${slowest} ms (the clients' own event loop up to ${ownLagMs} ms late)`,
             `admin /status during the storm: ${probes.length} probes, max ${Math.max(...probes)} ms`,
             `gateway RSS ${(before / 1048576).toFixed(1)} MB before, peak ${(peak / 1048576).toFixed(1)} MB (+${(grew / 1024 / HANDSHAKES).toFixed(1)} KB per handshake)`,
           ],
