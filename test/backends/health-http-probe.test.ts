@@ -3,10 +3,8 @@
 // framing (none, length, chunked, close), answers cut short or stalled, heads over the bound or
 // breaking a rule, interim 1xx heads, seeded random answers. Every check runs through a real
 // HealthChecker (one check per target: a long interval); every wait has a timeout.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AnswerReader, BODY_BYTES, HEAD_BYTES, probeRequest } from '../../src/backends/health-http-probe.js';
@@ -15,6 +13,7 @@ import { nativeProbe, socketProbe, type OpenProbe } from '../../src/backends/pro
 import { chooseRelay } from '../../src/proxy/native-relay.js';
 import { makeCa, signedServer } from '../support/certs.js';
 import { waitFor } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
@@ -390,11 +389,15 @@ describe.each(CONNECTIONS)('hostile answers, on %s', (_name, opener) => {
 
 describe.each(CONNECTIONS)('the HTTP check of an https backend, on %s', (_name, opener) => {
   beforeAll(() => void (connectWith = opener));
-  const dir = mkdtempSync(join(tmpdir(), 'roomgate-health-tls-'));
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const files = signedServer(dir, ['127.0.0.1']);
-  const other = makeCa(dir, 'other');
-  const server = { cert: readFileSync(files.cert), key: readFileSync(files.key) };
+  const dir = scopeTempDir('roomgate-health-tls-');
+  let files: ReturnType<typeof signedServer>;
+  let other: ReturnType<typeof makeCa>;
+  let server: { cert: Buffer; key: Buffer };
+  beforeAll(() => {
+    files = signedServer(dir, ['127.0.0.1']);
+    other = makeCa(dir, 'other');
+    server = { cert: readFileSync(files.cert), key: readFileSync(files.key) };
+  });
   const trusting = (ca: Buffer) => ({ verify: true, servername: null, context: tls.createSecureContext({ ca }), clientCert: false });
 
   it('passes over a verified TLS connection once the chunked body ends; HTTP 500 fails; an untrusted certificate fails as tls', async () => {

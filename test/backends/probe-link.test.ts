@@ -5,10 +5,8 @@
 // the addon is the real one, only counted on its way through.
 import http from 'node:http';
 import https from 'node:https';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { HealthChecker, type HealthResult } from '../../src/backends/health.js';
@@ -17,14 +15,14 @@ import { chooseRelay } from '../../src/proxy/native-relay.js';
 import { signedServer } from '../support/certs.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { waitFor } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const addon = chooseRelay('native').addon as ProbeAddon;
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-probe-link-'));
+const dir = scopeTempDir('roomgate-probe-link-');
 const cleanups: (() => Promise<void> | void)[] = [];
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** The real addon, each probeOpen counted. */
 function counted(): { addon: ProbeAddon; opened: () => number } {

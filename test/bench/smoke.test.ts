@@ -2,11 +2,11 @@
 // every target. It checks the suite works end to end (processes, configs, load generator, report),
 // not any figure: the figures of so short a run mean nothing.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROOT } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const RUN = join(ROOT, 'dist/bench/suite/run.js');
 const TARGETS = ['direct', 'nginx', 'haproxy', 'roomgate'];
@@ -59,12 +59,11 @@ async function smoke(out: string, targets: readonly string[], extra: readonly st
 // Concurrent: the two runs share nothing (own processes, ports and output folder) and mostly wait
 // on their timed rounds, so they overlap.
 describe.concurrent('bench suite smoke run', () => {
-  const out = mkdtempSync(join(tmpdir(), 'roomgate-bench-smoke-'));
+  const out = scopeTempDir('roomgate-bench-smoke-');
   // Once, before both runs start.
   beforeAll(() => {
     if (canRun) ensureProxies();
   }, 600_000);
-  afterAll(() => rmSync(out, { recursive: true, force: true }));
 
   it.skipIf(!canRun)('reports every target, with no room split', async () => {
     await smoke(out, TARGETS, []);

@@ -5,15 +5,15 @@
 // http2.enabled false the same page loads on HTTP/1.1, the fallback a browser takes.
 import { createHash, X509Certificate } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeBrowsers, launchBrowser, watchErrors } from '../support/browser.js';
 import { metricValue, startBackend, startGateway, stopAll, type GatewayProc } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-tls-browser-'));
+const dir = scopeTempDir('roomgate-tls-browser-');
 let gw: GatewayProc;
 let gwHttp1: GatewayProc;
 let browser: BrowserContext;
@@ -38,7 +38,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await closeBrowsers();
   await stopAll();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe('Chromium over https', () => {

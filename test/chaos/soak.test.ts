@@ -10,14 +10,14 @@
 // +67 MB/min against limits of 10 and 20), and one that opened a file per upgrade and kept it
 // failed it too (open fds), as did one that kept a 1 KB Buffer per upgrade (live memory).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fromCsv } from '../../bench/soak/report.js';
 import { fitted, verdict } from '../../bench/soak/verdict.js';
 import { recordChaos } from '../support/chaos.js';
 import { ROOT } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const RUN = join(ROOT, 'dist/bench/soak/run.js');
 const MINUTES = 1;
@@ -25,7 +25,7 @@ const SOCKETS = 2_000;
 const UPGRADES = 10_000;
 
 describe('soak, short', () => {
-  const out = mkdtempSync(join(tmpdir(), 'roomgate-soak-'));
+  const out = scopeTempDir('roomgate-soak-');
   let child: ChildProcess | undefined;
   afterAll(async () => {
     // The script stops everything it started on SIGTERM (and its children die with it otherwise).
@@ -33,7 +33,6 @@ describe('soak, short', () => {
       child.kill('SIGTERM');
       await new Promise((r) => child!.once('exit', r));
     }
-    rmSync(out, { recursive: true, force: true });
   });
 
   it('1 minute, 2,000 game sockets, 10,000 upgrades churned: memory and fds flat, no socket dropped', async () => {

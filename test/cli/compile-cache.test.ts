@@ -3,14 +3,13 @@
 // it would enable the cache without roomgate), and a cache that cannot be written changes
 // nothing but the speed. `roomgate help` is a cheap command that goes through the CLI.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MAIN } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const temp = mkdtempSync(join(tmpdir(), 'roomgate-compile-cache-'));
-afterAll(() => rmSync(temp, { recursive: true, force: true }));
+const temp = scopeTempDir('roomgate-compile-cache-');
 
 function help(cacheDir: string): { status: number | null; out: string } {
   const env: NodeJS.ProcessEnv = { ...process.env, ROOMGATE_COMPILE_CACHE: cacheDir };

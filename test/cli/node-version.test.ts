@@ -3,15 +3,14 @@
 // and roomgate started directly on an older Node refuses with one line naming `. scripts/node24.sh`,
 // before it imports anything that needs a newer Node.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MIN_NODE, nodeRefusal } from '../../src/node-version.js';
 import { MAIN, ROOT } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const temp = mkdtempSync(join(tmpdir(), 'roomgate-node-version-'));
-afterAll(() => rmSync(temp, { recursive: true, force: true }));
+const temp = scopeTempDir('roomgate-node-version-');
 
 const SCRIPT = join(ROOT, 'scripts/node24.sh');
 

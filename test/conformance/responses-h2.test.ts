@@ -9,10 +9,9 @@
 // on after every case; a second client gets its own answer. Where h2 differs from HTTP/1.1 by
 // design, H2_EXPECT says so with its reason; where the gateway is wrong today, KNOWN pins it.
 // Two variants: answers relayed as they come, and answers the page cache fetches first.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http2, { type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Duplex } from 'node:stream';
 import tls, { type TLSSocket } from 'node:tls';
@@ -23,6 +22,7 @@ import { startGateway, stop, stopAll, waitFor, type GatewayProc } from '../suppo
 import { startRawBackend, type Answer, type RawBackend } from './backend.js';
 import { concrete, RESPONSE_CASES, type ResponseCase } from './response-cases.js';
 import { ClientAddresses, scriptedByClient, unclaimed } from './runner.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 /** Where h2 legitimately differs from the case's HTTP/1.1 expectation. */
 const H2_EXPECT: Readonly<Record<string, { status: number; body?: string; absent?: readonly string[]; reason: string }>> = {
@@ -184,7 +184,7 @@ const VARIANTS = [
 ] as const;
 
 describe.each(VARIANTS)('response corpus through the HTTP/2 front: $name', ({ name: variant, extra }) => {
-  const dir = mkdtempSync(join(tmpdir(), 'roomgate-h2-corpus-'));
+  const dir = scopeTempDir('roomgate-h2-corpus-');
   let ca: Buffer;
   let be: RawBackend;
   let gw: GatewayProc;
@@ -247,7 +247,6 @@ describe.each(VARIANTS)('response corpus through the HTTP/2 front: $name', ({ na
     if (gw) await stop(gw);
     if (be) await be.close();
     await stopAll();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const warnings = (): number => gw.logs().filter((l) => l.level === 'warn').length;

@@ -5,10 +5,9 @@
 // another host is refused (the backend marked down with the TLS reason, in logs, metrics and the
 // admin API), `servername` names the host to check, and the client certificate reaches a backend
 // that requires one. Configuration errors name their field (check-config and start, exit 2).
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,8 +16,9 @@ import { runCliHere } from '../cli/in-process.js';
 import { makeCa, makeSigned, type CertFiles } from '../support/certs.js';
 import { startGatewayHere, stopAllHere, type GatewayHere } from '../support/here.js';
 import { httpRequest, metricValue, stopAll, waitFor, withTimeout, writeConfig } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-backend-tls-'));
+const dir = scopeTempDir('roomgate-backend-tls-');
 
 /** What a test backend saw of a connection: its id, the SNI, the client certificate's CN. */
 interface Seen {
@@ -181,7 +181,6 @@ afterAll(async () => {
   await stopAllHere();
   await stopAll();
   await Promise.all(backends.map((b) => b.close()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe('https backends', () => {

@@ -4,21 +4,19 @@
 // each backend swaps its key set) and nothing is refused; every call roomgate makes is in /events
 // and the metrics; a backend holding only the new key refuses a gateway that signs with the old
 // secret alone (the test can fail).
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoBackend, type DemoBackend } from '../../examples/demo-backend/server.js';
 import type { Gateway } from '../../src/gateway.js';
 import { backendKeys } from '../../src/http/call-proof.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { Client, withTimeout } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const OLD = 'old-call-secret-0123456789abcdef0123';
 const NEW = 'new-call-secret-0123456789abcdef0123';
 const ADMIN = 'call-keys-admin-token-0123456789';
 const PUSH = 'call-keys-push-token-0123456789';
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-call-keys-'));
+const dir = scopeTempDir('roomgate-call-keys-');
 const backends: DemoBackend[] = [];
 const clients: Client[] = [];
 let gw: Gateway;
@@ -38,7 +36,6 @@ afterAll(async () => {
   for (const c of clients) await c.close().catch(() => undefined);
   await gw?.stop();
   await Promise.all(backends.map((b) => b.close()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
 async function live(room: string): Promise<Client> {

@@ -7,9 +7,8 @@
 // (roomgate's proof checked, the room's sockets reached and counted), collectstatic's output served
 // by roomgate, and the page itself in headless Chromium. Two daphne processes, one per signing
 // choice, each killed in afterAll with its temp directory.
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, watchErrors } from '../support/browser.js';
@@ -17,10 +16,11 @@ import { DJANGO_APP as APP, exampleGatewayConfig, manage, pushThrough, startDaph
 import { runCliHere } from '../cli/in-process.js';
 import { backendEnv, Client, ROOT, startGateway, TEST_SECRET, type GatewayProc, waitFor } from '../support/processes.js';
 import { EXPECTED_RECEIVER_ANSWERS, forgedPushes, signedPushHeaders } from '../support/push-receiver.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'push-token-0123456789abcdef';
 const SECRET_KEY = 'django-secret-key-for-the-test-0123456789';
-const staticRoot = mkdtempSync(join(tmpdir(), 'roomgate-django-static-'));
+const staticRoot = scopeTempDir('roomgate-django-static-');
 let roomgateSigns: App;
 let djangoSigns: App;
 let gw: GatewayProc;

@@ -6,19 +6,17 @@
 // cookie is the last tab's): a move of the first tab's room with handoff closes its socket, which
 // comes back to the room's new process by its pin (not refused by the cookie's room), and the page's
 // "Served by" names the new process. Daphnes, gateway, browser and the static directory end in afterAll.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { BrowserContext } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchBrowser, watchErrors } from '../support/browser.js';
 import { exampleGatewayConfig, manage, startDaphne, stopExample, type DaphneApp } from '../support/daphne.js';
 import { runCliHere } from '../cli/in-process.js';
 import { backendEnv, Client, startGateway, TEST_SECRET, type GatewayProc } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const ADMIN_TOKEN = 'django-per-tab-admin-token-0123456789';
 const SRI = 'sha384-ET3mbPb5f3vf0h2XaZlWeISZeLunu+iUDCNuRNXAtSOsDBMeE8t2bH2FZOCku8/F';
-const staticRoot = mkdtempSync(join(tmpdir(), 'roomgate-django-per-tab-'));
+const staticRoot = scopeTempDir('roomgate-django-per-tab-');
 const IDS = ['dj-t1', 'dj-t2'] as const;
 const apps = new Map<string, DaphneApp>();
 let gw: GatewayProc;

@@ -6,19 +6,17 @@
 // socket with 1012, which roomgate passes to the client, and the client's reconnect is served by
 // the other process, where a push again reaches it through the same Redis.
 import { createHash } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCliHere } from '../cli/in-process.js';
 import { exampleGatewayConfig, pushThrough, stopAsgiServer, stopExample, type DaphneApp } from '../support/daphne.js';
 import { backendEnv, Client, startGateway, type GatewayProc, waitFor } from '../support/processes.js';
 import { redisCli, startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
 import { startUvicorn } from '../support/uvicorn.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'push-token-0123456789abcdef';
 const IDS = ['uv-1', 'uv-2'] as const;
-const staticRoot = mkdtempSync(join(tmpdir(), 'roomgate-uvicorn-static-'));
+const staticRoot = scopeTempDir('roomgate-uvicorn-static-');
 const apps = new Map<string, DaphneApp>();
 let redis: RedisServer;
 let gw: GatewayProc;

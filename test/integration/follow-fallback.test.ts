@@ -4,17 +4,15 @@
 // gateway asks every backend's hello at start (bounded); a tunnel opened before its backend's
 // answer is not followed. A real gateway in this process and two real HTTP backends that record
 // each handshake's head and refuse it (what matters is the head).
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { HELLOS_AT_START_MS } from '../../src/runtime/handoff.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 class HelloBackend {
   readonly heads: http.IncomingHttpHeaders[] = [];
@@ -69,7 +67,7 @@ function handshake(gw: Gateway, room: string): Promise<void> {
 
 const v2 = new HelloBackend('{"version":2,"messages":true}');
 const v1 = new HelloBackend('{"version":1}');
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-follow-'));
+const dir = scopeTempDir('roomgate-follow-');
 const gateways: Gateway[] = [];
 
 async function gateway(backends: { id: string; url: string }[]): Promise<Gateway> {
@@ -97,7 +95,6 @@ describe('tunnels followed only to backends that take held messages', () => {
   afterAll(async () => {
     await Promise.all(gateways.map((g) => g.stop()));
     await Promise.all([v2.close(), v1.close()]);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it("a version-2 backend's tunnels carry a socket id (followed), a version-1 backend's none; each hello asked at start", async () => {

@@ -3,9 +3,6 @@
 // once and the backend's in-flight count (what bounded loads read) comes back to 0 (it used to stay
 // up for good). In-process gateway on TLS.
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { signedServer } from '../support/certs.js';
@@ -13,8 +10,9 @@ import { h2Session } from '../support/h2-session.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { waitFor } from '../support/processes.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-h2-deadline-'));
+const dir = scopeTempDir('roomgate-h2-deadline-');
 let backend: http.Server;
 let gw: Gateway;
 let ca: Buffer;
@@ -39,7 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop();
   await closeServer(backend);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 it('a stalled h2 body: 408, and the backend request it held open is released', async () => {

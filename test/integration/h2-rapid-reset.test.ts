@@ -7,9 +7,6 @@
 // downloads), keeps its connection.
 import http from 'node:http';
 import http2, { type ClientHttp2Session, type ClientHttp2Stream } from 'node:http2';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { signedServer } from '../support/certs.js';
@@ -18,12 +15,13 @@ import { h2Session } from '../support/h2-session.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { waitFor } from '../support/processes.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const { NGHTTP2_CANCEL, NGHTTP2_ENHANCE_YOUR_CALM } = http2.constants;
 const MAX_RESETS = 20;
 const MAX_STREAMS = 10;
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-h2-rapid-reset-'));
+const dir = scopeTempDir('roomgate-h2-rapid-reset-');
 let backend: http.Server;
 /** Backend requests not answered in full yet (the gateway closes their connections when the client left). */
 const open = new Set<http.ServerResponse>();
@@ -55,7 +53,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop();
   await closeServer(backend);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));

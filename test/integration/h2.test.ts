@@ -9,18 +9,18 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import net from 'node:net';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http2, { type ClientHttp2Session, type IncomingHttpHeaders } from 'node:http2';
 import https from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR, FRAME, get, RawH2 } from '../support/h2-raw.js';
 import { startBackendHere, startGatewayHere, stopAllHere, type BackendHere } from '../support/here.js';
 import { metricValue, startGateway, stopAll, waitFor, type GatewayProc } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-h2-test-'));
+const dir = scopeTempDir('roomgate-h2-test-');
 const cert = join(dir, 'a.crt');
 const key = join(dir, 'a.key');
 let ca: Buffer;
@@ -39,7 +39,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAll();
   await stopAllHere();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 interface Answer {

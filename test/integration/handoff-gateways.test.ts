@@ -5,10 +5,7 @@
 // flushes them to the old owner on a rollback, and is waited for at most handoff.timeoutMs. Page
 // requests of the room wait for the handoff's end on both gateways and reach the new owner. With
 // backends that resume, B resumes its own socket on the new owner: its client sees no close.
-import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
@@ -18,9 +15,10 @@ import { HandoffTestBackend, handoffPairConfig, hellosAnswered, interleaved, ope
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
 import { startRedis, stopAllRedis, type RedisServer } from '../support/redis.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'handoff-gateways-admin-token-0123456789';
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-hold-gw-'));
+const dir = scopeTempDir('roomgate-hold-gw-');
 let redis: RedisServer;
 let prefixes = 0;
 const cleanup: (() => Promise<void> | void)[] = [];
@@ -35,7 +33,6 @@ afterEach(async () => {
 
 afterAll(async () => {
   await stopAllRedis();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** A Redis shared-data store whose handoff messages can be stopped (a gateway that does not hear them). */

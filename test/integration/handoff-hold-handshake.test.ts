@@ -9,26 +9,23 @@
 // reaches the owner, the room's move begins and holds the room (its export arrives, and waits),
 // then the 101 goes out, then the client clicks: the click is kept by the hold, never reaches the
 // old owner, and is delivered to the new owner with the `messages` hook.
-import { mkdtempSync, rmSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { HandoffTestBackend, hellosAnswered, moveRoom } from '../support/handoff-test-backend.js';
 import { bounded, startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'handoff-hold-handshake-token-0123456789';
 const WAIT_MS = 5_000;
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-hold-101-'));
+const dir = scopeTempDir('roomgate-hold-101-');
 const cleanups: (() => Promise<void>)[] = [];
 
 afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** A WebSocket handshake that reached a gate: its room, and the release of the backend's answer. */
 interface HeldHandshake {

@@ -6,10 +6,8 @@
 // (delivered with the `messages` hook). Against backends that say version 1 nothing is held: the
 // frozen owner refuses what arrives during the export, as before. The parts in process:
 // test/proxy/message-hold.test.ts.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { ClientHttp2Stream } from 'node:http2';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
@@ -18,9 +16,10 @@ import { h2Session } from '../support/h2-session.js';
 import { HandoffTestBackend, handoffPairConfig, hellosAnswered, moveRoom, openMountedRoom, type MountedSocket } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, startBackend, stop, waitFor, withTimeout, type BackendProc } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'handoff-hold-admin-token-0123456789';
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-hold-'));
+const dir = scopeTempDir('roomgate-hold-');
 const running: { gw: Gateway; backends: BackendProc[]; test?: HandoffTestBackend[] }[] = [];
 const sockets = new Set<WebSocket>();
 
@@ -33,8 +32,6 @@ afterEach(async () => {
     await Promise.all((r.test ?? []).map((b) => b.close()));
   }
 });
-
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /**
  * Two demo backends speaking `version` and a gateway in front; resolves once it knows their hellos.

@@ -7,10 +7,8 @@
 // message still decodes. A resume the new owner refuses or never answers falls back to the
 // `messages` hook and the client reconnects (1012). The handshake's hostile answers:
 // test/proxy/resume-handshake.test.ts.
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { ClientHttp2Stream } from 'node:http2';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
@@ -19,9 +17,10 @@ import { h2Session } from '../support/h2-session.js';
 import { HandoffTestBackend, handoffPairConfig, hellosAnswered, interleaved, moveRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'handoff-resume-admin-token-0123456789';
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-resume-'));
+const dir = scopeTempDir('roomgate-resume-');
 const running: { gw: Gateway; test: HandoffTestBackend[] }[] = [];
 const sockets = new Set<WebSocket>();
 
@@ -33,8 +32,6 @@ afterEach(async () => {
   await Promise.all(all.map((r) => r.gw.stop()));
   await Promise.all(all.flatMap((r) => r.test.map((b) => b.close())));
 });
-
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Two in-process backends that resume, and a gateway in front that knows their hellos. */
 async function resumingPair(deflate = false): Promise<{ gw: Gateway; b1: HandoffTestBackend; b2: HandoffTestBackend }> {

@@ -4,9 +4,6 @@
 // through the gateway closed with 1012 by the old owner's release and landing on the new one with
 // the room's state, the status page and the metrics. The orchestrator's failure cases are in
 // test/runtime/handoff.test.ts.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
@@ -14,9 +11,10 @@ import { HandoffTestBackend, handoffPairConfig } from '../support/handoff-test-b
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
 import { runCliHere } from '../cli/in-process.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'handoff-admin-token-0123456789';
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-handoff-'));
+const dir = scopeTempDir('roomgate-handoff-');
 let b1: HandoffTestBackend;
 let b2: HandoffTestBackend;
 let gw: Gateway;
@@ -38,7 +36,6 @@ afterAll(async () => {
   for (const c of clients) c.terminate();
   await gw?.stop();
   await Promise.all([b1?.close(), b2?.close()]);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** A client of the room through the gateway: the backend it landed on, and its close code when closed. */

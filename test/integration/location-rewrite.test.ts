@@ -5,18 +5,16 @@
 // Location the miss did (the key holds the scheme and Host the rewrite points at).
 import http from 'node:http';
 import https from 'node:https';
-import { mkdtempSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { signedServer } from '../support/certs.js';
 import { h2Session } from '../support/h2-session.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-location-'));
+const dir = scopeTempDir('roomgate-location-');
 let backend: http.Server;
 let own: string;
 let ca: Buffer;
@@ -52,7 +50,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(Object.values(gw).map((g) => g.stop()));
   await closeServer(backend);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 type Fields = Record<string, string | string[] | undefined>;

@@ -12,10 +12,8 @@
 // (raw bytes judged by the strict referee of test/conformance). The contract: the cache section of
 // docs/configuration.md and Cache-Status per RFC 9211.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
@@ -23,16 +21,16 @@ import { buildRing } from '../../src/placement/ring.js';
 import { fieldValues, parseResponse, type ParsedResponse } from '../conformance/strict-parser.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, httpRequest, metricValue, waitFor, withTimeout, type RawAnswer } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'admin-token-for-tests-0123456789';
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 const sleepUntil = (t: number): Promise<void> => sleep(Math.max(0, t - Date.now()));
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-page-cache-'));
+const dir = scopeTempDir('roomgate-page-cache-');
 const running = new Set<Gateway>();
 afterAll(async () => {
   await Promise.all([...running].map((g) => g.stop()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** What the tests reach of a gateway: its two ports, and its stop. */

@@ -7,8 +7,7 @@ import http from 'node:http';
 import type http2 from 'node:http2';
 import type { ClientHttp2Session } from 'node:http2';
 import net from 'node:net';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,8 +17,9 @@ import { memoryLogger } from '../support/control.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
 import { h2Session } from '../support/h2-session.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-refusals-'));
+const dir = scopeTempDir('roomgate-refusals-');
 const seen: string[] = [];
 let backend: http.Server;
 let plain: Gateway;
@@ -53,7 +53,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([plain?.stop(), secure?.stop(), dead?.stop()]);
   await closeServer(backend);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 interface Answer {

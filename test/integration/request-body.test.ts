@@ -5,15 +5,13 @@
 // in-process backend that records when each request arrives.
 import http from 'node:http';
 import net from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-body-'));
+const dir = scopeTempDir('roomgate-body-');
 interface Seen {
   readonly url: string;
   readonly headers: http.IncomingHttpHeaders;
@@ -39,7 +37,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop();
   await closeServer(backend);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** A client connection whose bytes the test writes when it likes; `answer` resolves with the first status and the text. */

@@ -8,9 +8,6 @@ import http from 'node:http';
 import type http2 from 'node:http2';
 import type { ClientHttp2Session } from 'node:http2';
 import net from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
@@ -19,8 +16,9 @@ import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
 import { h2Session } from '../support/h2-session.js';
 import { readFileSync } from 'node:fs';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-reserved-'));
+const dir = scopeTempDir('roomgate-reserved-');
 const seen: string[] = [];
 let backend: http.Server;
 let lean: Gateway;
@@ -52,7 +50,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([lean?.stop(), nodeHttp?.stop(), tlsGw?.stop()]);
   await closeServer(backend);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Raw bytes in, the status line's code out: no client library rewrites the target on the way. */

@@ -8,11 +8,10 @@
 // configuration are in the test's process (test/support/here.ts, test/cli/in-process.ts).
 import { execFile, execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { copyFileSync, readFileSync, renameSync } from 'node:fs';
 import https from 'node:https';
 import { connect as tlsConnect } from 'node:tls';
 import type { LookupFunction } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocket } from 'ws';
@@ -20,8 +19,9 @@ import { runCliHere } from '../cli/in-process.js';
 import { execForm, parseDockerfile, readText } from '../support/deploy-files.js';
 import { startBackendHere, startGatewayHere, stopAllHere, type BackendHere, type GatewayHere } from '../support/here.js';
 import { httpRequest, metricValue, startGateway, stop, stopAll, waitFor, writeConfig, type GatewayProc } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-tls-test-'));
+const dir = scopeTempDir('roomgate-tls-test-');
 
 /** A self-signed certificate for `names` (the first is the CN) and its key, as PEM files. */
 function makeCert(base: string, names: readonly string[], days = 365): { cert: string; key: string } {
@@ -128,7 +128,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await stopAll();
   await stopAllHere();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe('TLS on the public port', () => {

@@ -4,18 +4,18 @@
 // the pin source is off (the path then goes to the app). Its browser behaviour is
 // test/chaos/per-tab-rooms.test.ts and test/browser/room-pin-csp.test.ts.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { ROOM_PIN_SCRIPT, ROOM_PIN_SCRIPT_PATH, ROOM_PIN_SCRIPT_SRI } from '../../src/pages/room-pin-script.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { ROOT } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-pin-script-'));
+const dir = scopeTempDir('roomgate-pin-script-');
 const seen: string[] = [];
 const app = http.createServer((req, res) => {
   seen.push(req.url ?? '');
@@ -34,7 +34,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([on?.stop(), off?.stop()]);
   await new Promise<void>((resolve) => app.close(() => resolve()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function get(g: Gateway, headers: Record<string, string> = {}, method = 'GET') {

@@ -5,15 +5,13 @@
 // the byte-level front really took it (no hand-over to node:http). In process: two gateways in
 // front of one raw backend that answers 101 and then echoes the tunnel.
 import net, { type AddressInfo } from 'node:net';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-lean-upgrade-'));
+const dir = scopeTempDir('roomgate-lean-upgrade-');
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 const KEY = 'dGhlIHNhbXBsZSBub25jZQ==';
 const handshake = (target: string, extra = ''): string =>
@@ -64,7 +62,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([lean?.gw.stop(), node?.gw.stop()]);
   await new Promise<void>((resolve) => backend.close(() => resolve()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** Sends `writes` on one connection and reads until `done(text so far)` or the gateway closes. */

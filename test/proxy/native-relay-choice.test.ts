@@ -1,16 +1,15 @@
 // proxy.relay as it can run: which relay a gateway picks, what it says, and the build that never
 // fails an install. The tunnel contract itself is test/proxy/tunnel-contract.test.ts.
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { chooseRelay, NativeRelay } from '../../src/proxy/native-relay.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { ROOT } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-relay-choice-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+const dir = scopeTempDir('roomgate-relay-choice-');
 
 describe('proxy.relay', () => {
   const saved = process.env.ROOMGATE_RELAY_ADDON;

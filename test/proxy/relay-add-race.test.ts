@@ -16,14 +16,13 @@
 // backend answers), not certain. It failed with the race and passes since the fix; it runs in CI's
 // chaos run, under AddressSanitizer (test/chaos/relay-sanitized.test.ts), where a read of freed
 // memory fails at once, and not in npm test (it keeps both cores busy on purpose).
-import { mkdtempSync, rmSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
-import { availableParallelism, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { bounded, startInProcessGateway } from '../support/in-process-gateway.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 const handshake = (n: number): string =>
@@ -48,7 +47,7 @@ const backend = net.createServer({ allowHalfOpen: true }, (socket) => {
   };
   socket.on('data', onData);
 });
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-relay-race-'));
+const dir = scopeTempDir('roomgate-relay-race-');
 let gw: Gateway;
 const clients = new Set<Socket>();
 
@@ -63,7 +62,6 @@ afterAll(async () => {
   for (const s of backendSockets) s.destroy();
   await bounded(gw?.stop() ?? Promise.resolve(), 10_000, 'the gateway stopping');
   await bounded(new Promise<void>((resolve) => backend.close(() => resolve())), 5_000, 'the backend closing');
-  rmSync(dir, { recursive: true, force: true });
 }, 20_000);
 
 /** A client whose reset goes out right as the backend answers its handshake. */

@@ -5,15 +5,13 @@
 // The native relay must be built (npm ci / the pretest build it): a machine where it cannot be
 // fails here, saying why, rather than testing one relay twice.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import net, { type AddressInfo, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { chooseRelay } from '../../src/proxy/native-relay.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { withinOf } from '../support/within.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const ANSWER_101 = 'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n';
 const handshake = (path: string): string =>
@@ -43,7 +41,7 @@ const backend = net.createServer({ allowHalfOpen: true }, (socket) => {
 
 const within = withinOf(WAIT_MS);
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-tunnel-contract-'));
+const dir = scopeTempDir('roomgate-tunnel-contract-');
 let backendUrl = '';
 const started: Gateway[] = [];
 const byKey = new Map<string, Promise<Gateway>>();
@@ -70,7 +68,6 @@ afterAll(async () => {
   await Promise.all(started.map((g) => g.stop()));
   for (const s of backendSockets) s.destroy();
   await new Promise<void>((resolve) => backend.close(() => resolve()));
-  rmSync(dir, { recursive: true, force: true });
 });
 
 let paths = 0;

@@ -4,9 +4,6 @@
 // own, rebalancing's moves add up under one 'rebalance' event per target, a drain with handoff's
 // under the drain's event. Then through a real gateway (in process) and two real backends serving
 // the hooks: a move through the admin API is not credited to the backend's start-up 'joined'.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type WebSocket from 'ws';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
@@ -14,6 +11,7 @@ import { EventLog } from '../../src/runtime/events.js';
 import { HandoffTestBackend, handoffPairConfig, openMountedRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, withTimeout } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const rows = (log: EventLog): unknown[] => log.list().map((e) => [e.kind, e.backend, e.detail, e.roomsMoved, e.liveRoomsMoved]);
 
@@ -61,7 +59,7 @@ describe('EventLog: a handoff is a cause of its own', () => {
 
 describe('Recent events after a real move handoff', () => {
   const TOKEN = 'events-admin-token-0123456789abcdef';
-  const dir = mkdtempSync(join(tmpdir(), 'roomgate-events-'));
+  const dir = scopeTempDir('roomgate-events-');
   let b1: HandoffTestBackend | undefined;
   let b2: HandoffTestBackend | undefined;
   let gw: Gateway | undefined;
@@ -71,7 +69,6 @@ describe('Recent events after a real move handoff', () => {
     ws?.terminate();
     await gw?.stop();
     await Promise.all([b1?.close(), b2?.close()]);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('the move is its own event with 1 live room moved; the joined events moved none', async () => {

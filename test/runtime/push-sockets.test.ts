@@ -5,17 +5,16 @@
 // count that is not one (signed, fractional, repeated, too long, words) is no count, never an
 // error. An in-process gateway in front of an in-process receiver whose answer each test sets.
 import http from 'node:http';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET } from '../support/processes.js';
 import { closeServer, listenOnLoopback } from '../support/servers.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
 const TOKEN = 'push-token-0123456789abcdef';
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-push-sockets-'));
+const dir = scopeTempDir('roomgate-push-sockets-');
 /** The raw header lines the receiver's push answer carries (name, value, name, value...). */
 let answerFields: string[] = [];
 let backend: http.Server;
@@ -46,7 +45,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await gw?.stop();
   await closeServer(backend);
-  rmSync(dir, { recursive: true, force: true });
 });
 
 async function push(path: string): Promise<{ status: number; json: Record<string, unknown> }> {

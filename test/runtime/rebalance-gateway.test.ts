@@ -4,17 +4,15 @@
 // with their state until the skew is under the factor, their clients closed with 1012 by the old
 // owner; a reload that turns it off stops it. The rate and every rule are in rebalance.test.ts
 // and rebalance-plan.test.ts; this checks the wiring: the composition, start, reload, /events.
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { LoadedConfig, ResolvedBackend } from '../../src/config/load.js';
 import type { Gateway } from '../../src/gateway.js';
 import { HandoffTestBackend, openMountedRoom } from '../support/handoff-test-backend.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { CALL_SECRET, waitFor, withTimeout } from '../support/processes.js';
+import { scopeTempDir } from '../support/temp-dir.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'roomgate-rebalance-'));
+const dir = scopeTempDir('roomgate-rebalance-');
 let closers: (() => Promise<unknown>)[] = [];
 
 afterEach(async () => {
@@ -23,7 +21,6 @@ afterEach(async () => {
 });
 
 afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
 });
 
 function resolved(b: HandoffTestBackend): ResolvedBackend {
