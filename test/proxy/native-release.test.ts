@@ -64,9 +64,9 @@ async function deliveredTo(peer: ReturnType<typeof received>, owed: Buffer | nul
   return Buffer.concat([peer.bytes(), owed ?? Buffer.alloc(0)]);
 }
 
-/** This process's epoll sets: each one's descriptor and the descriptors it holds (from /proc/self/fdinfo). */
-function pollSets(): Map<number, Set<number>> {
-  const sets = new Map<number, Set<number>>();
+/** This process's epoll sets: each one's descriptor, and the descriptors it holds with the events it watches on each (from /proc/self/fdinfo). */
+function pollSets(): Map<number, Map<number, number>> {
+  const sets = new Map<number, Map<number, number>>();
   for (const name of readdirSync('/proc/self/fd')) {
     let info = '';
     try {
@@ -75,17 +75,36 @@ function pollSets(): Map<number, Set<number>> {
     } catch {
       continue; // closed meanwhile
     }
-    sets.set(Number(name), new Set([...info.matchAll(/^tfd:\s+(\d+)/gm)].map((m) => Number(m[1]))));
+    sets.set(Number(name), new Map([...info.matchAll(/^tfd:\s+(\d+)\s+events:\s+([0-9a-f]+)/gm)].map((m) => [Number(m[1]), parseInt(m[2] as string, 16)])));
   }
   return sets;
 }
 
-/** Node's own epoll set: the one that holds this file's listening socket. */
-function loopSet(): Set<number> {
+/** Node's own epoll set (its descriptor): the one that holds this file's listening socket. */
+function loopPoll(): number {
   const listening = fdOf(server as unknown as Socket);
-  const found = [...pollSets().values()].find((fds) => fds.has(listening));
+  const found = [...pollSets()].find(([, fds]) => fds.has(listening));
   if (found === undefined) throw new Error("no epoll set holds the listening socket: cannot tell Node's loop's");
-  return found;
+  return found[0];
+}
+
+/** Whether an epoll set other than Node's holds `fd` and reads it (EPOLLIN). */
+function relayReads(fd: number): boolean {
+  const loop = loopPoll();
+  return [...pollSets()].some(([ep, fds]) => ep !== loop && ((fds.get(fd) ?? 0) & 0x1) !== 0);
+}
+
+/**
+ * Asks for the tunnel back and waits until the relay thread has taken the ask: the side already
+ * between two messages (`atBoundary`, its lent descriptor) is no longer read. release() only
+ * queues the ask; bytes that reach the relay before its thread takes it are relayed (the release
+ * is at the first boundary after that), so a case that writes past a boundary waits for this first.
+ */
+async function releaseTaken(t: { id: number }, atBoundary: Socket): Promise<void> {
+  const fd = fdOf(atBoundary);
+  await until(() => relayReads(fd), 'the relay reading the side at a boundary before the release');
+  expect(relay.release(t.id)).toBe(true);
+  await until(() => !relayReads(fd), 'the relay thread taking the release');
 }
 
 /** Resolves once check() holds (polled every 10 ms), or rejects after WAIT_MS. */
@@ -141,7 +160,7 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     const c = clientFrame('after the boundary');
     t.client.write(Buffer.concat([a, b.subarray(0, 5)]));
     await t.atBackend.atLeast(a.length + 5, 'the first message and a part of the second relayed');
-    expect(relay.release(t.id)).toBe(true);
+    await releaseTaken(t, t.relayBackend);
     // The second message ends inside this write; the third follows it in the same chunk.
     t.client.write(Buffer.concat([b.subarray(5), c]));
     const r = await within(t.released, 'the release');
@@ -165,7 +184,7 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     const next = clientFrame('next');
     t.client.write(Buffer.concat([part1, ping]));
     await t.atBackend.atLeast(part1.length + ping.length, 'the first fragment and the ping');
-    expect(relay.release(t.id)).toBe(true);
+    await releaseTaken(t, t.relayBackend);
     t.client.write(Buffer.concat([part2, next]));
     const r = await within(t.released, 'the release');
     expect(await deliveredTo(t.atBackend, r.owedBackend, Buffer.concat([part1, ping, part2]), 'the last fragment')).toEqual(Buffer.concat([part1, ping, part2]));
@@ -178,7 +197,7 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     const n = serverFrame('state update two');
     t.backend.write(m.subarray(0, 4));
     await t.atClient.atLeast(4, 'a part of the backend message');
-    expect(relay.release(t.id)).toBe(true);
+    await releaseTaken(t, t.relayClient);
     t.backend.write(Buffer.concat([m.subarray(4), n]));
     const r = await within(t.released, 'the release');
     expect(await deliveredTo(t.atClient, r.owedClient, m, 'the backend message, whole')).toEqual(m);
@@ -208,13 +227,13 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     const lent = [fdOf(t.relayClient), fdOf(t.relayBackend)];
     // The relay thread registers them once woken: wait for an epoll set other than Node's to hold both.
     const elsewhere = (fd: number): boolean => {
-      const loop = loopSet();
-      return [...pollSets().values()].some((fds) => fds !== loop && fds.has(fd));
+      const loop = loopPoll();
+      return [...pollSets()].some(([ep, fds]) => ep !== loop && fds.has(fd));
     };
     await until(() => lent.every(elsewhere), 'the relay holding both descriptors');
     // Left in Node's epoll set too, each tunnel's first byte would wake the JavaScript thread for nothing.
-    const loop = loopSet();
-    expect(lent.filter((fd) => loop.has(fd))).toEqual([]);
+    const loop = pollSets().get(loopPoll());
+    expect(lent.filter((fd) => loop?.has(fd))).toEqual([]);
     t.client.write(clientFrame('through the relay'));
     await t.atBackend.atLeast(clientFrame('through the relay').length, 'a message relayed');
     expect(relay.release(t.id)).toBe(true);
@@ -225,7 +244,7 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     t.relayClient.resume(); // paused by tunnel() (as a stream), not only read-stopped
     t.client.write(clientFrame('read by Node again'));
     await back.atLeast(clientFrame('read by Node again').length, "the client's next message read by Node");
-    expect(loopSet().has(lent[0] as number)).toBe(true);
+    expect(pollSets().get(loopPoll())?.has(lent[0] as number)).toBe(true);
   });
 
   it('a tunnel that ends while its release waits for a boundary is told closed, and a tunnel not followed cannot be released', async () => {
