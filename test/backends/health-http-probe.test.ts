@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AnswerReader, BODY_BYTES, HEAD_BYTES, probeRequest } from '../../src/backends/health-http-probe.js';
 import { HealthChecker, type HealthOptions, type HealthResult } from '../../src/backends/health.js';
 import { nativeProbe, socketProbe, type OpenProbe } from '../../src/backends/probe-link.js';

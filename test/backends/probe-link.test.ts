@@ -8,7 +8,7 @@ import https from 'node:https';
 import { readFileSync } from 'node:fs';
 import net from 'node:net';
 import tls from 'node:tls';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { HealthChecker, type HealthResult } from '../../src/backends/health.js';
 import { nativeProbe, type ProbeAddon } from '../../src/backends/probe-link.js';
 import { chooseRelay } from '../../src/proxy/native-relay.js';

@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MAIN } from '../support/processes.js';
 import { scopeTempDir } from '../support/temp-dir.js';
 

@@ -5,7 +5,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MIN_NODE, nodeRefusal } from '../../src/node-version.js';
 import { MAIN, ROOT } from '../support/processes.js';
 import { scopeTempDir } from '../support/temp-dir.js';

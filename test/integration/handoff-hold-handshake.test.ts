@@ -11,7 +11,7 @@
 // old owner, and is delivered to the new owner with the `messages` hook.
 import net, { type AddressInfo, type Socket } from 'node:net';
 import WebSocket from 'ws';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { HandoffTestBackend, hellosAnswered, moveRoom } from '../support/handoff-test-backend.js';
 import { bounded, startInProcessGateway } from '../support/in-process-gateway.js';

@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import type { ClientHttp2Stream } from 'node:http2';
 import WebSocket from 'ws';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Gateway } from '../../src/gateway.js';
 import { makeCa, makeSigned } from '../support/certs.js';
 import { h2Session } from '../support/h2-session.js';

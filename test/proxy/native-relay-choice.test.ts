@@ -3,7 +3,7 @@
 import { spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { chooseRelay, NativeRelay } from '../../src/proxy/native-relay.js';
 import { startInProcessGateway } from '../support/in-process-gateway.js';
 import { ROOT } from '../support/processes.js';

@@ -81,17 +81,18 @@ function pollSets(): Map<number, Map<number, number>> {
 }
 
 /** Node's own epoll set (its descriptor): the one that holds this file's listening socket. */
-function loopPoll(): number {
+function loopPoll(sets = pollSets()): number {
   const listening = fdOf(server as unknown as Socket);
-  const found = [...pollSets()].find(([, fds]) => fds.has(listening));
+  const found = [...sets].find(([, fds]) => fds.has(listening));
   if (found === undefined) throw new Error("no epoll set holds the listening socket: cannot tell Node's loop's");
   return found[0];
 }
 
 /** Whether an epoll set other than Node's holds `fd` and reads it (EPOLLIN). */
 function relayReads(fd: number): boolean {
-  const loop = loopPoll();
-  return [...pollSets()].some(([ep, fds]) => ep !== loop && ((fds.get(fd) ?? 0) & 0x1) !== 0);
+  const sets = pollSets();
+  const loop = loopPoll(sets);
+  return [...sets].some(([ep, fds]) => ep !== loop && ((fds.get(fd) ?? 0) & 0x1) !== 0);
 }
 
 /**
@@ -227,12 +228,14 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     const lent = [fdOf(t.relayClient), fdOf(t.relayBackend)];
     // The relay thread registers them once woken: wait for an epoll set other than Node's to hold both.
     const elsewhere = (fd: number): boolean => {
-      const loop = loopPoll();
-      return [...pollSets()].some(([ep, fds]) => ep !== loop && fds.has(fd));
+      const sets = pollSets();
+      const loop = loopPoll(sets);
+      return [...sets].some(([ep, fds]) => ep !== loop && fds.has(fd));
     };
     await until(() => lent.every(elsewhere), 'the relay holding both descriptors');
     // Left in Node's epoll set too, each tunnel's first byte would wake the JavaScript thread for nothing.
-    const loop = pollSets().get(loopPoll());
+    const sets = pollSets();
+    const loop = sets.get(loopPoll(sets));
     expect(lent.filter((fd) => loop?.has(fd))).toEqual([]);
     t.client.write(clientFrame('through the relay'));
     await t.atBackend.atLeast(clientFrame('through the relay').length, 'a message relayed');
@@ -244,7 +247,8 @@ describe('NativeRelay.release: a followed tunnel handed back between two message
     t.relayClient.resume(); // paused by tunnel() (as a stream), not only read-stopped
     t.client.write(clientFrame('read by Node again'));
     await back.atLeast(clientFrame('read by Node again').length, "the client's next message read by Node");
-    expect(pollSets().get(loopPoll())?.has(lent[0] as number)).toBe(true);
+    const after = pollSets();
+    expect(after.get(loopPoll(after))?.has(lent[0] as number)).toBe(true);
   });
 
   it('a tunnel that ends while its release waits for a boundary is told closed, and a tunnel not followed cannot be released', async () => {

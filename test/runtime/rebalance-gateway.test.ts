@@ -4,7 +4,7 @@
 // with their state until the skew is under the factor, their clients closed with 1012 by the old
 // owner; a reload that turns it off stops it. The rate and every rule are in rebalance.test.ts
 // and rebalance-plan.test.ts; this checks the wiring: the composition, start, reload, /events.
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { LoadedConfig, ResolvedBackend } from '../../src/config/load.js';
 import type { Gateway } from '../../src/gateway.js';
 import { HandoffTestBackend, openMountedRoom } from '../support/handoff-test-backend.js';
@@ -18,9 +18,6 @@ let closers: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const c of closers.reverse()) await c();
   closers = [];
-});
-
-afterAll(() => {
 });
 
 function resolved(b: HandoffTestBackend): ResolvedBackend {
