@@ -108,7 +108,11 @@ function suiteConfig(staticDir: string, redisUrl: string): Record<string, unknow
     static: { mounts: [{ prefix: '/static/', dir: staticDir }] },
     listen: { host: '127.0.0.1', port: 0, headersTimeoutMs: 3_000, requestTimeoutMs: 5_000 },
     // One Redis for every gateway, the workers included: its channel carries the handoff rows' hold.
-    redis: { url: redisUrl, keyPrefix: PARITY_PREFIX },
+    // commandTimeoutMs: the 500 ms default let a loaded machine (a clean-clone CI run: 4 workers on 2
+    // cores) stall one call past it, and the API rows of that gateway's fronts answered 503
+    // store_unavailable where the others answered 200. The table compares fronts, not Redis
+    // deadlines; 3 s stays inside the clients' 4 s.
+    redis: { url: redisUrl, keyPrefix: PARITY_PREFIX, commandTimeoutMs: 3_000 },
     // A room in handoff waits 5 x this (the hold's five steps) before its 503: inside the clients' 4 s.
     handoff: { timeoutMs: HANDOFF_STEP_MS },
   };
