@@ -34,7 +34,14 @@ const ROOMS = 100;
 
 /** The gateway settings every gateway of this file shares (on top of the harness defaults). */
 function gatewayConfig(extra: Record<string, unknown> = {}): Record<string, unknown> {
+  const { redis, ...rest } = extra;
   return {
+    // commandTimeoutMs: with the 500 ms default, a loaded machine (a clean-clone CI run: 4 workers
+    // on 2 cores) stalled a call of the concurrent increments (case 6) past it, and the gateway
+    // answered 503 store_unavailable; an increment cannot be sent again (a timed-out write may
+    // have been applied). These cases test the API over Redis, not its deadline (the Redis fault
+    // rows of the chaos run do); a killed Redis (case 5) closes the connection and is refused at once.
+    redis: { commandTimeoutMs: 3_000, ...(redis as Record<string, unknown> | undefined) },
     placement: { heartbeatMs: HEARTBEAT_MS, gatewayTtlMs: GATEWAY_TTL_MS },
     presence: { ttlMs: PRESENCE_TTL_MS },
     // Every room listed (api.listRooms), so the public lobby can be checked against the witness.
@@ -44,7 +51,7 @@ function gatewayConfig(extra: Record<string, unknown> = {}): Record<string, unkn
     // Wrong tokens are sent on purpose, all from 127.0.0.1: the per-address limit of wrong tokens
     // (429) has its own test (test/control/auth-throttle.test.ts).
     auth: { maxFailures: 0 },
-    ...extra,
+    ...rest,
   };
 }
 
