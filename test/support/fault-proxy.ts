@@ -194,6 +194,9 @@ parentPort.on('message', ({ id, cmd, mode: next, ms }) => {
 });
 `;
 
+/** How long close() waits for the worker to end. */
+const TERMINATE_MS = 5_000;
+
 export type FaultMode = 'pass' | 'delay' | 'stall' | 'reset' | 'blackhole';
 
 export interface FaultStats {
@@ -301,7 +304,19 @@ export class FaultProxy {
     this.closing ??= (async () => {
       open.delete(this);
       await this.call('close').catch(() => undefined);
-      await this.worker.terminate();
+      // Bounded: once, a chaos run's teardown waited on terminate() past vitest's 60 s hook limit
+      // and its processes were never stopped (they came after it). The worker's own close above
+      // has ended its connections and listener; a worker that has not ended in 5 s is let go
+      // (unref: it cannot keep the process alive) and said so.
+      let timer: NodeJS.Timeout | undefined;
+      const ended = await Promise.race([
+        this.worker.terminate().then(() => true),
+        new Promise<boolean>((r) => (timer = setTimeout(() => r(false), TERMINATE_MS))),
+      ]).finally(() => clearTimeout(timer));
+      if (!ended) {
+        this.worker.unref();
+        process.stderr.write(`fault proxy on port ${this.port}: its worker did not end within ${TERMINATE_MS} ms of terminate(); let go\n`);
+      }
     })();
     return this.closing;
   }
